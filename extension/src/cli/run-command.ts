@@ -1,0 +1,55 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TpwError } from '../core/errors';
+import { runRecipe } from '../core/run/pipeline';
+import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { findNode } from '../core/tpu/find';
+import { openCliBackend } from './backend-from-args';
+import { requireArg, UsageError, type CommandContext } from './main';
+
+/**
+ * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced.
+ * The first Ctrl-C stops the run on every worker (SIGINT, then SIGKILL after a grace period); a second one exits at once.
+ */
+export async function runCommand(ctx: CommandContext): Promise<number> {
+  const [recipeArg, extra] = ctx.positionals;
+  if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}" (hydra overrides go after --)`);
+  const recipePath = path.resolve(requireArg(recipeArg, 'RECIPE (e.g. tpw run recipes/tiny-llama.sh --vm demo)'));
+  if (!fs.existsSync(recipePath)) throw new TpwError('NOT_FOUND', `Recipe not found: ${recipePath}`);
+  const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`)');
+  const backend = await openCliBackend(ctx.globals);
+  const abort = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      ctx.err('Stopping the run on every worker… (Ctrl-C again to exit now)');
+      abort.abort();
+    } else {
+      process.exit(130);
+    }
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const { node } = await findNode(backend, vm, ctx.globals.zone);
+    const result = await runRecipe({
+      backend,
+      node,
+      recipePath,
+      workspaceRoot: process.cwd(),
+      extraOverrides: ctx.rest,
+      failFast: !ctx.values['no-fail-fast'],
+      signal: abort.signal,
+      listener: {
+        onPhase: (_phase, detail) => ctx.err(detail),
+        onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line)),
+      },
+    });
+    ctx.out(formatRunSummary(result));
+    if (result.cancelled) return 130;
+    return result.ok ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await backend.close();
+  }
+}

@@ -1,0 +1,24 @@
+export const VERSION = '0.1.0';
+
+export const USAGE = `tpw ${VERSION} — TPU Workbench on the command line
+
+Usage:
+  tpw vm list [--zone Z] [--json]            List TPU VMs (all configured zones by default)
+  tpw vm create NAME --type TYPE [--version V] [--zone Z] [--spot]
+                                             Create a TPU VM and wait until it is READY
+  tpw vm delete NAME [--zone Z]              Delete a TPU VM
+  tpw vm start|stop NAME [--zone Z]          Start or stop a TPU VM
+  tpw vm types [--zone Z]                    List accelerator types and runtime versions
+  tpw run RECIPE --vm NAME [--zone Z] [--no-fail-fast] [-- OVERRIDE...]
+                                             Sync the current folder to every worker and run
+                                             the recipe on all of them; Ctrl-C stops them all
+  tpw emulator start|stop|status             The local Cloud TPU emulator (REST API + SSH workers)
+
+Options:
+  --project P     Use Google Cloud project P (default: the local emulator, or $TPW_PROJECT)
+  --zone Z        Zone (default: every zone of the backend; $TPW_ZONES, comma-separated)
+  --emulator      Use the local emulator even if a project is set
+  -h, --help      Show this help;  --version  Show the version
+
+Environment: TPW_HOME (state dir, default ~/.tpw), TPW_PROJECT, TPW_ZONES.
+Exit status: 0 ok, 1 failed (a one-line reason on stderr), 2 bad usage, 130 cancelled.`;

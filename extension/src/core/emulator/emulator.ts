@@ -1,0 +1,299 @@
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { utils as sshUtils } from 'ssh2';
+import { TpwError } from '../errors';
+import { emulatorDir } from '../paths';
+import { shortName } from '../tpu/models';
+import { DEFAULT_ZONES } from './catalog';
+import { endpointFile, type EmulatorEndpoint } from './endpoint';
+import { RestServer, type FaultSpec } from './rest';
+import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
+import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
+
+/** What the emulator needs of the SSH worker pool; ssh-workers.ts's SshWorkerPool is the real one. */
+export interface WorkerPool {
+  addWorker(spec: WorkerSpec): Promise<void>;
+  removeNode(nodeId: string): Promise<void>;
+  close(): Promise<void>;
+}
+export type WorkerPoolFactory = (opts: SshWorkerPoolOptions) => WorkerPool | Promise<WorkerPool>;
+
+export interface EmulatorOptions {
+  /** State, keys, worker sandboxes and endpoint.json live here; default `<TPW_HOME>/emulator`. */
+  dir?: string;
+  host?: string;
+  /** 0 (default) picks a free port. */
+  restPort?: number;
+  /** 0 (default) reuses the port of the previous run, or picks a free one and remembers it. */
+  sshPort?: number;
+  project?: string;
+  zones?: string[];
+  opDelayMs?: number | Partial<Record<OperationVerb, number>>;
+  /** Worker addresses are `<addressPrefix>.1` … `.254`; default "127.0.1" (Linux routes all of 127/8 to lo). */
+  addressPrefix?: string;
+  latencyMs?: number;
+  faults?: FaultSpec[];
+  log?: (msg: string) => void;
+  /** Replaces the SSH worker pool (tests); default: ssh-workers.ts's SshWorkerPool. */
+  workerPool?: WorkerPoolFactory;
+}
+
+export interface EmulatorKeys {
+  hostKey: string;
+  hostPublicKey: string;
+  clientKeyPath: string;
+  clientPublicKey: string;
+}
+
+// Loaded on first use, so tests that bring their own pool (and code that never runs an emulator) skip it.
+const defaultPool: WorkerPoolFactory = async (o) => new (await import('./ssh-workers.js')).SshWorkerPool(o);
+
+/**
+ * The local emulator: the state file, the REST API, the keys and the SSH workers, composed. A node's workers
+ * are started before it is reported READY and stopped before it is reported STOPPED, PREEMPTED or gone.
+ */
+export class Emulator {
+  readonly dir: string;
+  private stateValue: EmulatorState | undefined;
+  private restValue: RestServer | undefined;
+  private pool: WorkerPool | undefined;
+  private endpointValue: EmulatorEndpoint | undefined;
+  private lockHeld = false;
+  private readonly log: (msg: string) => void;
+
+  constructor(private readonly opts: EmulatorOptions = {}) {
+    this.dir = path.resolve(opts.dir ?? emulatorDir());
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  get endpoint(): EmulatorEndpoint | undefined {
+    return this.endpointValue;
+  }
+
+  get state(): EmulatorState {
+    if (!this.stateValue) throw new Error('emulator not started');
+    return this.stateValue;
+  }
+
+  /** The REST server, for fault and latency injection in tests. */
+  get rest(): RestServer {
+    if (!this.restValue) throw new Error('emulator not started');
+    return this.restValue;
+  }
+
+  async start(): Promise<EmulatorEndpoint> {
+    if (this.endpointValue) return this.endpointValue;
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.acquireLock();
+    try {
+      return await this.startLocked();
+    } catch (e) {
+      await this.stop().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async startLocked(): Promise<EmulatorEndpoint> {
+    const host = this.opts.host ?? '127.0.0.1';
+    const project = this.opts.project ?? 'local-project';
+    const zones = this.opts.zones ?? [...DEFAULT_ZONES];
+    const state = EmulatorState.load({ dir: this.dir, opDelayMs: this.opts.opDelayMs, addressPrefix: this.opts.addressPrefix, log: this.log });
+    this.stateValue = state;
+    const keys = ensureKeys(this.dir);
+    let sshPort = this.opts.sshPort ?? 0;
+    if (sshPort === 0) sshPort = state.sshPort ?? (await freePort(host));
+    if (state.sshPort !== sshPort) state.sshPort = sshPort;
+
+    const username = os.userInfo().username;
+    this.pool = await (this.opts.workerPool ?? defaultPool)({
+      port: sshPort,
+      hostKey: keys.hostKey,
+      authorizedKey: keys.clientPublicKey,
+      username,
+      log: this.log,
+    });
+    state.setHooks({ nodeUp: (n) => this.nodeUp(n), nodeDown: (n, r) => this.nodeDown(n, r) });
+    this.removeOrphanSandboxes(state.allNodes());
+    for (const node of state.allNodes().filter((n) => n.state === 'READY')) {
+      // A VM that cannot get its workers back is still listed; the log says why it is unreachable.
+      await this.nodeUp(node).catch((e: Error) => this.log(`workers of ${node.name} did not start: ${e.message}`));
+    }
+
+    this.restValue = new RestServer({
+      state,
+      project,
+      zones,
+      host,
+      port: this.opts.restPort ?? 0,
+      latencyMs: this.opts.latencyMs,
+      faults: this.opts.faults,
+      log: this.log,
+    });
+    const restPort = await this.restValue.listen();
+    const endpoint: EmulatorEndpoint = {
+      pid: process.pid,
+      host,
+      restPort,
+      sshPort,
+      project,
+      zones,
+      username,
+      clientKeyPath: keys.clientKeyPath,
+      startedAt: new Date().toISOString(),
+    };
+    writeFileAtomic(endpointFile(this.dir), JSON.stringify(endpoint, null, 2));
+    this.endpointValue = endpoint;
+    this.log(`emulator listening: REST http://${host}:${restPort}, SSH port ${sshPort}, project ${project}, zones ${zones.join(', ')}`);
+    return endpoint;
+  }
+
+  /** Closes the REST server, settles nothing (the next start does), closes the workers, removes endpoint.json. */
+  async stop(): Promise<void> {
+    const errors: unknown[] = [];
+    const step = async (fn: () => Promise<void> | void) => {
+      try {
+        await fn();
+      } catch (e) {
+        errors.push(e);
+      }
+    };
+    await step(() => this.restValue?.close());
+    await step(() => this.stateValue?.close());
+    await step(() => this.pool?.close());
+    if (this.endpointValue) await step(() => fs.rmSync(endpointFile(this.dir), { force: true }));
+    if (this.lockHeld) await step(() => fs.rmSync(lockFile(this.dir), { force: true }));
+    this.restValue = undefined;
+    this.stateValue = undefined;
+    this.pool = undefined;
+    this.endpointValue = undefined;
+    this.lockHeld = false;
+    if (errors.length > 0) throw errors[0];
+  }
+
+  /** Sandbox (the worker's HOME) of worker `index` of a node. */
+  sandboxDir(nodeId: string, index: number): string {
+    return path.join(this.dir, 'workers', nodeId, `w${index}`);
+  }
+
+  private async nodeUp(node: NodeJson): Promise<void> {
+    const pool = this.pool;
+    if (!pool) throw new Error('emulator not started');
+    const nodeId = shortName(node.name);
+    try {
+      for (const [index, ep] of node.networkEndpoints.entries()) {
+        const sandboxDir = this.sandboxDir(nodeId, index);
+        fs.mkdirSync(sandboxDir, { recursive: true, mode: 0o700 });
+        const spec: WorkerSpec = {
+          nodeId,
+          index,
+          address: ep.ipAddress,
+          // Every worker of the slice, in worker order: a real TPU VM exports them as TPU_WORKER_HOSTNAMES
+          // (internal IPs), which multi-host runtimes use to find their peers.
+          hostnames: node.networkEndpoints.map((e) => e.ipAddress),
+          sandboxDir,
+          acceleratorType: node.acceleratorType,
+        };
+        await pool.addWorker(spec);
+      }
+      this.log(`workers of ${node.name} up: ${node.networkEndpoints.map((e) => e.ipAddress).join(', ')}`);
+    } catch (e) {
+      await pool.removeNode(nodeId).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
+    const nodeId = shortName(node.name);
+    await this.pool?.removeNode(nodeId);
+    // A deleted VM loses its disk; a stopped or preempted one keeps it.
+    if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', nodeId), { recursive: true, force: true });
+    this.log(`workers of ${node.name} down (${reason})`);
+  }
+
+  private removeOrphanSandboxes(nodes: NodeJson[]): void {
+    const keep = new Set(nodes.map((n) => shortName(n.name)));
+    const root = path.join(this.dir, 'workers');
+    let entries: string[] = [];
+    try {
+      entries = fs.readdirSync(root);
+    } catch {
+      return;
+    }
+    for (const e of entries) if (!keep.has(e)) fs.rmSync(path.join(root, e), { recursive: true, force: true });
+  }
+
+  /** One emulator per directory: a lock file holding the owner's pid; a dead owner's lock is taken over. */
+  private acquireLock(): void {
+    const file = lockFile(this.dir);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        fs.writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o600 });
+        this.lockHeld = true;
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        const pid = Number(fs.readFileSync(file, 'utf8').trim());
+        if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+          throw new TpwError('FAILED_PRECONDITION', `The local emulator in ${this.dir} is already running (pid ${pid}); stop it with \`tpw emulator stop\`.`);
+        }
+        fs.rmSync(file, { force: true });
+      }
+    }
+    throw new TpwError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
+  }
+}
+
+function lockFile(dir: string): string {
+  return path.join(dir, 'emulator.lock');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Host and client keys, generated once and reused so that a restarted emulator keeps its host identity
+ * (known_hosts entries stay valid) and clients keep their key.
+ */
+export function ensureKeys(dir: string): EmulatorKeys {
+  const keysDir = path.join(dir, 'keys');
+  fs.mkdirSync(keysDir, { recursive: true, mode: 0o700 });
+  const pair = (base: string, comment: string) => {
+    const priv = path.join(keysDir, base);
+    const pub = `${priv}.pub`;
+    if (!fs.existsSync(priv) || !fs.existsSync(pub)) {
+      const k = sshUtils.generateKeyPairSync('ed25519', { comment });
+      writeFileAtomic(priv, k.private);
+      writeFileAtomic(pub, `${k.public.trim()}\n`);
+    }
+    return { privateKey: fs.readFileSync(priv, 'utf8'), publicKey: fs.readFileSync(pub, 'utf8').trim(), privPath: priv };
+  };
+  const host = pair('ssh_host_ed25519_key', 'tpw-emulator-host');
+  const client = pair('client_ed25519', 'tpw-emulator-client');
+  return { hostKey: host.privateKey, hostPublicKey: host.publicKey, clientKeyPath: client.privPath, clientPublicKey: client.publicKey };
+}
+
+function writeFileAtomic(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+/** A port free on `host` now; the SSH workers bind it on their own addresses. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}

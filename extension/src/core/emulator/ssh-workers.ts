@@ -1,0 +1,336 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
+import { TpwError } from '../errors';
+import { shQuote } from '../ssh/quote';
+
+/**
+ * The emulator's workers: one SSH server per TPU worker, each on its own loopback address (Linux routes all
+ * of 127/8 to lo, so 127.0.1.x needs no setup), each running real commands with bash in its own sandbox
+ * folder and the environment a TPU VM worker has. Clients cannot tell it from OpenSSH for what TPU
+ * Workbench does: key auth, exec (with env requests, stdin, exit-status / exit-signal), and a pty shell.
+ */
+
+export interface WorkerSpec {
+  nodeId: string;
+  index: number;
+  address: string;
+  hostnames: string[];
+  sandboxDir: string;
+  acceleratorType: string;
+}
+
+export interface SshWorkerPoolOptions {
+  port: number;
+  hostKey: string /* OpenSSH private key text */;
+  authorizedKey: string /* "ssh-ed25519 AAAA..." line */;
+  username: string;
+  log?: (msg: string) => void;
+}
+
+/** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
+const KILL_GRACE_MS = 1500;
+/** Env var that marks every process a worker started, so removeNode finds those that left its process group. */
+const MARKER_VAR = 'TPW_EMULATOR_WORKER';
+
+interface Worker {
+  spec: WorkerSpec;
+  server: Server;
+  marker: string;
+  connections: Set<Connection>;
+  children: Set<ChildProcess>;
+}
+
+export class SshWorkerPool {
+  private readonly workers = new Map<string, Worker>(); // key: `${nodeId}/${index}`
+  private readonly allowedKey: ParsedKey;
+  private readonly token = crypto.randomBytes(6).toString('hex');
+
+  constructor(private readonly opts: SshWorkerPoolOptions) {
+    const parsed = utils.parseKey(opts.authorizedKey);
+    if (parsed instanceof Error) throw new TpwError('INVALID_ARGUMENT', `The emulator's authorized key cannot be parsed: ${parsed.message}`);
+    this.allowedKey = parsed;
+  }
+
+  /** Starts the SSH server for one worker; resolves once it listens. */
+  async addWorker(spec: WorkerSpec): Promise<void> {
+    const key = `${spec.nodeId}/${spec.index}`;
+    if (this.workers.has(key)) throw new TpwError('ALREADY_EXISTS', `Emulated worker ${spec.index} of ${spec.nodeId} already has an SSH server.`);
+    fs.mkdirSync(spec.sandboxDir, { recursive: true });
+    const worker: Worker = {
+      spec,
+      server: new Server({ hostKeys: [this.opts.hostKey] }, (conn, info) => this.onConnection(worker, conn, info.ip, info.port)),
+      marker: `${this.token}/${key}`,
+      connections: new Set(),
+      children: new Set(),
+    };
+    await new Promise<void>((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException) =>
+        reject(new TpwError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
+      worker.server.once('error', onError);
+      worker.server.listen(this.opts.port, spec.address, () => {
+        worker.server.off('error', onError);
+        worker.server.on('error', (e: Error) => this.log(`worker ${key}: server error: ${e.message}`));
+        resolve();
+      });
+    });
+    this.workers.set(key, worker);
+    const addr = worker.server.address() as AddressInfo;
+    this.log(`worker ${key}: ssh listening on ${addr.address}:${addr.port}`);
+  }
+
+  /** Stops every worker of a node: closes its servers and connections and kills everything it started. */
+  async removeNode(nodeId: string): Promise<void> {
+    const mine = [...this.workers.entries()].filter(([, w]) => w.spec.nodeId === nodeId);
+    for (const [k] of mine) this.workers.delete(k);
+    await Promise.all(mine.map(([, w]) => this.shutdownWorker(w)));
+  }
+
+  /** Stops all workers. Leaves no listening socket and no child process behind. */
+  async close(): Promise<void> {
+    const all = [...this.workers.values()];
+    this.workers.clear();
+    await Promise.all(all.map((w) => this.shutdownWorker(w)));
+  }
+
+  private log(msg: string): void {
+    this.opts.log?.(msg);
+  }
+
+  private async shutdownWorker(w: Worker): Promise<void> {
+    const closed = new Promise<void>((resolve) => w.server.close(() => resolve()));
+    for (const c of w.connections) c.end();
+    const groups = [...w.children].map((c) => c.pid).filter((p): p is number => typeof p === 'number');
+    await killGroups(groups, markedProcesses(w.marker));
+    // end() is a polite disconnect; a client that does not hang up must not keep the server open.
+    const timer = setTimeout(() => {
+      for (const c of w.connections) (c as unknown as { _sock?: { destroy(): void } })._sock?.destroy();
+    }, 1000);
+    await closed;
+    clearTimeout(timer);
+  }
+
+  private onConnection(w: Worker, conn: Connection, ip: string, port: number): void {
+    w.connections.add(conn);
+    conn.on('close', () => w.connections.delete(conn));
+    conn.on('error', (e: Error) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: connection from ${ip}:${port}: ${e.message}`));
+    conn.on('authentication', (ctx) => this.authenticate(ctx));
+    conn.on('ready', () => {
+      conn.on('session', (accept) => this.onSession(w, accept(), { ip, port }));
+    });
+  }
+
+  /** Public-key auth only: the right user, the authorized key, and a signature made with its private half. */
+  private authenticate(ctx: AuthContext): void {
+    if (ctx.method !== 'publickey' || ctx.username !== this.opts.username) {
+      ctx.reject(['publickey']);
+      return;
+    }
+    const offered = ctx.key.data;
+    const allowed = this.allowedKey.getPublicSSH();
+    if (offered.length !== allowed.length || !crypto.timingSafeEqual(offered, allowed)) {
+      ctx.reject(['publickey']);
+      return;
+    }
+    // Without a signature the client only asks "would this key do?"; with one, it must verify.
+    if (ctx.signature && ctx.blob && this.allowedKey.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+      ctx.reject(['publickey']);
+      return;
+    }
+    ctx.accept();
+  }
+
+  private onSession(w: Worker, session: Session, peer: { ip: string; port: number }): void {
+    const env: Record<string, string> = {};
+    let pty: PseudoTtyInfo | undefined;
+    session.on('env', (accept, _reject, info) => {
+      // OpenSSH honours only AcceptEnv names; the emulator honours all, which only matters for tests.
+      env[info.key] = info.val;
+      accept?.();
+    });
+    session.on('pty', (accept, _reject, info) => {
+      pty = info;
+      accept?.();
+    });
+    session.on('window-change', (accept) => accept?.()); // the `script` pty below cannot be resized; accept quietly
+    let child: ChildProcess | undefined;
+    session.on('signal', (accept, _reject, info) => {
+      accept?.();
+      signalGroup(child?.pid, `SIG${info.name.replace(/^SIG/, '')}`);
+    });
+    session.on('exec', (accept, _reject, info) => {
+      child = this.spawnFor(w, accept(), ['bash', '-c', info.command], env, peer);
+    });
+    session.on('shell', (accept) => {
+      // A real pty via util-linux `script`, so prompts, line editing and Ctrl-C work in a VS Code terminal.
+      const argv = pty
+        ? ['script', '-q', '-f', '-e', '-c', `stty rows ${pty.rows || 24} cols ${pty.cols || 80} 2>/dev/null; exec bash -i`, '/dev/null']
+        : ['bash', '-i'];
+      const e = pty ? { ...env, TERM: pty.term || 'xterm-256color' } : env;
+      child = this.spawnFor(w, accept(), argv, e, peer);
+    });
+  }
+
+  private spawnFor(w: Worker, channel: ServerChannel, argv: string[], sessionEnv: Record<string, string>, peer: { ip: string; port: number }): ChildProcess {
+    const { spec } = w;
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: spec.sandboxDir,
+      // Own process group: closing the channel or removing the node kills the program and all it started.
+      detached: true,
+      stdio: 'pipe',
+      env: {
+        ...process.env,
+        HOME: spec.sandboxDir,
+        PWD: spec.sandboxDir,
+        USER: this.opts.username,
+        LOGNAME: this.opts.username,
+        SHELL: '/bin/bash',
+        TPU_WORKER_ID: String(spec.index),
+        TPU_WORKER_HOSTNAMES: spec.hostnames.join(','),
+        TPU_ACCELERATOR_TYPE: spec.acceleratorType,
+        SSH_CONNECTION: `${peer.ip} ${peer.port} ${spec.address} ${this.opts.port}`,
+        SSH_CLIENT: `${peer.ip} ${peer.port} ${this.opts.port}`,
+        ...sessionEnv,
+        [MARKER_VAR]: w.marker,
+      },
+    });
+    w.children.add(child);
+    let exited = false;
+    child.on('error', (e) => {
+      channel.stderr.write(`emulator: cannot start ${shQuote(argv[0])}: ${e.message}\n`);
+      finish(127, null);
+    });
+    channel.pipe(child.stdin).on('error', () => undefined); // EPIPE when the program ignores its stdin
+    child.stdout.pipe(channel, { end: false });
+    child.stderr.pipe(channel.stderr, { end: false });
+    // 'close' (not 'exit'): all of the program's output has been read by then.
+    child.on('close', (code, signal) => finish(code, signal));
+    channel.on('close', () => {
+      // The client went away (or closed the channel) while the program runs: end it like sshd's hangup would.
+      if (!exited && child.pid) void killGroups([child.pid], []);
+    });
+
+    function finish(code: number | null, signal: NodeJS.Signals | null): void {
+      if (exited) return;
+      exited = true;
+      w.children.delete(child);
+      // exit() needs the channel still writable, so it goes out before end(); and stderr must be flushed
+      // before end() closes the channel, or its tail would be dropped.
+      try {
+        if (signal) channel.exit(signal.replace(/^SIG/, ''), false, '');
+        else channel.exit(code ?? 0);
+        channel.stderr.end(() => channel.end());
+      } catch {
+        // the client already closed the channel
+      }
+    }
+    return child;
+  }
+}
+
+function signalGroup(pgid: number | undefined, sig: string): void {
+  if (!pgid) return;
+  try {
+    process.kill(-pgid, sig as NodeJS.Signals);
+  } catch {
+    // group already gone
+  }
+}
+
+/** pid → [pgid, state] from /proc; empty off Linux. */
+function processTable(): Map<number, [number, string]> {
+  const table = new Map<number, [number, string]>();
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return table;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      // After the parenthesised command name: state, ppid, pgrp, ...
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(Number(e), [Number(pgrp), state]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/**
+ * True while the group or pid has a member that is not a zombie. `kill(…, 0)` alone also counts zombies, and
+ * orphans stay zombies until init reaps them (in some containers, never), which would stall every shutdown.
+ */
+function anyLive(pgids: number[], pids: number[]): boolean {
+  const table = processTable();
+  if (table.size === 0) {
+    const probe = (target: number) => {
+      try {
+        process.kill(target, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    return pgids.some((g) => probe(-g)) || pids.some(probe);
+  }
+  for (const [pid, [pgrp, state]] of table) {
+    if (state === 'Z') continue;
+    if (pgids.includes(pgrp) || pids.includes(pid)) return true;
+  }
+  return false;
+}
+
+/**
+ * Pids whose environment carries this worker's marker: programs that left the process group (e.g. a run's
+ * own `set -m` job, or anything that called setsid) are still the worker's and must go with it.
+ */
+function markedProcesses(marker: string): number[] {
+  const needle = Buffer.from(`\0${MARKER_VAR}=${marker}\0`);
+  const pids: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return pids; // not Linux: process groups are all we have
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const pid = Number(e);
+    if (pid === process.pid) continue;
+    try {
+      const environ = fs.readFileSync(`/proc/${e}/environ`);
+      if (Buffer.concat([Buffer.from([0]), environ]).includes(needle)) pids.push(pid);
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  return pids;
+}
+
+/** SIGTERM to the groups and pids, then SIGKILL to whatever is left after the grace period. */
+async function killGroups(pgids: number[], pids: number[]): Promise<void> {
+  for (const g of pgids) signalGroup(g, 'SIGTERM');
+  for (const p of pids) {
+    try {
+      process.kill(p, 'SIGTERM');
+    } catch {
+      // gone
+    }
+  }
+  const deadline = Date.now() + KILL_GRACE_MS;
+  while (anyLive(pgids, pids) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const g of pgids) signalGroup(g, 'SIGKILL');
+  for (const p of pids) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}

@@ -1,0 +1,475 @@
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { NODE_ID_PATTERN, parseNodeName, shortName, type NodeState } from '../tpu/models';
+import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIONS, WORKER_ENDPOINT_PORT } from './catalog';
+
+/**
+ * The emulator's whole state — nodes in their REST JSON shape, long-running operations and the loopback
+ * addresses given to workers — kept in one JSON file (`<dir>/state.json`) so that a restarted emulator keeps
+ * its VMs. This module also holds the API semantics (validation, state transitions, operation completion),
+ * so the HTTP layer in rest.ts only routes and encodes.
+ */
+
+/** Google API status names used by the emulator, with their HTTP status and gRPC code. */
+export const GOOGLE_STATUS = {
+  INVALID_ARGUMENT: { http: 400, grpc: 3 },
+  FAILED_PRECONDITION: { http: 400, grpc: 9 },
+  UNAUTHENTICATED: { http: 401, grpc: 16 },
+  PERMISSION_DENIED: { http: 403, grpc: 7 },
+  NOT_FOUND: { http: 404, grpc: 5 },
+  ALREADY_EXISTS: { http: 409, grpc: 6 },
+  ABORTED: { http: 409, grpc: 10 },
+  RESOURCE_EXHAUSTED: { http: 429, grpc: 8 },
+  CANCELLED: { http: 499, grpc: 1 },
+  INTERNAL: { http: 500, grpc: 13 },
+  UNAVAILABLE: { http: 503, grpc: 14 },
+  DEADLINE_EXCEEDED: { http: 504, grpc: 4 },
+} as const;
+export type GoogleStatus = keyof typeof GOOGLE_STATUS;
+
+/** An error the API returns to the client: rest.ts turns it into `{"error":{code,message,status}}`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: GoogleStatus,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const NODE_TYPE_URL = 'type.googleapis.com/google.cloud.tpu.v2.Node';
+export const EMPTY_TYPE_URL = 'type.googleapis.com/google.protobuf.Empty';
+export const OPERATION_METADATA_TYPE_URL = 'type.googleapis.com/google.cloud.tpu.v2.OperationMetadata';
+
+/** google.cloud.tpu.v2.Node as the REST API returns it (enums by name). */
+export interface NodeJson {
+  name: string;
+  id: string;
+  description?: string;
+  acceleratorType: string;
+  runtimeVersion: string;
+  state: NodeState;
+  health?: 'HEALTHY';
+  networkEndpoints: { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
+  schedulingConfig: { preemptible: boolean; reserved: boolean; spot: boolean };
+  labels: Record<string, string>;
+  createTime: string;
+  apiVersion: 'V2';
+}
+
+export type OperationVerb = 'create' | 'delete' | 'stop' | 'start';
+
+/** google.longrunning.Operation in REST JSON. */
+export interface OperationJson {
+  name: string;
+  metadata: {
+    '@type': typeof OPERATION_METADATA_TYPE_URL;
+    createTime: string;
+    endTime?: string;
+    target: string;
+    verb: OperationVerb;
+    cancelRequested: boolean;
+    apiVersion: 'v2';
+  };
+  done: boolean;
+  error?: { code: number; message: string };
+  response?: { '@type': string } & Partial<NodeJson>;
+}
+
+interface StateFile {
+  version: 1;
+  sshPort?: number;
+  nodes: NodeJson[];
+  operations: OperationJson[];
+  /** loopback address → "<node resource name>#<worker index>" */
+  addresses: Record<string, string>;
+}
+
+export type NodeDownReason = 'stop' | 'delete' | 'preempt' | 'failed';
+
+/**
+ * What the emulator does to the world around a transition: bring SSH workers up before a node is reported
+ * READY (so a client that sees READY can connect at once) and down before it is reported STOPPED or gone.
+ */
+export interface StateHooks {
+  nodeUp?(node: NodeJson): Promise<void>;
+  nodeDown?(node: NodeJson, reason: NodeDownReason): Promise<void>;
+}
+
+export interface EmulatorStateOptions {
+  dir: string;
+  /** Time an operation takes; one number for all verbs, or per verb. */
+  opDelayMs?: number | Partial<Record<OperationVerb, number>>;
+  /** First three octets of worker addresses, e.g. "127.0.1" → 127.0.1.1 … 127.0.1.254. */
+  addressPrefix?: string;
+  hooks?: StateHooks;
+  log?: (msg: string) => void;
+}
+
+export interface CreateNodeInput {
+  acceleratorType?: string;
+  runtimeVersion?: string;
+  description?: string;
+  labels?: Record<string, string>;
+  schedulingConfig?: { preemptible?: boolean; reserved?: boolean; spot?: boolean };
+}
+
+const DEFAULT_DELAYS: Record<OperationVerb, number> = { create: 1500, start: 1000, stop: 800, delete: 800 };
+/** Done operations kept for GetOperation; older ones are dropped so the file stays small. */
+const MAX_DONE_OPERATIONS = 200;
+const SETTLED: Partial<Record<NodeState, NodeState>> = { CREATING: 'READY', STARTING: 'READY', RESTARTING: 'READY', STOPPING: 'STOPPED' };
+
+export function stateFile(dir: string): string {
+  return path.join(dir, 'state.json');
+}
+
+export class EmulatorState {
+  private readonly nodes = new Map<string, NodeJson>();
+  private readonly operations = new Map<string, OperationJson>();
+  private readonly addresses = new Map<string, string>();
+  private sshPortValue: number | undefined;
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Per-node chain so that transitions of one node never interleave (e.g. delete during create's nodeUp). */
+  private readonly nodeLocks = new Map<string, Promise<unknown>>();
+  private hooks: StateHooks;
+  private readonly delays: Record<OperationVerb, number>;
+  private readonly prefix: string;
+  private readonly log: (msg: string) => void;
+  private closed = false;
+
+  private constructor(private readonly opts: EmulatorStateOptions) {
+    this.hooks = opts.hooks ?? {};
+    const d = opts.opDelayMs;
+    this.delays = typeof d === 'number' ? { create: d, start: d, stop: d, delete: d } : { ...DEFAULT_DELAYS, ...d };
+    this.prefix = opts.addressPrefix ?? '127.0.1';
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  /**
+   * Reads `<dir>/state.json` (or starts empty) and settles what the previous emulator left mid-transition:
+   * its timers died with it, so the transitions finish now and their operations complete.
+   */
+  static load(opts: EmulatorStateOptions): EmulatorState {
+    const s = new EmulatorState(opts);
+    let raw: string | undefined;
+    try {
+      raw = fs.readFileSync(stateFile(opts.dir), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    if (raw !== undefined) {
+      const data = JSON.parse(raw) as StateFile;
+      s.sshPortValue = data.sshPort;
+      for (const n of data.nodes ?? []) s.nodes.set(n.name, n);
+      for (const o of data.operations ?? []) s.operations.set(o.name, o);
+      for (const [addr, owner] of Object.entries(data.addresses ?? {})) s.addresses.set(addr, owner);
+      s.settle();
+    }
+    s.save();
+    return s;
+  }
+
+  setHooks(hooks: StateHooks): void {
+    this.hooks = hooks;
+  }
+
+  get sshPort(): number | undefined {
+    return this.sshPortValue;
+  }
+
+  set sshPort(port: number | undefined) {
+    this.sshPortValue = port;
+    this.save();
+  }
+
+  /** Nodes in one zone (`projects/p/locations/z`), sorted by name as the API lists them. */
+  listNodes(parent: string): NodeJson[] {
+    return [...this.nodes.values()].filter((n) => n.name.startsWith(`${parent}/nodes/`)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  allNodes(): NodeJson[] {
+    return [...this.nodes.values()];
+  }
+
+  getNode(name: string): NodeJson {
+    const n = this.nodes.get(name);
+    if (!n) throw new ApiError('NOT_FOUND', `Resource '${name}' was not found`);
+    return n;
+  }
+
+  getOperation(name: string): OperationJson {
+    const o = this.operations.get(name);
+    if (!o) throw new ApiError('NOT_FOUND', `Operation '${name}' was not found`);
+    return o;
+  }
+
+  /** Worker addresses of a node, in worker order. */
+  addressesOf(nodeName: string): string[] {
+    return this.getNode(nodeName).networkEndpoints.map((e) => e.ipAddress);
+  }
+
+  beginCreate(parent: string, nodeId: string | undefined, input: CreateNodeInput): OperationJson {
+    if (!nodeId) throw new ApiError('INVALID_ARGUMENT', 'Request is missing required parameter "nodeId".');
+    if (!NODE_ID_PATTERN.test(nodeId)) {
+      throw new ApiError(
+        'INVALID_ARGUMENT',
+        `Invalid node id "${nodeId}": it must be 1-63 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen.`,
+      );
+    }
+    const accel = acceleratorInfo(input.acceleratorType ?? '');
+    if (!accel) {
+      throw new ApiError(
+        'INVALID_ARGUMENT',
+        `Invalid accelerator type "${input.acceleratorType ?? ''}". Valid types: ${acceleratorTypeNames().join(', ')}.`,
+      );
+    }
+    if (!isRuntimeVersion(input.runtimeVersion ?? '')) {
+      throw new ApiError(
+        'INVALID_ARGUMENT',
+        `Invalid runtime version "${input.runtimeVersion ?? ''}". Valid versions: ${RUNTIME_VERSIONS.join(', ')}.`,
+      );
+    }
+    const name = `${parent}/nodes/${nodeId}`;
+    if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
+    // Workers' sandboxes and SSH servers are keyed by node id, so the emulator keeps ids unique across zones.
+    const clash = [...this.nodes.values()].find((n) => shortName(n.name) === nodeId);
+    if (clash) {
+      throw new ApiError('ALREADY_EXISTS', `Resource '${name}' cannot be created: the local emulator already has a node "${nodeId}" (${clash.name}); node ids must be unique across its zones.`);
+    }
+    const addresses = this.allocate(name, accel.workers);
+    const node: NodeJson = {
+      name,
+      id: randomNodeId(),
+      ...(input.description ? { description: input.description } : {}),
+      acceleratorType: accel.type,
+      runtimeVersion: input.runtimeVersion as string,
+      state: 'CREATING',
+      networkEndpoints: addresses.map((ip) => ({ ipAddress: ip, port: WORKER_ENDPOINT_PORT, accessConfig: { externalIp: ip } })),
+      schedulingConfig: {
+        preemptible: input.schedulingConfig?.preemptible ?? false,
+        reserved: input.schedulingConfig?.reserved ?? false,
+        spot: input.schedulingConfig?.spot ?? false,
+      },
+      labels: { ...(input.labels ?? {}) },
+      createTime: new Date().toISOString(),
+      apiVersion: 'V2',
+    };
+    this.nodes.set(name, node);
+    return this.beginOperation('create', node);
+  }
+
+  beginStop(name: string): OperationJson {
+    const node = this.getNode(name);
+    this.requireState(node, ['READY'], 'stop');
+    node.state = 'STOPPING';
+    return this.beginOperation('stop', node);
+  }
+
+  beginStart(name: string): OperationJson {
+    const node = this.getNode(name);
+    this.requireState(node, ['STOPPED'], 'start');
+    node.state = 'STARTING';
+    return this.beginOperation('start', node);
+  }
+
+  beginDelete(name: string): OperationJson {
+    const node = this.getNode(name);
+    if (node.state === 'DELETING') throw new ApiError('FAILED_PRECONDITION', `Node '${name}' is already being deleted.`);
+    // A delete supersedes whatever the node was doing; that operation ends with ABORTED.
+    for (const op of this.operations.values()) {
+      if (!op.done && op.metadata.target === name) {
+        const t = this.timers.get(op.name);
+        if (t) clearTimeout(t);
+        this.timers.delete(op.name);
+        this.finish(op, { error: { code: GOOGLE_STATUS.ABORTED.grpc, message: `Node '${name}' was deleted before the ${op.metadata.verb} operation finished.` } });
+      }
+    }
+    node.state = 'DELETING';
+    delete node.health;
+    return this.beginOperation('delete', node);
+  }
+
+  /** Test hook: the node is preempted now (its workers vanish), as a spot VM is. */
+  async preempt(name: string): Promise<NodeJson> {
+    this.requireState(this.getNode(name), ['READY'], 'preempt');
+    return this.withNodeLock(name, async () => {
+      const node = this.getNode(name);
+      this.requireState(node, ['READY'], 'preempt');
+      await this.hooks.nodeDown?.(node, 'preempt');
+      node.state = 'PREEMPTED';
+      delete node.health;
+      this.save();
+      this.log(`node ${name} preempted`);
+      return node;
+    });
+  }
+
+  /** Stops the timers; operations still running are settled by the next load, as after a crash. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    await Promise.allSettled([...this.nodeLocks.values()]);
+    this.save();
+  }
+
+  save(): void {
+    const data: StateFile = {
+      version: 1,
+      ...(this.sshPortValue !== undefined ? { sshPort: this.sshPortValue } : {}),
+      nodes: [...this.nodes.values()],
+      operations: [...this.operations.values()],
+      addresses: Object.fromEntries(this.addresses),
+    };
+    fs.mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
+    const file = stateFile(this.opts.dir);
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(data, null, 2), { mode: 0o600 });
+    fs.renameSync(tmp, file);
+  }
+
+  private requireState(node: NodeJson, allowed: NodeState[], verb: string): void {
+    if (!allowed.includes(node.state)) {
+      throw new ApiError(
+        'FAILED_PRECONDITION',
+        `Cannot ${verb} node '${node.name}' in state ${node.state}; it must be ${allowed.join(' or ')}.`,
+      );
+    }
+  }
+
+  private beginOperation(verb: OperationVerb, node: NodeJson): OperationJson {
+    const { project, zone } = parseNodeName(node.name);
+    const op: OperationJson = {
+      name: `projects/${project}/locations/${zone}/operations/operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`,
+      metadata: {
+        '@type': OPERATION_METADATA_TYPE_URL,
+        createTime: new Date().toISOString(),
+        target: node.name,
+        verb,
+        cancelRequested: false,
+        apiVersion: 'v2',
+      },
+      done: false,
+    };
+    this.operations.set(op.name, op);
+    this.save();
+    this.log(`${verb} ${node.name}: ${op.name}`);
+    const timer = setTimeout(() => {
+      this.timers.delete(op.name);
+      void this.withNodeLock(node.name, () => this.complete(op));
+    }, this.delays[verb]);
+    this.timers.set(op.name, timer);
+    return op;
+  }
+
+  private withNodeLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.nodeLocks.get(name) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.nodeLocks.set(name, tail);
+    void tail.then(() => {
+      if (this.nodeLocks.get(name) === tail) this.nodeLocks.delete(name);
+    });
+    return next;
+  }
+
+  /** Ends an operation's transition, running the hooks first; a failing hook fails the operation. */
+  private async complete(op: OperationJson): Promise<void> {
+    if (op.done) return;
+    const verb = op.metadata.verb;
+    const node = this.nodes.get(op.metadata.target);
+    const expected: Record<OperationVerb, NodeState> = { create: 'CREATING', start: 'STARTING', stop: 'STOPPING', delete: 'DELETING' };
+    if (!node || node.state !== expected[verb]) {
+      this.finish(op, { error: { code: GOOGLE_STATUS.ABORTED.grpc, message: `Node '${op.metadata.target}' changed state before the ${verb} operation finished.` } });
+      return;
+    }
+    try {
+      if (verb === 'create' || verb === 'start') {
+        await this.hooks.nodeUp?.(node);
+        // A delete may have superseded this operation while the workers came up (it then takes them down);
+        // when shutting down, the next load settles the node.
+        if (op.done || node.state !== expected[verb] || this.closed) return;
+        node.state = 'READY';
+        node.health = 'HEALTHY';
+        this.finish(op, { response: { '@type': NODE_TYPE_URL, ...node } });
+      } else if (verb === 'stop') {
+        await this.hooks.nodeDown?.(node, 'stop');
+        if (op.done || node.state !== expected[verb]) return;
+        node.state = 'STOPPED';
+        delete node.health;
+        this.finish(op, { response: { '@type': NODE_TYPE_URL, ...node } });
+      } else {
+        await this.hooks.nodeDown?.(node, 'delete');
+        this.removeNode(node.name);
+        this.finish(op, { response: { '@type': EMPTY_TYPE_URL } });
+      }
+    } catch (e) {
+      this.log(`${verb} ${node.name} failed: ${(e as Error).message}`);
+      // A node that cannot come up is left stopped (start) or removed (create), as a failed create leaves nothing.
+      await this.hooks.nodeDown?.(node, 'failed').catch(() => undefined);
+      if (verb === 'create') this.removeNode(node.name);
+      else if (verb === 'start') node.state = 'STOPPED';
+      this.finish(op, { error: { code: GOOGLE_STATUS.INTERNAL.grpc, message: `Failed to ${verb} node '${node.name}': ${(e as Error).message}` } });
+    }
+  }
+
+  private finish(op: OperationJson, result: Pick<OperationJson, 'error' | 'response'>): void {
+    op.done = true;
+    op.metadata.endTime = new Date().toISOString();
+    if (result.error) op.error = result.error;
+    if (result.response) op.response = result.response;
+    this.pruneOperations();
+    this.save();
+    this.log(`${op.metadata.verb} ${op.metadata.target}: ${result.error ? `failed: ${result.error.message}` : 'done'}`);
+  }
+
+  private settle(): void {
+    for (const node of [...this.nodes.values()]) {
+      const to = SETTLED[node.state];
+      if (to) {
+        node.state = to;
+        if (to === 'READY') node.health = 'HEALTHY';
+        else delete node.health;
+      } else if (node.state === 'DELETING') {
+        this.removeNode(node.name);
+      }
+    }
+    for (const op of this.operations.values()) {
+      if (op.done) continue;
+      const node = this.nodes.get(op.metadata.target);
+      if (op.metadata.verb === 'delete' && !node) this.finish(op, { response: { '@type': EMPTY_TYPE_URL } });
+      else if (node && op.metadata.verb !== 'delete') this.finish(op, { response: { '@type': NODE_TYPE_URL, ...node } });
+      else this.finish(op, { error: { code: GOOGLE_STATUS.ABORTED.grpc, message: `The emulator restarted during the ${op.metadata.verb} of '${op.metadata.target}'.` } });
+    }
+  }
+
+  private removeNode(name: string): void {
+    this.nodes.delete(name);
+    for (const [addr, owner] of [...this.addresses]) if (owner.startsWith(`${name}#`)) this.addresses.delete(addr);
+  }
+
+  private allocate(nodeName: string, count: number): string[] {
+    const out: string[] = [];
+    for (let x = 1; x <= 254 && out.length < count; x++) {
+      const addr = `${this.prefix}.${x}`;
+      if (!this.addresses.has(addr)) out.push(addr);
+    }
+    if (out.length < count) {
+      throw new ApiError('RESOURCE_EXHAUSTED', `The local emulator has no free worker addresses in ${this.prefix}.0/24 for ${count} workers; delete some nodes.`);
+    }
+    out.forEach((addr, i) => this.addresses.set(addr, `${nodeName}#${i}`));
+    return out;
+  }
+
+  private pruneOperations(): void {
+    const done = [...this.operations.values()].filter((o) => o.done);
+    for (const o of done.slice(0, Math.max(0, done.length - MAX_DONE_OPERATIONS))) this.operations.delete(o.name);
+  }
+}
+
+function randomNodeId(): string {
+  // int64 ids, as the API returns them (a decimal string in JSON).
+  return (BigInt.asUintN(63, crypto.randomBytes(8).readBigUInt64BE()) || 1n).toString();
+}

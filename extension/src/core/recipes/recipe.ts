@@ -1,0 +1,160 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TpwError } from '../errors';
+import { ShellSyntaxError, splitShellWords, type ShellWord } from './shell-words';
+
+/**
+ * A recipe is a shell file in the style of torchprime's: `export NAME=value` lines, then one trainer command
+ * with hydra overrides (`key=value`, `+key=value`, `~key`, `group/option=value`). Parsing it, rather than
+ * running it, lets the run layer deliver the environment through a 0600 file, append `output_dir=`, and show
+ * the overrides in the UI.
+ */
+export interface RecipeEnvVar {
+  name: string;
+  /** Literal value (quotes removed). */
+  value: string;
+  /** The value as written; used instead of `value` when it must expand on the worker (`$HOME/...`). */
+  raw: string;
+  expands: boolean;
+  line: number;
+}
+
+export interface Recipe {
+  path: string;
+  env: RecipeEnvVar[];
+  /** The program and its non-override arguments, e.g. ["python3", "-m", "tpu_trainer.train"]. */
+  program: string[];
+  /** Hydra overrides in order. */
+  overrides: string[];
+  /** Directory to run in, relative to the synced workspace (from a `cd DIR` line); "." by default. */
+  cwd: string;
+  /** 1-based line of the command. */
+  commandLine: number;
+}
+
+const OVERRIDE = /^(\+\+|\+|~)?[A-Za-z_][\w.@/-]*(=.*)?$/;
+/** Statements that configure the shell and mean nothing for what runs. */
+const IGNORED = new Set(['set', 'shopt']);
+
+export function readRecipe(file: string): Recipe {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new TpwError(
+      code === 'ENOENT' ? 'NOT_FOUND' : 'RECIPE',
+      code === 'ENOENT' ? `Recipe not found: ${file}` : `Cannot read recipe ${file}: ${(e as Error).message}`,
+    );
+  }
+  return parseRecipe(text, file);
+}
+
+/** Joins backslash-continued lines, keeping the 1-based number of each logical line's first line. */
+function logicalLines(text: string): { text: string; line: number }[] {
+  const out: { text: string; line: number }[] = [];
+  const physical = text.replace(/\r\n/g, '\n').split('\n');
+  let buf = '';
+  let first = 0;
+  physical.forEach((l, idx) => {
+    if (buf === '') first = idx + 1;
+    if (/(^|[^\\])(\\\\)*\\$/.test(l)) {
+      buf += l.slice(0, -1) + ' ';
+    } else {
+      buf += l;
+      out.push({ text: buf, line: first });
+      buf = '';
+    }
+  });
+  if (buf !== '') out.push({ text: buf, line: first });
+  return out;
+}
+
+export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
+  const name = path.basename(file);
+  const fail = (line: number, msg: string): never => {
+    throw new TpwError('RECIPE', `${name}:${line}: ${msg}`);
+  };
+  const env: RecipeEnvVar[] = [];
+  let command: { words: ShellWord[]; line: number } | undefined;
+  let cwd = '.';
+
+  for (const { text: lineText, line } of logicalLines(text)) {
+    let words: ShellWord[];
+    try {
+      words = splitShellWords(lineText);
+    } catch (e) {
+      if (e instanceof ShellSyntaxError) return fail(line, e.message);
+      throw e;
+    }
+    if (words.length === 0) continue;
+    const head = words[0].value;
+    if (command) return fail(line, `only one command is allowed after the exports, but "${head}" follows the command on line ${command.line}`);
+    // Leading NAME=value words (with or without `export`) are the environment.
+    const isExport = head === 'export';
+    let k = isExport ? 1 : 0;
+    while (k < words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[k].raw)) {
+      const w = words[k];
+      const eq = w.value.indexOf('=');
+      const rawEq = w.raw.indexOf('=');
+      env.push({ name: w.value.slice(0, eq), value: w.value.slice(eq + 1), raw: w.raw.slice(rawEq + 1), expands: w.expands, line });
+      k++;
+    }
+    if (isExport) {
+      if (words.length === 1) fail(line, '`export` needs NAME=value');
+      if (k < words.length) fail(line, `"${words[k].value}" is not NAME=value (export sets variables; write NAME=value)`);
+      continue;
+    }
+    if (k === words.length) continue;
+    words = words.slice(k);
+    if (IGNORED.has(words[0].value)) continue;
+    if (words[0].value === 'cd') {
+      if (words.length !== 2) fail(line, '`cd` takes exactly one directory');
+      const dir = words[1].value;
+      if (path.isAbsolute(dir) || path.normalize(dir).startsWith('..')) fail(line, `cd "${dir}" leaves the workspace; use a path inside it`);
+      cwd = path.posix.normalize(dir);
+      continue;
+    }
+    command = { words, line };
+  }
+  if (!command) throw new TpwError('RECIPE', `${name}: no command found (a recipe is \`export\` lines followed by one trainer command)`);
+
+  let argv = command.words.map((w) => w.value);
+  for (const w of command.words) {
+    if (w.expands) fail(command.line, `"${w.raw}" expands a variable in the command; put it in an export line instead`);
+  }
+  // torchprime recipes launch with `tp run path/train.py ...`: on a worker that is the script itself.
+  if (argv[0] === 'tp' && argv[1] === 'run') argv = ['python3', ...argv.slice(2)];
+  const firstOverride = entryArgCount(argv);
+  const program = argv.slice(0, firstOverride);
+  const overrides = argv.slice(firstOverride);
+  const bad = overrides.find((o) => !OVERRIDE.test(o));
+  if (bad !== undefined) fail(command.line, `"${bad}" is not a hydra override (expected key=value after the program)`);
+  return { path: file, env, program, overrides, cwd, commandLine: command.line };
+}
+
+/** Number of leading argv words that make up the program (interpreter, flags, module or script). */
+function entryArgCount(argv: string[]): number {
+  let i = 0;
+  if (/(^|\/)python[0-9.]*$/.test(argv[0] ?? '')) {
+    i = 1;
+    while (i < argv.length && argv[i].startsWith('-')) {
+      if (argv[i] === '-m') return Math.min(argv.length, i + 2);
+      i++;
+    }
+    return Math.min(argv.length, i + 1); // the script
+  }
+  // Any other program: everything up to the first key=value is the program.
+  while (i < argv.length && !argv[i].includes('=') && !argv[i].startsWith('~')) i++;
+  return i;
+}
+
+/** The full argv of a recipe, with extra overrides appended (later overrides win in hydra). */
+export function recipeArgv(recipe: Recipe, extra: string[] = []): string[] {
+  return [...recipe.program, ...recipe.overrides, ...extra];
+}
+
+/** True if the recipe runs this project's trainer, which understands output_dir= and profile_dir=. */
+export function runsTpuTrainer(recipe: Recipe): boolean {
+  return recipe.program.some((a) => a === 'tpu_trainer.train' || a.endsWith('tpu_trainer/train.py'));
+}

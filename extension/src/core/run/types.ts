@@ -1,0 +1,45 @@
+import type { WorkerTarget } from '../ssh/types';
+
+export type OutputStream = 'stdout' | 'stderr';
+
+/** A command to run on every worker of a VM at once. */
+export interface RunSpec {
+  runId: string;
+  workers: WorkerTarget[];
+  /** argv of the program to start (e.g. ["python3", "-m", "tpu_trainer.train", "max_steps=10"]); each element arrives literally. */
+  argv: string[];
+  /** Remote working directory, relative to the login's home unless absolute. */
+  cwd: string;
+  /** Environment for the program, delivered through a 0600 file on the worker, never in argv. */
+  env: Record<string, string>;
+  /** When one worker fails, stop the others (default true). */
+  failFast?: boolean;
+  /** Grace period between SIGINT/SIGTERM and SIGKILL when stopping (default 5000 ms). */
+  stopGraceMs?: number;
+}
+
+export interface WorkerResult {
+  index: number;
+  host: string;
+  /** Exit code of the remote program; null if it died on a signal or never started. */
+  exitCode: number | null;
+  signal?: string;
+  /** Set when the worker could not run the program at all (SSH refused, auth failed, ...). */
+  error?: string;
+  /** True if we stopped it (cancel or fail-fast), rather than it ending on its own. */
+  stopped: boolean;
+}
+
+export interface RunResult {
+  runId: string;
+  workers: WorkerResult[];
+  durationMs: number;
+  cancelled: boolean;
+  ok: boolean;
+}
+
+export interface RunListener {
+  /** A complete line of output from one worker (no trailing newline). */
+  onLine?(worker: number, stream: OutputStream, line: string): void;
+  onWorkerExit?(result: WorkerResult): void;
+}

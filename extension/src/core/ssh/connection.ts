@@ -1,0 +1,297 @@
+import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type ServerHostKeyAlgorithm } from 'ssh2';
+import { TpwError, describeError } from '../errors';
+import { knownHostsFile } from '../paths';
+import { knownKeyTypes, makeHostVerifier } from './known-hosts';
+import type { HostKeyPolicy, SshTarget } from './types';
+
+/**
+ * One SSH connection per target (user@host:port), shared by everyone who needs that host: sync, the run,
+ * log tails, terminals. Callers that ask while a connect is in flight share its promise, so N concurrent
+ * requests make one TCP connection (the vscode-sshfs pattern). Channels are counted so an idle connection
+ * can be closed, and a connection that drops is forgotten so the next request reconnects.
+ */
+
+export interface ConnectionManagerOptions {
+  hostKeyPolicy?: HostKeyPolicy;
+  /** known_hosts file; defaults to `<TPW_HOME>/known_hosts`. */
+  knownHostsPath?: string;
+  /** SSH-level keepalive, so NATs and dead peers are noticed (default 15 s, 0 disables). */
+  keepaliveIntervalMs?: number;
+  keepaliveCountMax?: number;
+  /** Close a connection after this long with no open channel (default 120 s, 0 = never). */
+  idleCloseMs?: number;
+  /** Handshake + auth deadline (default 20 s). */
+  readyTimeoutMs?: number;
+  /**
+   * Channels open at once per connection; more wait in line. OpenSSH's MaxSessions defaults to 10 and refuses
+   * the 11th channel outright, so the default stays below it.
+   */
+  maxChannels?: number;
+  /** Diagnostics (never receives secrets). */
+  log?: (msg: string) => void;
+}
+
+/** `user@host:port`: the cache key. */
+export function targetKey(t: SshTarget): string {
+  return `${t.username}@${t.host}:${t.port}`;
+}
+
+/** `worker 3 (127.0.1.4:2222)` for worker targets, `127.0.1.4:2222` otherwise: the prefix of every error. */
+export function targetLabel(t: SshTarget): string {
+  const index = (t as { index?: unknown }).index;
+  const hp = `${t.host}:${t.port}`;
+  return typeof index === 'number' ? `worker ${index} (${hp})` : hp;
+}
+
+const SOCKET_REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused (is the VM up and sshd listening?)',
+  ECONNRESET: 'connection reset by the server',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed (temporary DNS failure)',
+  EADDRNOTAVAIL: 'address not available',
+};
+
+/** Turns whatever ssh2 or the socket threw into a sentence that names the worker. */
+export function connectError(t: SshTarget, err: unknown): TpwError {
+  if (err instanceof TpwError) return err;
+  const label = targetLabel(t);
+  const e = err as Error & { code?: string; level?: string };
+  let reason: string;
+  if (e.level === 'client-authentication') {
+    reason = `authentication failed for user "${t.username}" (the server did not accept the SSH key)`;
+  } else if (e.level === 'client-timeout') {
+    reason = 'timed out during SSH handshake';
+  } else if (e.code && SOCKET_REASONS[e.code]) {
+    reason = SOCKET_REASONS[e.code];
+  } else {
+    reason = describeError(err);
+  }
+  return new TpwError('SSH_CONNECT', `${label}: ${reason}`, { cause: err });
+}
+
+const DEFAULT_HOST_KEY_ALGOS: ServerHostKeyAlgorithm[] = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+
+/**
+ * Host key algorithms with those of already-recorded keys first: a server that has ed25519 and ecdsa keys
+ * must show us the one we recorded, or a mere change of preference would look like a changed key.
+ */
+export function hostKeyAlgorithmsFor(knownTypes: string[]): ServerHostKeyAlgorithm[] {
+  const first: ServerHostKeyAlgorithm[] = [];
+  for (const t of knownTypes) {
+    if (t === 'ssh-rsa') first.push('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa');
+    else {
+      const known = DEFAULT_HOST_KEY_ALGOS.find((a) => a === t);
+      if (known) first.push(known);
+    }
+  }
+  return [...new Set([...first, ...DEFAULT_HOST_KEY_ALGOS])];
+}
+
+/** A live connection; exec through it so channels are counted (idle close) and capped (MaxSessions). */
+export class SshConnection {
+  private inUse = 0;
+  private waiters: Array<() => void> = [];
+  private idleTimer: NodeJS.Timeout | undefined;
+  private isClosed = false;
+  private readonly closeListeners = new Set<(err?: Error) => void>();
+
+  constructor(
+    readonly client: Client,
+    readonly target: SshTarget,
+    private readonly opts: { maxChannels: number; idleCloseMs: number },
+  ) {
+    client.once('close', () => this.markClosed());
+    this.armIdleTimer();
+  }
+
+  get key(): string {
+    return targetKey(this.target);
+  }
+  get label(): string {
+    return targetLabel(this.target);
+  }
+  get closed(): boolean {
+    return this.isClosed;
+  }
+  /** Channels open or waiting for a slot. */
+  get channelsInUse(): number {
+    return this.inUse + this.waiters.length;
+  }
+
+  /** Called once when the connection ends for any reason. Returns an unsubscribe function. */
+  onClose(fn: (err?: Error) => void): () => void {
+    if (this.isClosed) {
+      fn();
+      return () => undefined;
+    }
+    this.closeListeners.add(fn);
+    return () => this.closeListeners.delete(fn);
+  }
+
+  /** Opens an exec channel (the remote login shell runs `command`). The slot is freed when the channel closes. */
+  async exec(command: string, options: Ssh2ExecOptions = {}): Promise<ClientChannel> {
+    await this.acquire();
+    try {
+      const channel = await new Promise<ClientChannel>((resolve, reject) => {
+        if (this.isClosed) {
+          reject(new TpwError('SSH_CONNECT', `${this.label}: connection closed`));
+          return;
+        }
+        try {
+          this.client.exec(command, options, (err, ch) => (err ? reject(err) : resolve(ch)));
+        } catch (e) {
+          reject(e); // ssh2 throws synchronously when the socket is already gone
+        }
+      });
+      channel.once('close', () => this.release());
+      return channel;
+    } catch (e) {
+      this.release();
+      throw e instanceof TpwError ? e : new TpwError('SSH_CONNECT', `${this.label}: cannot start a command: ${describeError(e)}`, { cause: e });
+    }
+  }
+
+  close(): void {
+    if (this.isClosed) return;
+    this.client.end();
+    // end() is polite (disconnect message, FIN); make sure the socket really goes even if the peer is stuck.
+    setTimeout(() => this.client.destroy(), 2000).unref();
+  }
+
+  private acquire(): Promise<void> {
+    this.clearIdleTimer();
+    if (this.inUse < this.opts.maxChannels) {
+      this.inUse++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiters.shift();
+    if (next) {
+      next(); // the slot passes straight to the next waiter
+      return;
+    }
+    this.inUse = Math.max(0, this.inUse - 1);
+    this.armIdleTimer();
+  }
+
+  private armIdleTimer(): void {
+    if (this.opts.idleCloseMs <= 0 || this.channelsInUse > 0 || this.isClosed) return;
+    this.clearIdleTimer();
+    this.idleTimer = setTimeout(() => {
+      if (this.channelsInUse === 0) this.close();
+    }, this.opts.idleCloseMs);
+    this.idleTimer.unref(); // an idle connection must not keep the CLI alive
+  }
+
+  private clearIdleTimer(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  private markClosed(err?: Error): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.clearIdleTimer();
+    for (const fn of this.closeListeners) fn(err);
+    this.closeListeners.clear();
+  }
+}
+
+export class ConnectionManager {
+  private readonly pending = new Map<string, Promise<SshConnection>>();
+  private readonly live = new Set<SshConnection>();
+  private disposed = false;
+  /** TCP connects attempted (tests assert connection sharing with it). */
+  connectAttempts = 0;
+
+  constructor(private readonly options: ConnectionManagerOptions = {}) {}
+
+  /** The shared connection to `target`, connecting if there is none. */
+  get(target: SshTarget): Promise<SshConnection> {
+    if (this.disposed) return Promise.reject(new TpwError('CANCELLED', `${targetLabel(target)}: the SSH connection manager was disposed`));
+    const key = targetKey(target);
+    const existing = this.pending.get(key);
+    if (existing) return existing;
+    const forget = () => {
+      if (this.pending.get(key) === p) this.pending.delete(key);
+    };
+    const p: Promise<SshConnection> = this.connect(target).then((conn) => {
+      // Forget a dropped or idle-closed connection so the next get() reconnects.
+      conn.onClose(forget);
+      return conn;
+    });
+    this.pending.set(key, p);
+    // A failed connect must not be cached either: the next caller tries again.
+    p.catch(forget);
+    return p;
+  }
+
+  /** Closes every connection; later get() calls fail. */
+  dispose(): void {
+    this.disposed = true;
+    for (const c of this.live) c.close();
+    this.live.clear();
+    this.pending.clear();
+  }
+
+  private connect(target: SshTarget): Promise<SshConnection> {
+    const o = this.options;
+    const file = o.knownHostsPath ?? knownHostsFile();
+    const log = o.log ?? (() => undefined);
+    this.connectAttempts++;
+    return new Promise<SshConnection>((resolve, reject) => {
+      const client = new Client();
+      let hostKeyError: TpwError | undefined;
+      let settled = false;
+      const check = { host: target.host, port: target.port, alias: target.hostKeyAlias, policy: o.hostKeyPolicy ?? 'accept-new', file };
+      const config: ConnectConfig = {
+        host: target.host,
+        port: target.port,
+        username: target.username,
+        privateKey: target.privateKey,
+        keepaliveInterval: o.keepaliveIntervalMs ?? 15_000,
+        keepaliveCountMax: o.keepaliveCountMax ?? 4,
+        readyTimeout: o.readyTimeoutMs ?? 20_000,
+        // Only the key: never fall back to "none"/password prompts that cannot be answered here.
+        authHandler: ['publickey'],
+        hostVerifier: makeHostVerifier(check, (e) => (hostKeyError = e), log),
+        algorithms: { serverHostKey: hostKeyAlgorithmsFor(knownKeyTypes(check)) },
+      };
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        client.destroy();
+        reject(hostKeyError ?? connectError(target, err));
+      };
+      client.once('ready', () => {
+        if (settled) return;
+        settled = true;
+        const conn = new SshConnection(client, target, { maxChannels: o.maxChannels ?? 8, idleCloseMs: o.idleCloseMs ?? 120_000 });
+        this.live.add(conn);
+        conn.onClose(() => {
+          this.live.delete(conn);
+          log(`ssh: ${conn.label} closed`);
+        });
+        if (this.disposed) conn.close();
+        log(`ssh: ${conn.label} connected`);
+        resolve(conn);
+      });
+      client.on('error', (err) => {
+        if (!settled) fail(err);
+        else log(`ssh: ${targetLabel(target)}: ${describeError(err)}`);
+      });
+      client.once('close', () => fail(new Error('connection closed during the SSH handshake')));
+      try {
+        client.connect(config);
+      } catch (e) {
+        fail(e);
+      }
+    });
+  }
+}

@@ -1,0 +1,43 @@
+import type { AcceleratorType, NodeId, RuntimeVersion, TpuNode } from './models';
+
+export interface CreateNodeRequest {
+  project: string;
+  zone: string;
+  nodeId: string;
+  acceleratorType: string;
+  runtimeVersion: string;
+  spot?: boolean;
+  labels?: Record<string, string>;
+  description?: string;
+}
+
+/** Progress of a long-running operation, reported while a caller waits for it. */
+export interface OperationProgress {
+  operationName: string;
+  done: boolean;
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  onProgress?: (p: OperationProgress) => void;
+}
+
+/**
+ * Everything the extension and the CLI ask of Cloud TPU. One implementation (CloudTpuApi) over the real
+ * `@google-cloud/tpu` v2 client serves both Google and the local emulator: only the endpoint differs.
+ * Every method throws TpwError with a message naming the resource on failure.
+ */
+export interface TpuApi {
+  /** A label for logs and the UI, e.g. "local emulator (127.0.0.1:8471)" or "project my-proj". */
+  readonly description: string;
+  listNodes(project: string, zone: string, signal?: AbortSignal): Promise<TpuNode[]>;
+  getNode(id: NodeId, signal?: AbortSignal): Promise<TpuNode>;
+  /** Starts creation and waits for the operation; resolves with the READY node. */
+  createNode(req: CreateNodeRequest, opts?: WaitOptions): Promise<TpuNode>;
+  deleteNode(id: NodeId, opts?: WaitOptions): Promise<void>;
+  startNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode>;
+  stopNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode>;
+  listAcceleratorTypes(project: string, zone: string, signal?: AbortSignal): Promise<AcceleratorType[]>;
+  listRuntimeVersions(project: string, zone: string, signal?: AbortSignal): Promise<RuntimeVersion[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,302 @@
+import { protos, v2 } from '@google-cloud/tpu';
+import type { EmulatorEndpoint } from '../emulator/endpoint';
+import { TpwError, type TpwErrorCode } from '../errors';
+import type { CreateNodeRequest, OperationProgress, TpuApi, WaitOptions } from './api';
+import { NodeStateSchema, TpuNodeSchema, nodeResourceName, type AcceleratorType, type NodeId, type NodeState, type RuntimeVersion, type TpuNode } from './models';
+
+/**
+ * TpuApi over the real `@google-cloud/tpu` v2 client, for Google and for the local emulator alike: only the
+ * endpoint and the credentials differ. Both use the REST transport (`fallback: true`), so what the emulator
+ * tests is exactly what talks to Google — and it bundles with esbuild without gRPC's native-ish loaders.
+ */
+
+type ClientOptions = NonNullable<ConstructorParameters<typeof v2.TpuClient>[0]>;
+type INode = protos.google.cloud.tpu.v2.INode;
+const NodeEnums = protos.google.cloud.tpu.v2.Node;
+
+export interface CloudTpuApiOptions {
+  /** 'google' (default) or 'emulator'; for the emulator use emulatorTpuApi(), which sets the endpoint. */
+  kind?: 'google' | 'emulator';
+  /** Passed to TpuClient; `fallback: true` is added. Leave empty for Google with Application Default Credentials. */
+  clientOptions?: ClientOptions;
+  description?: string;
+  /** Set for the local emulator: connection failures then say how to start it. */
+  emulator?: { host: string; port: number };
+}
+
+/** The subset of gax's LROperation this module uses. */
+interface Lro<T> {
+  name?: string;
+  promise(): Promise<[T, unknown, unknown]>;
+  on(event: 'progress', fn: () => void): unknown;
+  off(event: 'progress', fn: () => void): unknown;
+  removeAllListeners(event: 'complete'): unknown;
+}
+
+type Verb = 'list' | 'get' | 'create' | 'delete' | 'start' | 'stop' | 'list accelerator types of' | 'list runtime versions of';
+interface Ctx {
+  verb: Verb;
+  project: string;
+  zone: string;
+  node?: string;
+}
+
+/** Poll an operation every 100 ms at first, at most every 5 s (gax's default backs off to 60 s). */
+const LRO_BACKOFF = { initialRetryDelayMillis: 100, retryDelayMultiplier: 1.3, maxRetryDelayMillis: 5000, totalTimeoutMillis: 60 * 60_000 };
+
+/**
+ * An auth client that adds no headers. gax's REST transport accepts any object with `getRequestHeaders()` as
+ * `auth` (the path it documents for OAuth2Client in browsers); with it, no Application Default Credentials
+ * lookup happens, which matters on a laptop without gcloud and in tests.
+ */
+const NO_CREDENTIALS = { getRequestHeaders: async (): Promise<Record<string, string>> => ({}) };
+
+export class CloudTpuApi implements TpuApi {
+  readonly description: string;
+  private readonly client: v2.TpuClient;
+  private readonly emulator?: { host: string; port: number };
+
+  constructor(opts: CloudTpuApiOptions = {}) {
+    this.client = new v2.TpuClient({ fallback: true, ...opts.clientOptions });
+    this.emulator = opts.emulator;
+    this.description = opts.description ?? (opts.emulator ? `local emulator (${opts.emulator.host}:${opts.emulator.port})` : 'Cloud TPU API');
+  }
+
+  async listNodes(project: string, zone: string, signal?: AbortSignal): Promise<TpuNode[]> {
+    const ctx: Ctx = { verb: 'list', project, zone };
+    const [nodes] = await this.call(ctx, signal, () => this.client.listNodes({ parent: parent(project, zone) }));
+    return nodes.map(toTpuNode);
+  }
+
+  async getNode(id: NodeId, signal?: AbortSignal): Promise<TpuNode> {
+    const [node] = await this.call(ctxOf('get', id), signal, () => this.client.getNode({ name: nodeResourceName(id) }));
+    return toTpuNode(node);
+  }
+
+  async createNode(req: CreateNodeRequest, opts?: WaitOptions): Promise<TpuNode> {
+    const ctx: Ctx = { verb: 'create', project: req.project, zone: req.zone, node: req.nodeId };
+    const node: INode = {
+      acceleratorType: req.acceleratorType,
+      runtimeVersion: req.runtimeVersion,
+      labels: req.labels ?? {},
+      ...(req.description ? { description: req.description } : {}),
+      ...(req.spot ? { schedulingConfig: { spot: true } } : {}),
+    };
+    const [op] = await this.call(ctx, opts?.signal, () =>
+      this.client.createNode({ parent: parent(req.project, req.zone), nodeId: req.nodeId, node }, { longrunning: LRO_BACKOFF }),
+    );
+    return toTpuNode(await this.wait(ctx, op, opts));
+  }
+
+  async deleteNode(id: NodeId, opts?: WaitOptions): Promise<void> {
+    const ctx = ctxOf('delete', id);
+    const [op] = await this.call(ctx, opts?.signal, () => this.client.deleteNode({ name: nodeResourceName(id) }, { longrunning: LRO_BACKOFF }));
+    await this.wait(ctx, op, opts);
+  }
+
+  async startNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode> {
+    const ctx = ctxOf('start', id);
+    const [op] = await this.call(ctx, opts?.signal, () => this.client.startNode({ name: nodeResourceName(id) }, { longrunning: LRO_BACKOFF }));
+    return toTpuNode(await this.wait(ctx, op, opts));
+  }
+
+  async stopNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode> {
+    const ctx = ctxOf('stop', id);
+    const [op] = await this.call(ctx, opts?.signal, () => this.client.stopNode({ name: nodeResourceName(id) }, { longrunning: LRO_BACKOFF }));
+    return toTpuNode(await this.wait(ctx, op, opts));
+  }
+
+  async listAcceleratorTypes(project: string, zone: string, signal?: AbortSignal): Promise<AcceleratorType[]> {
+    const ctx: Ctx = { verb: 'list accelerator types of', project, zone };
+    const [types] = await this.call(ctx, signal, () => this.client.listAcceleratorTypes({ parent: parent(project, zone) }));
+    return types.map((t) => ({ name: t.name ?? '', type: t.type ?? '' }));
+  }
+
+  async listRuntimeVersions(project: string, zone: string, signal?: AbortSignal): Promise<RuntimeVersion[]> {
+    const ctx: Ctx = { verb: 'list runtime versions of', project, zone };
+    const [versions] = await this.call(ctx, signal, () => this.client.listRuntimeVersions({ parent: parent(project, zone) }));
+    return versions.map((v) => ({ name: v.name ?? '', version: v.version ?? '' }));
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  /** Runs one RPC; abort cancels it (gax promises carry `cancel()`), errors become TpwErrors. */
+  private async call<T>(ctx: Ctx, signal: AbortSignal | undefined, start: () => Promise<T>): Promise<T> {
+    if (signal?.aborted) throw cancelled(ctx);
+    const p = start();
+    try {
+      return await abortable(p, signal, () => (p as Promise<T> & { cancel?: () => void }).cancel?.(), ctx);
+    } catch (e) {
+      throw this.mapError(e, ctx);
+    }
+  }
+
+  /** Waits for a long-running operation; abort stops polling (the operation itself goes on server-side). */
+  private async wait<T>(ctx: Ctx, op: Lro<T>, opts?: WaitOptions): Promise<T> {
+    const operationName = op.name ?? '';
+    const report = (done: boolean) => opts?.onProgress?.({ operationName, done } satisfies OperationProgress);
+    const onProgress = () => report(false);
+    op.on('progress', onProgress);
+    report(false);
+    try {
+      // Removing the 'complete' listeners is how gax's Operation stops polling; its 'error' listener stays so a
+      // late poll failure has somewhere to go.
+      const [result] = await abortable(op.promise(), opts?.signal, () => op.removeAllListeners('complete'), ctx);
+      report(true);
+      return result;
+    } catch (e) {
+      throw this.mapError(e, ctx);
+    } finally {
+      op.off('progress', onProgress);
+    }
+  }
+
+  private mapError(e: unknown, ctx: Ctx): TpwError {
+    if (e instanceof TpwError) return e;
+    const err = (e ?? {}) as { code?: unknown; message?: unknown; details?: unknown; name?: unknown };
+    // gax puts the server's message in `message` (REST) or `details` (gRPC; on REST it is an array).
+    const text = typeof err.details === 'string' && err.details ? err.details : typeof err.message === 'string' ? err.message : String(e);
+    const detail = text.split('\n')[0];
+    const what = ctx.node ? `TPU VM "${ctx.node}"` : `TPU VMs`;
+    const where = `${ctx.project}/${ctx.zone}`;
+    const fail = (code: TpwErrorCode, message: string) => new TpwError(code, message, { cause: e });
+    const sysCode = typeof err.code === 'string' ? err.code : /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT)\b/.exec(detail)?.[1];
+    if (sysCode && ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT'].includes(sysCode)) {
+      if (this.emulator) {
+        return fail(
+          'EMULATOR_NOT_RUNNING',
+          `The local emulator is not running at http://${this.emulator.host}:${this.emulator.port} (${sysCode}); start it with \`tpw emulator start\`.`,
+        );
+      }
+      return fail('UNAVAILABLE', `Cannot reach the Cloud TPU API to ${ctx.verb} ${what} in ${where}: ${detail}`);
+    }
+    if (err.name === 'AbortError') return cancelled(ctx);
+    const code = typeof err.code === 'number' ? err.code : undefined;
+    switch (code) {
+      case 1:
+        return cancelled(ctx);
+      case 5:
+        if (ctx.node && !/\bLocation\s/.test(detail)) return fail('NOT_FOUND', `${what} not found in ${where}.`);
+        return fail('NOT_FOUND', `Zone "${ctx.zone}" of project "${ctx.project}" not found while trying to ${ctx.verb} ${what}: ${detail}`);
+      case 6:
+        return fail('ALREADY_EXISTS', `${what} already exists in ${where}.`);
+      case 10:
+        // The REST transport maps HTTP 409 to ABORTED; on create that is ALREADY_EXISTS.
+        if (ctx.verb === 'create' && !/deleted|changed state/i.test(detail)) return fail('ALREADY_EXISTS', `${what} already exists in ${where}: ${detail}`);
+        return fail('FAILED_PRECONDITION', `Could not ${ctx.verb} ${what} in ${where}: ${detail}`);
+      case 3:
+      case 9:
+        // Start and stop take no arguments besides the name, so a 400 there is about the node's state.
+        if (code === 9 || ctx.verb === 'start' || ctx.verb === 'stop') {
+          return fail('FAILED_PRECONDITION', `Cannot ${ctx.verb} ${what} in ${where}: ${detail}`);
+        }
+        return fail('INVALID_ARGUMENT', `Invalid request to ${ctx.verb} ${what} in ${where}: ${detail}`);
+      case 7:
+      case 16:
+        return fail(
+          'PERMISSION_DENIED',
+          `Permission denied to ${ctx.verb} ${what} in ${where}: ${detail}` +
+            (this.emulator ? '' : ' (check `gcloud auth application-default login` and that you have the TPU Admin role)'),
+        );
+      case 8:
+        // No quota-specific TpwErrorCode: it is "not now", like UNAVAILABLE; the message says quota.
+        return fail('UNAVAILABLE', `Quota or capacity exhausted trying to ${ctx.verb} ${what} in ${where}: ${detail}`);
+      case 4:
+      case 14:
+        return fail('UNAVAILABLE', `The Cloud TPU API is unavailable (${ctx.verb} ${what} in ${where}): ${detail}`);
+      default:
+        return fail('INTERNAL', `Failed to ${ctx.verb} ${what} in ${where}: ${detail}`);
+    }
+  }
+}
+
+/** A CloudTpuApi that talks to a running local emulator, with no credentials. */
+export function emulatorTpuApi(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort'>): CloudTpuApi {
+  return new CloudTpuApi({
+    emulator: { host: endpoint.host, port: endpoint.restPort },
+    clientOptions: {
+      apiEndpoint: endpoint.host,
+      port: endpoint.restPort,
+      protocol: 'http',
+      fallback: true,
+      // The client types `auth` as GoogleAuth; gax only calls getRequestHeaders() on it in REST mode.
+      auth: NO_CREDENTIALS as unknown as NonNullable<ClientOptions['auth']>,
+    },
+  });
+}
+
+function parent(project: string, zone: string): string {
+  return `projects/${project}/locations/${zone}`;
+}
+
+function ctxOf(verb: Verb, id: NodeId): Ctx {
+  return { verb, project: id.project, zone: id.zone, node: id.node };
+}
+
+function cancelled(ctx: Ctx): TpwError {
+  return new TpwError('CANCELLED', `Cancelled: ${ctx.verb} ${ctx.node ? `TPU VM "${ctx.node}"` : 'TPU VMs'} in ${ctx.project}/${ctx.zone}.`);
+}
+
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, onAbort: () => void, ctx: Ctx): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => {
+      onAbort();
+      reject(cancelled(ctx));
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', abort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Enum values may arrive as names or numbers (REST with enum-encoding=int); the models use names. */
+function enumName(values: Record<string | number, string | number>, v: unknown): string | undefined {
+  if (typeof v === 'number') {
+    const n = values[v];
+    return typeof n === 'string' ? n : undefined;
+  }
+  return typeof v === 'string' ? v : undefined;
+}
+
+function timestampToIso(t: INode['createTime']): string | undefined {
+  if (!t || t.seconds === undefined || t.seconds === null) return undefined;
+  const ms = Number(t.seconds.toString()) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
+  return new Date(ms).toISOString();
+}
+
+/** protobuf object (from the client) → the zod TpuNode shape. */
+export function toTpuNode(n: INode): TpuNode {
+  const stateName = enumName(NodeEnums.State as unknown as Record<string | number, string | number>, n.state);
+  const state: NodeState = NodeStateSchema.safeParse(stateName).success ? (stateName as NodeState) : 'UNKNOWN';
+  const health = enumName(NodeEnums.Health as unknown as Record<string | number, string | number>, n.health);
+  const sc = n.schedulingConfig;
+  return TpuNodeSchema.parse({
+    name: n.name ?? '',
+    acceleratorType: n.acceleratorType ?? '',
+    runtimeVersion: n.runtimeVersion ?? '',
+    state,
+    health: health && health !== 'HEALTH_UNSPECIFIED' ? health : undefined,
+    healthDescription: n.healthDescription || undefined,
+    description: n.description || undefined,
+    networkEndpoints: (n.networkEndpoints ?? []).map((e) => ({
+      ipAddress: e.ipAddress ?? '',
+      port: e.port ?? undefined,
+      accessConfig: e.accessConfig?.externalIp ? { externalIp: e.accessConfig.externalIp } : undefined,
+    })),
+    schedulingConfig: sc ? { preemptible: !!sc.preemptible, spot: !!sc.spot, reserved: !!sc.reserved } : undefined,
+    labels: { ...(n.labels ?? {}) },
+    createTime: timestampToIso(n.createTime),
+  });
+}

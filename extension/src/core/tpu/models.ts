@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/**
+ * The subset of Cloud TPU v2 resources that TPU Workbench reads, in the JSON shape of the REST API
+ * (google.cloud.tpu.v2). Field names follow the API; enums arrive as their string names.
+ */
+export const NodeStateSchema = z.enum([
+  'STATE_UNSPECIFIED',
+  'CREATING',
+  'READY',
+  'RESTARTING',
+  'REIMAGING',
+  'DELETING',
+  'REPAIRING',
+  'STOPPED',
+  'STOPPING',
+  'STARTING',
+  'PREEMPTED',
+  'TERMINATED',
+  'HIDING',
+  'HIDDEN',
+  'UNHIDING',
+  'UNKNOWN',
+]);
+export type NodeState = z.infer<typeof NodeStateSchema>;
+
+export const NetworkEndpointSchema = z.object({
+  ipAddress: z.string(),
+  port: z.number().int().optional(),
+  accessConfig: z.object({ externalIp: z.string().optional() }).optional(),
+});
+export type NetworkEndpoint = z.infer<typeof NetworkEndpointSchema>;
+
+export const TpuNodeSchema = z.object({
+  /** projects/{project}/locations/{zone}/nodes/{node} */
+  name: z.string(),
+  acceleratorType: z.string(),
+  runtimeVersion: z.string(),
+  state: NodeStateSchema,
+  health: z.string().optional(),
+  healthDescription: z.string().optional(),
+  description: z.string().optional(),
+  networkEndpoints: z.array(NetworkEndpointSchema).default([]),
+  schedulingConfig: z.object({ preemptible: z.boolean().optional(), spot: z.boolean().optional(), reserved: z.boolean().optional() }).optional(),
+  labels: z.record(z.string()).default({}),
+  createTime: z.string().optional(),
+});
+export type TpuNode = z.infer<typeof TpuNodeSchema>;
+
+export interface AcceleratorType {
+  /** projects/{project}/locations/{zone}/acceleratorTypes/{type} */
+  name: string;
+  /** e.g. "v5litepod-16" */
+  type: string;
+}
+
+export interface RuntimeVersion {
+  name: string;
+  /** e.g. "v2-alpha-tpuv6e" */
+  version: string;
+}
+
+export interface NodeId {
+  project: string;
+  zone: string;
+  node: string;
+}
+
+export function nodeResourceName(id: NodeId): string {
+  return `projects/${id.project}/locations/${id.zone}/nodes/${id.node}`;
+}
+
+/** Splits `projects/p/locations/z/nodes/n`; throws on anything else. */
+export function parseNodeName(name: string): NodeId {
+  const m = /^projects\/([^/]+)\/locations\/([^/]+)\/nodes\/([^/]+)$/.exec(name);
+  if (!m) throw new Error(`not a TPU node resource name: ${name}`);
+  return { project: m[1], zone: m[2], node: m[3] };
+}
+
+/** Short name shown to users: the last path segment. */
+export function shortName(resourceName: string): string {
+  return resourceName.slice(resourceName.lastIndexOf('/') + 1);
+}
+
+/**
+ * Node IDs as the API accepts them: lowercase letters, digits and hyphens, starting with a letter,
+ * at most 63 characters, not ending in a hyphen (RFC 1035 labels).
+ */
+export const NODE_ID_PATTERN = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;

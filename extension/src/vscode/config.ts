@@ -1,0 +1,52 @@
+import * as vscode from 'vscode';
+import type { BackendOptions } from '../core/backend';
+
+/**
+ * Typed access to the `tpuWorkbench.*` settings. Everything else reads settings through here, so a
+ * setting's name and its default live in one place besides package.json.
+ */
+const SECTION = 'tpuWorkbench';
+
+function section(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration(SECTION);
+}
+
+/** The GCP project, or undefined when none is configured. */
+export function project(): string | undefined {
+  const p = section().get<string>('project')?.trim();
+  return p ? p : undefined;
+}
+
+/** Zones to list; undefined means "whatever the backend serves". */
+export function zones(): string[] | undefined {
+  const z = (section().get<string[]>('zones') ?? []).map((s) => s.trim()).filter((s) => s.length > 0);
+  return z.length > 0 ? z : undefined;
+}
+
+/**
+ * `useEmulator` is tri-state: true/false force a backend; null (the default) picks the emulator
+ * when no project is configured, so a fresh install works offline without any setup.
+ */
+export function useEmulator(): boolean {
+  const v = section().get<boolean | null>('useEmulator');
+  if (typeof v === 'boolean') return v;
+  return project() === undefined;
+}
+
+export function failFast(): boolean {
+  return section().get<boolean>('run.failFast') ?? true;
+}
+
+export function backendOptions(): BackendOptions {
+  return { useEmulator: useEmulator(), project: project(), zones: zones() };
+}
+
+/** A key that changes whenever a setting that affects the backend changes. */
+export function backendKey(): string {
+  return JSON.stringify(backendOptions());
+}
+
+/** True if the event touches a setting that requires reopening the backend. */
+export function affectsBackend(e: vscode.ConfigurationChangeEvent): boolean {
+  return ['useEmulator', 'project', 'zones'].some((k) => e.affectsConfiguration(`${SECTION}.${k}`));
+}

@@ -1,0 +1,108 @@
+import * as vscode from 'vscode';
+import { openBackend, type Backend } from '../core/backend';
+import { readEmulatorEndpoint } from '../core/emulator/endpoint';
+import { describeError, isTpwError } from '../core/errors';
+import * as config from './config';
+
+/** Context keys read by `when` clauses in package.json. */
+export type BackendState = 'loading' | 'ready' | 'emulatorStopped' | 'error';
+
+/**
+ * The extension's one piece of state. Everything that must be disposed on deactivate is owned here
+ * (rust-analyzer's `Ctx` pattern), so a command can never leak a listener or a backend connection.
+ */
+export class Ctx implements vscode.Disposable {
+  readonly log: vscode.LogOutputChannel;
+  private readonly disposables: vscode.Disposable[] = [];
+  private backendSlot: { key: string; promise: Promise<Backend> } | undefined;
+
+  constructor(readonly extContext: vscode.ExtensionContext) {
+    this.log = this.own(vscode.window.createOutputChannel('TPU Workbench', { log: true }));
+  }
+
+  get extensionPath(): string {
+    return this.extContext.extensionPath;
+  }
+
+  /** Takes ownership of a disposable; returns it for chaining. */
+  own<T extends vscode.Disposable>(d: T): T {
+    this.disposables.push(d);
+    return d;
+  }
+
+  /**
+   * The backend for the current settings, opened once and reused. It is reopened when a setting
+   * that affects it changes, or when the emulator was restarted (new pid or port): a cached client
+   * pointing at a dead port would otherwise fail every call until reload.
+   */
+  backend(): Promise<Backend> {
+    const key = this.backendKey();
+    if (this.backendSlot?.key === key) return this.backendSlot.promise;
+    this.dropBackend();
+    const opts = config.backendOptions();
+    this.log.info(`opening backend: ${opts.useEmulator ? 'local emulator' : `project ${opts.project ?? '(none)'}`}`);
+    const promise = openBackend(opts);
+    const slot = { key, promise };
+    this.backendSlot = slot;
+    // A failed open must not stick: the next call (e.g. after the emulator starts) tries again.
+    promise.catch(() => {
+      if (this.backendSlot === slot) this.backendSlot = undefined;
+    });
+    return promise;
+  }
+
+  /** Forgets the cached backend (closing it), e.g. after settings changed. */
+  dropBackend(): void {
+    const slot = this.backendSlot;
+    this.backendSlot = undefined;
+    slot?.promise.then(
+      (b) => b.close(),
+      () => undefined,
+    ).catch((e: unknown) => this.log.warn(`closing backend: ${describeError(e)}`));
+  }
+
+  private backendKey(): string {
+    const base = config.backendKey();
+    if (!config.useEmulator()) return base;
+    const ep = readEmulatorEndpoint();
+    return `${base}|${ep ? `${ep.pid}:${ep.host}:${ep.restPort}` : 'none'}`;
+  }
+
+  setContext(key: 'backendState', value: BackendState): void;
+  setContext(key: 'backendKind', value: 'emulator' | 'cloud'): void;
+  setContext(key: 'running', value: boolean): void;
+  setContext(key: string, value: unknown): void {
+    void vscode.commands.executeCommand('setContext', `tpuWorkbench.${key}`, value);
+  }
+
+  /**
+   * Shows an error without blocking the caller (an awaited notification would keep the command
+   * pending until the user dismisses it). The full error, stack included, goes to the log.
+   */
+  showError(what: string, e: unknown): void {
+    if (isTpwError(e, 'CANCELLED')) {
+      this.log.info(`${what}: cancelled`);
+      return;
+    }
+    const message = `${what}: ${describeError(e)}`;
+    this.log.error(message);
+    if (e instanceof Error && e.stack) this.log.debug(e.stack);
+    // A stopped emulator is the one error with a one-click fix.
+    const actions = isTpwError(e, 'EMULATOR_NOT_RUNNING') ? ['Start Local Emulator', 'Show log'] : ['Show log'];
+    void vscode.window.showErrorMessage(message, ...actions).then((choice) => {
+      if (choice === 'Show log') this.log.show(true);
+      if (choice === 'Start Local Emulator') void vscode.commands.executeCommand('tpuWorkbench.startEmulator');
+    });
+  }
+
+  dispose(): void {
+    this.dropBackend();
+    while (this.disposables.length > 0) {
+      try {
+        this.disposables.pop()?.dispose();
+      } catch (e) {
+        console.error('TPU Workbench: dispose failed', e);
+      }
+    }
+  }
+}

@@ -1,0 +1,220 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { describeError, TpwError } from '../core/errors';
+import { runRecipe } from '../core/run/pipeline';
+import { formatRunSummary, prefixLine } from '../core/run/runner';
+import type { RunResult } from '../core/run/types';
+import type { RunPhase } from '../core/run/pipeline-types';
+import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
+import * as config from './config';
+import type { Ctx } from './ctx';
+import { signalFor } from './cancel';
+import { nodeFromArg, pickNode } from './vmCommands';
+import { listAllNodes, type VmTreeProvider } from './vmTree';
+
+/** Output is flushed to the channel in batches: a chatty trainer on 64 workers would otherwise send thousands of IPC messages a second. */
+const FLUSH_MS = 100;
+
+interface ActiveRun {
+  label: string;
+  controller: AbortController;
+}
+
+/**
+ * "Run on TPU": one run at a time, its output in the "TPU Run" channel (every line prefixed `[wN]`),
+ * a cancellable progress notification, and a status bar item while it runs.
+ */
+export class RunManager implements vscode.Disposable {
+  readonly output: vscode.OutputChannel;
+  private readonly status: vscode.StatusBarItem;
+  private active: ActiveRun | undefined;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly tree: VmTreeProvider,
+  ) {
+    this.output = vscode.window.createOutputChannel('TPU Run');
+    this.status = vscode.window.createStatusBarItem('tpuWorkbench.run', vscode.StatusBarAlignment.Left, 50);
+    this.status.name = 'TPU Run';
+    this.status.command = { command: 'tpuWorkbench.showRunOutput', title: 'Show Run Output' };
+  }
+
+  showOutput(): void {
+    this.output.show(true);
+  }
+
+  async run(arg: unknown): Promise<void> {
+    if (this.active) {
+      const choice = await vscode.window.showInformationMessage(`A run is already in progress (${this.active.label}).`, 'Show output', 'Stop it');
+      if (choice === 'Show output') this.showOutput();
+      if (choice === 'Stop it') this.active.controller.abort();
+      return;
+    }
+    const recipe = await resolveRecipe(arg);
+    if (!recipe) return;
+    const backend = await this.ctx.backend();
+    const node = await this.resolveNode(arg);
+    if (!node) return;
+    if (node.state !== 'READY') {
+      throw new TpwError('FAILED_PRECONDITION', `TPU VM ${shortName(node.name)} is ${node.state}; it must be READY to run on it.`);
+    }
+    const folder = vscode.workspace.getWorkspaceFolder(recipe) ?? vscode.workspace.workspaceFolders?.[0];
+    if (!folder || folder.uri.scheme !== 'file') {
+      throw new TpwError('FAILED_PRECONDITION', 'Open a local workspace folder to run on TPU: its contents are synced to every worker.');
+    }
+    // The run syncs files from disk: unsaved edits (to the recipe or the trainer) would silently not be run.
+    await vscode.workspace.saveAll(false);
+
+    const vm = shortName(node.name);
+    const recipeName = path.basename(recipe.fsPath);
+    const label = `${recipeName} on ${vm}`;
+    const controller = new AbortController();
+    this.active = { label, controller };
+    this.ctx.setContext('running', true);
+    this.status.text = `$(sync~spin) TPU: ${label}`;
+    this.status.tooltip = `Running ${recipeName} on every worker of ${vm} (${node.acceleratorType}). Click to show the output.`;
+    this.status.show();
+
+    const out = new LineBuffer(this.output);
+    this.output.clear();
+    this.output.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${node.networkEndpoints.length} workers) from ${folder.uri.fsPath}`);
+    this.showOutput();
+    this.ctx.log.info(`run ${label}: start`);
+
+    try {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `TPU: ${label}`, cancellable: true },
+        async (progress, token) => {
+          signalFor(token).addEventListener('abort', () => controller.abort(), { once: true });
+          return runRecipe({
+            backend,
+            node,
+            recipePath: recipe.fsPath,
+            workspaceRoot: folder.uri.fsPath,
+            failFast: config.failFast(),
+            signal: controller.signal,
+            listener: {
+              onLine: (worker, _stream, line) => out.push(prefixLine(worker, line)),
+              onPhase: (phase: RunPhase, detail: string) => {
+                progress.report({ message: detail || phase });
+                this.ctx.log.info(`run ${label}: ${phase}${detail ? ` — ${detail}` : ''}`);
+              },
+              onWorkerExit: (w) => this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`),
+            },
+          });
+        },
+      );
+      out.flush();
+      this.output.appendLine(formatRunSummary(result));
+      this.report(label, result);
+    } catch (e) {
+      out.flush();
+      this.output.appendLine(`Run failed: ${describeError(e)}`);
+      if (controller.signal.aborted) {
+        void vscode.window.showInformationMessage(`Run cancelled: ${label}.`);
+        return;
+      }
+      throw e;
+    } finally {
+      out.dispose();
+      this.active = undefined;
+      this.ctx.setContext('running', false);
+      this.status.hide();
+      // A failed run may mean the VM was preempted; let the tree show it.
+      this.tree.refresh();
+    }
+  }
+
+  private report(label: string, result: RunResult): void {
+    this.ctx.log.info(`run ${label}: ${formatRunSummary(result)}`);
+    if (result.cancelled) {
+      void vscode.window.showInformationMessage(`Run cancelled: ${label}.`);
+      return;
+    }
+    if (result.ok) {
+      void vscode.window.showInformationMessage(`Run finished: ${label}, all ${result.workers.length} workers ok.`, 'Show output').then((c) => {
+        if (c) this.showOutput();
+      });
+      return;
+    }
+    const failed = result.workers.filter((w) => !w.stopped && (w.error !== undefined || w.exitCode !== 0));
+    const first = failed[0];
+    const why = first ? (first.error ?? (first.exitCode !== null ? `exit code ${first.exitCode}` : `signal ${first.signal ?? '?'}`)) : 'see the output';
+    const message = `Run failed: ${label}: ${failed.length} of ${result.workers.length} workers failed${first ? ` (w${first.index}: ${why})` : ''}.`;
+    this.ctx.log.error(message);
+    void vscode.window.showErrorMessage(message, 'Show output', 'Show log').then((c) => {
+      if (c === 'Show output') this.showOutput();
+      if (c === 'Show log') this.ctx.log.show(true);
+    });
+  }
+
+  private async resolveNode(arg: unknown): Promise<TpuNode | undefined> {
+    const backend = await this.ctx.backend();
+    const fromTree = nodeFromArg(arg);
+    if (fromTree) {
+      // The tree may be seconds old: ask for the current state before running.
+      return backend.api.getNode(parseNodeName(fromTree.name));
+    }
+    const ready = (await listAllNodes(backend)).nodes.filter((n) => n.state === 'READY');
+    if (ready.length === 1) return ready[0];
+    return pickNode(backend, 'Run on TPU: target VM', (n) => n.state === 'READY', 'There is no READY TPU VM to run on. Create one with "TPU: Create TPU VM".');
+  }
+
+  dispose(): void {
+    this.active?.controller.abort();
+    this.status.dispose();
+    this.output.dispose();
+  }
+}
+
+/** A shell file in a `recipes` folder. */
+function isRecipe(uri: vscode.Uri): boolean {
+  return uri.scheme === 'file' && uri.path.endsWith('.sh') && path.posix.basename(path.posix.dirname(uri.path)) === 'recipes';
+}
+
+/**
+ * The recipe to run: the file the command was invoked on (editor title passes its URI), else the
+ * active editor if it is a recipe, else a pick among `recipes/*.sh` (a single one is used directly).
+ */
+async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
+  if (arg instanceof vscode.Uri && isRecipe(arg)) return arg;
+  const active = vscode.window.activeTextEditor?.document.uri;
+  if (active && isRecipe(active)) return active;
+  const found = await vscode.workspace.findFiles('**/recipes/*.sh', '**/node_modules/**', 200);
+  if (found.length === 0) {
+    throw new TpwError('RECIPE', 'No recipe to run: open a recipes/*.sh file, or add one to the workspace.');
+  }
+  if (found.length === 1) return found[0];
+  const picked = await vscode.window.showQuickPick(
+    found
+      .sort((a, b) => a.path.localeCompare(b.path))
+      .map((uri) => ({ label: path.basename(uri.fsPath), description: vscode.workspace.asRelativePath(uri), uri })),
+    { title: 'Run on TPU: recipe', placeHolder: 'Recipe to run' },
+  );
+  return picked?.uri;
+}
+
+/** Collects lines and appends them to the channel in batches. */
+class LineBuffer implements vscode.Disposable {
+  private lines: string[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly channel: vscode.OutputChannel) {}
+
+  push(line: string): void {
+    this.lines.push(line);
+    this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.lines.length === 0) return;
+    this.channel.appendLine(this.lines.join('\n'));
+    this.lines = [];
+  }
+
+  dispose(): void {
+    this.flush();
+  }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything TPU Workbench needs on a fresh Debian machine, and nothing twice:
+#   system packages (OpenSSH for the tests' real sshd, git, tar), node_modules (npm ci), the trainer's Python
+#   venv (scripts/python-env.sh), and the bundles in dist/.
+#   --e2e  also Debian chromium and code-server 4.100.3 (VS Code 1.100) for the end-to-end tests.
+# Caches live under $TPW_CACHE (default ~/.cache/tpu-workbench) so a second run on the same machine is quick.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+e2e=0
+[ "${1:-}" = "--e2e" ] && e2e=1
+export TPW_CACHE=${TPW_CACHE:-$HOME/.cache/tpu-workbench}
+mkdir -p "$TPW_CACHE"
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- system packages -------------------------------------------------------------------------------
+pkgs=(openssh-server openssh-client git tar)
+[ $e2e = 1 ] && pkgs+=(chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config ripgrep g++ make python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- node_modules ----------------------------------------------------------------------------------
+lock_hash=$(sha256sum package-lock.json | cut -c1-16)
+if [ ! -f node_modules/.tpw-lock-"$lock_hash" ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  touch node_modules/.tpw-lock-"$lock_hash"
+fi
+
+# --- Python venv for the trainer --------------------------------------------------------------------
+bash scripts/python-env.sh >/dev/null
+
+# --- code-server for the end-to-end tests -----------------------------------------------------------
+if [ $e2e = 1 ]; then
+  bash scripts/install-code-server.sh "$TPW_CACHE/code-server"
+fi
+
+# --- bundles ---------------------------------------------------------------------------------------
+npm run --silent build

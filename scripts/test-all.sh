@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
+# real sshd), language-server tests over JSON-RPC, the trainer's pytest suite, and the end-to-end test in real
+# VS Code (code-server + headless Chromium). Ends with one "N passed, N failed" line over all runners.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --e2e || { echo "setup failed"; exit 1; }
+. scripts/env.sh
+mkdir -p test-artifacts
+passed=0; failed=0; broken=()
+
+# node's test runner prints "# pass N" / "# fail N"; pytest prints "N passed, M failed".
+count_node() { local log=$1; passed=$((passed + $(grep -E '^# pass ' "$log" | awk '{s+=$3} END {print s+0}'))); failed=$((failed + $(grep -E '^# fail ' "$log" | awk '{s+=$3} END {print s+0}'))); }
+count_pytest() { local log=$1 line; line=$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1); passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | cut -d' ' -f1 || echo 0))); failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | cut -d' ' -f1 || echo 0))); }
+
+step() {
+  local name=$1; shift
+  echo "=== $name"
+  local started=$SECONDS
+  if "$@" 2>&1 | tee "test-artifacts/$name.log"; then
+    echo "=== $name: ok ($((SECONDS - started))s)"
+  else
+    echo "=== $name: FAILED ($((SECONDS - started))s)"
+    broken+=("$name")
+  fi
+}
+
+step typecheck npx tsc -b
+step lint npx eslint --max-warnings 0 .
+step unit node --import tsx --test --test-reporter=tap --test-concurrency=1 test/unit/*.test.ts
+count_node test-artifacts/unit.log
+if compgen -G 'test/lsp/*.test.ts' >/dev/null; then
+  step lsp node --import tsx --test --test-reporter=tap test/lsp/*.test.ts
+  count_node test-artifacts/lsp.log
+fi
+step trainer python3 -m pytest -q test/trainer
+count_pytest test-artifacts/trainer.log
+step e2e node --import tsx --test --test-reporter=tap test/e2e/*.e2e.ts
+count_node test-artifacts/e2e.log
+
+[ ${#broken[@]} -gt 0 ] && echo "failed steps: ${broken[*]}"
+echo "all: $passed passed, $failed failed"
+[ ${#broken[@]} -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,212 @@
+/**
+ * End to end in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven through headless
+ * Chromium: the built extension, the real CLI and emulator, the real Cloud TPU client, SSH workers
+ * and the trainer. Run after `npm run build`:
+ *
+ *   node --import tsx --test test/e2e/vscode.e2e.ts
+ *
+ * Screenshots go to test-artifacts/e2e/; on failure the code-server, emulator and extension logs
+ * are copied there too. Every process started here is stopped at the end, pass or fail.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
+import { delay, ProcessTracker, sweep } from './processes';
+import { launchBrowser, Workbench } from './workbench';
+
+const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
+const CLI = path.join(REPO, 'dist', 'cli.js');
+const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+const VM = 'e2e-vm';
+const VIEW = 'TPU VMs';
+/** Long enough for a cold torch import on four workers sharing two cores. */
+const RUN_TIMEOUT_MS = Number(process.env.TPW_E2E_RUN_TIMEOUT_MS ?? 8 * 60_000);
+
+describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () => {
+  let root: string;
+  let home: string;
+  let workspace: string;
+  let env: NodeJS.ProcessEnv;
+  let procs: ProcessTracker;
+  let browser: Browser | undefined;
+  let server: CodeServer | undefined;
+  let wb: Workbench;
+  let failed = false;
+
+  const shot = async (name: string): Promise<void> => {
+    await wb.screenshot(path.join(ARTIFACTS, name));
+  };
+
+  before(async () => {
+    for (const f of ['extension.js', 'cli.js']) {
+      assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
+    }
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-'));
+    // A unique TPW_HOME isolates this test's emulator and also tags every process it starts (see sweep).
+    home = path.join(root, 'tpw-home');
+    workspace = path.join(root, 'workspace');
+    procs = new ProcessTracker(path.join(root, 'logs'));
+
+    // The workspace a user would open: the repo's recipes and trainer.
+    for (const dir of ['recipes', 'trainer']) {
+      fs.cpSync(path.join(REPO, dir), path.join(workspace, dir), {
+        recursive: true,
+        filter: (src) => !/(__pycache__|\.pytest_cache|\.egg-info|outputs)$/.test(src),
+      });
+    }
+    assert.ok(fs.existsSync(path.join(workspace, 'recipes', 'tiny-llama.sh')), 'recipes/tiny-llama.sh is missing from the repo');
+
+    // Emulated workers run commands with the emulator's environment, and the emulator is started
+    // from the extension host: so code-server's environment is what the trainer sees. Python comes
+    // from the project's venv (torch).
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_')));
+    env = {
+      ...inherited,
+      TPW_HOME: home,
+      PATH: [path.join(VENV, 'bin'), process.env.PATH ?? ''].join(path.delimiter),
+    };
+
+    const extensionsDir = path.join(root, 'extensions');
+    installExtension(extensionsDir);
+    server = await startCodeServer(procs, { root, extensionsDir, workspace, env });
+    browser = await launchBrowser();
+    wb = await Workbench.open(browser, server.url, workspace);
+  });
+
+  after(async () => {
+    if (failed && wb) await shot('failure.png').catch(() => undefined);
+    await browser?.close().catch(() => undefined);
+    await procs?.stopAll();
+    if (home) {
+      // The emulator is a daemon outside our process groups: stop it politely, then sweep anything
+      // left with our TPW_HOME (the daemon, its workers' shells, a trainer that ignored SIGINT).
+      try {
+        procs.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env, timeoutMs: 30_000 });
+      } catch {
+        // not running, or already gone
+      }
+      const left = await sweep('TPW_HOME', home);
+      if (left > 0) console.log(`# swept ${left} leftover process(es)`);
+    }
+    if (failed && root) {
+      const logs = path.join(ARTIFACTS, 'logs');
+      fs.rmSync(logs, { recursive: true, force: true });
+      fs.cpSync(path.join(root, 'logs'), logs, { recursive: true });
+      if (server) fs.cpSync(path.join(server.userDataDir, 'logs'), path.join(logs, 'user-data'), { recursive: true });
+      const emulatorLogs = path.join(home, 'emulator');
+      if (fs.existsSync(emulatorLogs)) {
+        fs.cpSync(emulatorLogs, path.join(logs, 'emulator'), { recursive: true, filter: (s) => !/key/.test(path.basename(s)) });
+      }
+      console.log(`# logs kept in ${logs}`);
+    }
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  const step = (name: string, fn: () => Promise<void>, timeout = 3 * 60_000): void => {
+    test(name, { timeout }, async (t) => {
+      if (failed) {
+        t.skip('an earlier step failed');
+        return;
+      }
+      try {
+        await fn();
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    });
+  };
+
+  step('the TPU view offers to start the emulator when it is not running', async () => {
+    await wb.openViewContainer('TPU');
+    const pane = wb.pane(VIEW);
+    await pane.getByText('The local TPU emulator is not running').waitFor({ timeout: 60_000 });
+    await pane.getByRole('button', { name: 'Start Local Emulator' }).waitFor();
+  });
+
+  step('"Run on TPU" with the emulator stopped shows a clear error', async () => {
+    await wb.openFile('recipes/tiny-llama.sh');
+    await wb.runCommand('TPU: Run on TPU');
+    const text = await wb.waitForNotification(/Run on TPU failed/);
+    assert.match(text, /emulator is not running/i);
+    assert.match(text, /Start Local Emulator/, 'the error offers to start the emulator');
+    assert.match(text, /Show log/);
+    await shot('error-emulator-stopped.png');
+    await wb.dismissNotifications();
+  });
+
+  step('"Start Local Emulator" in the welcome view starts it', async () => {
+    await wb.pane(VIEW).getByRole('button', { name: 'Start Local Emulator' }).click();
+    await wb.pane(VIEW).getByText('No TPU VMs yet').waitFor({ timeout: 90_000 });
+    assert.ok(fs.existsSync(path.join(home, 'emulator', 'endpoint.json')), 'the emulator runs under the TPW_HOME given to VS Code');
+  });
+
+  step('"Create TPU VM" creates a v5litepod-16 with 4 workers', async () => {
+    await wb.runCommand('TPU: Create TPU VM');
+    // Zone (only when the emulator serves several), accelerator type, runtime version, name.
+    if (await wb.quickInputTitle(/zone/i, 3000)) await wb.acceptQuickPick();
+    await wb.waitQuickInputTitle(/accelerator type/);
+    await wb.acceptQuickPick('v5litepod-16');
+    await wb.waitQuickInputTitle(/runtime version/);
+    await wb.acceptQuickPick();
+    await wb.waitQuickInputTitle(/name/);
+    await wb.typeQuickInput('Bad_Name');
+    await wb.page.locator('.quick-input-widget').getByText('Use lowercase letters, digits and hyphens').waitFor({ timeout: 10_000 });
+    await wb.typeQuickInput(VM);
+    await wb.page.keyboard.press('Enter');
+    await wb.waitForNotification(new RegExp(`TPU VM ${VM} is READY`), 120_000);
+    await wb.dismissNotifications();
+  });
+
+  step('the tree shows the VM, READY, with its 4 workers', async () => {
+    const vmRow = wb.row(VIEW, VM);
+    await vmRow.filter({ hasText: 'READY' }).waitFor({ timeout: 60_000 });
+    assert.match(await vmRow.innerText(), /v5litepod-16/);
+    for (let i = 0; i < 4; i++) {
+      await wb.row(VIEW, new RegExp(`^\\s*w${i}\\b[\\s\\S]*127\\.`)).waitFor({ timeout: 10_000 });
+    }
+    assert.equal(await wb.row(VIEW, /^\s*w4\b/).count(), 0, 'exactly 4 workers');
+    await shot('tree-vm-workers.png');
+  });
+
+  step(
+    '"Run on TPU" on recipes/tiny-llama.sh runs on every worker',
+    async () => {
+      await wb.openFile('recipes/tiny-llama.sh');
+      await wb.runCommand('TPU: Run on TPU');
+      const started = Date.now();
+      const text = await wb.waitForNotification(/Run (finished|failed|cancelled)|Run on TPU failed/, RUN_TIMEOUT_MS);
+      const elapsed = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(`# run took ${elapsed}s: ${text}`);
+
+      // The whole channel, from its backing file (the panel only renders the lines on screen).
+      const files = findLogs(server!.userDataDir, 'TPU Run.log');
+      assert.equal(files.length, 1, `one "TPU Run" output channel log (found ${files.join(', ') || 'none'})`);
+      const output = fs.readFileSync(files[0], 'utf8');
+      fs.writeFileSync(path.join(ARTIFACTS, 'run-output.txt'), output);
+      assert.match(text, /Run finished/, `the run failed; output:\n${output.slice(-4000)}`);
+      for (let i = 0; i < 4; i++) assert.match(output, new RegExp(`^\\[w${i}\\] `, 'm'), `output from worker w${i}`);
+      assert.doesNotMatch(output, /^\[w4\] /m);
+      const lines = output.trimEnd().split('\n');
+      const summary = lines[lines.length - 1];
+      assert.match(summary, /4\/4/, `summary line reports 4/4 workers ok: "${summary}"`);
+
+      // And what the user sees: the panel shows the summary at the bottom of the "TPU Run" channel.
+      await wb.page.locator('.part.panel .output-view .view-lines').getByText(summary.slice(0, 40)).first().waitFor({ timeout: 15_000 });
+      const visible = await wb.outputText();
+      assert.match(visible, /\[w\d\] /, 'worker-prefixed lines on screen');
+      await shot('run-output.png');
+    },
+    RUN_TIMEOUT_MS + 60_000,
+  );
+
+  step('nothing is left running in the status bar', async () => {
+    await delay(500);
+    assert.equal(await wb.page.locator('.statusbar-item').filter({ hasText: 'TPU:' }).count(), 0);
+  });
+});

@@ -1,0 +1,145 @@
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+
+/**
+ * Drives the VS Code workbench in headless Chromium through what a user sees: activity bar, tree
+ * rows, the command palette, notifications and the Output panel. Selectors are VS Code's own DOM
+ * classes as of 1.100.
+ */
+export const CHROMIUM = process.env.TPW_CHROMIUM ?? '/usr/bin/chromium';
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: process.env.TPW_E2E_HEADED !== '1',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+}
+
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  static async open(browser: Browser, url: string, folder: string): Promise<Workbench> {
+    const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
+    await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+    // The activity bar is there once the workbench has restored its parts.
+    await page.waitForSelector('.activitybar .action-item', { timeout: 90_000 });
+    return new Workbench(page);
+  }
+
+  /** Opens an activity-bar view container by its title (e.g. "TPU"). */
+  async openViewContainer(title: string): Promise<void> {
+    const item = this.page.locator(`.activitybar .action-item a[aria-label^="${title}"]`).first();
+    await item.waitFor({ timeout: 60_000 });
+    // Clicking an already-open container would close the sidebar.
+    const checked = await item.locator('xpath=..').getAttribute('aria-checked').catch(() => null);
+    const expanded = await item.getAttribute('aria-expanded').catch(() => null);
+    if (checked !== 'true' && expanded !== 'true') await item.click();
+  }
+
+  /** The sidebar pane of a view, by its title (e.g. "TPU VMs"). */
+  pane(title: string): Locator {
+    return this.page.locator('.part.sidebar .pane').filter({ has: this.page.locator(`.pane-header[aria-label^="${title}"]`) });
+  }
+
+  /** A tree row whose text contains `text`, within the pane. */
+  row(paneTitle: string, text: string | RegExp): Locator {
+    return this.pane(paneTitle).locator('.monaco-list-row').filter({ hasText: text });
+  }
+
+  async runCommand(title: string): Promise<void> {
+    await this.dismissNotifications();
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    await input.fill(`>${title}`);
+    // Wait until the palette shows this exact command before pressing Enter.
+    await this.page
+      .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+      .filter({ hasText: title })
+      .first()
+      .waitFor({ timeout: 15_000 });
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** Waits for a notification toast whose text matches, and returns its text. */
+  async waitForNotification(text: RegExp, timeoutMs = 60_000): Promise<string> {
+    const toast = this.page.locator('.notifications-toasts .notification-toast').filter({ hasText: text }).first();
+    await toast.waitFor({ state: 'visible', timeout: timeoutMs });
+    return (await toast.innerText()).replace(/\s+/g, ' ').trim();
+  }
+
+  async dismissNotifications(): Promise<void> {
+    // "Clear All Notifications" exists in every VS Code; run through the keyboard-free API to avoid focusing the palette twice.
+    const toasts = this.page.locator('.notifications-toasts .notification-toast');
+    if ((await toasts.count()) === 0) return;
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    await input.fill('>Notifications: Clear All Notifications');
+    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: 'Clear All Notifications' }).first().waitFor({ timeout: 15_000 });
+    await this.page.keyboard.press('Enter');
+    await toasts.first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => undefined);
+  }
+
+  /** Opens a workspace file through Quick Open, as a user would, and waits for its tab. */
+  async openFile(relativePath: string): Promise<void> {
+    const base = relativePath.split('/').pop() ?? relativePath;
+    await this.page.keyboard.press('Control+P');
+    const input = this.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    await input.fill(relativePath);
+    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: base }).first().waitFor({ timeout: 30_000 });
+    await this.page.keyboard.press('Enter');
+    await this.page.locator(`.tabs-container .tab.active[aria-label^="${base}"]`).waitFor({ timeout: 15_000 });
+  }
+
+  /** True if the quick input shows a title matching `title` within `timeoutMs`. */
+  async quickInputTitle(title: RegExp, timeoutMs: number): Promise<boolean> {
+    try {
+      await this.waitQuickInputTitle(title, timeoutMs);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async waitQuickInputTitle(title: RegExp, timeoutMs = 30_000): Promise<void> {
+    await this.page.locator('.quick-input-widget .quick-input-title').filter({ hasText: title }).waitFor({ state: 'visible', timeout: timeoutMs });
+  }
+
+  /** Accepts the quick pick's item whose label is exactly `label` (filtering first), or the first item. */
+  async acceptQuickPick(label?: string): Promise<void> {
+    const rows = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+    if (label !== undefined) {
+      await this.page.locator('.quick-input-widget input.input').fill(label);
+      // Wait until the filtered list leads with exactly this label, then accept it with Enter.
+      const first = rows.first().locator('.label-name');
+      const deadline = Date.now() + 30_000;
+      while ((await first.innerText().catch(() => '')).trim() !== label) {
+        if (Date.now() > deadline) throw new Error(`quick pick has no item "${label}"`);
+        await this.page.waitForTimeout(100);
+      }
+      await this.page.keyboard.press('Enter');
+      return;
+    }
+    await rows.first().waitFor({ timeout: 30_000 });
+    await this.page.keyboard.press('Enter');
+  }
+
+  async typeQuickInput(text: string): Promise<void> {
+    await this.page.locator('.quick-input-widget input.input').fill(text);
+  }
+
+  /** The text currently rendered in the Output panel's editor (only the lines on screen). */
+  async outputText(): Promise<string> {
+    const lines = this.page.locator('.part.panel .output-view .view-lines .view-line');
+    const texts = await lines.allInnerTexts();
+    // Monaco renders spaces as U+00A0.
+    return texts.map((t) => t.replace(/\u00a0/g, ' ')).join('\n');
+  }
+
+  async screenshot(file: string): Promise<void> {
+    await this.page.screenshot({ path: file });
+  }
+}

@@ -1,0 +1,185 @@
+"""Typed configuration for the trainer.
+
+The dataclasses below are the single source of truth for every key a recipe may
+override. Hydra composes `configs/config.yaml` on top of them (registered in the
+ConfigStore as `trainer_schema`), so an unknown key or a wrongly typed value is
+rejected before training starts, and `python -m tpu_trainer.schema` derives the
+JSON Schema the language server reads from the same classes.
+
+Field metadata conventions (read by `validate` and by `schema.py`):
+  help     one-line description (hover text in the editor)
+  enum     allowed values for a string field
+  minimum  smallest allowed value for a number
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+class ConfigError(ValueError):
+    """A config value that type-checks but makes no sense (named by its full key)."""
+
+
+def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = None, **schema: Any) -> Any:
+    """A dataclass field carrying help text and schema constraints as metadata."""
+    meta = {"help": help, **schema}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ModelConfig:
+    name: str = opt("tiny-llama", "Model name, for logs and metrics only (the `model=` group picks the shape).")
+    vocab_size: int = opt(256, "Vocabulary size. The byte tokenizer needs at least 256.", minimum=1)
+    hidden_size: int = opt(64, "Width of the residual stream.", minimum=1)
+    intermediate_size: int = opt(172, "Hidden width of each SwiGLU MLP (per expert for MoE).", minimum=1)
+    num_hidden_layers: int = opt(2, "Number of transformer blocks.", minimum=1)
+    num_attention_heads: int = opt(4, "Query heads per attention layer.", minimum=1)
+    num_key_value_heads: int = opt(2, "Key/value heads (GQA); must divide num_attention_heads.", minimum=1)
+    rope_theta: float = opt(10000.0, "RoPE base frequency.", minimum=1.0)
+    rms_norm_eps: float = opt(1e-5, "Epsilon of RMSNorm.", minimum=0.0)
+    max_position_embeddings: int = opt(2048, "Longest sequence the RoPE table covers; block_size must fit.", minimum=1)
+    tie_word_embeddings: bool = opt(False, "Share the input embedding with the output projection.")
+    initializer_range: float = opt(0.02, "Std of the normal init of linear and embedding weights.", minimum=0.0)
+    num_local_experts: int = opt(0, "Experts per MoE layer (Mixtral). 0 means a dense SwiGLU MLP.", minimum=0)
+    num_experts_per_tok: int = opt(2, "Experts each token is routed to (MoE only).", minimum=1)
+
+
+@dataclass
+class DataConfig:
+    name: str = opt(
+        "bundled",
+        "Where tokens come from: `bundled` (small text shipped with the package), `file` (data.path), "
+        "`synthetic` (uniform random tokens over the model vocabulary; for throughput runs).",
+        enum=["bundled", "file", "synthetic"],
+    )
+    path: Optional[str] = opt(None, "Text file to train on when data.name=file (byte-level tokens).")
+
+
+@dataclass
+class OptimizerConfig:
+    name: str = opt("adamw", "Optimizer.", enum=["adamw", "sgd"])
+    lr: float = opt(3e-4, "Peak learning rate (after warmup).", minimum=0.0)
+    weight_decay: float = opt(0.1, "Decoupled weight decay (AdamW) / L2 (SGD).", minimum=0.0)
+    beta1: float = opt(0.9, "AdamW beta1, or SGD momentum.", minimum=0.0)
+    beta2: float = opt(0.95, "AdamW beta2.", minimum=0.0)
+    eps: float = opt(1e-8, "AdamW epsilon.", minimum=0.0)
+    grad_clip: float = opt(1.0, "Clip the global gradient norm to this value; 0 disables clipping.", minimum=0.0)
+
+
+@dataclass
+class SchedulerConfig:
+    name: str = opt("cosine", "Learning-rate schedule after warmup.", enum=["cosine", "linear", "constant"])
+    warmup_steps: int = opt(10, "Steps of linear warmup from lr/warmup_steps to lr.", minimum=0)
+    min_lr_ratio: float = opt(0.1, "Final lr as a fraction of the peak (cosine/linear).", minimum=0.0)
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = opt(help="Model shape; pick a preset with `model=<name>`.", factory=ModelConfig)
+    data: DataConfig = opt(help="Training data.", factory=DataConfig)
+    optimizer: OptimizerConfig = opt(help="Optimizer settings.", factory=OptimizerConfig)
+    scheduler: SchedulerConfig = opt(help="Learning-rate schedule.", factory=SchedulerConfig)
+
+    max_steps: int = opt(100, "Optimizer steps to run.", minimum=1)
+    global_batch_size: int = opt(8, "Sequences per optimizer step.", minimum=1)
+    block_size: int = opt(128, "Sequence length in tokens.", minimum=1)
+    seed: int = opt(42, "Seed for init and data order; the same seed gives the same loss curve.")
+    logging_steps: int = opt(
+        10, "Log (and sync with the device) every N steps; step 1 and the last step are always logged.", minimum=1
+    )
+    output_dir: str = opt(
+        "outputs/run",
+        "Run directory: metrics.jsonl, summary.json, xla_metrics.txt, hydra's .hydra/. "
+        "config.yaml sets a timestamped default; TPU Workbench appends its own.",
+    )
+    profile_dir: Optional[str] = opt(None, "Where profiles go (TensorBoard layout). Default: <output_dir>/profile.")
+    profile_step: int = opt(-1, "Step at which to start a profile; -1 disables profiling.", minimum=-1)
+    profile_steps: int = opt(3, "How many steps the profile covers.", minimum=1)
+    device: str = opt(
+        "auto",
+        "`xla`: torch_xla (PJRT_DEVICE picks TPU/CPU); `cpu`: plain PyTorch; "
+        "`auto`: xla when torch_xla imports and PJRT_DEVICE is set, else cpu.",
+        enum=["auto", "xla", "cpu"],
+    )
+    num_threads: int = opt(
+        0, "torch intra-op threads (0 keeps torch's default). Use 1 when several workers share a host.", minimum=0
+    )
+    peak_flops_per_device: float = opt(
+        0.0, "Peak FLOP/s of one device for MFU; 0 looks it up by device kind (unknown on CPU: mfu is null).",
+        minimum=0.0,
+    )
+
+
+def _walk(obj: Any, prefix: str = ""):
+    """Yield (full_key, field, value) for every leaf field of a config dataclass tree."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            yield from _walk(value, key + ".")
+        else:
+            yield key, f, value
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Check enum/minimum metadata and cross-field rules; raise ConfigError naming the key."""
+    for key, f, value in _walk(cfg):
+        enum = f.metadata.get("enum")
+        if enum is not None and value not in enum:
+            raise ConfigError(f"{key}={value!r} is not one of: {', '.join(enum)}")
+        minimum = f.metadata.get("minimum")
+        if minimum is not None and value is not None and value < minimum:
+            raise ConfigError(f"{key}={value!r} is below the minimum {minimum}")
+
+    m = cfg.model
+    if m.hidden_size % m.num_attention_heads:
+        raise ConfigError(
+            f"model.hidden_size={m.hidden_size} is not divisible by model.num_attention_heads={m.num_attention_heads}"
+        )
+    if (m.hidden_size // m.num_attention_heads) % 2:
+        raise ConfigError("model.hidden_size / model.num_attention_heads must be even (RoPE rotates pairs)")
+    if m.num_attention_heads % m.num_key_value_heads:
+        raise ConfigError(
+            f"model.num_key_value_heads={m.num_key_value_heads} must divide "
+            f"model.num_attention_heads={m.num_attention_heads}"
+        )
+    if m.num_local_experts and m.num_experts_per_tok > m.num_local_experts:
+        raise ConfigError("model.num_experts_per_tok must not exceed model.num_local_experts")
+    if cfg.block_size > m.max_position_embeddings:
+        raise ConfigError(
+            f"block_size={cfg.block_size} exceeds model.max_position_embeddings={m.max_position_embeddings}"
+        )
+    if cfg.data.name in ("bundled", "file") and m.vocab_size < 256:
+        raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.name={cfg.data.name})")
+    if cfg.data.name == "file" and not cfg.data.path:
+        raise ConfigError("data.path must be set when data.name=file")
+
+
+def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """Every dotted key the schema knows, groups included (used for did-you-mean)."""
+    keys = []
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        keys.append(key)
+        if dataclasses.is_dataclass(f.type):
+            keys.extend(config_keys(f.type, key + "."))
+    return keys
+
+
+def register_configs() -> None:
+    """Register the schema with hydra so config.yaml can extend it (`defaults: [trainer_schema]`)."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="trainer_schema", node=TrainConfig)
+
+
+def from_omegaconf(cfg: Any) -> TrainConfig:
+    """Turn hydra's composed DictConfig into the plain dataclass (interpolations resolved)."""
+    from omegaconf import OmegaConf
+
+    obj = OmegaConf.to_object(cfg)
+    assert isinstance(obj, TrainConfig), type(obj)
+    return obj

@@ -1,0 +1,121 @@
+"""Throughput, MFU and memory accounting, and the metrics.jsonl writer.
+
+metrics.jsonl is the contract with TPU Workbench (the run view charts it): one
+JSON object per logged step, one line each, flushed as it is written so a tail
+over SSH sees it at once. Fields:
+
+  step          int    optimizer step, 1-based
+  loss          float  training loss of that step
+  lr            float  learning rate used by that step
+  step_time_s   float  mean wall time per step since the previous logged step
+                       (the first logged step includes XLA compilation)
+  tokens_per_s  float  tokens processed per second over the same interval
+  mfu           float | null  model FLOPs utilisation in [0, 1]; null when the
+                       device's peak FLOP/s is unknown (plain CPU, XLA:CPU) and
+                       peak_flops_per_device is not set
+  mem_bytes     int    device memory in use when the runtime reports it (TPU,
+                       GPU); otherwise the process's resident set size
+  mem_kind      str    "device" or "host_rss": which of the two mem_bytes is
+  grad_norm     float | null  global gradient norm before clipping
+  tokens        int    tokens processed so far
+  worker        int    TPU worker id (TPU_WORKER_ID), 0 on a single host
+  device        str    e.g. "xla:TPU v5 lite", "xla:CPU", "cpu"
+  compiles      int | null  XLA graph compilations so far (null off XLA); a
+                       count that keeps growing means a recompiling step
+  time          float  unix time of the record
+
+MFU: FLOPs per token = 6 * N + 12 * L * H * Q * T, where N counts the
+parameters that take part in matmuls (all but the input embedding table; for
+MoE only the k routed experts), L layers, H query heads, Q head dim, T sequence
+length. 6N is the forward+backward cost of the dense matmuls (2 forward, 4
+backward per parameter); 12LHQT is the attention score and value matmuls, which
+parameter counts miss (PaLM, appendix B). Causal masking is not discounted, as
+is common. MFU = tokens_per_s * flops_per_token / (peak * devices).
+"""
+
+import json
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from .config import ModelConfig
+
+# Peak dense bf16 FLOP/s per chip, from the vendors' published specs.
+PEAK_FLOPS = {
+    "tpuv2": 45e12,
+    "tpuv3": 123e12,
+    "tpuv4": 275e12,
+    "tpuv5lite": 197e12,  # v5e; the runtime calls it "TPU v5 lite"
+    "tpuv5e": 197e12,
+    "tpuv5p": 459e12,
+    "tpuv5": 459e12,  # "TPU v5" is v5p
+    "tpuv6lite": 918e12,  # v6e (Trillium)
+    "tpuv6e": 918e12,
+    "a100": 312e12,
+    "h100": 989e12,
+}
+
+
+def normalize_kind(kind: str) -> str:
+    """'TPU v5 lite' -> 'tpuv5lite'; accelerator types 'v5litepod-8' / 'v6e-16' -> 'tpuv5lite' / 'tpuv6e'."""
+    k = kind.lower().replace(" ", "").replace("_", "")
+    if k.startswith("v") and k[1:2].isdigit():  # an accelerator type such as v4-8
+        k = "tpu" + k.split("-")[0].replace("litepod", "lite")
+    return k
+
+
+def peak_flops(kind: str) -> Optional[float]:
+    """Peak FLOP/s for a device kind string, or None when unknown (e.g. CPU)."""
+    k = normalize_kind(kind)
+    # Longest key first so 'tpuv5lite' wins over 'tpuv5'.
+    for key in sorted(PEAK_FLOPS, key=len, reverse=True):
+        if k.startswith(key) or (key in ("a100", "h100") and key in k):
+            return PEAK_FLOPS[key]
+    return None
+
+
+def matmul_params(m: ModelConfig) -> int:
+    """Parameters that take part in matmuls per token (N in 6N): all but the input embedding;
+    for MoE only the experts a token is routed to."""
+    head_dim = m.hidden_size // m.num_attention_heads
+    attn = m.hidden_size * head_dim * (2 * m.num_attention_heads + 2 * m.num_key_value_heads)
+    mlp = 3 * m.hidden_size * m.intermediate_size
+    if m.num_local_experts:
+        mlp = mlp * m.num_experts_per_tok + m.hidden_size * m.num_local_experts  # + router
+    norms = 2 * m.hidden_size
+    per_layer = attn + mlp + norms
+    head = m.hidden_size * m.vocab_size  # lm_head (the tied embedding is this same matrix)
+    return m.num_hidden_layers * per_layer + m.hidden_size + head
+
+
+def flops_per_token(m: ModelConfig, seq_len: int) -> float:
+    head_dim = m.hidden_size // m.num_attention_heads
+    return 6.0 * matmul_params(m) + 12.0 * m.num_hidden_layers * m.num_attention_heads * head_dim * seq_len
+
+
+def host_rss_bytes() -> int:
+    """Current resident set size (Linux /proc), else the peak from getrusage."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class MetricsWriter:
+    """Appends one JSON line per logged step to <output_dir>/metrics.jsonl."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Truncate: a run directory belongs to one run (resume will append later).
+        self._f = open(path, "w", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._f.write(json.dumps(record, allow_nan=True) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
