@@ -4,7 +4,7 @@
 # The sample recipe of TPU Workbench: "Run on TPU" runs it on every worker of a
 # TPU VM, or of the local emulator, whose workers share this machine's CPU.
 # Run it by hand from the repository root with:
-#   PYTHONPATH=trainer bash recipes/tiny-llama.sh        # or after: bash scripts/python-env.sh
+#   bash recipes/tiny-llama.sh
 # TPU Workbench appends output_dir=... and profile_dir=... to the command.
 #
 # It runs torch_xla on CPU (PJRT_DEVICE=CPU), so the demo exercises the same XLA
@@ -17,6 +17,8 @@ export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_
 export LIBTPU_INIT_ARGS="--xla_tpu_enable_async_collective_fusion=true --xla_tpu_overlap_compute_collective_tc=true"
 export OMP_NUM_THREADS=1
 export PYTHONUNBUFFERED=1
+# The synced workspace's trainer wins over any installed copy (runs start in the workspace root).
+export PYTHONPATH="trainer${PYTHONPATH:+:$PYTHONPATH}"
 
 python3 -m tpu_trainer.train \
     model=tiny-llama \
@@ -25,6 +27,6 @@ python3 -m tpu_trainer.train \
     block_size=64 \
     logging_steps=5 \
     optimizer.lr=1e-2 \
-    scheduler.warmup_steps=5 \
+    scheduler.warmup_steps=10 \
     num_threads=1 \
     "$@"

@@ -71,6 +71,8 @@ export async function startCodeServer(procs: ProcessTracker, opts: CodeServerOpt
     'extensions.autoUpdate': false,
     'update.mode': 'none',
     'git.enabled': false,
+    // The emulator's ports would otherwise be offered for forwarding in the Ports view.
+    'remote.autoForwardPorts': false,
     ...opts.settings,
   };
   fs.writeFileSync(path.join(userDataDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));

@@ -69,6 +69,10 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
       ...inherited,
       TPW_HOME: home,
       PATH: [path.join(VENV, 'bin'), process.env.PATH ?? ''].join(path.delimiter),
+      // As when VS Code is started from a terminal (`code .`): the extension host keeps this
+      // environment instead of re-reading the login shell's, whose profile (pyenv, /etc/profile)
+      // would put another python3 first on the workers' PATH.
+      VSCODE_CLI: '1',
     };
 
     const extensionsDir = path.join(root, 'extensions');
@@ -79,7 +83,6 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
   });
 
   after(async () => {
-    if (failed && wb) await shot('failure.png').catch(() => undefined);
     await browser?.close().catch(() => undefined);
     await procs?.stopAll();
     if (home) {
@@ -107,9 +110,14 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     if (root) fs.rmSync(root, { recursive: true, force: true });
   });
 
-  const step = (name: string, fn: () => Promise<void>, timeout = 3 * 60_000): void => {
-    test(name, { timeout }, async (t) => {
-      if (failed) {
+  /**
+   * Steps share one VS Code window, so a failed step normally skips the rest. A step that leaves
+   * the window usable (`blocking: false`, e.g. a run whose workers failed) lets the later ones go on.
+   */
+  let blocked = false;
+  const step = (name: string, fn: () => Promise<void>, opts: { timeout?: number; blocking?: boolean } = {}): void => {
+    test(name, { timeout: opts.timeout ?? 3 * 60_000 }, async (t) => {
+      if (blocked) {
         t.skip('an earlier step failed');
         return;
       }
@@ -117,6 +125,8 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
         await fn();
       } catch (e) {
         failed = true;
+        if (opts.blocking !== false) blocked = true;
+        await shot(`failure-${name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60)}.png`).catch(() => undefined);
         throw e;
       }
     });
@@ -136,6 +146,7 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     assert.match(text, /emulator is not running/i);
     assert.match(text, /Start Local Emulator/, 'the error offers to start the emulator');
     assert.match(text, /Show log/);
+    await wb.settle();
     await shot('error-emulator-stopped.png');
     await wb.dismissNotifications();
   });
@@ -168,9 +179,12 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     await vmRow.filter({ hasText: 'READY' }).waitFor({ timeout: 60_000 });
     assert.match(await vmRow.innerText(), /v5litepod-16/);
     for (let i = 0; i < 4; i++) {
-      await wb.row(VIEW, new RegExp(`^\\s*w${i}\\b[\\s\\S]*127\\.`)).waitFor({ timeout: 10_000 });
+      // A row's text is its label and description run together: "w0127.0.1.1:8470".
+      await wb.row(VIEW, new RegExp(`^\\s*w${i}\\s*127\\.`)).waitFor({ timeout: 10_000 });
     }
-    assert.equal(await wb.row(VIEW, /^\s*w4\b/).count(), 0, 'exactly 4 workers');
+    assert.equal(await wb.row(VIEW, /^\s*w4\s*127\./).count(), 0, 'exactly 4 workers');
+    await wb.widenSidebar(520);
+    await wb.settle();
     await shot('tree-vm-workers.png');
   });
 
@@ -200,13 +214,26 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
       await wb.page.locator('.part.panel .output-view .view-lines').getByText(summary.slice(0, 40)).first().waitFor({ timeout: 15_000 });
       const visible = await wb.outputText();
       assert.match(visible, /\[w\d\] /, 'worker-prefixed lines on screen');
+      await wb.settle();
       await shot('run-output.png');
     },
-    RUN_TIMEOUT_MS + 60_000,
+    { timeout: RUN_TIMEOUT_MS + 60_000, blocking: false },
   );
 
   step('nothing is left running in the status bar', async () => {
     await delay(500);
     assert.equal(await wb.page.locator('.statusbar-item').filter({ hasText: 'TPU:' }).count(), 0);
+  });
+
+  step('"Delete TPU VM" asks first, then deletes', async () => {
+    await wb.runCommand('TPU: Delete TPU VM');
+    await wb.waitQuickInputTitle(/Delete TPU VM/);
+    await wb.acceptQuickPick(VM);
+    const dialog = wb.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: 15_000 });
+    assert.match(await dialog.innerText(), new RegExp(`Delete TPU VM "${VM}"`));
+    await shot('delete-confirm.png');
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await wb.pane(VIEW).getByText('No TPU VMs yet').waitFor({ timeout: 90_000 });
   });
 });

@@ -131,6 +131,24 @@ export class Workbench {
     await this.page.locator('.quick-input-widget input.input').fill(text);
   }
 
+  /** Drags the sidebar's edge so tree descriptions are not cut off in screenshots. */
+  async widenSidebar(width: number): Promise<void> {
+    const box = await this.page.locator('.part.sidebar').boundingBox();
+    if (!box || box.width >= width) return;
+    const x = box.x + box.width;
+    const y = box.y + box.height / 2;
+    await this.page.mouse.move(x - 1, y);
+    await this.page.mouse.down();
+    await this.page.mouse.move(box.x + width, y, { steps: 5 });
+    await this.page.mouse.up();
+  }
+
+  /** Moves the mouse out of the way (no hover tooltips) and lets animations (toasts fade in) finish. */
+  async settle(): Promise<void> {
+    await this.page.mouse.move(700, 400);
+    await this.page.waitForTimeout(600);
+  }
+
   /** The text currently rendered in the Output panel's editor (only the lines on screen). */
   async outputText(): Promise<string> {
     const lines = this.page.locator('.part.panel .output-view .view-lines .view-line');

@@ -23,6 +23,8 @@ export interface SshdOptions {
   acceptEnv?: string[];
   /** Extra sshd_config lines. */
   extraConfig?: string[];
+  /** Keep the instance's folder (keys, config, log) after stop(), for debugging. */
+  keepDir?: boolean;
 }
 
 export interface SshdInstance {
@@ -178,6 +180,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<SshdInstance> {
       const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
       await gone;
       clearTimeout(timer);
+      if (!opts.keepDir) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -85,5 +85,6 @@ test('the sample recipe in the repo parses and runs the trainer', () => {
   assert.ok(fs.existsSync(file), 'recipes/tiny-llama.sh exists');
   const r = readRecipe(file);
   assert.ok(runsTpuTrainer(r), `program is the trainer: ${r.program.join(' ')}`);
-  assert.ok(r.overrides.some((o) => o.startsWith('model=')));
+  assert.ok(r.overrides.some((o) => o.startsWith("model=")));
+  assert.ok(!r.overrides.some((o) => o.includes("$")), "the \"$@\" placeholder is not an override");
 });

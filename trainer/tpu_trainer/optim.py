@@ -24,6 +24,30 @@ def build_optimizer(model: nn.Module, cfg: OptimizerConfig) -> torch.optim.Optim
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=False)
 
 
+def init_state(opt: torch.optim.Optimizer) -> None:
+    """Create the optimizer state up front, as loading a fresh state dict would.
+
+    torch's optimizers create their state inside the first step(), so on XLA
+    step 1 traces a different graph from every later step and the run pays a
+    second full compilation (minutes for a large model on TPU). With the state
+    already present, step 1 is the steady-state graph. The values match what
+    step() would create, so the numerics are unchanged.
+    """
+    for group in opt.param_groups:
+        for p in group["params"]:
+            state = opt.state[p]
+            if state:
+                continue
+            if isinstance(opt, torch.optim.AdamW):
+                # 'step' stays a host tensor, as AdamW keeps it when not capturable.
+                state["step"] = torch.tensor(0.0, dtype=torch.float32)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            elif isinstance(opt, torch.optim.SGD) and group["momentum"]:
+                # SGD seeds the buffer with the first gradient; 0 * momentum + grad is the same value.
+                state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+
 def lr_multiplier(step: int, cfg: SchedulerConfig, max_steps: int) -> float:
     """Multiplier of the peak lr for 0-based `step`.
 

@@ -52,7 +52,7 @@ from . import runtime as rt_lib
 from .config import ConfigError, TrainConfig, config_keys, register_configs, validate
 from .metrics import MetricsWriter, flops_per_token, matmul_params, peak_flops
 from .model import build_model, count_params
-from .optim import build_optimizer, build_scheduler
+from .optim import build_optimizer, build_scheduler, init_state
 
 
 def log(msg: str) -> None:
@@ -85,6 +85,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     model.to(rt.device)
     model.train()
     optimizer = build_optimizer(model, cfg.optimizer)
+    init_state(optimizer)
+    rt.sync()  # materialise params and optimizer state on the device before step 1
     scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
     batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed)
 
@@ -244,7 +246,9 @@ def _hydra_entry() -> None:
 
     register_configs()
 
-    @hydra.main(version_base="1.3", config_path="configs", config_name="config")
+    # An absolute path: hydra resolves a relative one differently for `python -m`
+    # (file-relative) and for the `tpu-train` console script (package-relative).
+    @hydra.main(version_base="1.3", config_path=str(Path(__file__).parent / "configs"), config_name="config")
     def _main(cfg: DictConfig) -> None:
         try:
             train(from_omegaconf(cfg))

@@ -50,7 +50,11 @@ const COMMANDS: Record<string, (ctx: CommandContext) => Promise<number>> = {
   emulator: emulatorCommand,
 };
 
-export async function main(argv: string[], out = (l: string) => process.stdout.write(l + '\n'), err = (l: string) => process.stderr.write(l + '\n')): Promise<number> {
+export async function main(
+  argv: string[],
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  err: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number> {
   const dd = argv.indexOf('--');
   const own = dd >= 0 ? argv.slice(0, dd) : argv;
   const rest = dd >= 0 ? argv.slice(dd + 1) : [];

@@ -65,6 +65,9 @@ export class RunManager implements vscode.Disposable {
     // The run syncs files from disk: unsaved edits (to the recipe or the trainer) would silently not be run.
     await vscode.workspace.saveAll(false);
 
+    // Re-checked after the awaits above: a second invocation may have started meanwhile.
+    const busy = this.active as ActiveRun | undefined;
+    if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress (${busy.label}).`);
     const vm = shortName(node.name);
     const recipeName = path.basename(recipe.fsPath);
     const label = `${recipeName} on ${vm}`;
@@ -97,6 +100,8 @@ export class RunManager implements vscode.Disposable {
               onLine: (worker, _stream, line) => out.push(prefixLine(worker, line)),
               onPhase: (phase: RunPhase, detail: string) => {
                 progress.report({ message: detail || phase });
+                // Sync and start progress belong in the transcript too; "done" is said by the summary.
+                if (phase !== 'done' && detail) out.push(detail);
                 this.ctx.log.info(`run ${label}: ${phase}${detail ? ` — ${detail}` : ''}`);
               },
               onWorkerExit: (w) => this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`),

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
 import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { TpwError } from '../errors';
 import { shQuote } from '../ssh/quote';
@@ -41,12 +42,13 @@ interface Worker {
   marker: string;
   connections: Set<Connection>;
   children: Set<ChildProcess>;
+  /** Set once shutdown began: no new programs may start (they would escape the kill sweep). */
+  closing: boolean;
 }
 
 export class SshWorkerPool {
   private readonly workers = new Map<string, Worker>(); // key: `${nodeId}/${index}`
   private readonly allowedKey: ParsedKey;
-  private readonly token = crypto.randomBytes(6).toString('hex');
 
   constructor(private readonly opts: SshWorkerPoolOptions) {
     const parsed = utils.parseKey(opts.authorizedKey);
@@ -62,13 +64,20 @@ export class SshWorkerPool {
     const worker: Worker = {
       spec,
       server: new Server({ hostKeys: [this.opts.hostKey] }, (conn, info) => this.onConnection(worker, conn, info.ip, info.port)),
-      marker: `${this.token}/${key}`,
+      // Derived from the sandbox, not from this process: an emulator restarted on the same state still finds
+      // (and on delete, kills) what the worker started before, and two emulators never share a marker.
+      marker: `${key}@${path.resolve(spec.sandboxDir)}`,
       connections: new Set(),
       children: new Set(),
+      closing: false,
     };
+    // In the map before listening, so a removeNode() that races with this call still finds it.
+    this.workers.set(key, worker);
     await new Promise<void>((resolve, reject) => {
-      const onError = (e: NodeJS.ErrnoException) =>
+      const onError = (e: NodeJS.ErrnoException) => {
+        if (this.workers.get(key) === worker) this.workers.delete(key);
         reject(new TpwError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
+      };
       worker.server.once('error', onError);
       worker.server.listen(this.opts.port, spec.address, () => {
         worker.server.off('error', onError);
@@ -76,9 +85,8 @@ export class SshWorkerPool {
         resolve();
       });
     });
-    this.workers.set(key, worker);
-    const addr = worker.server.address() as AddressInfo;
-    this.log(`worker ${key}: ssh listening on ${addr.address}:${addr.port}`);
+    const addr = worker.server.address() as AddressInfo | null;
+    if (addr) this.log(`worker ${key}: ssh listening on ${addr.address}:${addr.port}`);
   }
 
   /** Stops every worker of a node: closes its servers and connections and kills everything it started. */
@@ -100,13 +108,15 @@ export class SshWorkerPool {
   }
 
   private async shutdownWorker(w: Worker): Promise<void> {
+    w.closing = true;
     const closed = new Promise<void>((resolve) => w.server.close(() => resolve()));
     for (const c of w.connections) c.end();
     const groups = [...w.children].map((c) => c.pid).filter((p): p is number => typeof p === 'number');
     await killGroups(groups, markedProcesses(w.marker));
-    // end() is a polite disconnect; a client that does not hang up must not keep the server open.
+    // end() is a polite disconnect; a client that does not hang up must not keep the server open. ssh2's
+    // server Connection has no public destroy(), so reach for its socket (internal, hence the guard).
     const timer = setTimeout(() => {
-      for (const c of w.connections) (c as unknown as { _sock?: { destroy(): void } })._sock?.destroy();
+      for (const c of w.connections) (c as unknown as { _sock?: { destroy(): void } })._sock?.destroy?.();
     }, 1000);
     await closed;
     clearTimeout(timer);
@@ -160,10 +170,12 @@ export class SshWorkerPool {
       accept?.();
       signalGroup(child?.pid, `SIG${info.name.replace(/^SIG/, '')}`);
     });
-    session.on('exec', (accept, _reject, info) => {
+    session.on('exec', (accept, reject, info) => {
+      if (w.closing) return reject?.();
       child = this.spawnFor(w, accept(), ['bash', '-c', info.command], env, peer);
     });
-    session.on('shell', (accept) => {
+    session.on('shell', (accept, reject) => {
+      if (w.closing) return reject?.();
       // A real pty via util-linux `script`, so prompts, line editing and Ctrl-C work in a VS Code terminal.
       const argv = pty
         ? ['script', '-q', '-f', '-e', '-c', `stty rows ${pty.rows || 24} cols ${pty.cols || 80} 2>/dev/null; exec bash -i`, '/dev/null']

@@ -119,13 +119,15 @@ export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
   }
   if (!command) throw new TpwError('RECIPE', `${name}: no command found (a recipe is \`export\` lines followed by one trainer command)`);
 
-  let argv = command.words.map((w) => w.value);
-  for (const w of command.words) {
+  // `"$@"` lets a recipe also run by hand with extra overrides; TPU Workbench appends its own in that place.
+  let words = command.words.filter((w) => w.raw !== '"$@"' && w.raw !== '$@');
+  for (const w of words) {
     if (w.expands) fail(command.line, `"${w.raw}" expands a variable in the command; put it in an export line instead`);
   }
   // torchprime recipes launch with `tp run path/train.py ...`: on a worker that is the script itself.
-  if (argv[0] === 'tp' && argv[1] === 'run') argv = ['python3', ...argv.slice(2)];
-  const firstOverride = entryArgCount(argv);
+  if (words[0].value === 'tp' && words[1]?.value === 'run') words = [{ value: 'python3', raw: 'python3', expands: false }, ...words.slice(2)];
+  const argv = words.map((w) => w.value);
+  const firstOverride = entryArgCount(words);
   const program = argv.slice(0, firstOverride);
   const overrides = argv.slice(firstOverride);
   const bad = overrides.find((o) => !OVERRIDE.test(o));
@@ -133,8 +135,12 @@ export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
   return { path: file, env, program, overrides, cwd, commandLine: command.line };
 }
 
-/** Number of leading argv words that make up the program (interpreter, flags, module or script). */
-function entryArgCount(argv: string[]): number {
+/** An override as written: the key is never quoted (`lr='1e-3'` is one, `'a=b'` is a plain argument). */
+const OVERRIDE_START = /^((\+\+|\+)?[A-Za-z_][\w.@/-]*=|~[A-Za-z_])/;
+
+/** Number of leading words that make up the program (interpreter, flags, module or script). */
+function entryArgCount(words: ShellWord[]): number {
+  const argv = words.map((w) => w.value);
   let i = 0;
   if (/(^|\/)python[0-9.]*$/.test(argv[0] ?? '')) {
     i = 1;
@@ -145,7 +151,7 @@ function entryArgCount(argv: string[]): number {
     return Math.min(argv.length, i + 1); // the script
   }
   // Any other program: everything up to the first key=value is the program.
-  while (i < argv.length && !argv[i].includes('=') && !argv[i].startsWith('~')) i++;
+  while (i < words.length && !OVERRIDE_START.test(words[i].raw)) i++;
   return i;
 }
 

@@ -13,7 +13,7 @@ import { shortName } from '../tpu/models';
 import type { RecipeRunRequest } from './pipeline-types';
 import { bashCommand } from './remote-script';
 import { startRun } from './runner';
-import type { RunResult } from './types';
+import type { EnvValue, RunResult } from './types';
 
 export type { RecipeRunRequest, RunPhase } from './pipeline-types';
 
@@ -60,8 +60,8 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
     // folder from the environment the wrapper exports, so the override itself stays a literal string.
     const extra = [...(req.extraOverrides ?? [])];
     if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output');
-    const env: Record<string, string> = {};
-    for (const e of recipe.env) env[e.name] = e.value;
+    const env: Record<string, EnvValue> = {};
+    for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
     const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;
     phase('start', `Starting on ${workers.map((w) => `w${w.index}`).join(' ')}`);
     const handle = startRun({ runId, workers, argv: recipeArgv(recipe, extra), cwd, env, failFast: req.failFast ?? true }, listener, conns);

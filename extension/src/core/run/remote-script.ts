@@ -1,5 +1,6 @@
 import { TpwError } from '../errors';
 import { isEnvName, shJoin, shPath, shQuote } from '../ssh/quote';
+import type { EnvValue } from './types';
 
 /**
  * The shell programs a run sends to each worker. Everything user-supplied is quoted (ssh/quote.ts); secrets
@@ -43,11 +44,14 @@ export function runDirWord(runId: string, runsRoot = DEFAULT_RUNS_ROOT): string 
  * The env file's text: one `export NAME='value'` per variable. Values may contain anything but NUL
  * (newlines and quotes included): single-quoting makes `.` read them back literally.
  */
-export function envFileContent(env: Record<string, string>): string {
+export function envFileContent(env: Record<string, EnvValue>): string {
   const lines: string[] = [];
   for (const [k, v] of Object.entries(env)) {
     if (!isEnvName(k)) throw new TpwError('INVALID_ARGUMENT', `Environment variable name ${JSON.stringify(k)} is not a valid shell name.`);
-    lines.push(`export ${k}=${shQuote(v)}`);
+    if (typeof v === 'string') lines.push(`export ${k}=${shQuote(v)}`);
+    // Recipe text such as "$HOME/x": the user's own shell word, expanded on the worker as running the recipe would.
+    else if (v.shell.includes('\n')) throw new TpwError('INVALID_ARGUMENT', `Environment variable ${k}: a value to expand must be one line.`);
+    else lines.push(`export ${k}=${v.shell}`);
   }
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
@@ -75,6 +79,8 @@ export function buildStartScript(o: StartScriptOptions): string {
     'umask 077',
     `d=${dir}`,
     `mkdir -p -- "$d" || { echo "tpw: cannot create the run folder $d" >&2; exit ${setup}; }`,
+    // Absolute, so TPW_RUN_DIR still points at it after the program's `cd`.
+    'd=$(cd -- "$d" && pwd -P)',
     `if [ -e "$d/pid" ]; then echo "tpw: run ${o.runId} was already started on this worker ($d/pid exists)" >&2; exit ${alreadyStarted}; fi`,
     // Lets a concurrent stop tell "still starting" from "failed before it could start anything".
     'echo "$$" > "$d/starter"',

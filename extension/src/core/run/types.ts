@@ -2,6 +2,12 @@ import type { WorkerTarget } from '../ssh/types';
 
 export type OutputStream = 'stdout' | 'stderr';
 
+/**
+ * An environment value: a literal string (quoted on the worker, arrives byte for byte), or shell text the
+ * user wrote in a recipe that must expand on the worker (`{ shell: '"$HOME/data"' }`), in file order.
+ */
+export type EnvValue = string | { shell: string };
+
 /** A command to run on every worker of a VM at once. */
 export interface RunSpec {
   runId: string;
@@ -11,7 +17,7 @@ export interface RunSpec {
   /** Remote working directory, relative to the login's home unless absolute. */
   cwd: string;
   /** Environment for the program, delivered through a 0600 file on the worker, never in argv. */
-  env: Record<string, string>;
+  env: Record<string, EnvValue>;
   /** When one worker fails, stop the others (default true). */
   failFast?: boolean;
   /** Grace period between SIGINT/SIGTERM and SIGKILL when stopping (default 5000 ms). */

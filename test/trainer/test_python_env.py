@@ -1,0 +1,33 @@
+"""scripts/python-env.sh: the parts that can be checked without building a venv
+(building one takes minutes and GBs; the lead's CI runs the script itself)."""
+
+import re
+import subprocess
+
+from _trainer_helpers import REPO
+
+SCRIPT = REPO / "scripts" / "python-env.sh"
+REQ = REPO / "trainer" / "requirements.txt"
+
+
+def test_script_syntax():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
+
+
+def test_rejects_unknown_mode(tmp_path):
+    p = subprocess.run(
+        ["bash", str(SCRIPT)], env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TPW_TORCH_INSTALL": "fast",
+                                    "TPW_VENV": str(tmp_path / "v")},
+        capture_output=True, text=True,
+    )
+    assert p.returncode == 2 and "lean or full" in p.stderr
+    assert not (tmp_path / "v").exists()
+
+
+def test_requirements_are_pinned_and_split_cleanly():
+    lines = [x.strip() for x in REQ.read_text().splitlines() if x.strip() and not x.startswith("#")]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[\w.]+", x) for x in lines), lines
+    torch_pins = [x for x in lines if re.match(r"^(torch|torch_xla)==", x)]
+    assert torch_pins == ["torch==2.9.0", "torch_xla==2.9.0"]
+    assert "hydra-core==1.3.8" in lines
+    assert not any(x.lower().startswith(("nvidia-", "triton")) for x in lines)
