@@ -1,26 +1,157 @@
 /**
- * The TPU Workbench language server: connection wiring only. The features (hydra config completion from the
- * trainer's JSON Schema, LIBTPU_INIT_ARGS / XLA_FLAGS flag completion) live as pure functions in service/.
+ * The TPU Workbench language server: connection wiring only. The features live as pure functions in service/:
+ * flags.ts (LIBTPU_INIT_ARGS / XLA_FLAGS), overrides.ts (hydra overrides after the trainer command) and
+ * hydra-yaml.ts (the config tree's YAML files); hydra/model.ts loads the trainer's schema and config tree.
  */
-import { createConnection, ProposedFeatures, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver/node';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  CodeActionKind,
+  createConnection,
+  DidChangeWatchedFilesNotification,
+  ProposedFeatures,
+  TextDocuments,
+  TextDocumentSyncKind,
+  type CompletionList,
+  type Diagnostic,
+} from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { completeFlags } from './service/flag-completion';
+import { emptyModel, loadHydraModel, type HydraLocations, type HydraModel } from './hydra/model';
+import { flagCodeActions, flagCompletion, flagDiagnostics, flagHover } from './service/flags';
+import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
+import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
 
 const connection = createConnection(ProposedFeatures.all);
 const documents = new TextDocuments(TextDocument);
+let model: HydraModel = emptyModel();
+let locations: HydraLocations | undefined;
+let watchDynamically = false;
 
-connection.onInitialize(() => ({
-  capabilities: {
-    textDocumentSync: TextDocumentSyncKind.Incremental,
-    completionProvider: { triggerCharacters: ['-', '_'] },
-  },
-  serverInfo: { name: 'tpu-workbench-language-server', version: '0.1.0' },
-}));
+interface InitOptions {
+  schemaFile?: string;
+  configDirs?: string[];
+}
 
-connection.onCompletion((params) => {
-  const doc = documents.get(params.textDocument.uri);
-  return doc ? completeFlags(doc, params.position) : [];
+/** A feature must never take the server down: a bug answers "nothing here" and is logged. */
+function safely<T>(what: string, fallback: T, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    connection.console.error(`${what}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return fallback;
+  }
+}
+
+function reloadModel(): void {
+  if (!locations) return;
+  model = safely('loading the hydra config', emptyModel(), () => loadHydraModel(locations!));
+  connection.console.info(`hydra config: ${model.origin}, ${model.groups.size} groups, dirs ${model.configDirs.join(', ') || '(none)'}`);
+}
+
+connection.onInitialize((params) => {
+  const rootUri = params.workspaceFolders?.[0]?.uri ?? params.rootUri;
+  const opts = (params.initializationOptions ?? {}) as InitOptions;
+  if (rootUri?.startsWith('file:')) {
+    locations = { root: fileURLToPath(rootUri), schemaFile: opts.schemaFile, configDirs: opts.configDirs };
+    reloadModel();
+  }
+  watchDynamically = params.capabilities.workspace?.didChangeWatchedFiles?.dynamicRegistration === true;
+  return {
+    capabilities: {
+      textDocumentSync: TextDocumentSyncKind.Incremental,
+      completionProvider: { triggerCharacters: ['-', '=', '.', '/', ' ', ':'] },
+      hoverProvider: true,
+      definitionProvider: true,
+      codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
+    },
+    serverInfo: { name: 'tpu-workbench-language-server', version: '0.1.0' },
+  };
 });
+
+connection.onInitialized(() => {
+  // Editors that let us register watchers get told about config edits made outside the editor, too.
+  if (watchDynamically) {
+    void connection.client.register(DidChangeWatchedFilesNotification.type, {
+      watchers: [{ globPattern: '**/*.{yaml,yml}' }, { globPattern: '**/config.schema.json' }],
+    });
+  }
+});
+
+function isConfigFile(file: string): boolean {
+  return file.endsWith('.schema.json') || model.configDirs.some((d) => !path.relative(d, file).startsWith('..'));
+}
+
+connection.onDidChangeWatchedFiles((params) => {
+  const relevant = params.changes.some((c) => c.uri.startsWith('file:') && isConfigFile(fileURLToPath(c.uri)));
+  // A new option file may appear in a folder we do not know yet: reload on any YAML change when unsure.
+  if (relevant || model.configDirs.length === 0) {
+    reloadModel();
+    for (const d of documents.all()) scheduleValidation(d);
+  }
+});
+
+connection.onCompletion((params): CompletionList | null =>
+  safely('completion', null, () => {
+    const doc = documents.get(params.textDocument.uri);
+    if (!doc) return null;
+    return flagCompletion(doc, params.position) ?? overrideCompletion(model, doc, params.position) ?? configCompletion(model, doc, params.position);
+  }),
+);
+
+connection.onHover((params) =>
+  safely('hover', null, () => {
+    const doc = documents.get(params.textDocument.uri);
+    if (!doc) return null;
+    return flagHover(doc, params.position) ?? overrideHover(model, doc, params.position) ?? configHover(model, doc, params.position);
+  }),
+);
+
+connection.onDefinition((params) =>
+  safely('definition', null, () => {
+    const doc = documents.get(params.textDocument.uri);
+    if (!doc) return null;
+    return overrideDefinition(model, doc, params.position) ?? configDefinition(model, doc, params.position);
+  }),
+);
+
+connection.onCodeAction((params) =>
+  safely('code action', [], () => {
+    const doc = documents.get(params.textDocument.uri);
+    return doc ? flagCodeActions(doc, params.context.diagnostics) : [];
+  }),
+);
+
+export function validate(doc: TextDocument): Diagnostic[] {
+  return [
+    ...safely('flag diagnostics', [], () => flagDiagnostics(doc)),
+    ...safely('override diagnostics', [], () => overrideDiagnostics(model, doc)),
+    ...safely('config diagnostics', [], () => configDiagnostics(model, doc)),
+  ];
+}
+
+// Several edits in one burst (a paste, a multi-cursor edit) give one validation, of the latest version.
+const pending = new Map<string, NodeJS.Immediate>();
+function scheduleValidation(doc: TextDocument): void {
+  const prev = pending.get(doc.uri);
+  if (prev) clearImmediate(prev);
+  pending.set(
+    doc.uri,
+    setImmediate(() => {
+      pending.delete(doc.uri);
+      const cur = documents.get(doc.uri);
+      if (cur) void connection.sendDiagnostics({ uri: cur.uri, version: cur.version, diagnostics: validate(cur) });
+    }),
+  );
+}
+
+documents.onDidChangeContent((e) => scheduleValidation(e.document));
+documents.onDidSave((e) => {
+  if (e.document.uri.startsWith('file:') && isConfigFile(fileURLToPath(e.document.uri))) {
+    reloadModel();
+    for (const d of documents.all()) scheduleValidation(d);
+  }
+});
+documents.onDidClose((e) => void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] }));
 
 documents.listen(connection);
 connection.listen();

@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker, sweep } from './processes';
+import { delay, pidsWithEnv, ProcessTracker, sweep } from './processes';
 import { launchBrowser, Workbench } from './workbench';
 
 const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
@@ -46,6 +46,10 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
       assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
     }
     fs.mkdirSync(ARTIFACTS, { recursive: true });
+    // Leftovers of an earlier failed run would otherwise pass for this run's.
+    for (const f of fs.readdirSync(ARTIFACTS)) {
+      if (f.startsWith('failure') || f === 'logs') fs.rmSync(path.join(ARTIFACTS, f), { recursive: true, force: true });
+    }
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-'));
     // A unique TPW_HOME isolates this test's emulator and also tags every process it starts (see sweep).
     home = path.join(root, 'tpw-home');
@@ -68,11 +72,9 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     env = {
       ...inherited,
       TPW_HOME: home,
-      PATH: [path.join(VENV, 'bin'), process.env.PATH ?? ''].join(path.delimiter),
-      // As when VS Code is started from a terminal (`code .`): the extension host keeps this
-      // environment instead of re-reading the login shell's, whose profile (pyenv, /etc/profile)
-      // would put another python3 first on the workers' PATH.
-      VSCODE_CLI: '1',
+      // No venv on PATH and no VSCODE_CLI: as when VS Code is started from the desktop, the extension host
+      // re-reads the login shell's environment. The emulator must still give its workers the venv's python3.
+      TPW_VENV: VENV,
     };
 
     const extensionsDir = path.join(root, 'extensions');
@@ -220,6 +222,32 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     { timeout: RUN_TIMEOUT_MS + 60_000, blocking: false },
   );
 
+  step(
+    'Cancel on the progress notification stops the run on every worker',
+    async () => {
+      await wb.openFile('recipes/tiny-llama.sh');
+      await wb.runCommand('TPU: Run on TPU');
+      // The status bar item is there while the run is.
+      await wb.page.locator('.statusbar-item').filter({ hasText: 'TPU: tiny-llama.sh' }).waitFor({ timeout: 30_000 });
+      const toast = wb.page.locator('.notifications-toasts .notification-toast').filter({ hasText: 'TPU: tiny-llama.sh' }).first();
+      await toast.filter({ hasText: 'Running' }).waitFor({ timeout: 60_000 });
+      await toast.getByRole('button', { name: 'Cancel' }).click();
+      await wb.waitForNotification(/Run cancelled/, 60_000);
+      const output = fs.readFileSync(findLogs(server!.userDataDir, 'TPU Run.log')[0], 'utf8');
+      assert.match(output.trimEnd().split('\n').pop() ?? '', /cancelled/, 'the summary says the run was cancelled');
+      // No trainer outlives the cancel (the emulator's workers carry our TPW_HOME).
+      const deadline = Date.now() + 20_000;
+      let trainers = trainerPids(home);
+      while (trainers.length > 0 && Date.now() < deadline) {
+        await delay(250);
+        trainers = trainerPids(home);
+      }
+      assert.deepEqual(trainers, [], 'trainer processes left after cancel');
+      await wb.dismissNotifications();
+    },
+    { timeout: 3 * 60_000, blocking: false },
+  );
+
   step('nothing is left running in the status bar', async () => {
     await delay(500);
     assert.equal(await wb.page.locator('.statusbar-item').filter({ hasText: 'TPU:' }).count(), 0);
@@ -237,3 +265,14 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     await wb.pane(VIEW).getByText('No TPU VMs yet').waitFor({ timeout: 90_000 });
   });
 });
+
+/** Trainer processes started by this test's emulator. */
+function trainerPids(home: string): number[] {
+  return pidsWithEnv('TPW_HOME', home).filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('tpu_trainer');
+    } catch {
+      return false;
+    }
+  });
+}

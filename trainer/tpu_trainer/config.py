@@ -60,20 +60,74 @@ class DataConfig:
 
 @dataclass
 class OptimizerConfig:
-    name: str = opt("adamw", "Optimizer.", enum=["adamw", "sgd"])
-    lr: float = opt(3e-4, "Peak learning rate (after warmup).", minimum=0.0)
-    weight_decay: float = opt(0.1, "Decoupled weight decay (AdamW) / L2 (SGD).", minimum=0.0)
-    beta1: float = opt(0.9, "AdamW beta1, or SGD momentum.", minimum=0.0)
-    beta2: float = opt(0.95, "AdamW beta2.", minimum=0.0)
+    name: str = opt(
+        "adamw",
+        "Optimizer. muon: Newton-Schulz-orthogonalised momentum for the hidden 2-D weights, AdamW "
+        "(lr, betas, eps) for embeddings, lm_head, norms and biases.",
+        enum=["adamw", "adafactor", "lion", "muon", "sgd"],
+    )
+    lr: float = opt(3e-4, "Peak learning rate (after warmup); for muon, the lr of its AdamW groups.", minimum=0.0)
+    weight_decay: float = opt(
+        0.1, "Decoupled weight decay (AdamW/Lion/Muon/Adafactor) / L2 (SGD); never on norms and biases.", minimum=0.0
+    )
+    beta1: float = opt(0.9, "AdamW/Lion beta1, or SGD momentum.", minimum=0.0)
+    beta2: float = opt(0.95, "AdamW/Lion beta2.", minimum=0.0)
     eps: float = opt(1e-8, "AdamW epsilon.", minimum=0.0)
     grad_clip: float = opt(1.0, "Clip the global gradient norm to this value; 0 disables clipping.", minimum=0.0)
+    grad_clip_value: float = opt(
+        0.0, "Clamp every gradient element to [-v, v] (before norm clipping); 0 disables.", minimum=0.0
+    )
+    muon_lr: float = opt(0.02, "Peak lr of muon's orthogonalised (hidden 2-D weight) groups.", minimum=0.0)
+    muon_momentum: float = opt(0.95, "Muon momentum (Nesterov).", minimum=0.0)
+    ns_steps: int = opt(5, "Newton-Schulz iterations of muon.", minimum=1)
+    adafactor_beta2_decay: float = opt(-0.8, "Adafactor: beta2 at step t is 1 - t^decay.")
 
 
 @dataclass
 class SchedulerConfig:
-    name: str = opt("cosine", "Learning-rate schedule after warmup.", enum=["cosine", "linear", "constant"])
+    name: str = opt(
+        "cosine",
+        "Learning-rate schedule after warmup. wsd: warmup-stable-decay (constant, then a linear decay over "
+        "the last decay_ratio of the steps).",
+        enum=["cosine", "linear", "wsd", "constant"],
+    )
     warmup_steps: int = opt(10, "Steps of linear warmup from lr/warmup_steps to lr.", minimum=0)
-    min_lr_ratio: float = opt(0.1, "Final lr as a fraction of the peak (cosine/linear).", minimum=0.0)
+    min_lr_ratio: float = opt(0.1, "Final lr as a fraction of the peak (cosine/linear/wsd).", minimum=0.0)
+    decay_ratio: float = opt(0.2, "wsd: fraction of max_steps spent in the final decay.", minimum=0.0)
+
+
+@dataclass
+class LossConfig:
+    name: str = opt(
+        "cross_entropy",
+        "Training loss. label_smoothing / z_loss: cross-entropy with that term (set its coefficient); "
+        "cut_cross_entropy: the same maths chunked over tokens, never materialising the logits.",
+        enum=["cross_entropy", "label_smoothing", "z_loss", "focal", "cut_cross_entropy"],
+    )
+    label_smoothing: float = opt(0.0, "Label smoothing epsilon (any loss but focal).", minimum=0.0)
+    z_loss: float = opt(0.0, "Weight of the z-loss term z * logsumexp(logits)^2.", minimum=0.0)
+    focal_gamma: float = opt(2.0, "Focal loss exponent gamma.", minimum=0.0)
+    ignore_index: int = opt(-100, "Targets with this id are excluded from the loss.")
+    chunk_elems: int = opt(1 << 24, "cut_cross_entropy: max logits elements per token chunk.", minimum=1)
+
+
+@dataclass
+class CheckpointConfig:
+    interval: int = opt(0, "Save every N steps (and at the end, and on preemption); 0 saves only at those.", minimum=0)
+    dir: Optional[str] = opt(
+        None, "Where checkpoints go: a path or an fsspec URL (gs://...). Default: <output_dir>/checkpoints."
+    )
+    keep: int = opt(3, "Keep the newest K complete checkpoints; older ones are deleted.", minimum=1)
+    async_save: bool = opt(True, "Write in a background thread (plain torch); the step loop waits only for the copy.")
+    enabled: bool = opt(True, "Save checkpoints at all (interval, end of run, preemption).")
+
+
+@dataclass
+class LoggingConfig:
+    tensorboard: bool = opt(False, "Also write TensorBoard scalars to <output_dir>/tb (needs the tensorboard package).")
+    wandb: bool = opt(False, "Also log to Weights & Biases (needs wandb; WANDB_MODE=offline works without network).")
+    wandb_project: str = opt("tpu-workbench", "W&B project name.")
+    wandb_mode: str = opt("offline", "W&B mode.", enum=["online", "offline", "disabled"])
 
 
 @dataclass
@@ -82,6 +136,14 @@ class TrainConfig:
     data: DataConfig = opt(help="Training data.", factory=DataConfig)
     optimizer: OptimizerConfig = opt(help="Optimizer settings.", factory=OptimizerConfig)
     scheduler: SchedulerConfig = opt(help="Learning-rate schedule.", factory=SchedulerConfig)
+    loss: LossConfig = opt(help="Training loss; pick a preset with `loss=<name>`.", factory=LossConfig)
+    checkpoint: CheckpointConfig = opt(help="Distributed checkpoints (DCP).", factory=CheckpointConfig)
+    logging: LoggingConfig = opt(help="Extra metric writers (metrics.jsonl is always written).", factory=LoggingConfig)
+    resume: str = opt(
+        "none",
+        "`auto`: continue from the newest complete checkpoint in checkpoint.dir if there is one; "
+        "`none`: start fresh; anything else: the path/URL of one checkpoint to load.",
+    )
 
     max_steps: int = opt(100, "Optimizer steps to run.", minimum=1)
     global_batch_size: int = opt(8, "Sequences per optimizer step.", minimum=1)
@@ -154,6 +216,12 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.data.name in ("bundled", "file") and m.vocab_size < 256:
         raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.name={cfg.data.name})")
+    if cfg.loss.name == "label_smoothing" and not cfg.loss.label_smoothing > 0:
+        raise ConfigError("loss.name=label_smoothing needs loss.label_smoothing > 0 (the loss=label_smoothing preset sets 0.1)")
+    if cfg.loss.name == "z_loss" and not cfg.loss.z_loss > 0:
+        raise ConfigError("loss.name=z_loss needs loss.z_loss > 0 (the loss=z_loss preset sets 1e-4)")
+    if cfg.scheduler.decay_ratio > 1:
+        raise ConfigError("scheduler.decay_ratio must be at most 1")
     if cfg.data.name == "file" and not cfg.data.path:
         raise ConfigError("data.path must be set when data.name=file")
 

@@ -8,7 +8,7 @@ on the host (CPU) and moved to the device by the trainer.
 
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import torch
 
@@ -39,22 +39,45 @@ def load_tokens(cfg: DataConfig) -> torch.Tensor:
     raise ValueError(f"data.name={cfg.name!r} has no token file")
 
 
-def batches(
-    cfg: DataConfig, vocab_size: int, batch_size: int, block_size: int, seed: int
-) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Endless (inputs, targets) pairs of shape [batch_size, block_size]; targets are inputs shifted by one."""
-    gen = torch.Generator().manual_seed(seed)
-    if cfg.name == "synthetic":
-        while True:
-            seq = torch.randint(0, vocab_size, (batch_size, block_size + 1), generator=gen)
-            yield seq[:, :-1], seq[:, 1:]
+class Batches:
+    """Endless (inputs, targets) pairs of shape [batch_size, block_size]; targets are inputs shifted by one.
 
-    tokens = load_tokens(cfg)
-    if tokens.numel() < block_size + 2:
-        raise ValueError(f"data has {tokens.numel()} tokens, fewer than block_size+2={block_size + 2}")
-    # Window offsets are drawn uniformly; a view per row (unfold) avoids a Python loop.
-    windows = tokens.unfold(0, block_size + 1, 1)
-    while True:
-        idx = torch.randint(0, windows.shape[0], (batch_size,), generator=gen)
-        seq = windows[idx]
-        yield seq[:, :-1], seq[:, 1:]
+    Checkpointable: the whole position in the stream is the generator's state plus
+    the count of batches drawn, so a run resumed mid-epoch (at any step, not only
+    at an epoch boundary) draws exactly the batches the uninterrupted run would.
+    """
+
+    def __init__(self, cfg: DataConfig, vocab_size: int, batch_size: int, block_size: int, seed: int):
+        self.vocab_size, self.batch_size, self.block_size = vocab_size, batch_size, block_size
+        self.gen = torch.Generator().manual_seed(seed)
+        self.drawn = 0
+        self.windows = None
+        if cfg.name != "synthetic":
+            tokens = load_tokens(cfg)
+            if tokens.numel() < block_size + 2:
+                raise ValueError(f"data has {tokens.numel()} tokens, fewer than block_size+2={block_size + 2}")
+            # Window offsets are drawn uniformly; a view per row (unfold) avoids a Python loop.
+            self.windows = tokens.unfold(0, block_size + 1, 1)
+
+    def __iter__(self) -> "Batches":
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.windows is None:
+            seq = torch.randint(0, self.vocab_size, (self.batch_size, self.block_size + 1), generator=self.gen)
+        else:
+            idx = torch.randint(0, self.windows.shape[0], (self.batch_size,), generator=self.gen)
+            seq = self.windows[idx]
+        self.drawn += 1
+        return seq[:, :-1], seq[:, 1:]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self.gen.get_state(), "drawn": torch.tensor(self.drawn)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.gen.set_state(state["generator"])
+        self.drawn = int(state["drawn"])
+
+
+def batches(cfg: DataConfig, vocab_size: int, batch_size: int, block_size: int, seed: int) -> Batches:
+    return Batches(cfg, vocab_size, batch_size, block_size, seed)

@@ -105,13 +105,28 @@ def host_rss_bytes() -> int:
 
 
 class MetricsWriter:
-    """Appends one JSON line per logged step to <output_dir>/metrics.jsonl."""
+    """Appends one JSON line per logged step to <output_dir>/metrics.jsonl.
 
-    def __init__(self, path: Path):
+    A fresh run truncates the file (a run directory belongs to one run). A
+    resumed run keeps the records up to the step it resumed from and drops any
+    later ones (logged after that checkpoint by the interrupted process, and
+    about to be logged again), so the file reads as one uninterrupted run.
+    """
+
+    def __init__(self, path: Path, keep_until_step: int = 0):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Truncate: a run directory belongs to one run (resume will append later).
+        kept = []
+        if keep_until_step > 0 and path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    if json.loads(line)["step"] <= keep_until_step:
+                        kept.append(line + "\n")
+                except (ValueError, KeyError, TypeError):
+                    break  # a torn last line from a killed process
         self._f = open(path, "w", encoding="utf-8")
+        self._f.writelines(kept)
+        self._f.flush()
 
     def write(self, record: dict[str, Any]) -> None:
         self._f.write(json.dumps(record, allow_nan=True) + "\n")

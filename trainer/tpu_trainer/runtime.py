@@ -40,6 +40,16 @@ class Runtime:
     kind: str  # device kind for the peak-FLOPs table, e.g. "TPU v4", "CPU"
     label: str  # short name for logs and metrics, e.g. "xla:TPU v4", "cpu"
 
+    @property
+    def spmd(self) -> bool:
+        """True when torch_xla runs in SPMD mode (xr.use_spmd()): checkpoints then go
+        through torch_xla's sharding-aware DCP planners."""
+        if not self.is_xla:
+            return False
+        import torch_xla.runtime as xr
+
+        return bool(xr.is_spmd())
+
     def sync(self) -> None:
         """End of step. On XLA this cuts the lazily traced graph and dispatches it
         asynchronously (no host wait); on eager CPU there is nothing to do."""

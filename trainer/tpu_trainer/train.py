@@ -37,6 +37,7 @@ is not implemented yet, so on a multi-host slice every worker runs the same
 single-device program (and logs its TPU_WORKER_ID).
 """
 
+import dataclasses
 import difflib
 import json
 import math
@@ -49,10 +50,15 @@ import torch
 
 from . import data as data_lib
 from . import runtime as rt_lib
+from .checkpoint import Checkpointer, capture, restore
 from .config import ConfigError, TrainConfig, config_keys, register_configs, validate
-from .metrics import MetricsWriter, flops_per_token, matmul_params, peak_flops
+from .loggers import StepLogger
+from .losses import build_loss
+from .metrics import flops_per_token, matmul_params, peak_flops
 from .model import build_model, count_params
-from .optim import build_optimizer, build_scheduler, init_state
+from .optim import build_optimizer, clip_gradients, init_state
+from .preemption import PREEMPTED_EXIT_CODE, PreemptionWatcher
+from .schedules import build_scheduler
 
 
 def log(msg: str) -> None:
@@ -63,6 +69,14 @@ def log(msg: str) -> None:
 
 def _fmt_bytes(n: int) -> str:
     return f"{n / 2**20:.1f}MiB"
+
+
+def _resume_url(resume: str, ckpt: Optional[Checkpointer]) -> Optional[str]:
+    if resume == "none":
+        return None
+    if resume == "auto":
+        return ckpt.latest() if ckpt else None
+    return resume
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -84,11 +98,21 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     n_params = count_params(model)
     model.to(rt.device)
     model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
     optimizer = build_optimizer(model, cfg.optimizer)
     init_state(optimizer)
-    rt.sync()  # materialise params and optimizer state on the device before step 1
     scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
     batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed)
+    loss_fn = build_loss(cfg.loss)
+
+    ckpt = None
+    if cfg.checkpoint.enabled or cfg.resume != "none":
+        ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"), spmd=rt.spmd)
+    start_step, resumed_from = 0, _resume_url(cfg.resume, ckpt)
+    if resumed_from:
+        state = ckpt.load(resumed_from, capture(model, optimizer, scheduler, batches, 0))
+        start_step = restore(state, model, optimizer, scheduler, batches)
+    rt.sync()  # materialise params and optimizer state on the device before the first step
 
     tokens_per_step = cfg.global_batch_size * cfg.block_size
     fpt = flops_per_token(cfg.model, cfg.block_size)
@@ -96,89 +120,114 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     profiler = rt_lib.Profiler(
         rt, Path(cfg.profile_dir or out_dir / "profile"), cfg.profile_step, cfg.profile_steps
     )
-    writer = MetricsWriter(out_dir / "metrics.jsonl")
 
     log(
         f"tpu_trainer: worker {worker} device {rt.label} threads {torch.get_num_threads()} "
         f"model {cfg.model.name} params {n_params / 1e6:.2f}M (matmul {matmul_params(cfg.model) / 1e6:.2f}M) "
-        f"batch {cfg.global_batch_size}x{cfg.block_size} steps {cfg.max_steps} output_dir {out_dir}"
+        f"batch {cfg.global_batch_size}x{cfg.block_size} steps {cfg.max_steps} optimizer {cfg.optimizer.name} "
+        f"loss {cfg.loss.name} output_dir {out_dir}"
     )
+    if resumed_from:
+        log(f"resumed from {resumed_from} at step {start_step}")
 
-    status, step, last_loss = "ok", 0, math.nan
-    t_start = t_last = time.perf_counter()
-    last_logged, steady_t0, steady_step0 = 0, None, 0
+    # Shared between the loop and the logging closures (which run on torch_xla's
+    # closure thread on XLA, after the step has executed).
+    track: dict[str, Any] = {"last_loss": math.nan, "diverged": False, "t_last": time.perf_counter(),
+                             "last_logged": start_step, "steady_t0": None, "steady_step0": 0, "rows": 0}
+
+    def prepare(rec: dict[str, Any]) -> dict[str, Any]:
+        now = time.perf_counter()
+        step_time = (now - track["t_last"]) / max(1, rec["step"] - track["last_logged"])
+        track["t_last"], track["last_logged"] = now, rec["step"]
+        if track["steady_t0"] is None:
+            # Steady-state throughput for the summary starts after the first logged
+            # step, which carries XLA compilation and warm-up.
+            track["steady_t0"], track["steady_step0"] = now, rec["step"]
+        tps = tokens_per_step / step_time
+        mem, mem_kind = rt.memory()
+        rec.update(step_time_s=step_time, tokens_per_s=tps, mfu=tps * fpt / peak if peak else None,
+                   mem_bytes=mem, mem_kind=mem_kind)
+        rec.update(tokens=rec["step"] * tokens_per_step, worker=worker, device=rt.label,
+                   compiles=rt.compile_count(), time=time.time())
+        return rec
+
+    def after(rec: dict[str, Any]) -> None:
+        track["last_loss"] = rec["loss"]
+        gnorm, mfu = rec["grad_norm"], rec["mfu"]
+        log(
+            f"step {rec['step']} loss {rec['loss']:.4f} lr {rec['lr']:.3e} "
+            f"grad_norm {gnorm if gnorm is None else f'{gnorm:.3f}'} step_time_s {rec['step_time_s']:.4f} "
+            f"tokens_per_s {rec['tokens_per_s']:.0f} mfu {'-' if mfu is None else f'{mfu:.3f}'} "
+            f"mem {_fmt_bytes(rec['mem_bytes'])}"
+        )
+        if not math.isfinite(rec["loss"]):
+            track["diverged"] = True
+
+    logger = StepLogger(out_dir, cfg.logging, rt.is_xla, dataclasses.asdict(cfg), keep_until_step=start_step,
+                        prepare=prepare, after=after)
+
+    def save(step: int, blocking: bool) -> None:
+        logger.flush()  # records up to `step` are on disk before the checkpoint that resumes after them
+        ckpt.save(step, capture(model, optimizer, scheduler, batches, step), blocking=blocking)
+        log(f"checkpoint step {step} -> {ckpt.url(step)} (blocked {ckpt.last_blocked_s:.3f}s)")
+
+    status, step, t_start = "ok", start_step, time.perf_counter()
+    watcher = PreemptionWatcher(use_xla_sync_point=rt.is_xla)
     try:
-        for step in range(1, cfg.max_steps + 1):
-            profiler.before_step(step)
-            inputs, targets = next(batches)
-            inputs, targets = inputs.to(rt.device), targets.to(rt.device)
-            lr = optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
+        with watcher:
+            for step in range(start_step + 1, cfg.max_steps + 1):
+                profiler.before_step(step)
+                inputs, targets = next(batches)
+                inputs, targets = inputs.to(rt.device), targets.to(rt.device)
+                lr = optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
 
-            loss = model(inputs, targets)
-            loss.backward()
-            grad_norm = None
-            if cfg.optimizer.grad_clip > 0:
-                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optimizer.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            rt.sync()
-            profiler.after_step(step)
+                loss = loss_fn(model.hidden_states(inputs), model.lm_head.weight, targets)
+                loss.backward()
+                grad_norm = clip_gradients(params, cfg.optimizer)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                rt.sync()
+                profiler.after_step(step)
 
-            if not (step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps):
-                continue
-            # Only logging steps touch values on the host. On XLA, .item() blocks until
-            # the device has run every queued step; doing it each step would serialise
-            # host tracing with device execution and cost throughput.
-            last_loss = loss.item()
-            gnorm = grad_norm.item() if grad_norm is not None else None
-            now = time.perf_counter()
-            step_time = (now - t_last) / (step - last_logged)
-            t_last, last_logged = now, step
-            if steady_t0 is None:
-                # Steady-state throughput for the summary starts after step 1,
-                # which carries XLA compilation and warm-up.
-                steady_t0, steady_step0 = now, step
-            tps = tokens_per_step / step_time
-            mfu = tps * fpt / peak if peak else None
-            mem, mem_kind = rt.memory()
-            writer.write(
-                {
-                    "step": step,
-                    "loss": last_loss,
-                    "lr": lr,
-                    "step_time_s": step_time,
-                    "tokens_per_s": tps,
-                    "mfu": mfu,
-                    "mem_bytes": mem,
-                    "mem_kind": mem_kind,
-                    "grad_norm": gnorm,
-                    "tokens": step * tokens_per_step,
-                    "worker": worker,
-                    "device": rt.label,
-                    "compiles": rt.compile_count(),
-                    "time": time.time(),
-                }
-            )
-            log(
-                f"step {step} loss {last_loss:.4f} lr {lr:.3e} grad_norm {gnorm if gnorm is None else f'{gnorm:.3f}'} "
-                f"step_time_s {step_time:.4f} tokens_per_s {tps:.0f} mfu {'-' if mfu is None else f'{mfu:.3f}'} "
-                f"mem {_fmt_bytes(mem)}"
-            )
-            if not math.isfinite(last_loss):
-                status = "diverged"
-                break
+                if step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps:
+                    # Device tensors go to the logger as they are: on XLA it reads them in a
+                    # step closure once the device has run the step, so the host never waits.
+                    logger.log({"step": step, "loss": loss.detach(), "lr": lr,
+                                "grad_norm": None if grad_norm is None else grad_norm.detach()})
+                if track["diverged"]:
+                    status = "diverged"
+                    break
+                if ckpt:
+                    ckpt.poll()
+                if watcher.preempted(step):
+                    status = "preempted"
+                    log(f"preemption noticed ({watcher.signal}) after step {step}: saving and exiting")
+                    if ckpt and cfg.checkpoint.enabled:
+                        save(step, blocking=True)
+                    break
+                if ckpt and cfg.checkpoint.enabled and cfg.checkpoint.interval and step % cfg.checkpoint.interval == 0 \
+                        and step != cfg.max_steps:
+                    save(step, blocking=False)
+            if status == "ok" and ckpt and cfg.checkpoint.enabled and step > start_step:
+                save(step, blocking=True)  # the end of the run: the process exits next
     except KeyboardInterrupt:
         # SIGINT is how TPU Workbench stops a run: finish the files, then exit 130.
         status = "interrupted"
     finally:
         profiler.finish()
-        writer.close()
+        logger.close()
+        if ckpt:
+            ckpt.close()
 
     wall = time.perf_counter() - t_start
     steady_tps = None
-    if steady_t0 is not None and last_logged > steady_step0:
-        steady_tps = (last_logged - steady_step0) * tokens_per_step / (t_last - steady_t0)
+    if track["steady_t0"] is not None and track["last_logged"] > track["steady_step0"]:
+        steady_tps = (track["last_logged"] - track["steady_step0"]) * tokens_per_step / (
+            track["t_last"] - track["steady_t0"])
+    last_loss = track["last_loss"]
+    if status == "ok" and track["diverged"]:
+        status = "diverged"  # on XLA the closure may report it after the loop ended
     summary = {
         "status": status,
         "steps": step,
@@ -192,6 +241,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "metrics": str(out_dir / "metrics.jsonl"),
         "profile": str(profiler.written) if profiler.written else None,
         "xla_metrics": None,
+        "resumed_from": resumed_from,
+        "checkpoint": ckpt.latest() if ckpt else None,
+        "logging_disabled": logger.disabled or None,
     }
     report = rt.write_report(out_dir / "xla_metrics.txt")
     if report:
@@ -203,6 +255,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     )
     if status == "interrupted":
         raise SystemExit(130)
+    if status == "preempted":
+        raise SystemExit(PREEMPTED_EXIT_CODE)
     if status == "diverged":
         raise SystemExit(f"loss is not finite at step {step}; stopping")
     return summary

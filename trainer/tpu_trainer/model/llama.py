@@ -147,14 +147,19 @@ class Llama(nn.Module):
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=self.cfg.initializer_range)
 
-    def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Logits [B, T, V] when targets is None, else the mean next-token cross entropy."""
+    def hidden_states(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Final normalised hidden states [B, T, D]: the input of lm_head, and of the
+        pluggable losses (tpu_trainer.losses), which apply lm_head.weight themselves."""
         t = tokens.shape[1]
         cos, sin = self.rope_cos[:t], self.rope_sin[:t]
         x = self.embed_tokens(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin)
-        logits = self.lm_head(self.norm(x))
+        return self.norm(x)
+
+    def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Logits [B, T, V] when targets is None, else the mean next-token cross entropy."""
+        logits = self.lm_head(self.hidden_states(tokens))
         if targets is None:
             return logits
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))

@@ -38,6 +38,19 @@ export interface EmulatorOptions {
   log?: (msg: string) => void;
   /** Replaces the SSH worker pool (tests); default: ssh-workers.ts's SshWorkerPool. */
   workerPool?: WorkerPoolFactory;
+  /** Folders first on the workers' PATH; default: the project's venv (`$TPW_VENV`, else ~/.cache/tpu-workbench/venv) if it exists. */
+  workerPathPrefix?: string[];
+}
+
+/**
+ * A prepared TPU VM has the trainer's Python environment installed; the emulated one borrows this machine's
+ * (scripts/python-env.sh makes it). Without this, a VS Code started from the desktop hands the emulator a
+ * login-shell PATH whose python3 lacks torch.
+ */
+export function defaultWorkerPathPrefix(env: NodeJS.ProcessEnv = process.env): string[] {
+  const venv = env.TPW_VENV || path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+  const bin = path.join(venv, 'bin');
+  return fs.existsSync(path.join(bin, 'python3')) ? [bin] : [];
 }
 
 export interface EmulatorKeys {
@@ -113,6 +126,7 @@ export class Emulator {
       authorizedKey: keys.clientPublicKey,
       username,
       log: this.log,
+      pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(),
     });
     state.setHooks({ nodeUp: (n) => this.nodeUp(n), nodeDown: (n, r) => this.nodeDown(n, r) });
     this.removeOrphanSandboxes(state.allNodes());

@@ -29,6 +29,11 @@ export interface SshWorkerPoolOptions {
   authorizedKey: string /* "ssh-ed25519 AAAA..." line */;
   username: string;
   log?: (msg: string) => void;
+  /**
+   * Folders put first on the workers' PATH: the emulated VM's "installed software" (the trainer's venv), so
+   * workers find the same python3 whether the emulator was started from a shell or from VS Code.
+   */
+  pathPrefix?: string[];
 }
 
 /** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
@@ -194,6 +199,7 @@ export class SshWorkerPool {
       stdio: 'pipe',
       env: {
         ...process.env,
+        PATH: [...(this.opts.pathPrefix ?? []), process.env.PATH ?? '/usr/bin:/bin'].join(':'),
         HOME: spec.sandboxDir,
         PWD: spec.sandboxDir,
         USER: this.opts.username,

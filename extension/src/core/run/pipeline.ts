@@ -59,7 +59,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
     // The trainer writes metrics.jsonl, logs and profiles into the run folder; `oc.env` makes hydra read the
     // folder from the environment the wrapper exports, so the override itself stays a literal string.
     const extra = [...(req.extraOverrides ?? [])];
-    if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output');
+    if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output', 'profile_dir=${oc.env:TPW_RUN_DIR}/profile');
     const env: Record<string, EnvValue> = {};
     for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
     const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;

@@ -1,0 +1,531 @@
+/**
+ * Fan-out benchmark: what it costs to reach 4 workers at once, ours against the OpenSSH tools measured in
+ * the same process, on the same servers, interleaved rep by rep.
+ *
+ *   1. Run fan-out: start → all exited for `true` on 4 workers, via startRun + ConnectionManager (cold and warm
+ *      connections), against 4 real OpenSSH sshd (127.0.4.x) and the emulator's SshWorkerPool (127.0.5.x).
+ *      Peer: the OpenSSH client, `ssh ... host true` ×4 in parallel (cold; and warm through ControlMaster).
+ *      Diagnostic rows: a bare `true` exec over our ConnectionManager (no run script), to split the cost.
+ *   2. Workspace sync: the pipeline's sync step (listWorkspaceFiles → tarStream → one exec per worker running
+ *      the same extract-aside-and-swap script as pipeline.ts's syncWorker) for a synthetic 500-file workspace to
+ *      4 sshd workers. Peers: `tar -cf - | ssh host 'tar -xf -'` ×4 and `rsync -a -e ssh` ×4 (full, and again
+ *      with nothing changed).
+ *
+ *   node --import tsx test/bench/fanout.bench.ts      (env: BENCH_REPS, BENCH_SYNC_REPS)
+ *
+ * Prints markdown tables; writes every sample to test-artifacts/bench/fanout.json.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { buffer } from 'node:stream/consumers';
+import { bashCommand } from '../../extension/src/core/run/remote-script';
+import { startRun } from '../../extension/src/core/run/runner';
+import { ConnectionManager } from '../../extension/src/core/ssh/connection';
+import { execCollect } from '../../extension/src/core/ssh/exec';
+import { shPath } from '../../extension/src/core/ssh/quote';
+import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { tarStream } from '../../extension/src/core/sync/tar';
+import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
+import type { HostConfig } from './emulator-workers-host';
+import { descendants, freePort, makeKeyPair, sshdAvailable, startSshd, type SshdInstance } from '../helpers/sshd';
+
+const REPS = Number(process.env.BENCH_REPS ?? 15);
+const SYNC_REPS = Number(process.env.BENCH_SYNC_REPS ?? 9);
+const KEEP_LOGIN_RC = process.env.BENCH_LOGIN_RC === '1';
+const WORKERS = 4;
+const WS_FILES = 500;
+const OUT_FILE = path.resolve(__dirname, '..', '..', 'test-artifacts', 'bench', 'fanout.json');
+
+// ---------------------------------------------------------------------------------------------- helpers
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  // Nearest rank: p90 of 15 samples is the 14th, an observed value.
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
+  return sorted[rank - 1];
+}
+
+interface Stats {
+  n: number;
+  medianMs: number;
+  p90Ms: number;
+  minMs: number;
+  maxMs: number;
+  samplesMs: number[];
+}
+
+function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const r = (x: number) => Math.round(x * 10) / 10;
+  return { n: s.length, medianMs: r(quantile(s, 0.5)), p90Ms: r(quantile(s, 0.9)), minMs: r(s[0]), maxMs: r(s[s.length - 1]), samplesMs: samples.map(r) };
+}
+
+/** Runs a program; rejects with its stderr unless it exits 0. */
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.once('error', reject);
+    child.once('exit', (code, sig) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} → ${code ?? sig}: ${err.trim()}`))));
+  });
+}
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/** Fixed options of every `ssh` call: key only, no config file, no host-key prompts (throwaway servers). */
+function sshOpts(keyFile: string, port: number, extra: string[] = []): string[] {
+  return ['-F', '/dev/null', '-i', keyFile, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-p', String(port), ...extra];
+}
+
+function machine(): Record<string, string | number> {
+  let model = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const m = /Model name:\s*(.+)/.exec(execFileSync('lscpu', { encoding: 'utf8' }));
+    if (m) model = m[1].trim();
+  } catch {
+    // no lscpu
+  }
+  // `ssh -V` answers on stderr, `rsync --version` on stdout.
+  const ver = (cmd: string, args: string[]) => {
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    if (r.error) return 'unavailable';
+    return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n')[0].replace(/\s+/g, ' ').trim();
+  };
+  return {
+    cpus: Number(execFileSync('nproc', { encoding: 'utf8' }).trim()),
+    cpuModel: model,
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+    openssh: ver('ssh', ['-V']),
+    rsync: ver('rsync', ['--version']),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------- targets
+
+interface Target {
+  name: string;
+  workers: WorkerTarget[];
+  keyFile: string;
+  /** Run folder root per worker (sshd workers share one filesystem); undefined: the default under $HOME. */
+  runsRoot?: (w: WorkerTarget) => string;
+  cwd: string;
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-bench-'));
+const knownHostsPath = path.join(tmp, 'known_hosts');
+const cleanups: Array<() => Promise<void> | void> = [];
+const managers: ConnectionManager[] = [];
+
+function manager(): ConnectionManager {
+  // As the pipeline makes it (accept-new), with its own known_hosts so the user's is never touched.
+  const m = new ConnectionManager({ hostKeyPolicy: 'accept-new', knownHostsPath });
+  managers.push(m);
+  return m;
+}
+
+async function sshdTarget(): Promise<Target> {
+  const keyFile = path.join(tmp, 'client_key');
+  makeKeyPair(keyFile, 'tpw-bench');
+  const sshds: SshdInstance[] = [];
+  cleanups.push(() => Promise.all(sshds.map((s) => s.stop())).then(() => undefined));
+  // sshd runs every exec as `$SHELL -c CMD`, and Debian's bash then sources ~/.bashrc (it sees SSH_CLIENT). On
+  // a dev box that rc may be slow (here: `pyenv init`, ~0.5 s of CPU per session) and would swamp what we
+  // measure, for ours and the peer alike. SHLVL=1 makes that bash a nested shell, which skips the rc.
+  // BENCH_LOGIN_RC=1 keeps the login user's rc, to see what a heavy rc costs.
+  const extraConfig = KEEP_LOGIN_RC ? [] : ['SetEnv SHLVL=1'];
+  for (let i = 1; i <= WORKERS; i++) sshds.push(await startSshd({ host: `127.0.4.${i}`, clientKeyFile: keyFile, extraConfig }));
+  const privateKey = fs.readFileSync(keyFile, 'utf8');
+  return {
+    name: `OpenSSH sshd ×${WORKERS}`,
+    workers: sshds.map((s, index) => ({ host: s.host, port: s.port, username: s.username, privateKey, index })),
+    keyFile,
+    runsRoot: (w) => path.join(tmp, `sshd-w${w.index}`, 'runs'),
+    cwd: tmp,
+  };
+}
+
+async function emulatorTarget(): Promise<Target> {
+  const hostKeyFile = path.join(tmp, 'emu_host_key');
+  const keyFile = path.join(tmp, 'emu_client_key');
+  makeKeyPair(hostKeyFile, 'tpw-bench-emu-host');
+  makeKeyPair(keyFile, 'tpw-bench-emu-client');
+  const username = os.userInfo().username;
+  const addresses = Array.from({ length: WORKERS }, (_, i) => `127.0.5.${i + 1}`);
+  const port = await freePort(addresses[0]);
+  const cfg: HostConfig = { port, hostKeyFile, authorizedKeyFile: `${keyFile}.pub`, username, addresses, sandboxRoot: path.join(tmp, 'emu') };
+  // In a process of its own, as `tpw emulator start` runs it: not on the event loop of the client we time.
+  const child = spawn(process.execPath, [...process.execArgv, path.join(__dirname, 'emulator-workers-host.ts'), JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  cleanups.push(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('ready\n')) resolve();
+    });
+    void exited.then(() => reject(new Error(`the emulator host exited before it was ready: ${out}`)));
+  });
+  const privateKey = fs.readFileSync(keyFile, 'utf8');
+  return { name: `emulator SshWorkerPool ×${WORKERS}`, workers: addresses.map((host, index) => ({ host, port, username, privateKey, index })), keyFile, cwd: '.' };
+}
+
+// ---------------------------------------------------------------------------------------------- 1. fan-out
+
+let runSeq = 0;
+
+async function ourRun(t: Target, conns: ConnectionManager): Promise<void> {
+  const runId = `bench-${process.pid}-${++runSeq}-${crypto.randomBytes(2).toString('hex')}`;
+  const handle = startRun({ runId, workers: t.workers, argv: ['true'], cwd: t.cwd, env: {} }, {}, conns, { runsRoot: t.runsRoot });
+  const r = await handle.result;
+  if (!r.ok) throw new Error(`run ${runId} on ${t.name} failed: ${JSON.stringify(r.workers)}`);
+}
+
+/**
+ * One exec per worker and nothing else (no run folder, no process group): what the SSH layer alone costs.
+ * The command waits for our stdin EOF before it exits: for a bare `true`, ssh2 can deliver the exit status in
+ * the same tick as the exec reply, before execCollect listens (about 1 exec in 30 here comes back as "lost").
+ */
+const BARE = 'read -r _; true';
+
+async function ourBareExec(t: Target, conns: ConnectionManager): Promise<void> {
+  await Promise.all(
+    t.workers.map(async (w) => {
+      const out = await execCollect(await conns.get(w), BARE);
+      if (out.code !== 0) throw new Error(`true on ${w.host} → ${out.code}: ${out.stderr}`);
+    }),
+  );
+}
+
+function sshAll(t: Target, extra: string[] = []): Promise<void> {
+  return Promise.all(t.workers.map((w) => run('ssh', [...sshOpts(t.keyFile, w.port, extra), `${w.username}@${w.host}`, 'true']))).then(() => undefined);
+}
+
+interface Variant {
+  name: string;
+  kind: 'ours' | 'peer' | 'diagnostic';
+  /** Name of the variant this one is compared with (ratio = this / that). */
+  vs?: string;
+  once: () => Promise<void>;
+  samples: number[];
+}
+
+/** Runs every variant once per rep, in rotating order, so drift on the machine hits them all alike. */
+async function measure(variants: Variant[], reps: number): Promise<void> {
+  for (const v of variants) {
+    await v.once(); // warm-up (JIT, first host-key record, page cache): not timed
+  }
+  for (let i = 0; i < reps; i++) {
+    for (let j = 0; j < variants.length; j++) {
+      const v = variants[(i + j) % variants.length];
+      v.samples.push(await timed(v.once));
+      if (process.env.BENCH_VERBOSE) process.stderr.write(`  ${v.name}: ${v.samples[v.samples.length - 1].toFixed(1)} ms\n`);
+    }
+  }
+}
+
+function fanoutVariants(t: Target): Variant[] {
+  const warm = manager();
+  const cm = path.join(tmp, `cm-%C`);
+  const cmOpts = ['-o', 'ControlMaster=auto', '-o', `ControlPath=${cm}`, '-o', 'ControlPersist=300'];
+  cleanups.push(async () => {
+    await Promise.all(t.workers.map((w) => run('ssh', [...sshOpts(t.keyFile, w.port, cmOpts), '-O', 'exit', `${w.username}@${w.host}`]).catch(() => undefined)));
+  });
+  const cold = async (fn: (c: ConnectionManager) => Promise<void>) => {
+    const c = manager();
+    try {
+      await fn(c);
+    } finally {
+      c.dispose();
+    }
+  };
+  return [
+    { name: 'ours: startRun, cold connections', kind: 'ours', vs: 'peer: ssh ×4, cold', once: () => cold((c) => ourRun(t, c)), samples: [] },
+    { name: 'ours: startRun, warm connections', kind: 'ours', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourRun(t, warm), samples: [] },
+    { name: 'peer: ssh ×4, cold', kind: 'peer', once: () => sshAll(t), samples: [] },
+    { name: 'peer: ssh ×4, ControlMaster (warm)', kind: 'peer', once: () => sshAll(t, cmOpts), samples: [] },
+    { name: 'diag: bare exec (`read -r _; true`), cold connections', kind: 'diagnostic', vs: 'peer: ssh ×4, cold', once: () => cold((c) => ourBareExec(t, c)), samples: [] },
+    { name: 'diag: bare exec (`read -r _; true`), warm connections', kind: 'diagnostic', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourBareExec(t, warm), samples: [] },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------- 2. sync
+
+/** Deterministic bytes: text-like for sources, incompressible for data (nothing here compresses anyway). */
+function makeWorkspace(root: string): { files: number; bytes: number } {
+  let seed = 0x5eed;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  const line = 'def step(batch, state):  # synthetic source line for the sync benchmark\n';
+  const text = (n: number) => Buffer.from(line.repeat(Math.ceil(n / line.length)).slice(0, n));
+  const plan: Array<[string, number, 'text' | 'bin']> = [];
+  for (let i = 0; i < 380; i++) plan.push([`src/pkg${i % 19}/mod_${i}.py`, 1024 + Math.floor(rand() * 11 * 1024), 'text']);
+  for (let i = 0; i < 100; i++) plan.push([`configs/group${i % 10}/c_${i}.yaml`, 512 + Math.floor(rand() * 3584), 'text']);
+  for (let i = 0; i < 16; i++) plan.push([`data/shard_${i}.bin`, 200 * 1024 + Math.floor(rand() * 400 * 1024), 'bin']);
+  for (let i = 0; i < 4; i++) plan.push([`checkpoints/init_${i}.pt`, 2560 * 1024, 'bin']);
+  let bytes = 0;
+  for (const [rel, size, kind] of plan) {
+    const abs = path.join(root, rel);
+    fs.mkdirSync(path.dirname(abs), { recursive: true });
+    fs.writeFileSync(abs, kind === 'text' ? text(size) : crypto.randomBytes(size));
+    bytes += size;
+  }
+  return { files: plan.length, bytes };
+}
+
+/** The pipeline's sync step for one worker: the script of pipeline.ts's syncWorker, over our exec channel. */
+async function ourSyncWorker(conns: ConnectionManager, w: WorkerTarget, remoteRoot: string, archive: Buffer): Promise<void> {
+  const conn = await conns.get(w);
+  const script = [
+    'set -eu',
+    `dest=${shPath(remoteRoot)}`,
+    'rm -rf -- "$dest.incoming" && mkdir -p -- "$dest.incoming"',
+    'tar -xf - -C "$dest.incoming" --no-same-owner',
+    'rm -rf -- "$dest" && mv -- "$dest.incoming" "$dest"',
+  ].join('\n');
+  const out = await execCollect(conn, bashCommand(script), { stdin: archive });
+  if (out.code !== 0) throw new Error(`sync to ${w.host} → ${out.code}: ${out.stderr}`);
+}
+
+function countFiles(dir: string): number {
+  let n = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) n++;
+  return n;
+}
+
+function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Variant[]; check: () => void } {
+  const dest = (tag: string, w: WorkerTarget) => path.join(tmp, 'sync', tag, `w${w.index}`, 'ws');
+  const sshCmd = (w: WorkerTarget) => ['ssh', ...sshOpts(t.keyFile, w.port)].join(' ');
+  const rsyncTo = (tag: string) => Promise.all(t.workers.map((w) => run('rsync', ['-a', '-e', sshCmd(w), `${ws}/`, `${w.username}@${w.host}:${dest(tag, w)}/`]))).then(() => undefined);
+  const variants: Variant[] = [
+    {
+      name: 'ours: list + tar + exec `tar -x` ×4 (cold connections)',
+      kind: 'ours',
+      vs: 'peer: tar | ssh tar -x ×4',
+      once: async () => {
+        const listing = listWorkspaceFiles(ws);
+        const archive = await buffer(tarStream(listing.files));
+        const conns = manager();
+        try {
+          await Promise.all(t.workers.map((w) => ourSyncWorker(conns, w, dest('ours', w), archive)));
+        } finally {
+          conns.dispose();
+        }
+      },
+      samples: [],
+    },
+    {
+      name: 'peer: tar | ssh tar -x ×4',
+      kind: 'peer',
+      once: () =>
+        Promise.all(
+          t.workers.map((w) => {
+            const d = dest('tar', w);
+            return run('bash', ['-c', `set -o pipefail; tar -cf - -C ${ws} . | ${sshCmd(w)} ${w.username}@${w.host} 'mkdir -p ${d} && tar -xf - -C ${d}'`]);
+          }),
+        ).then(() => undefined),
+      samples: [],
+    },
+  ];
+  if (rsyncOk) {
+    variants.push(
+      // A first sync: the destination is emptied (untimed) before each rep.
+      { name: 'peer: rsync -a -e ssh ×4, into empty dest', kind: 'peer', once: () => rsyncTo('rsync-full'), samples: [] },
+      // The common case of "Run" pressed again: nothing changed since the last sync.
+      { name: 'peer: rsync -a -e ssh ×4, nothing changed', kind: 'peer', once: () => rsyncTo('rsync-same'), samples: [] },
+    );
+  }
+  const check = () => {
+    for (const tag of ['ours', 'tar', ...(rsyncOk ? ['rsync-full', 'rsync-same'] : [])]) {
+      for (const w of t.workers) {
+        const n = countFiles(dest(tag, w));
+        if (n !== WS_FILES) throw new Error(`sync check: ${tag} put ${n} files on worker ${w.index}, expected ${WS_FILES}`);
+      }
+    }
+  };
+  return { variants, check };
+}
+
+// ---------------------------------------------------------------------------------------------- report
+
+interface Row {
+  bench: string;
+  target: string;
+  variant: string;
+  kind: Variant['kind'];
+  stats: Stats;
+}
+
+interface Ratio {
+  bench: string;
+  target: string;
+  ours: string;
+  peer: string;
+  /** ours median / peer median: below 1 we are faster, above 1 slower. */
+  ratio: number;
+  /** ours p90 / peer p90. */
+  ratioP90: number;
+}
+
+function report(bench: string, target: string, variants: Variant[], extra: Array<[string, string]>, rows: Row[], ratios: Ratio[]): void {
+  const by = new Map(variants.map((v) => [v.name, stats(v.samples)]));
+  for (const v of variants) rows.push({ bench, target, variant: v.name, kind: v.kind, stats: by.get(v.name)! });
+  const pairs: Array<[string, string]> = [...variants.filter((v) => v.vs).map((v): [string, string] => [v.name, v.vs!]), ...extra];
+  for (const [a, b] of pairs) {
+    const sa = by.get(a);
+    const sb = by.get(b);
+    if (!sa || !sb) continue;
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    ratios.push({ bench, target, ours: a, peer: b, ratio: r2(sa.medianMs / sb.medianMs), ratioP90: r2(sa.p90Ms / sb.p90Ms) });
+  }
+}
+
+function markdown(rows: Row[], ratios: Ratio[]): string {
+  const esc = (x: string) => x.replace(/\|/g, '\\|');
+  const out = ['| bench | target | variant | n | median ms | p90 ms |', '|---|---|---|---:|---:|---:|'];
+  for (const r of rows) out.push(`| ${r.bench} | ${r.target} | ${esc(r.variant)} | ${r.stats.n} | ${r.stats.medianMs.toFixed(1)} | ${r.stats.p90Ms.toFixed(1)} |`);
+  out.push('', '| bench | target | ours | peer | ours/peer (median) | ours/peer (p90) |', '|---|---|---|---|---:|---:|');
+  for (const r of ratios) out.push(`| ${r.bench} | ${r.target} | ${esc(r.ours)} | ${esc(r.peer)} | **${r.ratio.toFixed(2)}** | ${r.ratioP90.toFixed(2)} |`);
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  if (!sshdAvailable()) throw new Error('This benchmark needs OpenSSH sshd at /usr/sbin/sshd (apt-get install openssh-server).');
+  const rsyncOk = (() => {
+    try {
+      execFileSync('rsync', ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  const t0 = performance.now();
+  const rows: Row[] = [];
+  const ratios: Ratio[] = [];
+  const info = machine();
+  const log = (m: string) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
+
+  const sshd = await sshdTarget();
+  const emu = await emulatorTarget();
+  log(`servers up: ${sshd.workers.map((w) => `${w.host}:${w.port}`).join(' ')} | emulator ${emu.workers.map((w) => w.host).join(' ')}:${emu.workers[0].port}`);
+
+  for (const t of [sshd, emu]) {
+    const variants = fanoutVariants(t);
+    await measure(variants, REPS);
+    report('fan-out `true`', t.name, variants, [['ours: startRun, warm connections', 'peer: ssh ×4, cold']], rows, ratios);
+    log(`fan-out on ${t.name} done`);
+  }
+
+  const ws = path.join(tmp, 'workspace');
+  const shape = makeWorkspace(ws);
+  const listed = listWorkspaceFiles(ws).files.length;
+  if (listed !== WS_FILES || shape.files !== WS_FILES) throw new Error(`workspace: made ${shape.files}, listed ${listed}, expected ${WS_FILES}`);
+  const archiveBytes = (await buffer(tarStream(listWorkspaceFiles(ws).files))).length;
+  const sync = syncVariants(sshd, ws, rsyncOk);
+  // rsync -a creates the last folder of the destination, not its parents (as on a fresh VM: home exists).
+  for (const w of sshd.workers) for (const tag of ['rsync-full', 'rsync-same']) fs.mkdirSync(path.join(tmp, 'sync', tag, `w${w.index}`), { recursive: true });
+  const emptyRsyncFull = async () => {
+    for (const w of sshd.workers) fs.rmSync(path.join(tmp, 'sync', 'rsync-full', `w${w.index}`, 'ws'), { recursive: true, force: true });
+  };
+  await measureSync(sync.variants, SYNC_REPS, emptyRsyncFull);
+  sync.check();
+  const syncTarget = `${sshd.name}; ${shape.files} files, ${(shape.bytes / 2 ** 20).toFixed(1)} MiB`;
+  const ours = sync.variants[0].name;
+  report('workspace sync', syncTarget, sync.variants, rsyncOk ? [[ours, 'peer: rsync -a -e ssh ×4, into empty dest'], [ours, 'peer: rsync -a -e ssh ×4, nothing changed']] : [], rows, ratios);
+  log('sync done');
+
+  const md = markdown(rows, ratios);
+  process.stdout.write(`\n${md}\n\n`);
+  process.stdout.write(`machine: ${info.cpus} CPUs, ${info.cpuModel}, ${info.memGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ${info.openssh}, ${info.rsync}\n`);
+  process.stdout.write(`workspace: ${shape.files} files, ${shape.bytes} bytes (our tar: ${archiveBytes} bytes); reps: fan-out ${REPS}, sync ${SYNC_REPS}; total ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  fs.mkdirSync(path.dirname(OUT_FILE), { recursive: true });
+  fs.writeFileSync(
+    OUT_FILE,
+    JSON.stringify(
+      {
+        bench: 'fanout',
+        date: new Date().toISOString(),
+        command: 'node --import tsx test/bench/fanout.bench.ts',
+        machine: info,
+        config: { workers: WORKERS, reps: REPS, syncReps: SYNC_REPS, loginRc: KEEP_LOGIN_RC, workspace: { ...shape, tarBytes: archiveBytes }, rsync: rsyncOk },
+        rows,
+        ratios,
+        markdown: md,
+        totalSeconds: Math.round((performance.now() - t0) / 100) / 10,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  process.stdout.write(`wrote ${path.relative(process.cwd(), OUT_FILE)}\n`);
+}
+
+/** Like measure(), but rsync-into-empty gets its destination emptied (untimed) right before each of its runs. */
+async function measureSync(variants: Variant[], reps: number, emptyFull: () => Promise<void>): Promise<void> {
+  const isFull = (v: Variant) => v.name.includes('into empty dest');
+  for (const v of variants) {
+    if (isFull(v)) await emptyFull();
+    await v.once();
+  }
+  for (let i = 0; i < reps; i++) {
+    for (let j = 0; j < variants.length; j++) {
+      const v = variants[(i + j) % variants.length];
+      if (isFull(v)) await emptyFull();
+      v.samples.push(await timed(v.once));
+    }
+  }
+}
+
+async function cleanup(): Promise<void> {
+  for (const m of managers) m.dispose();
+  for (const c of cleanups.reverse()) {
+    try {
+      await c();
+    } catch (e) {
+      process.stderr.write(`cleanup: ${(e as Error).message}\n`);
+    }
+  }
+  // Anything we spawned that is still around (an ssh ControlMaster that ignored -O exit) goes too.
+  for (const pid of descendants(process.pid)) {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // gone
+    }
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+let cleaning: Promise<void> | undefined;
+const once = () => (cleaning ??= cleanup());
+process.once('SIGINT', () => void once().then(() => process.exit(130)));
+process.once('SIGTERM', () => void once().then(() => process.exit(143)));
+
+main().then(
+  () => once(),
+  async (e: unknown) => {
+    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    await once();
+    process.exitCode = 1;
+  },
+);

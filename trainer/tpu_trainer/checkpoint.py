@@ -1,0 +1,225 @@
+"""Distributed checkpoints (torch.distributed.checkpoint) that survive preemption.
+
+Layout under `checkpoint.dir` (a local path or any fsspec URL, e.g. gs://bucket/run):
+
+    step_00000100/            one DCP checkpoint: .metadata + *.distcp shards
+    step_00000100/.complete   written last; only directories with it are loaded
+
+A checkpoint is visible only when complete. Locally it is written to
+`step_N.tmp/` and renamed into place (rename is atomic on one filesystem); object
+stores have no atomic rename of a prefix, so there the `.complete` marker, written
+after every shard, is the commit point. A process killed mid-save (kill -9, a
+preempted VM) leaves a directory without the marker, which `latest()` skips and
+the next save removes.
+
+What is saved (see `capture`): model and optimizer state keyed by parameter
+name (torch's get_state_dict, so a checkpoint is independent of param order and
+of the mesh it was written from), scheduler, data-loader position, RNG state and
+step: everything an exactly resumed run needs.
+
+Backends:
+  plain torch   DCP's FileSystemWriter / FsspecWriter, without a process group.
+                Async: the state is copied to host memory on the training thread
+                (the only time training is blocked) and written by a worker thread.
+  XLA SPMD      torch_xla's SPMDSavePlanner / SPMDLoadPlanner, which write each
+                device's shards and reshard on load to whatever mesh the model has
+                now; DCP's collectives run on a CPU (gloo) process group because the
+                XLA backend has no collectives in SPMD mode. Saved synchronously.
+  XLA (1 device) tensors are moved to the host and saved as plain torch.
+"""
+
+import json
+import re
+import shutil
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional
+
+import fsspec
+import torch
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from .config import CheckpointConfig
+
+MARKER = ".complete"
+_STEP_DIR = re.compile(r"^step_(\d{8})$")
+
+
+def _is_local(url: str) -> bool:
+    return "://" not in url or url.startswith("file://")
+
+
+def _local_path(url: str) -> str:
+    return url[len("file://"):] if url.startswith("file://") else url
+
+
+def _to_host(obj: Any, clone: bool) -> Any:
+    """Copy every tensor of a nested state to host memory (a snapshot the training loop may not mutate)."""
+    if isinstance(obj, torch.Tensor):
+        if obj.device.type != "cpu":
+            return obj.detach().cpu()
+        return obj.detach().clone() if clone else obj.detach()
+    if isinstance(obj, dict):
+        return {k: _to_host(v, clone) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_to_host(v, clone) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_to_host(v, clone) for v in obj)
+    return obj
+
+
+def _spmd_planners() -> tuple[Any, Any]:
+    import torch.distributed as dist
+    import torch_xla.distributed.xla_backend  # noqa: F401  registers the xla:// init method
+    from torch_xla.experimental.distributed_checkpoint import SPMDLoadPlanner, SPMDSavePlanner
+
+    if not dist.is_initialized():
+        # One process per host; gloo carries DCP's plan exchange between hosts.
+        dist.init_process_group("gloo", init_method="xla://")
+    return SPMDSavePlanner(), SPMDLoadPlanner()
+
+
+def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
+    """The full training state as a DCP state dict (tensors are live references, not copies)."""
+    msd, osd = get_state_dict(model, optimizer)
+    return {
+        "model": msd,
+        "optim": osd,
+        "scheduler": scheduler.state_dict(),
+        "data": batches.state_dict(),
+        "rng": {"torch": torch.get_rng_state()},
+        "step": torch.tensor(step, dtype=torch.int64),
+    }
+
+
+def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
+    """Apply a loaded state dict (from `capture`'s layout) to the live objects; return the step."""
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    scheduler.load_state_dict(state["scheduler"])
+    batches.load_state_dict(state["data"])
+    torch.set_rng_state(state["rng"]["torch"])
+    return int(state["step"])
+
+
+class Checkpointer:
+    def __init__(self, cfg: CheckpointConfig, root: str, spmd: bool = False):
+        self.cfg, self.root, self.spmd = cfg, root.rstrip("/"), spmd
+        self.fs, self.base = fsspec.core.url_to_fs(self.root)
+        self.fs.makedirs(self.base, exist_ok=True)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt")
+        self._pending: Optional[tuple[int, Future]] = None
+        self.last_blocked_s = 0.0  # training time the last save() blocked, for logs and the benchmark
+
+    # -- discovery --------------------------------------------------------
+    def _dir(self, step: int) -> str:
+        return f"{self.base}/step_{step:08d}"
+
+    def url(self, step: int) -> str:
+        return f"{self.root}/step_{step:08d}"
+
+    def complete_steps(self) -> list[int]:
+        steps = []
+        for entry in self.fs.ls(self.base, detail=False):
+            m = _STEP_DIR.match(entry.rstrip("/").rsplit("/", 1)[-1])
+            if m and self.fs.exists(f"{entry.rstrip('/')}/{MARKER}"):
+                steps.append(int(m.group(1)))
+        return sorted(steps)
+
+    def latest(self) -> Optional[str]:
+        steps = self.complete_steps()
+        return self.url(steps[-1]) if steps else None
+
+    # -- save ---------------------------------------------------------------
+    def save(self, step: int, state: dict[str, Any], blocking: bool = False) -> None:
+        """Write `state` as step `step`. Returns once the training loop may change the live tensors."""
+        t0 = time.perf_counter()
+        self.wait()  # one save in flight at a time; also commits the previous one
+        self._remove_incomplete()
+        if self.spmd:
+            save_planner, _ = _spmd_planners()
+            self._write(step, state, save_planner)
+        else:
+            snapshot = _to_host(state, clone=not blocking and self.cfg.async_save)
+            if blocking or not self.cfg.async_save:
+                self._write(step, snapshot, None)
+            else:
+                self._pending = (step, self._pool.submit(self._write, step, snapshot, None))
+        self.last_blocked_s = time.perf_counter() - t0
+
+    def _write(self, step: int, state: dict[str, Any], planner: Any) -> int:
+        final = self._dir(step)
+        if _is_local(self.root):
+            tmp = _local_path(final) + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            dcp.save(state, storage_writer=dcp.FileSystemWriter(tmp), planner=planner)
+            self._mark(tmp, step)
+            shutil.rmtree(_local_path(final), ignore_errors=True)
+            Path(tmp).rename(_local_path(final))
+        else:
+            from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
+
+            if self.fs.exists(final):
+                self.fs.rm(final, recursive=True)
+            dcp.save(state, storage_writer=FsspecWriter(f"{self.root}/step_{step:08d}"), planner=planner)
+            self._mark(final, step)
+        return step
+
+    def _mark(self, directory: str, step: int) -> None:
+        fs = fsspec.filesystem("file") if _is_local(self.root) else self.fs
+        with fs.open(f"{directory}/{MARKER}", "w") as f:
+            f.write(json.dumps({"step": step, "time": time.time()}) + "\n")
+
+    def poll(self) -> None:
+        """Commit a finished async save (prune old checkpoints); cheap, call once per step."""
+        if self._pending and self._pending[1].done():
+            self.wait()
+
+    def wait(self) -> None:
+        """Block until the in-flight save is on storage; re-raise its error if it failed."""
+        if self._pending is None:
+            return
+        _, fut = self._pending
+        self._pending = None
+        fut.result()
+        self._prune()
+
+    def _prune(self) -> None:
+        for step in self.complete_steps()[: -self.cfg.keep]:
+            self.fs.rm(self._dir(step), recursive=True)
+
+    def _remove_incomplete(self) -> None:
+        for entry in self.fs.ls(self.base, detail=False):
+            name = entry.rstrip("/").rsplit("/", 1)[-1]
+            if (name.endswith(".tmp") and name.startswith("step_")) or (
+                _STEP_DIR.match(name) and not self.fs.exists(f"{entry.rstrip('/')}/{MARKER}")
+            ):
+                self.fs.rm(entry, recursive=True)
+
+    # -- load -----------------------------------------------------------------
+    def load(self, url: str, state: dict[str, Any]) -> dict[str, Any]:
+        """Load checkpoint `url` into `state` (capture()'s layout of the live objects) and return it.
+
+        Plain torch loads into host copies (then set_state_dict copies onto the
+        model's device); SPMD loads straight into the sharded device tensors, each
+        device reading only the pieces of its shard (reshard on load)."""
+        if self.spmd:
+            _, load_planner = _spmd_planners()
+            reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
+            dcp.load(state, storage_reader=reader, planner=load_planner)
+            return state
+        host = _to_host(state, clone=True)
+        reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
+        dcp.load(host, storage_reader=reader)
+        return host
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown()
+
+
+def _fsspec_reader(url: str):
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
+
+    return FsspecReader(url)

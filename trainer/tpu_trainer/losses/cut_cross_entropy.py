@@ -1,0 +1,141 @@
+"""Cut cross-entropy: linear classifier + cross-entropy without the full logits.
+
+The naive loss `cross_entropy(h @ W.T, y)` keeps a (tokens x vocab) logits
+tensor alive for backward, and autograd adds a log-softmax and a logits
+gradient of the same size: at 8k tokens and a 128k vocabulary that is ~4 GiB
+each in fp32. Here the tokens are processed in chunks; each chunk's logits live
+only inside one loop iteration.
+
+Because the loss is a scalar, its gradient is the chunk-local quantity
+d loss / d logits = (softmax - target distribution) / n_valid times the scalar
+grad_output. So the forward pass already computes d h and d W chunk by chunk
+(fp32 accumulation) and backward only scales them. That costs the same three
+matmuls as the naive forward + backward (a recompute-in-backward design costs
+four), which is what keeps the time near the naive loss. When no gradient is
+needed (eval, torch.no_grad) the gradient work is skipped.
+
+Options: label smoothing (mixes the one-hot target with the uniform
+distribution), z-loss (z * logsumexp^2, keeps the softmax normaliser near 1),
+ignore_index (excluded from loss and mean), and `shift` for causal LM (position
+t predicts label t+1). No Triton: plain tensor ops, so the same code traces on
+torch_xla (the chunk loop unrolls into one static graph) and runs on CPU/CUDA.
+Vocab is not chunked: with the gradient fused into the forward, a vocab split
+would need a second pass for the logsumexp, i.e. a fourth matmul; the token
+chunk is sized from `chunk_elems` instead so one chunk's logits stay small.
+"""
+
+from typing import Optional
+
+import torch
+
+# One chunk's logits hold at most this many fp32 elements (64 MiB); three such
+# buffers (logits, probabilities/gradient, a temporary) are live at a time.
+DEFAULT_CHUNK_ELEMS = 1 << 24
+
+
+def _chunk_rows(n_tokens: int, vocab: int, chunk_elems: int) -> int:
+    return max(1, min(n_tokens, chunk_elems // max(1, vocab)))
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h, w, targets, ignore_index, label_smoothing, z_loss, chunk_elems, need_grad):
+        n, v = h.shape[0], w.shape[0]
+        wf = w.float()  # no copy when the weight is already fp32
+        valid = targets != ignore_index
+        # max(1, ...) so a batch of only ignored tokens gives 0 rather than NaN
+        n_valid = valid.sum().clamp(min=1).to(torch.float32)
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        dh = torch.empty((n, h.shape[1]), dtype=torch.float32, device=h.device) if need_grad else None
+        dw = torch.zeros((v, w.shape[1]), dtype=torch.float32, device=w.device) if need_grad else None
+        rows = _chunk_rows(n, v, chunk_elems)
+        eps = label_smoothing
+        for start in range(0, n, rows):
+            end = min(n, start + rows)
+            hc = h[start:end].float()
+            tc = targets[start:end]
+            vc = valid[start:end]
+            safe_t = torch.where(vc, tc, torch.zeros_like(tc))  # ignored rows gather index 0, then masked
+            logits = hc @ wf.t()
+            lse = torch.logsumexp(logits, dim=-1)
+            tgt_logit = logits.gather(1, safe_t[:, None]).squeeze(1)
+            loss = lse - tgt_logit
+            if eps > 0:
+                # smoothed target: (1 - eps) one-hot + eps / V uniform
+                loss = (1 - eps) * loss + eps * (lse - logits.mean(dim=-1))
+            if z_loss > 0:
+                loss = loss + z_loss * lse.square()
+            total = total + torch.where(vc, loss, torch.zeros_like(loss)).sum()
+            if not need_grad:
+                continue
+            # d loss_i / d logits_ij = p_ij (1 + 2 z lse_i) - (1 - eps) [j = y_i] - eps / V, in place on logits
+            probs = logits.sub_(lse[:, None]).exp_()
+            if z_loss > 0:
+                probs.mul_((1 + 2 * z_loss * lse)[:, None])
+            if eps > 0:
+                probs.sub_(eps / v)
+            probs.scatter_add_(1, safe_t[:, None], torch.full_like(tgt_logit[:, None], -(1 - eps)))
+            probs.mul_((vc.to(torch.float32) / n_valid)[:, None])
+            dh[start:end] = probs @ wf
+            dw.addmm_(probs.t(), hc)
+        ctx.save_for_backward(dh, dw)
+        ctx.dtypes = (h.dtype, w.dtype)
+        return total / n_valid
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        dh, dw = ctx.saved_tensors
+        if dh is None:
+            raise RuntimeError("cut_cross_entropy ran without gradients (no_grad forward); cannot backward")
+        return (dh * grad_out).to(ctx.dtypes[0]), (dw * grad_out).to(ctx.dtypes[1]), None, None, None, None, None, None
+
+
+def cut_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    z_loss: float = 0.0,
+    shift: bool = False,
+    chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+) -> torch.Tensor:
+    """Mean cross-entropy of `hidden @ weight.T` against `targets`, never materialising all logits.
+
+    hidden [..., D], weight [V, D], targets [...] (same leading shape as hidden).
+    shift=True: hidden [B, T, D] and targets [B, T] are the same positions (labels
+    = input ids); position t is scored against label t+1 and the last position
+    is dropped, as in a causal LM.
+    """
+    if shift:
+        hidden, targets = hidden[..., :-1, :], targets[..., 1:]
+    h = hidden.reshape(-1, hidden.shape[-1])
+    t = targets.reshape(-1)
+    need_grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
+    return _LinearCrossEntropy.apply(h, weight, t, ignore_index, label_smoothing, z_loss, chunk_elems, need_grad)
+
+
+def naive_linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    z_loss: float = 0.0,
+    shift: bool = False,
+    chunk_elems: Optional[int] = None,
+) -> torch.Tensor:
+    """The reference: full logits, then torch's cross_entropy (+ z-loss). Same arguments as cut_cross_entropy."""
+    del chunk_elems
+    if shift:
+        hidden, targets = hidden[..., :-1, :], targets[..., 1:]
+    logits = (hidden.reshape(-1, hidden.shape[-1]) @ weight.t()).float()
+    t = targets.reshape(-1)
+    loss = torch.nn.functional.cross_entropy(logits, t, ignore_index=ignore_index, label_smoothing=label_smoothing)
+    if z_loss > 0:
+        valid = t != ignore_index
+        lse = torch.logsumexp(logits, dim=-1)
+        loss = loss + z_loss * torch.where(valid, lse.square(), torch.zeros_like(lse)).sum() / valid.sum().clamp(min=1)
+    return loss

@@ -1,0 +1,94 @@
+"""Optimizers: AdamW and SGD from torch; Adafactor, Lion and Muon in this package.
+
+Chosen by `optimizer.name` (or the `optimizer=` config group). Every optimizer
+creates its state before step 1 (init_state) so XLA traces one graph for the run.
+"""
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..config import OptimizerConfig
+from ..schedules import build_scheduler, lr_multiplier
+from .adafactor import Adafactor
+from .lion import Lion
+from .muon import Muon, newton_schulz
+
+__all__ = ["Adafactor", "Lion", "Muon", "build_optimizer", "build_scheduler", "clip_gradients", "init_state",
+           "lr_multiplier", "newton_schulz", "param_groups"]
+
+
+def param_groups(model: nn.Module, cfg: OptimizerConfig) -> list[dict]:
+    """Weight decay only on matrices (linear/embedding weights), not on norm gains or
+    biases: decaying a gain toward 0 fights the normalisation it scales. For muon the
+    hidden matrices form their own group; embeddings and the output head stay on AdamW,
+    since their rows are per-token vectors rather than a linear map to orthogonalise."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    vectors = [p for _, p in named if p.dim() < 2]
+    if cfg.name == "muon":
+        hidden = [p for n, p in named if p.dim() == 2 and not n.startswith(_NOT_HIDDEN)]
+        other = [p for n, p in named if p.dim() >= 2 and n.startswith(_NOT_HIDDEN)]
+        return [
+            {"params": hidden, "weight_decay": cfg.weight_decay, "muon": True, "lr": cfg.muon_lr},
+            {"params": other, "weight_decay": cfg.weight_decay, "muon": False},
+            {"params": vectors, "weight_decay": 0.0, "muon": False},
+        ]
+    matrices = [p for _, p in named if p.dim() >= 2]
+    return [{"params": matrices, "weight_decay": cfg.weight_decay}, {"params": vectors, "weight_decay": 0.0}]
+
+
+# Parameter-name prefixes that are not hidden matrices (Llama naming).
+_NOT_HIDDEN = ("embed_tokens.", "lm_head.")
+
+
+def build_optimizer(model: nn.Module, cfg: OptimizerConfig) -> torch.optim.Optimizer:
+    groups = param_groups(model, cfg)
+    betas = (cfg.beta1, cfg.beta2)
+    if cfg.name == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.beta1)
+    if cfg.name == "lion":
+        return Lion(groups, lr=cfg.lr, betas=betas)
+    if cfg.name == "adafactor":
+        return Adafactor(groups, lr=cfg.lr, beta2_decay=cfg.adafactor_beta2_decay)
+    if cfg.name == "muon":
+        return Muon(groups, lr=cfg.lr, momentum=cfg.muon_momentum, ns_steps=cfg.ns_steps, betas=betas, eps=cfg.eps)
+    # foreach=False: the multi-tensor kernels are a CUDA speed path; on XLA the
+    # per-tensor loop traces into the same fused graph anyway.
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, eps=cfg.eps, foreach=False)
+
+
+def clip_gradients(params: list[torch.Tensor], cfg: OptimizerConfig) -> Optional[torch.Tensor]:
+    """Clip by value, then by global norm; return the norm before norm clipping (a device tensor, no sync)."""
+    if cfg.grad_clip_value > 0:
+        torch.nn.utils.clip_grad_value_(params, cfg.grad_clip_value)
+    if cfg.grad_clip > 0:
+        return torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+    return None
+
+
+def init_state(opt: torch.optim.Optimizer) -> None:
+    """Create the optimizer state up front, as loading a fresh state dict would.
+
+    torch's optimizers create their state inside the first step(), so on XLA
+    step 1 traces a different graph from every later step and the run pays a
+    second full compilation (minutes for a large model on TPU). With the state
+    already present, step 1 is the steady-state graph. The values match what
+    step() would create, so the numerics are unchanged.
+    """
+    if hasattr(opt, "init_state"):  # this package's optimizers know their own state
+        opt.init_state()
+        return
+    for group in opt.param_groups:
+        for p in group["params"]:
+            state = opt.state[p]
+            if state:
+                continue
+            if isinstance(opt, torch.optim.AdamW):
+                # 'step' stays a host tensor, as AdamW keeps it when not capturable.
+                state["step"] = torch.tensor(0.0, dtype=torch.float32)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            elif isinstance(opt, torch.optim.SGD) and group["momentum"]:
+                # SGD seeds the buffer with the first gradient; 0 * momentum + grad is the same value.
+                state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
