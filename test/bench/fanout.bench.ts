@@ -1,17 +1,21 @@
 /**
  * Fan-out benchmark: what it costs to reach 4 workers at once, ours against the OpenSSH tools measured in
- * the same process, on the same servers, interleaved rep by rep.
+ * the same process, on the same servers, interleaved rep by rep (so load on the machine hits both alike).
  *
- *   1. Run fan-out: start → all exited for `true` on 4 workers, via startRun + ConnectionManager (cold and warm
- *      connections), against 4 real OpenSSH sshd (127.0.4.x) and the emulator's SshWorkerPool (127.0.5.x).
- *      Peer: the OpenSSH client, `ssh ... host true` ×4 in parallel (cold; and warm through ControlMaster).
- *      Diagnostic rows: a bare `true` exec over our ConnectionManager (no run script), to split the cost.
+ *   1. Run fan-out: start → all exited for `true` on 4 workers, via startRun + ConnectionManager (cold: a new
+ *      manager per rep; warm: one manager, already connected), against 4 real OpenSSH sshd (127.0.4.x) and the
+ *      emulator's SshWorkerPool (127.0.5.x, hosted in a child process as `tpw emulator start` would).
+ *      Peers: the OpenSSH client, `ssh ... host true` ×4 in parallel: cold with its defaults, cold with the
+ *      algorithms ssh2 negotiates, and warm through a ControlMaster. Diagnostic rows: one bare exec per worker
+ *      over our ConnectionManager (no run folder, no process group), to split SSH cost from runner cost.
  *   2. Workspace sync: the pipeline's sync step (listWorkspaceFiles → tarStream → one exec per worker running
- *      the same extract-aside-and-swap script as pipeline.ts's syncWorker) for a synthetic 500-file workspace to
- *      4 sshd workers. Peers: `tar -cf - | ssh host 'tar -xf -'` ×4 and `rsync -a -e ssh` ×4 (full, and again
- *      with nothing changed).
+ *      the extract-aside-and-swap script of pipeline.ts's syncWorker) for a synthetic 500-file, ~18 MiB
+ *      workspace to the 4 sshd workers. Peers: `tar -cf - | ssh host 'tar -xf -'` ×4 and `rsync -a -e ssh` ×4
+ *      (into an empty destination, and again with nothing changed).
  *
- *   node --import tsx test/bench/fanout.bench.ts      (env: BENCH_REPS, BENCH_SYNC_REPS)
+ *   node --import tsx test/bench/fanout.bench.ts    (or: bash scripts/bench.sh fanout)
+ *   env: BENCH_REPS (15), BENCH_SYNC_REPS (7), BENCH_LOGIN_RC=1 (keep ~/.bashrc in sshd sessions),
+ *        BENCH_VERBOSE=1 (every sample on stderr)
  *
  * Prints markdown tables; writes every sample to test-artifacts/bench/fanout.json.
  */
@@ -34,7 +38,7 @@ import type { HostConfig } from './emulator-workers-host';
 import { descendants, freePort, makeKeyPair, sshdAvailable, startSshd, type SshdInstance } from '../helpers/sshd';
 
 const REPS = Number(process.env.BENCH_REPS ?? 15);
-const SYNC_REPS = Number(process.env.BENCH_SYNC_REPS ?? 9);
+const SYNC_REPS = Number(process.env.BENCH_SYNC_REPS ?? 7);
 const KEEP_LOGIN_RC = process.env.BENCH_LOGIN_RC === '1';
 const WORKERS = 4;
 const WS_FILES = 500;
@@ -213,6 +217,12 @@ async function ourBareExec(t: Target, conns: ConnectionManager): Promise<void> {
   );
 }
 
+/**
+ * OpenSSH's defaults (sntrup761x25519 key exchange, chacha20-poly1305) are not what ssh2 negotiates with the
+ * same server (curve25519-sha256, aes128-gcm): this peer uses ssh2's choice, to compare implementations alone.
+ */
+const SAME_ALGOS = ['-o', 'KexAlgorithms=curve25519-sha256@libssh.org', '-o', 'Ciphers=aes128-gcm@openssh.com'];
+
 function sshAll(t: Target, extra: string[] = []): Promise<void> {
   return Promise.all(t.workers.map((w) => run('ssh', [...sshOpts(t.keyFile, w.port, extra), `${w.username}@${w.host}`, 'true']))).then(() => undefined);
 }
@@ -260,6 +270,7 @@ function fanoutVariants(t: Target): Variant[] {
     { name: 'ours: startRun, warm connections', kind: 'ours', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourRun(t, warm), samples: [] },
     { name: 'peer: ssh ×4, cold', kind: 'peer', once: () => sshAll(t), samples: [] },
     { name: 'peer: ssh ×4, ControlMaster (warm)', kind: 'peer', once: () => sshAll(t, cmOpts), samples: [] },
+    { name: 'peer: ssh ×4, cold, ssh2’s algorithms', kind: 'peer', once: () => sshAll(t, SAME_ALGOS), samples: [] },
     { name: 'diag: bare exec (`read -r _; true`), cold connections', kind: 'diagnostic', vs: 'peer: ssh ×4, cold', once: () => cold((c) => ourBareExec(t, c)), samples: [] },
     { name: 'diag: bare exec (`read -r _; true`), warm connections', kind: 'diagnostic', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourBareExec(t, warm), samples: [] },
   ];
@@ -313,7 +324,14 @@ function countFiles(dir: string): number {
 
 function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Variant[]; check: () => void } {
   const dest = (tag: string, w: WorkerTarget) => path.join(tmp, 'sync', tag, `w${w.index}`, 'ws');
-  const sshCmd = (w: WorkerTarget) => ['ssh', ...sshOpts(t.keyFile, w.port)].join(' ');
+  const sshCmd = (w: WorkerTarget, extra: string[] = []) => ['ssh', ...sshOpts(t.keyFile, w.port, extra)].join(' ');
+  const tarSsh = (tag: string, extra: string[] = []) =>
+    Promise.all(
+      t.workers.map((w) => {
+        const d = dest(tag, w);
+        return run('bash', ['-c', `set -o pipefail; tar -cf - -C ${ws} . | ${sshCmd(w, extra)} ${w.username}@${w.host} 'mkdir -p ${d} && tar -xf - -C ${d}'`]);
+      }),
+    ).then(() => undefined);
   const rsyncTo = (tag: string) => Promise.all(t.workers.map((w) => run('rsync', ['-a', '-e', sshCmd(w), `${ws}/`, `${w.username}@${w.host}:${dest(tag, w)}/`]))).then(() => undefined);
   const variants: Variant[] = [
     {
@@ -332,18 +350,8 @@ function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Vari
       },
       samples: [],
     },
-    {
-      name: 'peer: tar | ssh tar -x ×4',
-      kind: 'peer',
-      once: () =>
-        Promise.all(
-          t.workers.map((w) => {
-            const d = dest('tar', w);
-            return run('bash', ['-c', `set -o pipefail; tar -cf - -C ${ws} . | ${sshCmd(w)} ${w.username}@${w.host} 'mkdir -p ${d} && tar -xf - -C ${d}'`]);
-          }),
-        ).then(() => undefined),
-      samples: [],
-    },
+    { name: 'peer: tar | ssh tar -x ×4', kind: 'peer', once: () => tarSsh('tar'), samples: [] },
+    { name: 'peer: tar | ssh tar -x ×4, ssh2’s algorithms', kind: 'peer', once: () => tarSsh('tar-same', SAME_ALGOS), samples: [] },
   ];
   if (rsyncOk) {
     variants.push(
@@ -354,7 +362,7 @@ function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Vari
     );
   }
   const check = () => {
-    for (const tag of ['ours', 'tar', ...(rsyncOk ? ['rsync-full', 'rsync-same'] : [])]) {
+    for (const tag of ['ours', 'tar', 'tar-same', ...(rsyncOk ? ['rsync-full', 'rsync-same'] : [])]) {
       for (const w of t.workers) {
         const n = countFiles(dest(tag, w));
         if (n !== WS_FILES) throw new Error(`sync check: ${tag} put ${n} files on worker ${w.index}, expected ${WS_FILES}`);
@@ -400,8 +408,8 @@ function report(bench: string, target: string, variants: Variant[], extra: Array
 
 function markdown(rows: Row[], ratios: Ratio[]): string {
   const esc = (x: string) => x.replace(/\|/g, '\\|');
-  const out = ['| bench | target | variant | n | median ms | p90 ms |', '|---|---|---|---:|---:|---:|'];
-  for (const r of rows) out.push(`| ${r.bench} | ${r.target} | ${esc(r.variant)} | ${r.stats.n} | ${r.stats.medianMs.toFixed(1)} | ${r.stats.p90Ms.toFixed(1)} |`);
+  const out = ['| bench | target | variant | n | median ms | p90 ms | min ms |', '|---|---|---|---:|---:|---:|---:|'];
+  for (const r of rows) out.push(`| ${r.bench} | ${r.target} | ${esc(r.variant)} | ${r.stats.n} | ${r.stats.medianMs.toFixed(1)} | ${r.stats.p90Ms.toFixed(1)} | ${r.stats.minMs.toFixed(1)} |`);
   out.push('', '| bench | target | ours | peer | ours/peer (median) | ours/peer (p90) |', '|---|---|---|---|---:|---:|');
   for (const r of ratios) out.push(`| ${r.bench} | ${r.target} | ${esc(r.ours)} | ${esc(r.peer)} | **${r.ratio.toFixed(2)}** | ${r.ratioP90.toFixed(2)} |`);
   return out.join('\n');
@@ -423,6 +431,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const ratios: Ratio[] = [];
   const info = machine();
+  const loadBefore = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const log = (m: string) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
 
   const sshd = await sshdTarget();
@@ -432,7 +441,7 @@ async function main(): Promise<void> {
   for (const t of [sshd, emu]) {
     const variants = fanoutVariants(t);
     await measure(variants, REPS);
-    report('fan-out `true`', t.name, variants, [['ours: startRun, warm connections', 'peer: ssh ×4, cold']], rows, ratios);
+    report('fan-out `true`', t.name, variants, [['ours: startRun, cold connections', 'peer: ssh ×4, cold, ssh2’s algorithms'], ['ours: startRun, warm connections', 'peer: ssh ×4, cold']], rows, ratios);
     log(`fan-out on ${t.name} done`);
   }
 
@@ -451,12 +460,14 @@ async function main(): Promise<void> {
   sync.check();
   const syncTarget = `${sshd.name}; ${shape.files} files, ${(shape.bytes / 2 ** 20).toFixed(1)} MiB`;
   const ours = sync.variants[0].name;
-  report('workspace sync', syncTarget, sync.variants, rsyncOk ? [[ours, 'peer: rsync -a -e ssh ×4, into empty dest'], [ours, 'peer: rsync -a -e ssh ×4, nothing changed']] : [], rows, ratios);
+  report('workspace sync', syncTarget, sync.variants, [[ours, 'peer: tar | ssh tar -x ×4, ssh2’s algorithms'], ...(rsyncOk ? ([[ours, 'peer: rsync -a -e ssh ×4, into empty dest'], [ours, 'peer: rsync -a -e ssh ×4, nothing changed']] as Array<[string, string]>) : [])], rows, ratios);
   log('sync done');
 
   const md = markdown(rows, ratios);
+  const loadAfter = os.loadavg().map((x) => Math.round(x * 100) / 100);
   process.stdout.write(`\n${md}\n\n`);
   process.stdout.write(`machine: ${info.cpus} CPUs, ${info.cpuModel}, ${info.memGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ${info.openssh}, ${info.rsync}\n`);
+  process.stdout.write(`load average (1/5/15 min): before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}\n`);
   process.stdout.write(`workspace: ${shape.files} files, ${shape.bytes} bytes (our tar: ${archiveBytes} bytes); reps: fan-out ${REPS}, sync ${SYNC_REPS}; total ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   fs.mkdirSync(path.dirname(OUT_FILE), { recursive: true });
   fs.writeFileSync(
@@ -466,7 +477,7 @@ async function main(): Promise<void> {
         bench: 'fanout',
         date: new Date().toISOString(),
         command: 'node --import tsx test/bench/fanout.bench.ts',
-        machine: info,
+        machine: { ...info, loadBefore, loadAfter },
         config: { workers: WORKERS, reps: REPS, syncReps: SYNC_REPS, loginRc: KEEP_LOGIN_RC, workspace: { ...shape, tarBytes: archiveBytes }, rsync: rsyncOk },
         rows,
         ratios,

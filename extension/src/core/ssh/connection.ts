@@ -3,6 +3,7 @@ import { TpwError, describeError } from '../errors';
 import { knownHostsFile } from '../paths';
 import { knownKeyTypes, makeHostVerifier } from './known-hosts';
 import type { HostKeyPolicy, SshTarget } from './types';
+import type { ExecExit } from './exec';
 
 /**
  * One SSH connection per target (user@host:port), shared by everyone who needs that host: sync, the run,
@@ -141,12 +142,19 @@ export class SshConnection {
           return;
         }
         try {
-          this.client.exec(command, options, (err, ch) => (err ? reject(err) : resolve(ch)));
+          this.client.exec(command, options, (err, ch) => {
+            if (err) return reject(err);
+            // Listen before yielding: when the open confirmation, the output and the exit status arrive in one
+            // TCP read, ssh2 emits 'exit' and 'close' synchronously right after this callback, before any
+            // awaiting caller could attach a listener (seen as lost exit codes under load).
+            watchChannelEnd(ch);
+            ch.once('close', () => this.release());
+            resolve(ch);
+          });
         } catch (e) {
           reject(e); // ssh2 throws synchronously when the socket is already gone
         }
       });
-      channel.once('close', () => this.release());
       return channel;
     } catch (e) {
       this.release();
@@ -201,6 +209,40 @@ export class SshConnection {
     for (const fn of this.closeListeners) fn(err);
     this.closeListeners.clear();
   }
+}
+
+const channelEnds = new WeakMap<ClientChannel, Promise<ExecExit>>();
+
+/** Starts recording how a channel ends (exit status or signal, then close of stdout and stderr). Idempotent. */
+function watchChannelEnd(channel: ClientChannel): Promise<ExecExit> {
+  const known = channelEnds.get(channel);
+  if (known) return known;
+  let code: number | null = null;
+  let signal: string | undefined;
+  let gotExit = false;
+  channel.on('exit', (c: number | null, sig?: string) => {
+    gotExit = true;
+    code = typeof c === 'number' ? c : null;
+    if (typeof sig === 'string' && sig.length > 0) signal = sig;
+  });
+  // ssh2 emits 'close' once stdout has ended, but not necessarily stderr: wait for both so the last
+  // stderr lines are never dropped.
+  const stderrDone = new Promise<void>((r) => {
+    if (channel.stderr.readableEnded) r();
+    else {
+      channel.stderr.once('end', r);
+      channel.stderr.once('close', r);
+    }
+  });
+  const closed = new Promise<void>((r) => channel.once('close', () => r()));
+  const end = Promise.all([closed, stderrDone]).then(() => ({ code, signal, lost: !gotExit }));
+  channelEnds.set(channel, end);
+  return end;
+}
+
+/** How a channel opened by SshConnection.exec ended: resolves after it closed. */
+export function channelEnd(channel: ClientChannel): Promise<ExecExit> {
+  return watchChannelEnd(channel);
 }
 
 export class ConnectionManager {

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ClientChannel } from 'ssh2';
 import type { OutputStream } from '../run/types';
-import type { SshConnection } from './connection';
+import { channelEnd, type SshConnection } from './connection';
 
 /** How a remote command ended. */
 export interface ExecExit {
@@ -55,27 +55,7 @@ function stripCr(line: string): string {
 
 /** Resolves when the channel is closed, with the exit status the server sent (if it sent one). */
 function exitOf(channel: ClientChannel): Promise<ExecExit> {
-  return new Promise((resolve) => {
-    let code: number | null = null;
-    let signal: string | undefined;
-    let gotExit = false;
-    channel.on('exit', (c: number | null, sig?: string) => {
-      gotExit = true;
-      code = typeof c === 'number' ? c : null;
-      if (typeof sig === 'string' && sig.length > 0) signal = sig;
-    });
-    // ssh2 emits 'close' once stdout has ended, but not necessarily stderr: wait for both so the last
-    // stderr lines are never dropped.
-    const stderrDone = new Promise<void>((r) => {
-      if (channel.stderr.readableEnded) r();
-      else {
-        channel.stderr.once('end', r);
-        channel.stderr.once('close', r);
-      }
-    });
-    const closed = new Promise<void>((r) => channel.once('close', () => r()));
-    void Promise.all([closed, stderrDone]).then(() => resolve({ code, signal, lost: !gotExit }));
-  });
+  return channelEnd(channel);
 }
 
 function feedStdin(channel: ClientChannel, stdin: string | Buffer | undefined): void {
@@ -96,6 +76,12 @@ function wireAbort(channel: ClientChannel, signal: AbortSignal | undefined): voi
 
 /** Runs a command and collects its whole output (for short commands: probes, mkdir, kill). */
 export async function execCollect(conn: SshConnection, command: string, opts: ExecOptions = {}): Promise<ExecOutput> {
+  const r = await execCollectRaw(conn, command, opts);
+  return { ...r, stdout: r.stdout.toString('utf8') };
+}
+
+/** Like execCollect, with stdout as bytes (logs, archives: exactly what the remote wrote). */
+export async function execCollectRaw(conn: SshConnection, command: string, opts: ExecOptions = {}): Promise<ExecExit & { stdout: Buffer; stderr: string }> {
   const channel = await conn.exec(command);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
@@ -105,7 +91,7 @@ export async function execCollect(conn: SshConnection, command: string, opts: Ex
   wireAbort(channel, opts.signal);
   feedStdin(channel, opts.stdin);
   const e = await exit;
-  return { ...e, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+  return { ...e, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') };
 }
 
 export interface StreamingExec {

@@ -1,0 +1,116 @@
+"""Cut cross-entropy vs the naive loss: peak memory and time of forward + backward.
+
+    python test/bench/cce_bench.py                       # 8192 tokens, hidden 2048, vocab 128256 and 256000
+    python test/bench/cce_bench.py --tokens 1024 --vocabs 32000 --json /tmp/cce.json   # quick
+
+The peer is `logits = h @ W.T; F.cross_entropy(logits, y)` (fp32), measured in the
+same invocation. Every measurement runs in a fresh child process so one loss's
+allocations cannot hide inside another's high-water mark.
+
+Memory is the process's peak resident set size (getrusage ru_maxrss, i.e. what
+the OS had to provide) minus its RSS just before the loss runs, with the inputs
+h [tokens, hidden], W [vocab, hidden] and targets already allocated and touched.
+It therefore includes the gradients dh and dW that both losses must produce
+(dW alone is vocab*hidden*4 bytes) and is reported twice: `peak_mib` (all of it)
+and `work_mib` (peak minus the dh + dW output bytes: the loss's own working memory).
+Time is wall time of forward + backward, best of --repeats after one warm-up
+(the warm-up is skipped when --repeats is 1 and the shape is large).
+A child killed by the OOM killer is reported as "oom".
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parents[2] / "trainer"))
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int) -> dict:
+    import torch
+
+    from tpu_trainer.losses import cut_cross_entropy, naive_linear_cross_entropy
+
+    if threads:
+        torch.set_num_threads(threads)
+    fn = cut_cross_entropy if impl == "cce" else naive_linear_cross_entropy
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(tokens, hidden, generator=g).requires_grad_(True)
+    w = (torch.randn(vocab, hidden, generator=g) * 0.02).requires_grad_(True)
+    y = torch.randint(0, vocab, (tokens,), generator=g)
+    base = _rss()
+    times = []
+    runs = repeats + (1 if repeats > 1 else 0)
+    for i in range(runs):
+        h.grad = w.grad = None
+        t0 = time.perf_counter()
+        loss = fn(h, w, y)
+        loss.backward()
+        dt = time.perf_counter() - t0
+        if runs == 1 or i > 0:
+            times.append(dt)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    grads = (h.numel() + w.numel()) * 4
+    return {"impl": impl, "tokens": tokens, "hidden": hidden, "vocab": vocab, "loss": loss.item(),
+            "time_s": min(times), "peak_mib": (peak - base) / 2**20, "work_mib": (peak - base - grads) / 2**20,
+            "threads": torch.get_num_threads()}
+
+
+def measure(impl, tokens, hidden, vocab, repeats, threads) -> dict:
+    cmd = [sys.executable, str(HERE), "--child", impl, "--tokens", str(tokens), "--hidden", str(hidden),
+           "--vocabs", str(vocab), "--repeats", str(repeats), "--threads", str(threads)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        status = "oom" if p.returncode in (-9, 137) else f"exit {p.returncode}"
+        return {"impl": impl, "tokens": tokens, "hidden": hidden, "vocab": vocab, "error": status,
+                "stderr": p.stderr[-500:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--vocabs", default="128256,256000")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--json")
+    ap.add_argument("--child")
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads)))
+        return
+    rows = []
+    print(f"{'vocab':>7} {'tokens':>6} {'naive s':>8} {'cce s':>7} {'time x':>6} {'naive MiB':>10} {'cce MiB':>8} "
+          f"{'mem /':>6} {'naive work':>10} {'cce work':>8} {'work /':>7}", flush=True)
+    for vocab in (int(v) for v in a.vocabs.split(",")):
+        cce = measure("cce", a.tokens, a.hidden, vocab, a.repeats, a.threads)
+        naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads)
+        row = {"vocab": vocab, "tokens": a.tokens, "hidden": a.hidden, "cce": cce, "naive": naive}
+        if "error" not in cce and "error" not in naive:
+            row.update(time_ratio=cce["time_s"] / naive["time_s"], mem_ratio=naive["peak_mib"] / cce["peak_mib"],
+                       work_ratio=naive["work_mib"] / max(cce["work_mib"], 1e-9),
+                       loss_diff=abs(cce["loss"] - naive["loss"]))
+            print(f"{vocab:>7} {a.tokens:>6} {naive['time_s']:>8.2f} {cce['time_s']:>7.2f} {row['time_ratio']:>6.2f} "
+                  f"{naive['peak_mib']:>10.0f} {cce['peak_mib']:>8.0f} {row['mem_ratio']:>6.1f} "
+                  f"{naive['work_mib']:>10.0f} {cce['work_mib']:>8.0f} {row['work_ratio']:>7.1f}", flush=True)
+        else:
+            print(f"{vocab:>7} {a.tokens:>6} naive: {naive.get('error', 'ok')} cce: {cce.get('error', 'ok')} "
+                  f"{json.dumps({k: v for k, v in row.items() if k != 'vocab'})[:400]}", flush=True)
+        rows.append(row)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
