@@ -6,6 +6,8 @@
 #   bash scripts/bench.sh fanout     only test/bench/fanout.bench.ts
 # Env: BENCH_REPS (fan-out repetitions, 15), BENCH_SYNC_REPS (sync repetitions, 7), BENCH_LOGIN_RC=1 (keep the
 # login user's ~/.bashrc in sshd sessions), BENCH_VERBOSE=1 (every sample on stderr).
+#   bash scripts/bench.sh lsp        the language server against yaml-language-server (BENCH_LSP_REPS 5,
+#                                     BENCH_LSP_VALIDATIONS 500)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -f scripts/env.sh ]; then . scripts/env.sh; fi

@@ -43,6 +43,15 @@ const targets = [
     target: 'node20',
   },
   {
+    // Profile parsing runs on a worker thread of the extension host (see core/profiles/parse.ts).
+    ...common,
+    entryPoints: ['extension/src/core/profiles/worker.ts'],
+    outfile: 'dist/profile-worker.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
+  {
     ...common,
     entryPoints: ['webview/src/main.ts'],
     outfile: 'dist/webview.js',

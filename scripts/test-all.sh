@@ -33,6 +33,9 @@ if compgen -G 'test/lsp/*.test.ts' >/dev/null; then
   step lsp node --import tsx --test --test-reporter=tap test/lsp/*.test.ts
   count_node test-artifacts/lsp.log
 fi
+# The run view's bundle in headless Chromium (needs dist/: build first).
+step webview bash -c 'node scripts/build.mjs && node --import tsx --test --test-reporter=tap --test-concurrency=1 test/webview/*.test.ts'
+count_node test-artifacts/webview.log
 step trainer python3 -m pytest -q test/trainer
 count_pytest test-artifacts/trainer.log
 step e2e node --import tsx --test --test-reporter=tap test/e2e/*.e2e.ts

@@ -5,7 +5,7 @@
 // Only facts are taken: names, types, defaults, enum values. XLA's help text is NOT copied; the one-line meaning is
 // written by describeFlag() below from the flag's own name, in our words.
 //
-//   node language-server/scripts/gen-xla-flags.mjs PATH/debug_options_flags.cc PATH/xla.proto [--source LABEL]
+//   node language-server/scripts/gen-xla-flags.mjs PATH/debug_options_flags.cc PATH/xla.proto [--source LABEL] [--out FILE]
 //
 // The XLA sources are inputs only; they are not committed.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -16,12 +16,17 @@ import { describeFlag } from './describe-flag.mjs';
 const args = process.argv.slice(2);
 const labelAt = args.indexOf('--source');
 const label = labelAt >= 0 ? args.splice(labelAt, 2)[1] : 'openxla/xla xla/debug_options_flags.cc';
+const outAt = args.indexOf('--out');
+const outArg = outAt >= 0 ? args.splice(outAt, 2)[1] : undefined;
 const [ccFile, protoFile] = args;
 if (!ccFile || !protoFile) {
-  console.error('usage: gen-xla-flags.mjs debug_options_flags.cc xla.proto [--source LABEL]');
+  console.error('usage: gen-xla-flags.mjs debug_options_flags.cc xla.proto [--source LABEL] [--out FILE]');
   process.exit(2);
 }
 const cc = readFileSync(ccFile, 'utf8');
+const here0 = path.dirname(fileURLToPath(import.meta.url));
+/** Hand-written meanings for the most used flags (our words); the rest get describeFlag's sentence. */
+const notes = JSON.parse(readFileSync(path.join(here0, 'xla-flag-notes.json'), 'utf8'));
 const proto = readFileSync(protoFile, 'utf8');
 
 /** DebugOptions enums and field types from xla.proto (the message is nested-brace aware). */
@@ -125,9 +130,14 @@ function flagType(name, setter) {
   if (/^bool_setter_for\b/.test(setter)) return { type: 'bool' };
   if (/^int(32|64)_setter_for\b/.test(setter)) return { type: 'int' };
   if (/^float_setter_for\b/.test(setter)) return { type: 'float' };
-  if (/^(uppercase_)?string_setter_for\b/.test(setter) || /->mutable_/.test(setter)) return { type: 'string' };
-  const rep = /^SetterForRepeatedEnum<DebugOptions::(\w+)>/.exec(setter);
-  if (rep) return { type: 'string', list: true, values: enums.get(rep[1]) ?? [] };
+  // Before the `->mutable_` test: a repeated-enum setter also mentions a mutable_ field in its arguments.
+  const rep = /^SetterForRepeatedEnum<DebugOptions::(\w+)>\("[^"]*",(?:\/\*[^*]*\*\/)?"([^"]*)"/.exec(setter);
+  if (rep) {
+    // Users write the names without the enum's prefix (e.g. `dot` for LIBRARY_FUSION_TYPE_DOT), in any case.
+    const values = (enums.get(rep[1]) ?? []).map((v) => (rep[2] && v.startsWith(rep[2]) ? v.slice(rep[2].length) : v));
+    return { type: 'string', list: true, values };
+  }
+  if (/^(uppercase_)?string_setter_for\b/.test(setter) || /^debug_options->mutable_/.test(setter)) return { type: 'string' };
   if (/^setter_for_\w+$/.test(setter)) return customSetterType(setter) ?? { type: 'string' };
   // A bare variable (e.g. a pointer to a local) or anything unrecognised: fall back on the proto field type.
   const field = fields.get(name);
@@ -162,14 +172,14 @@ for (const m of cc.matchAll(/tsl::Flag\(/g)) {
   if (def !== undefined && def !== '') entry.default = def;
   entry.scope = 'xla';
   entry.platform = platform;
-  entry.doc = describeFlag(name, t.type);
+  entry.doc = typeof notes[name] === 'string' ? notes[name] : describeFlag(name, t.type);
   entry.source = label;
   flags.push(entry);
 }
 flags.sort((x, y) => x.name.localeCompare(y.name));
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const outFile = path.join(here, '..', 'src', 'flags', 'xla-generic.json');
+const outFile = outArg ? path.resolve(outArg) : path.join(here, '..', 'src', 'flags', 'xla-generic.json');
 writeFileSync(outFile, JSON.stringify(flags, null, 1) + '\n');
 const byType = flags.reduce((acc, f) => ({ ...acc, [f.type]: (acc[f.type] ?? 0) + 1 }), {});
 console.log(`wrote ${flags.length} flags to ${path.relative(process.cwd(), outFile)}`, byType);

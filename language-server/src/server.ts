@@ -17,7 +17,7 @@ import {
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { emptyModel, loadHydraModel, type HydraLocations, type HydraModel } from './hydra/model';
-import { flagCodeActions, flagCompletion, flagDiagnostics, flagHover } from './service/flags';
+import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './service/flags';
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
 
@@ -117,7 +117,7 @@ connection.onDefinition((params) =>
 connection.onCodeAction((params) =>
   safely('code action', [], () => {
     const doc = documents.get(params.textDocument.uri);
-    return doc ? flagCodeActions(doc, params.context.diagnostics) : [];
+    return doc ? quickFixes(doc, params.context.diagnostics) : [];
   }),
 );
 

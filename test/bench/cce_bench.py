@@ -15,7 +15,9 @@ It therefore includes the gradients dh and dW that both losses must produce
 and `work_mib` (peak minus the dh + dW output bytes: the loss's own working memory).
 Time is wall time of forward + backward, best of --repeats after one warm-up
 (the warm-up is skipped when --repeats is 1 and the shape is large).
-A child killed by the OOM killer is reported as "oom".
+Each child runs under an address-space limit (--mem-limit-gib, default 16) so a
+naive loss that cannot fit fails with an allocation error, reported as "no fit",
+instead of waking the OOM killer on a shared machine.
 """
 
 import argparse
@@ -36,7 +38,10 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int) -> dict:
+def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int, limit_gib: float) -> dict:
+    if limit_gib > 0:
+        lim = int(limit_gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
     import torch
 
     from tpu_trainer.losses import cut_cross_entropy, naive_linear_cross_entropy
@@ -66,12 +71,18 @@ def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads
             "threads": torch.get_num_threads()}
 
 
-def measure(impl, tokens, hidden, vocab, repeats, threads) -> dict:
+def measure(impl, tokens, hidden, vocab, repeats, threads, limit_gib) -> dict:
     cmd = [sys.executable, str(HERE), "--child", impl, "--tokens", str(tokens), "--hidden", str(hidden),
-           "--vocabs", str(vocab), "--repeats", str(repeats), "--threads", str(threads)]
+           "--vocabs", str(vocab), "--repeats", str(repeats), "--threads", str(threads),
+           "--mem-limit-gib", str(limit_gib)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        status = "oom" if p.returncode in (-9, 137) else f"exit {p.returncode}"
+        if p.returncode in (-9, 137):
+            status = "oom"
+        elif "alloc" in p.stderr.lower() or "memory" in p.stderr.lower():
+            status = f"no fit in {limit_gib} GiB"
+        else:
+            status = f"exit {p.returncode}"
         return {"impl": impl, "tokens": tokens, "hidden": hidden, "vocab": vocab, "error": status,
                 "stderr": p.stderr[-500:]}
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -84,18 +95,19 @@ def main() -> None:
     ap.add_argument("--vocabs", default="128256,256000")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--mem-limit-gib", type=float, default=16.0)
     ap.add_argument("--json")
     ap.add_argument("--child")
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads)))
+        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads, a.mem_limit_gib)))
         return
     rows = []
     print(f"{'vocab':>7} {'tokens':>6} {'naive s':>8} {'cce s':>7} {'time x':>6} {'naive MiB':>10} {'cce MiB':>8} "
           f"{'mem /':>6} {'naive work':>10} {'cce work':>8} {'work /':>7}", flush=True)
     for vocab in (int(v) for v in a.vocabs.split(",")):
-        cce = measure("cce", a.tokens, a.hidden, vocab, a.repeats, a.threads)
-        naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads)
+        cce = measure("cce", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib)
+        naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib)
         row = {"vocab": vocab, "tokens": a.tokens, "hidden": a.hidden, "cce": cce, "naive": naive}
         if "error" not in cce and "error" not in naive:
             row.update(time_ratio=cce["time_s"] / naive["time_s"], mem_ratio=naive["peak_mib"] / cce["peak_mib"],

@@ -6,7 +6,9 @@
 Uses the trainer's Checkpointer (DCP FileSystemWriter, atomic rename, keep-last-K).
 "blocked" is the time save() holds the training loop: the whole write for a sync
 save; for an async save only the copy of the state into host memory (the write
-then runs on a background thread; "total" is until it is committed). Restore is
+then runs on a background thread; "total" is until it is committed). Each mode
+saves twice and reports the second save (a run's steady state); the first async
+save also allocates the host staging buffers and is reported as well. Restore is
 dcp.load into a preallocated state of the same layout.
 """
 
@@ -46,14 +48,17 @@ def main() -> None:
     shutil.rmtree(a.dir, ignore_errors=True)
     results = {"params": n, "gib": gib}
     for mode in ("sync", "async"):
+        # Two saves: the first async one also allocates its host staging buffers; the
+        # second (every later save of a run) reuses them. The figure is the second.
         ck = Checkpointer(CheckpointConfig(async_save=mode == "async", keep=1), f"{a.dir}/{mode}")
-        t0 = time.perf_counter()
-        ck.save(1, state)
-        blocked = time.perf_counter() - t0
-        ck.wait()
-        total = time.perf_counter() - t0
+        for step in (1, 2):
+            t0 = time.perf_counter()
+            ck.save(step, state)
+            blocked = time.perf_counter() - t0
+            ck.wait()
+            total = time.perf_counter() - t0
+            results[mode if step == 2 else f"{mode}_first"] = {"blocked_s": blocked, "total_s": total}
         ck.close()
-        results[mode] = {"blocked_s": blocked, "total_s": total}
     ck = Checkpointer(CheckpointConfig(), f"{a.dir}/sync")
     template = {"model": {k: torch.empty_like(v) for k, v in state["model"].items()}, "step": torch.tensor(0)}
     t0 = time.perf_counter()
@@ -61,7 +66,9 @@ def main() -> None:
     results["restore_s"] = time.perf_counter() - t0
     assert all(torch.equal(loaded["model"][k], v) for k, v in state["model"].items())
     print(f"params {n / 1e9:.3f}B ({gib:.2f} GiB fp32)  sync save: blocked {results['sync']['blocked_s']:.2f}s  "
-          f"async save: blocked {results['async']['blocked_s']:.2f}s (written after {results['async']['total_s']:.2f}s)"
+          f"async save: blocked {results['async']['blocked_s']:.2f}s "
+          f"(written after {results['async']['total_s']:.2f}s; "
+          f"first save {results['async_first']['blocked_s']:.2f}s)"
           f"  restore {results['restore_s']:.2f}s  blocked ratio async/sync "
           f"{results['async']['blocked_s'] / results['sync']['blocked_s']:.3f}", flush=True)
     shutil.rmtree(a.dir, ignore_errors=True)

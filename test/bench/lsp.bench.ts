@@ -12,7 +12,7 @@
  *      completion inside flag strings and overrides, and full re-validation (in process and end to end).
  *
  *   node --import tsx test/bench/lsp.bench.ts     (or: bash scripts/bench.sh lsp)
- *   env: BENCH_LSP_REPS (5 passes over every position), BENCH_LSP_VALIDATIONS (200)
+ *   env: BENCH_LSP_REPS (5 passes over every position), BENCH_LSP_VALIDATIONS (500)
  * Goals (issue 5): p99 completion < 5 ms; full re-validation of the recipe < 20 ms; our p99 ≤ the peer's.
  * Writes every summary to test-artifacts/bench/lsp.json.
  */
@@ -32,7 +32,7 @@ import { LspClient, repoRoot } from '../lsp/harness';
 import { makeBenchWorkspace } from './lsp-workload';
 
 const REPS = Number(process.env.BENCH_LSP_REPS ?? 5);
-const VALIDATIONS = Number(process.env.BENCH_LSP_VALIDATIONS ?? 200);
+const VALIDATIONS = Number(process.env.BENCH_LSP_VALIDATIONS ?? 500);
 const peerBin = path.join(repoRoot, 'node_modules', 'yaml-language-server', 'bin', 'yaml-language-server');
 
 interface Summary {
@@ -126,8 +126,8 @@ async function main(): Promise<void> {
       const cp = summarize(t.peer);
       const ho = summarize(t.oursHover);
       const hp = summarize(t.peerHover);
-      rows.push(`| completion, ${d.name} (${positions.length} positions × ${REPS}) | ${ms(co.p50)} | ${ms(co.p99)} | ${ms(cp.p50)} | ${ms(cp.p99)} | ${(cp.p99 / co.p99).toFixed(1)}× |`);
-      rows.push(`| hover, ${d.name} | ${ms(ho.p50)} | ${ms(ho.p99)} | ${ms(hp.p50)} | ${ms(hp.p99)} | ${(hp.p99 / ho.p99).toFixed(1)}× |`);
+      rows.push(`| completion, ${d.name} (${positions.length} positions × ${REPS}) | ${ms(co.p50)} | ${ms(co.p99)} | ${ms(cp.p50)} | ${ms(cp.p99)} | ${(co.p99 / cp.p99).toFixed(2)} |`);
+      rows.push(`| hover, ${d.name} | ${ms(ho.p50)} | ${ms(ho.p99)} | ${ms(hp.p50)} | ${ms(hp.p99)} | ${(ho.p99 / hp.p99).toFixed(2)} |`);
     }
 
     // Diagnostics, in process: the same documents, a fresh version each time (one value flips).
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
     const sp = summarize(vp);
     results['config.yaml validation ours'] = so;
     results['config.yaml validation peer'] = sp;
-    rows.push(`| validation (in process), config.yaml, ${VALIDATIONS}× | ${ms(so.p50)} | ${ms(so.p99)} | ${ms(sp.p50)} | ${ms(sp.p99)} | ${(sp.p99 / so.p99).toFixed(1)}× |`);
+    rows.push(`| validation (in process), config.yaml, ${VALIDATIONS}× | ${ms(so.p50)} | ${ms(so.p99)} | ${ms(sp.p50)} | ${ms(sp.p99)} | ${(so.p99 / sp.p99).toFixed(2)} |`);
 
     // End to end: didChange → publishDiagnostics (the peer's includes its fixed 200 ms validation delay).
     const e2e = async (c: LspClient, n: number) => {
@@ -226,14 +226,16 @@ async function main(): Promise<void> {
     rows.push(`| didChange → diagnostics published, 1,000-line recipe | ${ms(res.p50)} | ${ms(res.p99)} | — | — | |`);
 
     const completionP99 = Math.max(...['config.yaml ours', 'model/option-0.yaml ours', 'recipe completion ours'].map((k) => (results[k] as Summary).p99));
-    const peerP99 = Math.min(...['config.yaml peer', 'model/option-0.yaml peer'].map((k) => (results[k] as Summary).p99));
+    // Ours against the peer on each YAML document (same text, same positions), and on validation.
+    const vsPeer = ['config.yaml', 'model/option-0.yaml'].map((d) => [d, (results[`${d} ours`] as Summary).p99, (results[`${d} peer`] as Summary).p99] as const);
     const goals = [
       `p99 completion < 5 ms: ${completionP99 < 5 ? 'met' : 'MISSED'} (worst p99 ${ms(completionP99)} ms)`,
       `full re-validation of the 1,000-line recipe < 20 ms: ${rvs.p99 < 20 && res.p99 < 20 ? 'met' : 'MISSED'} (p99 ${ms(rvs.p99)} ms in process, ${ms(res.p99)} ms end to end)`,
-      `our completion p99 ≤ the peer's: ${completionP99 <= peerP99 ? 'met' : 'MISSED'}`,
+      ...vsPeer.map(([d, o, p]) => `completion p99 on ${d} at or below the peer's: ${o <= p ? 'met' : 'MISSED'} (${ms(o)} vs ${ms(p)} ms)`),
+      `validation p99 on config.yaml at or below the peer's (in process): ${so.p99 <= sp.p99 ? 'met' : 'MISSED'} (${ms(so.p99)} vs ${ms(sp.p99)} ms)`,
     ];
     results.goals = goals.join('; ');
-    console.log('\n| measurement (ms) | ours p50 | ours p99 | yaml-language-server p50 | yaml-language-server p99 | peer p99 / ours p99 |');
+    console.log('\n| measurement (ms) | ours p50 | ours p99 | yaml-language-server p50 | yaml-language-server p99 | ours / peer (p99) |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     for (const r of rows) console.log(r);
     console.log('');

@@ -248,6 +248,18 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     { timeout: 3 * 60_000, blocking: false },
   );
 
+  step('the Runs view lists both runs from the run registry, with their outcome', async () => {
+    const records = fs.readdirSync(path.join(home, 'runs')).filter((n) => n.endsWith('.json'));
+    assert.equal(records.length, 2, `two run records (${records.join(', ')})`);
+    // The pane may be collapsed under the VM tree: open it by its header.
+    const header = wb.page.locator('.part.sidebar .pane-header[aria-label^="Runs"]');
+    if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+    await wb.row('Runs', /tiny-llama\.sh on .*succeeded/).first().waitFor({ timeout: 20_000 });
+    await wb.row('Runs', /tiny-llama\.sh on .*cancelled/).first().waitFor({ timeout: 20_000 });
+    await wb.settle();
+    await shot('runs-view.png');
+  });
+
   step('nothing is left running in the status bar', async () => {
     await delay(500);
     assert.equal(await wb.page.locator('.statusbar-item').filter({ hasText: 'TPU:' }).count(), 0);

@@ -20,7 +20,8 @@ step: everything an exactly resumed run needs.
 Backends:
   plain torch   DCP's FileSystemWriter / FsspecWriter, without a process group.
                 Async: the state is copied to host memory on the training thread
-                (the only time training is blocked) and written by a worker thread.
+                (the only time training is blocked; the host buffers are reused, so
+                after the first save it is one memcpy) and written by a worker thread.
   XLA SPMD      torch_xla's SPMDSavePlanner / SPMDLoadPlanner, which write each
                 device's shards and reshard on load to whatever mesh the model has
                 now; DCP's collectives run on a CPU (gloo) process group because the
@@ -32,6 +33,7 @@ import json
 import re
 import shutil
 import time
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
@@ -42,6 +44,12 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from .config import CheckpointConfig
+
+# Without a process group DCP saves as a single process, which is what we want on
+# one host; its warning about that (and torch's own TypedStorage deprecation
+# inside DCP's writer) would otherwise print at every save.
+warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
+warnings.filterwarnings("ignore", message="TypedStorage is deprecated")
 
 MARKER = ".complete"
 _STEP_DIR = re.compile(r"^step_(\d{8})$")
@@ -110,6 +118,7 @@ class Checkpointer:
         self.fs.makedirs(self.base, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt")
         self._pending: Optional[tuple[int, Future]] = None
+        self._staging: dict[str, torch.Tensor] = {}  # host copies for async saves, reused across saves
         self.last_blocked_s = 0.0  # training time the last save() blocked, for logs and the benchmark
 
     # -- discovery --------------------------------------------------------
@@ -140,13 +149,36 @@ class Checkpointer:
         if self.spmd:
             save_planner, _ = _spmd_planners()
             self._write(step, state, save_planner)
+            self._prune()
         else:
-            snapshot = _to_host(state, clone=not blocking and self.cfg.async_save)
+            if blocking or not self.cfg.async_save:
+                snapshot = _to_host(state, clone=False)
+            else:
+                snapshot = self._stage(state)
             if blocking or not self.cfg.async_save:
                 self._write(step, snapshot, None)
+                self._prune()
             else:
                 self._pending = (step, self._pool.submit(self._write, step, snapshot, None))
         self.last_blocked_s = time.perf_counter() - t0
+
+    def _stage(self, state: Any, path: str = "") -> Any:
+        """Copy `state` into host buffers kept from the previous save (same shapes: no allocation).
+
+        The first save pays for allocating and faulting in host memory as large as the
+        state; later ones are a plain copy into warm pages, which is all the training
+        loop waits for. Safe to reuse: save() waits for the previous write first."""
+        if isinstance(state, torch.Tensor):
+            buf = self._staging.get(path)
+            if buf is None or buf.shape != state.shape or buf.dtype != state.dtype:
+                buf = self._staging[path] = torch.empty(state.shape, dtype=state.dtype)
+            buf.copy_(state.detach())
+            return buf
+        if isinstance(state, dict):
+            return {k: self._stage(v, f"{path}/{k}") for k, v in state.items()}
+        if isinstance(state, (list, tuple)):
+            return type(state)(self._stage(v, f"{path}/{i}") for i, v in enumerate(state))
+        return state
 
     def _write(self, step: int, state: dict[str, Any], planner: Any) -> int:
         final = self._dir(step)

@@ -108,7 +108,7 @@ class LossConfig:
     z_loss: float = opt(0.0, "Weight of the z-loss term z * logsumexp(logits)^2.", minimum=0.0)
     focal_gamma: float = opt(2.0, "Focal loss exponent gamma.", minimum=0.0)
     ignore_index: int = opt(-100, "Targets with this id are excluded from the loss.")
-    chunk_elems: int = opt(1 << 24, "cut_cross_entropy: max logits elements per token chunk.", minimum=1)
+    chunk_elems: int = opt(1 << 25, "cut_cross_entropy: max logits elements per token chunk.", minimum=1)
 
 
 @dataclass
@@ -217,7 +217,9 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.data.name in ("bundled", "file") and m.vocab_size < 256:
         raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.name={cfg.data.name})")
     if cfg.loss.name == "label_smoothing" and not cfg.loss.label_smoothing > 0:
-        raise ConfigError("loss.name=label_smoothing needs loss.label_smoothing > 0 (the loss=label_smoothing preset sets 0.1)")
+        raise ConfigError(
+            "loss.name=label_smoothing needs loss.label_smoothing > 0 (the loss=label_smoothing preset sets 0.1)"
+        )
     if cfg.loss.name == "z_loss" and not cfg.loss.z_loss > 0:
         raise ConfigError("loss.name=z_loss needs loss.z_loss > 0 (the loss=z_loss preset sets 1e-4)")
     if cfg.scheduler.decay_ratio > 1:

@@ -104,8 +104,10 @@ class StepLogger:
         """Wait until every queued closure has written its record (end of run, before a checkpoint)."""
         if not self.is_xla:
             return
+        import torch_xla
         import torch_xla.core.xla_model as xm
 
+        torch_xla.sync()  # runs closures still attached to the current (empty) step; compiles nothing
         handler = getattr(xm._get_device_context(), "async_closure_handler", None)
         if handler is not None:
             handler._closure_queue.join()

@@ -32,11 +32,15 @@ class PreemptionWatcher:
                 self._xla = False
 
     def __enter__(self) -> "PreemptionWatcher":
-        self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        try:
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except ValueError:  # not the main thread (train() embedded in another program): no handler
+            self._previous = None
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         self.signal = "SIGTERM"

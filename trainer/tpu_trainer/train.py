@@ -26,15 +26,40 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     # the trainer's tests
     python -m pytest test/trainer -q
 
+    # optimizers, losses, schedules: config groups or keys
+    python -m tpu_trainer.train optimizer=muon loss=cut_cross_entropy scheduler.name=wsd
+
+    # checkpoint every 100 steps to a bucket; after a preemption, the same command
+    # with resume=auto continues from the newest complete checkpoint
+    python -m tpu_trainer.train checkpoint.interval=100 checkpoint.dir=gs://bucket/run1 resume=auto
+
 Each run writes to output_dir: metrics.jsonl (fields in metrics.py), summary.json,
-hydra's .hydra/ and, on XLA, xla_metrics.txt (torch_xla's metrics report).
-stdout gets a header, one `step N loss X lr Y ...` line per logged step (flushed,
-for log streaming) and a final `summary ...` line.
+checkpoints/ (unless checkpoint.dir points elsewhere), hydra's .hydra/ and, on
+XLA, xla_metrics.txt (torch_xla's metrics report). stdout gets a header, one
+`step N loss X lr Y ...` line per logged step (flushed, for log streaming), a
+`checkpoint step N -> URL` line per save and a final `summary ...` line.
+
+Exit codes:
+    0    finished (status=ok); a checkpoint of the last step is saved
+    1    loss diverged (not finite), or an error
+    2    config error (unknown key, bad value)
+    75   PREEMPTED: SIGTERM (what a spot/preemptible VM receives) or torch_xla's
+         preemption notice arrived; the trainer saved a checkpoint at the next step
+         boundary and stopped. Rerun with resume=auto to continue. (sysexits'
+         EX_TEMPFAIL: a temporary failure, retry.) TPU Workbench reports it as "preempted".
+    130  stopped by SIGINT (TPU Workbench's Stop); no checkpoint is written
+
+Resume is exact: model, optimizer, scheduler, data-loader position, RNG state and
+step are all in the checkpoint, so a run interrupted at any step and resumed gives
+the same losses as the uninterrupted run (bit for bit on CPU; tests in
+test/trainer/test_checkpoint.py). metrics.jsonl is kept up to the resumed step.
 
 Device: device=auto uses torch_xla when it imports and PJRT_DEVICE is set, else
-plain PyTorch on CPU. Each process drives one device; multi-chip sharding (SPMD)
-is not implemented yet, so on a multi-host slice every worker runs the same
-single-device program (and logs its TPU_WORKER_ID).
+plain PyTorch on CPU. Each process drives one device; the training loop does not
+shard the model over a mesh (SPMD) yet, so on a multi-host slice every worker runs
+the same single-device program (and logs its TPU_WORKER_ID). The checkpoint module
+already supports SPMD: with xr.use_spmd() it saves and reshards through torch_xla's
+DCP planners over a gloo process group.
 """
 
 import dataclasses
@@ -187,14 +212,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
+                if step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps:
+                    # Device tensors go to the logger as they are: on XLA it registers a step
+                    # closure that the sync below hands to torch_xla's closure thread, which
+                    # reads the values once the device has run the step; the host never waits.
+                    logger.log({"step": step, "loss": loss.detach(), "lr": lr,
+                                "grad_norm": None if grad_norm is None else grad_norm.detach()})
                 rt.sync()
                 profiler.after_step(step)
 
-                if step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps:
-                    # Device tensors go to the logger as they are: on XLA it reads them in a
-                    # step closure once the device has run the step, so the host never waits.
-                    logger.log({"step": step, "loss": loss.detach(), "lr": lr,
-                                "grad_norm": None if grad_norm is None else grad_norm.detach()})
                 if track["diverged"]:
                     status = "diverged"
                     break

@@ -1,6 +1,7 @@
 /**
  * Every message between the extension host and the run view, as one typed union per direction.
- * Both sides import this file, so a change to a message is a compile error on both.
+ * Both sides import this file, so a change to a message is a compile error on both. The profile types live
+ * here too (core/profiles produces them): the webview project cannot import from the extension.
  */
 export interface LogLinesMessage {
   type: 'logLines';
@@ -13,9 +14,134 @@ export interface RunStateMessage {
   runId: string;
   state: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
   summary?: string;
+  /** Number of workers, so every worker gets a status chip before it prints anything. */
+  workers?: number;
 }
 
-export type HostToWebview = LogLinesMessage | RunStateMessage;
+export type WorkerState = 'running' | 'exited' | 'failed' | 'preempted' | 'stopped';
+
+export interface WorkerStatusMessage {
+  type: 'workerStatus';
+  worker: number;
+  state: WorkerState;
+  exitCode?: number | null;
+  detail?: string;
+}
+
+/** One line of the trainer's metrics.jsonl (the fields the run view charts; others are ignored). */
+export interface MetricRecord {
+  step: number;
+  worker?: number;
+  loss?: number | null;
+  lr?: number | null;
+  grad_norm?: number | null;
+  step_time_s?: number | null;
+  tokens_per_s?: number | null;
+  mfu?: number | null;
+  mem_bytes?: number | null;
+  compiles?: number | null;
+}
+
+export interface MetricsMessage {
+  type: 'metrics';
+  records: MetricRecord[];
+}
+
+export interface ProfileCapture {
+  /** Opaque id the webview echoes back in requests. */
+  id: string;
+  label: string;
+  worker?: number;
+  /** Where the file is, for display. */
+  location: string;
+}
+
+export interface ProfileListMessage {
+  type: 'profiles';
+  captures: ProfileCapture[];
+}
+
+export interface StepBreakdown {
+  /** 1-based index of the step within the capture. */
+  index: number;
+  startUs: number;
+  totalUs: number;
+  compileUs: number;
+  executeUs: number;
+  transferUs: number;
+  /** Host work in torch_xla that is none of the above (lazy tracing, graph building). */
+  hostUs: number;
+  /** The rest of the step: the Python thread outside torch_xla (data loading, logging, idle). */
+  otherUs: number;
+}
+
+export interface OpRow {
+  name: string;
+  category: string;
+  module: string;
+  count: number;
+  selfUs: number;
+  totalUs: number;
+  flops: number;
+  bytes: number;
+}
+
+export interface TimelineLine {
+  plane: string;
+  name: string;
+  /** Events sorted by start; times in µs from the capture's first event. */
+  start: Float64Array;
+  dur: Float64Array;
+  /** Index into ProfileSummary.timeline.names. */
+  name_: Int32Array;
+  /** Nesting depth (0 = outermost), for drawing nested events as rows. */
+  depth: Uint8Array;
+}
+
+export interface ProfileSummary {
+  hosts: string[];
+  planes: { name: string; lines: number; events: number }[];
+  eventCount: number;
+  spanUs: number;
+  steps: StepBreakdown[];
+  ops: OpRow[];
+  timeline: { names: string[]; lines: TimelineLine[] };
+  warnings: string[];
+}
+
+export interface ProfileMessage {
+  type: 'profile';
+  id: string;
+  summary: ProfileSummary;
+}
+
+export interface ProfileErrorMessage {
+  type: 'profileError';
+  id: string;
+  message: string;
+}
+
+export interface HealthFinding {
+  severity: 'ok' | 'info' | 'warning';
+  title: string;
+  detail: string;
+}
+
+export interface HealthMessage {
+  type: 'health';
+  worker?: number;
+  findings: HealthFinding[];
+}
+
+export type HostToWebview =
+  | LogLinesMessage
+  | RunStateMessage
+  | WorkerStatusMessage
+  | MetricsMessage
+  | ProfileListMessage
+  | ProfileMessage
+  | ProfileErrorMessage
+  | HealthMessage;
 
 export interface ReadyMessage {
   type: 'ready';
@@ -26,4 +152,29 @@ export interface CancelRunMessage {
   runId: string;
 }
 
-export type WebviewToHost = ReadyMessage | CancelRunMessage;
+export interface OpenProfileMessage {
+  type: 'openProfile';
+  id: string;
+}
+
+export interface ExportTraceMessage {
+  type: 'exportTrace';
+  id: string;
+}
+
+/** Opens a local .xplane.pb (or a run's output folder) chosen in a file dialog. */
+export interface BrowseMessage {
+  type: 'browse';
+}
+
+export interface CopyMessage {
+  type: 'copy';
+  text: string;
+}
+
+export interface SaveLogsMessage {
+  type: 'saveLogs';
+  text: string;
+}
+
+export type WebviewToHost = ReadyMessage | CancelRunMessage | OpenProfileMessage | ExportTraceMessage | BrowseMessage | CopyMessage | SaveLogsMessage;

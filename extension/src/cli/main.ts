@@ -5,7 +5,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { describeError, isTpwError, TpwError } from '../core/errors';
 import { emulatorCommand } from './emulator-commands';
+import { flagsCommand } from './flags-commands';
 import { runCommand } from './run-command';
+import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
 import { USAGE, VERSION } from './usage';
 import { vmCommand } from './vm-commands';
 
@@ -42,12 +44,20 @@ const OPTIONS = {
   vm: { type: 'string' },
   'no-fail-fast': { type: 'boolean' },
   foreground: { type: 'boolean' },
+  detach: { type: 'boolean' },
+  'accept-new-host-keys': { type: 'boolean' },
+  follow: { type: 'boolean', short: 'f' },
 } satisfies ParseArgsConfig['options'];
 
 const COMMANDS: Record<string, (ctx: CommandContext) => Promise<number>> = {
   vm: vmCommand,
   run: runCommand,
+  runs: runsCommand,
+  logs: logsCommand,
+  stop: stopCommand,
+  resume: resumeCommand,
   emulator: emulatorCommand,
+  flags: flagsCommand,
 };
 
 export async function main(

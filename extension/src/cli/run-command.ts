@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../core/errors';
-import { runRecipe } from '../core/run/pipeline';
+import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
 import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { passthroughEnv } from '../core/run/secrets';
 import { findNode } from '../core/tpu/find';
 import { openCliBackend } from './backend-from-args';
 import { requireArg, UsageError, type CommandContext } from './main';
@@ -39,12 +40,21 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
       workspaceRoot: process.cwd(),
       extraOverrides: ctx.rest,
       failFast: !ctx.values['no-fail-fast'],
+      detach: Boolean(ctx.values.detach),
+      hostKeys: hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])),
+      // HF_TOKEN, WANDB_API_KEY and the XLA/libtpu knobs from this shell, through the 0600 env file only.
+      passEnv: passthroughEnv(process.env),
+      onStarted: (runId) => ctx.err(`Run ${runId} started on every worker (\`tpw logs ${runId} --follow\`, \`tpw stop ${runId}\`).`),
       signal: abort.signal,
       listener: {
         onPhase: (_phase, detail) => ctx.err(detail),
         onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line)),
       },
     });
+    if (result.detached) {
+      ctx.out(result.runId);
+      return 0;
+    }
     ctx.out(formatRunSummary(result));
     if (result.cancelled) return 130;
     return result.ok ? 0 : 1;

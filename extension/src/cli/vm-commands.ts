@@ -1,9 +1,11 @@
+import * as os from 'node:os';
+import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
 import { listAllNodes, findNode } from '../core/tpu/find';
 import { NODE_ID_PATTERN, shortName } from '../core/tpu/models';
 import { openCliBackend } from './backend-from-args';
 import { requireArg, UsageError, type CommandContext } from './main';
 
-const SUBCOMMANDS = ['list', 'create', 'delete', 'start', 'stop', 'types'] as const;
+const SUBCOMMANDS = ['list', 'create', 'delete', 'start', 'stop', 'types', 'add-key'] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
 
 function progress(ctx: CommandContext, what: string): { onProgress: () => void; done: () => void } {
@@ -42,6 +44,16 @@ export async function vmCommand(ctx: CommandContext): Promise<number> {
         }
         const rows = nodes.map(({ node, zone }) => [shortName(node.name), zone, node.acceleratorType, node.state, String(node.networkEndpoints.length), node.runtimeVersion]);
         printTable(ctx, ['NAME', 'ZONE', 'TYPE', 'STATE', 'WORKERS', 'RUNTIME'], rows);
+        return 0;
+      }
+      case 'add-key': {
+        // TPU Workbench's own ed25519 key into the VM's metadata ssh-keys (UpdateNode): no gcloud needed.
+        const vmName = requireArg(name, 'VM name (tpw vm add-key NAME)');
+        const { node } = await findNode(backend, vmName, ctx.globals.zone);
+        const key = ensureExtensionKey();
+        const user = backend.kind === 'emulator' ? (await backend.workersOf(node))[0]?.username ?? os.userInfo().username : os.userInfo().username;
+        await addKeyToNode(backend.api, node, user, key.publicKey);
+        ctx.out(`${vmName}: ${key.publicKey.split(' ').slice(0, 2).join(' ').slice(0, 40)}… added for ${user} (${key.privateKeyPath})`);
         return 0;
       }
       case 'types': {

@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { readEmulatorEndpoint } from './emulator/endpoint';
 import { TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
-import type { WorkerTarget } from './ssh/types';
+import { extensionKeyPath } from './ssh/keys';
+import type { SshTarget, WorkerTarget } from './ssh/types';
 import type { TpuApi } from './tpu/api';
 import { CloudTpuApi, emulatorTpuApi } from './tpu/cloud';
 import { shortName, type TpuNode } from './tpu/models';
@@ -20,6 +21,22 @@ export interface BackendOptions {
   zones?: string[];
   /** Overrides TPW_HOME (tests). */
   tpwHome?: string;
+  /** How to reach Cloud TPU workers that are not directly reachable (bastion or IAP). */
+  sshProxy?: SshProxyOptions;
+}
+
+export interface SshProxyOptions {
+  /** `user@host[:port]` of a bastion (OpenSSH's ProxyJump); logs in with the same key as the workers. */
+  jump?: string;
+  /** argv of a program that carries SSH on its stdio (OpenSSH's ProxyCommand); %h and %p are substituted. */
+  command?: string[];
+}
+
+/** `user@host[:port]` → the jump target (the key is the workers'). */
+export function parseJump(spec: string, privateKey: string | Buffer): SshTarget {
+  const m = /^(?:([^@\s]+)@)?(\[[^\]]+\]|[^:\s]+)(?::(\d+))?$/.exec(spec.trim());
+  if (!m) throw new TpwError('INVALID_ARGUMENT', `Bad SSH jump host "${spec}": use user@host or user@host:port.`);
+  return { username: m[1] ?? os.userInfo().username, host: m[2].replace(/^\[|\]$/g, ''), port: m[3] ? Number(m[3]) : 22, privateKey };
 }
 
 export interface Backend {
@@ -76,13 +93,20 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
     zones,
     workersOf: async (node) => {
       let privateKey: Buffer;
+      // Our own key once "Add my key to this VM" made one; otherwise gcloud's.
+      const ownKey = extensionKeyPath(opts.tpwHome ?? tpwHome());
       try {
-        privateKey = fs.readFileSync(keyPath);
+        privateKey = fs.readFileSync(fs.existsSync(ownKey) ? ownKey : keyPath);
       } catch {
-        throw new TpwError('SSH_CONNECT', `No SSH key at ${keyPath}: run \`gcloud compute tpus tpu-vm ssh ${shortName(node.name)}\` once to create it.`);
+        throw new TpwError('SSH_CONNECT', `No SSH key at ${keyPath} or ${ownKey}: run "Add My Key to This VM" (\`tpw vm add-key ${shortName(node.name)}\`), or \`gcloud compute tpus tpu-vm ssh ${shortName(node.name)}\` once.`);
       }
       const username = os.userInfo().username;
-      return workerAddresses(node, true).map((host, index) => ({ index, host, port: 22, username, privateKey }));
+      const proxy = opts.sshProxy ?? {};
+      const proxyJump = proxy.jump ? parseJump(proxy.jump, privateKey) : undefined;
+      const proxyCommand = proxy.command && proxy.command.length > 0 ? proxy.command : undefined;
+      // Behind a bastion or IAP the internal address is the one that works; otherwise the external one.
+      const external = !proxyJump && !proxyCommand;
+      return workerAddresses(node, external).map((host, index) => ({ index, host, port: 22, username, privateKey, proxyJump, proxyCommand }));
     },
     close: () => api.close(),
   };

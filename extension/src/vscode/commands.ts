@@ -2,7 +2,11 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { startEmulator } from './emulator';
 import type { RunManager } from './run';
-import { createVm, deleteVm } from './vmCommands';
+import { downloadLogs, resumeRun, runAgain, showRun, stopRun } from './runActions';
+import type { RunsTreeProvider } from './runsView';
+import { setSecret } from './secrets';
+import { createVm, deleteVm, nodeFromArg, pickNode } from './vmCommands';
+import { addMyKey } from './hostKeys';
 import type { VmTreeProvider } from './vmTree';
 
 /** What command handlers need besides the context. */
@@ -10,6 +14,7 @@ export interface Services {
   ctx: Ctx;
   tree: VmTreeProvider;
   runs: RunManager;
+  runsTree: RunsTreeProvider;
 }
 
 type Handler = (s: Services, arg: unknown) => Promise<void> | void;
@@ -29,6 +34,20 @@ const COMMANDS: Record<string, CommandSpec> = {
   'tpuWorkbench.startEmulator': { title: 'Start Local Emulator', handler: ({ ctx, tree }) => startEmulator(ctx, tree) },
   'tpuWorkbench.showLog': { title: 'Show Log', handler: ({ ctx }) => ctx.log.show() },
   'tpuWorkbench.showRunOutput': { title: 'Show Run Output', handler: ({ runs }) => runs.showOutput() },
+  'tpuWorkbench.showRun': { title: 'Show Run Log', handler: ({ runs }, arg) => showRun(runs, arg) },
+  'tpuWorkbench.stopRun': { title: 'Stop Run', handler: ({ ctx, runs }, arg) => stopRun(ctx, runs, arg) },
+  'tpuWorkbench.runAgain': { title: 'Run Again', handler: ({ ctx, runs }, arg) => runAgain(ctx, runs, arg) },
+  'tpuWorkbench.downloadLogs': { title: 'Download Logs', handler: ({ ctx }, arg) => downloadLogs(ctx, arg) },
+  'tpuWorkbench.resumeRun': { title: 'Recreate and Resume', handler: ({ ctx, runs }, arg) => resumeRun(ctx, runs, arg) },
+  'tpuWorkbench.addMyKey': {
+    title: 'Add My Key to This VM',
+    handler: async ({ ctx }, arg) => {
+      const node = nodeFromArg(arg) ?? (await pickNode(await ctx.backend(), 'Add My Key to This VM', (n) => n.state === 'READY', 'There is no READY TPU VM.'));
+      if (node) await addMyKey(ctx, node);
+    },
+  },
+  'tpuWorkbench.setSecret': { title: 'Set Secret', handler: ({ ctx }) => setSecret(ctx) },
+  'tpuWorkbench.refreshRuns': { title: 'Refresh Runs', handler: ({ runsTree }) => runsTree.refresh() },
 };
 
 /**

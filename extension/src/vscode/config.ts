@@ -38,7 +38,9 @@ export function failFast(): boolean {
 }
 
 export function backendOptions(): BackendOptions {
-  return { useEmulator: useEmulator(), project: project(), zones: zones() };
+  const jump = section().get<string>('ssh.proxyJump')?.trim();
+  const command = (section().get<string[]>('ssh.proxyCommand') ?? []).filter((a) => typeof a === 'string');
+  return { useEmulator: useEmulator(), project: project(), zones: zones(), sshProxy: { jump: jump || undefined, command: command.length ? command : undefined } };
 }
 
 /** A key that changes whenever a setting that affects the backend changes. */
@@ -48,5 +50,5 @@ export function backendKey(): string {
 
 /** True if the event touches a setting that requires reopening the backend. */
 export function affectsBackend(e: vscode.ConfigurationChangeEvent): boolean {
-  return ['useEmulator', 'project', 'zones'].some((k) => e.affectsConfiguration(`${SECTION}.${k}`));
+  return ['useEmulator', 'project', 'zones', 'ssh'].some((k) => e.affectsConfiguration(`${SECTION}.${k}`));
 }

@@ -2,7 +2,11 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import * as config from './config';
 import { Ctx } from './ctx';
+import { startLanguageClient } from './languageClient';
 import { RunManager } from './run';
+import { reattachOnStart } from './runActions';
+import { RunsTreeProvider } from './runsView';
+import { registerRunView } from './runView/hook';
 import { VmTreeProvider } from './vmTree';
 
 let ctx: Ctx | undefined;
@@ -18,7 +22,14 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = c.own(vscode.window.createTreeView('tpuWorkbench.vms', { treeDataProvider: tree, showCollapseAll: true }));
   tree.attach(view);
   const runs = c.own(new RunManager(c, tree));
-  registerCommands({ ctx: c, tree, runs });
+  const runsTree = c.own(new RunsTreeProvider(c));
+  c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree }));
+  runs.onRunsChanged = () => runsTree.refresh();
+  registerCommands({ ctx: c, tree, runs, runsTree });
+  registerRunView(c);
+  // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
+  reattachOnStart(c, runs, runsTree);
+  c.own(startLanguageClient(context, c.log));
   c.own(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!config.affectsBackend(e)) return;

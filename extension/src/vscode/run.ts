@@ -2,6 +2,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
 import { runRecipe } from '../core/run/pipeline';
+import { stopRecordedRun, watchRecordedRun } from '../core/run/session';
+import { ConnectionManager } from '../core/ssh/connection';
 import { formatRunSummary, prefixLine } from '../core/run/runner';
 import type { RunResult } from '../core/run/types';
 import type { RunPhase } from '../core/run/pipeline-types';
@@ -9,15 +11,22 @@ import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
 import type { Ctx } from './ctx';
 import { signalFor } from './cancel';
+import { runEnvironment } from './secrets';
+import { vscodeHostKeys } from './hostKeys';
 import { nodeFromArg, pickNode } from './vmCommands';
 import { listAllNodes, type VmTreeProvider } from './vmTree';
+import { runViewFeed } from './runView/hook';
 
 /** Output is flushed to the channel in batches: a chatty trainer on 64 workers would otherwise send thousands of IPC messages a second. */
 const FLUSH_MS = 100;
 
 interface ActiveRun {
   label: string;
+  /** Aborting stops the run on every worker. */
   controller: AbortController;
+  /** Aborting stops watching only (VS Code closing): the run goes on and is reattached on the next start. */
+  detach: AbortController;
+  runId?: string;
 }
 
 /**
@@ -43,7 +52,19 @@ export class RunManager implements vscode.Disposable {
     this.output.show(true);
   }
 
-  async run(arg: unknown): Promise<void> {
+  /** The run being watched, if any (its id once started). */
+  get activeRunId(): string | undefined {
+    return this.active?.runId;
+  }
+
+  /** Stops the watched run on every worker; false if `runId` is not the one being watched. */
+  stopActive(runId: string): boolean {
+    if (this.active?.runId !== runId) return false;
+    this.active.controller.abort();
+    return true;
+  }
+
+  async run(arg: unknown, nodeOverride?: TpuNode, resume = false): Promise<void> {
     if (this.active) {
       const choice = await vscode.window.showInformationMessage(`A run is already in progress (${this.active.label}).`, 'Show output', 'Stop it');
       if (choice === 'Show output') this.showOutput();
@@ -53,7 +74,7 @@ export class RunManager implements vscode.Disposable {
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
     const backend = await this.ctx.backend();
-    const node = await this.resolveNode(arg);
+    const node = nodeOverride ?? (await this.resolveNode(arg));
     if (!node) return;
     if (node.state !== 'READY') {
       throw new TpwError('FAILED_PRECONDITION', `TPU VM ${shortName(node.name)} is ${node.state}; it must be READY to run on it.`);
@@ -72,13 +93,15 @@ export class RunManager implements vscode.Disposable {
     const recipeName = path.basename(recipe.fsPath);
     const label = `${recipeName} on ${vm}`;
     const controller = new AbortController();
-    this.active = { label, controller };
+    const active: ActiveRun = { label, controller, detach: new AbortController() };
+    this.active = active;
     this.ctx.setContext('running', true);
     this.status.text = `$(sync~spin) TPU: ${label}`;
     this.status.tooltip = `Running ${recipeName} on every worker of ${vm} (${node.acceleratorType}). Click to show the output.`;
     this.status.show();
 
     const out = new LineBuffer(this.output);
+    const view = runViewFeed(this.ctx, label, node.networkEndpoints.length);
     this.output.clear();
     this.output.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${node.networkEndpoints.length} workers) from ${folder.uri.fsPath}`);
     this.showOutput();
@@ -95,25 +118,41 @@ export class RunManager implements vscode.Disposable {
             recipePath: recipe.fsPath,
             workspaceRoot: folder.uri.fsPath,
             failFast: config.failFast(),
+            passEnv: await runEnvironment(this.ctx),
+            hostKeys: vscodeHostKeys(backend.kind),
+            resume,
             signal: controller.signal,
+            detachSignal: active.detach.signal,
+            onStarted: (runId) => {
+              active.runId = runId;
+              this.onRunsChanged();
+            },
             listener: {
-              onLine: (worker, _stream, line) => out.push(prefixLine(worker, line)),
+              onLine: (worker, _stream, line) => {
+                out.push(prefixLine(worker, line));
+                view.onLine(worker, line);
+              },
               onPhase: (phase: RunPhase, detail: string) => {
                 progress.report({ message: detail || phase });
                 // Sync and start progress belong in the transcript too; "done" is said by the summary.
                 if (phase !== 'done' && detail) out.push(detail);
                 this.ctx.log.info(`run ${label}: ${phase}${detail ? ` — ${detail}` : ''}`);
               },
-              onWorkerExit: (w) => this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`),
+              onWorkerExit: (w) => {
+                view.onWorkerExit(w);
+                this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`);
+              },
             },
           });
         },
       );
       out.flush();
+      view.done(result);
       this.output.appendLine(formatRunSummary(result));
       this.report(label, result);
     } catch (e) {
       out.flush();
+      view.failed(e, controller.signal.aborted);
       this.output.appendLine(`Run failed: ${describeError(e)}`);
       if (controller.signal.aborted) {
         void vscode.window.showInformationMessage(`Run cancelled: ${label}.`);
@@ -127,11 +166,64 @@ export class RunManager implements vscode.Disposable {
       this.status.hide();
       // A failed run may mean the VM was preempted; let the tree show it.
       this.tree.refresh();
+      this.onRunsChanged();
     }
   }
 
+  /** Follows a recorded run (after a VS Code restart, or from the Runs view) into the output channel. */
+  async attach(runId: string, label: string): Promise<void> {
+    if (this.active) {
+      if (this.active.runId !== runId) throw new TpwError('FAILED_PRECONDITION', `Another run is being watched (${this.active.label}).`);
+      this.showOutput();
+      return;
+    }
+    const backend = await this.ctx.backend();
+    const active: ActiveRun = { label, controller: new AbortController(), detach: new AbortController(), runId };
+    this.active = active;
+    this.ctx.setContext('running', true);
+    this.status.text = `$(sync~spin) TPU: ${label}`;
+    this.status.show();
+    const out = new LineBuffer(this.output);
+    this.output.clear();
+    this.output.appendLine(`Reattached to run ${runId} (${label}); the log continues from the start of each worker's file.`);
+    const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+    try {
+      active.controller.signal.addEventListener('abort', () => void stopRecordedRun(backend, conns, runId).catch((e: unknown) => this.ctx.log.warn(`stop ${runId}: ${describeError(e)}`)), { once: true });
+      const result = await watchRecordedRun(backend, conns, runId, { onLine: (w, _s, line) => out.push(prefixLine(w, line)) }, {
+        follow: true,
+        signal: active.detach.signal,
+        onNotice: (w, m) => out.push(`tpw: w${w}: ${m}`),
+      });
+      out.flush();
+      if (!result.detached) {
+        this.output.appendLine(formatRunSummary(result));
+        this.report(label, result);
+      }
+    } finally {
+      out.dispose();
+      conns.dispose();
+      if (this.active === active) this.active = undefined;
+      this.ctx.setContext('running', false);
+      this.status.hide();
+      this.onRunsChanged();
+    }
+  }
+
+  /** Set by the Runs view so that starts and ends show up at once. */
+  onRunsChanged: () => void = () => undefined;
+
   private report(label: string, result: RunResult): void {
     this.ctx.log.info(`run ${label}: ${formatRunSummary(result)}`);
+    if (result.detached) return; // still running on the workers; the Runs view shows it
+    if (result.preempted) {
+      const message = `Run preempted: ${label} (${result.preemptedReason ?? 'the VM was preempted'}).`;
+      this.ctx.log.warn(message);
+      void vscode.window.showWarningMessage(message, 'Recreate and resume', 'Show output').then((c) => {
+        if (c === 'Show output') this.showOutput();
+        if (c === 'Recreate and resume') void vscode.commands.executeCommand('tpuWorkbench.resumeRun', result.runId);
+      });
+      return;
+    }
     if (result.cancelled) {
       void vscode.window.showInformationMessage(`Run cancelled: ${label}.`);
       return;
@@ -166,7 +258,8 @@ export class RunManager implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.active?.controller.abort();
+    // Closing VS Code must not stop a week-long run: stop watching; the next start reattaches.
+    this.active?.detach.abort();
     this.status.dispose();
     this.output.dispose();
   }

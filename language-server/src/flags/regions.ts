@@ -29,12 +29,25 @@ export interface FlagRegion {
 // `NAME=`, `export NAME=`, `NAME: ` (YAML), `"NAME": ` (JSON), `["NAME"] = ` (Python); never `$NAME` or `${NAME}`.
 const ASSIGN = /(?<![\w$.{-])(LIBTPU_INIT_ARGS|XLA_FLAGS)(["']?\]?)[ \t]*([=:])[ \t]*/g;
 
+// Completion, hover and diagnostics of one document version all scan the same text: remember the last few
+// results (compared by identity first, which is O(1) for the editor's unchanged document string).
+const memo: { text: string; regions: FlagRegion[] }[] = [];
+
 export function findFlagRegions(text: string): FlagRegion[] {
+  const hit = memo.find((m) => m.text === text);
+  if (hit) return hit.regions;
+  const regions = scan(text);
+  memo.unshift({ text, regions });
+  if (memo.length > 4) memo.pop();
+  return regions;
+}
+
+function scan(text: string): FlagRegion[] {
   const regions: FlagRegion[] = [];
   ASSIGN.lastIndex = 0;
   for (let m = ASSIGN.exec(text); m; m = ASSIGN.exec(text)) {
     const variable = m[1] as FlagVariable;
-    let i = m.index + m[0].length;
+    const i = m.index + m[0].length;
     let start = i;
     let end: number;
     const c = text[i];
@@ -66,8 +79,16 @@ export function findFlagRegions(text: string): FlagRegion[] {
       const comment = text.slice(i, stop).search(/\s#/);
       if (comment >= 0) stop = i + comment;
       if (m[3] === '=') {
-        const blank = text.slice(i, stop).search(/\s/);
-        if (blank >= 0) stop = i + blank;
+        // Shell: `XLA_FLAGS=--a python x.py` ends at the command; .env: `XLA_FLAGS=--a --b` is one value.
+        // So the value runs over blank-separated words for as long as they are flags.
+        const re = /\S+/g;
+        re.lastIndex = i;
+        let last = i;
+        for (let w = re.exec(text); w && w.index < stop; w = re.exec(text)) {
+          if (w.index > i && !w[0].startsWith('-')) break;
+          last = Math.min(stop, w.index + w[0].length);
+        }
+        stop = last;
       }
       end = stop;
       while (end > i && /\s/.test(text[end - 1])) end--;

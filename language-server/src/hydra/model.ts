@@ -122,6 +122,8 @@ function scanGroups(dir: string, rel: string, groups: Map<string, ConfigGroup>):
   } catch {
     return;
   }
+  // Sorted: readdir order differs between filesystems, and completion lists should not.
+  entries.sort((a, b) => a.name.localeCompare(b.name));
   for (const e of entries) {
     const full = path.join(dir, e.name);
     if (e.isDirectory()) scanGroups(full, rel ? `${rel}/${e.name}` : e.name, groups);
@@ -260,4 +262,14 @@ export function checkScalar(n: SchemaNode, value: Scalar, raw: string): string |
   if (typeof value === 'number' && n.minimum !== undefined && value < n.minimum) return `${raw} is below the minimum ${n.minimum}`;
   if (typeof value === 'number' && n.maximum !== undefined && value > n.maximum) return `${raw} is above the maximum ${n.maximum}`;
   return undefined;
+}
+
+/** Every dotted key of the tree (`model`, `model.hidden_size`, ...), for did-you-mean. */
+export function allPaths(n: SchemaNode, prefix = '', out: string[] = []): string[] {
+  for (const [k, c] of n.properties ?? []) {
+    const p = prefix ? `${prefix}.${k}` : k;
+    out.push(p);
+    allPaths(c, p, out);
+  }
+  return out;
 }

@@ -175,18 +175,36 @@ export function flagDiagnostics(doc: TextDocument): Diagnostic[] {
   return out;
 }
 
-function isUnknownFlagData(d: unknown): d is UnknownFlagData {
-  return typeof d === 'object' && d !== null && (d as { kind?: unknown }).kind === 'unknown-flag' && Array.isArray((d as { suggestions?: unknown }).suggestions);
+/** Did-you-mean suggestions carried by a config / override diagnostic, for its quick fix. */
+export interface DidYouMeanData {
+  kind: 'did-you-mean';
+  suggestions: string[];
 }
 
-/** Quick fixes for the unknown-flag diagnostics the client sends back: replace the name with a suggestion. */
-export function flagCodeActions(doc: TextDocument, diagnostics: Diagnostic[]): CodeAction[] {
+export function didYouMeanData(suggestions: string[]): { data?: DidYouMeanData } {
+  return suggestions.length ? { data: { kind: 'did-you-mean', suggestions } } : {};
+}
+
+function suggestionsOf(d: Diagnostic): { suggestions: string[]; flag: boolean } | undefined {
+  const data = d.data as { kind?: unknown; suggestions?: unknown } | undefined;
+  if (!data || !Array.isArray(data.suggestions) || !data.suggestions.every((x) => typeof x === 'string')) return undefined;
+  if (data.kind === 'unknown-flag' && d.code === 'unknown-flag') return { suggestions: data.suggestions as string[], flag: true };
+  if (data.kind === 'did-you-mean') return { suggestions: data.suggestions as string[], flag: false };
+  return undefined;
+}
+
+/**
+ * Quick fixes for the diagnostics the client sends back: replace the misspelt name (a flag, a config key, a
+ * group or an option) with one of the diagnostic's suggestions, the closest one preferred.
+ */
+export function quickFixes(doc: TextDocument, diagnostics: Diagnostic[]): CodeAction[] {
   const actions: CodeAction[] = [];
   for (const d of diagnostics) {
-    if (d.code !== 'unknown-flag' || !isUnknownFlagData(d.data)) continue;
-    d.data.suggestions.forEach((name, i) => {
+    const s = suggestionsOf(d);
+    if (!s) continue;
+    s.suggestions.forEach((name, i) => {
       actions.push({
-        title: `Change to --${name}`,
+        title: s.flag ? `Change to --${name}` : `Change to "${name}"`,
         kind: CodeActionKind.QuickFix,
         diagnostics: [d],
         isPreferred: i === 0,

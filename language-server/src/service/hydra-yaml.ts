@@ -19,15 +19,17 @@ import {
 } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { isMap, isScalar, isSeq, parseDocument, type Node as YamlNode, type Pair } from 'yaml';
-import { checkScalar, nodeAt, packageOf, typeText, type HydraModel, type Scalar, type SchemaNode } from '../hydra/model';
-import { DIAGNOSTIC_SOURCE } from './flags';
+import { allPaths, checkScalar, nodeAt, packageOf, typeText, type HydraModel, type Scalar, type SchemaNode } from '../hydra/model';
+import { DIAGNOSTIC_SOURCE, didYouMeanData } from './flags';
 import { didYouMean } from './fuzzy';
 
 export interface ConfigContext {
   /** Where this file's keys land in the config tree. */
   pkg: string[];
-  /** The primary config (config.yaml at a config dir's root): it has `defaults:` and `hydra:`. */
+  /** The primary config (config.yaml at a config dir's root): it has `hydra:`. */
   primary: boolean;
+  /** The group folder the file is in (`model`, `model/remat`; '' at the root): its `defaults:` are relative to it. */
+  group: string;
 }
 
 /** Whether (and how) `doc` is one of the model's config files. */
@@ -37,7 +39,9 @@ export function configContext(model: HydraModel, doc: TextDocument): ConfigConte
   if (!/\.ya?ml$/.test(file)) return undefined;
   const pkg = packageOf(model, file, doc.getText().slice(0, 2000));
   if (!pkg) return undefined;
-  return { pkg, primary: model.configDirs.some((d) => path.dirname(file) === d) };
+  const dir = model.configDirs.find((d) => !path.relative(d, file).startsWith('..'));
+  const group = dir ? path.relative(dir, path.dirname(file)).split(path.sep).join('/') : '';
+  return { pkg, primary: model.configDirs.some((d) => path.dirname(file) === d), group };
 }
 
 const KEY_LINE = /^(\s*)([\w.-]+)\s*:\s*(#.*)?$/;
@@ -111,11 +115,14 @@ export function configCompletion(model: HydraModel, doc: TextDocument, pos: Posi
   const parents = parentKeys(doc, pos.line, indent);
   if (parents[0] === '\u0000') return null;
 
-  if (ctx.primary && parents.length === 1 && parents[0] === 'defaults') {
+  if (parents.length === 1 && parents[0] === 'defaults') {
     const opt = /^\s*-\s*(?:override\s+)?([\w/]+)\s*:\s*([\w.-]*)$/.exec(before);
-    if (opt) return { isIncomplete: false, items: groupOptionItems(model, opt[1]) };
+    if (opt) return { isIncomplete: false, items: groupOptionItems(model, resolveGroup(model, opt[1], ctx.group)) };
     if (/^\s*-\s*[\w/]*$/.test(before)) {
-      const items: CompletionItem[] = [...model.groups.keys()].map((g, i) => ({ label: g, kind: CompletionItemKind.Folder, insertText: `${g}: `, sortText: String(i).padStart(3, '0'), command: { title: 'options', command: 'editor.action.triggerSuggest' } }));
+      // In a group's file, its subgroups are named relative to it (`remat` in model/ means model/remat).
+      const sub = ctx.group ? [...model.groups.keys()].filter((g) => g.startsWith(`${ctx.group}/`)).map((g) => g.slice(ctx.group.length + 1)) : [];
+      const names = ctx.group ? [...sub, ...[...model.groups.keys()].map((g) => `/${g}`)] : [...model.groups.keys()];
+      const items: CompletionItem[] = names.map((g, i) => ({ label: g, kind: CompletionItemKind.Folder, insertText: `${g}: `, sortText: String(i).padStart(3, '0'), command: { title: 'options', command: 'editor.action.triggerSuggest' } }));
       items.push({ label: '_self_', kind: CompletionItemKind.Keyword, sortText: '999' });
       return { isIncomplete: false, items };
     }
@@ -144,37 +151,20 @@ function primaryExtras(i: number): CompletionItem[] {
   ];
 }
 
-/** The key (and its path) under the cursor, from the parsed document. */
-function pairAt(model: HydraModel, doc: TextDocument, offset: number): { keys: string[]; pair: Pair<YamlNode, YamlNode | null>; inKey: boolean } | undefined {
-  const ctx = configContext(model, doc);
-  if (!ctx) return undefined;
-  const ydoc = parseDocument(doc.getText(), { keepSourceTokens: false });
-  const walk = (node: YamlNode | null | undefined, keys: string[]): ReturnType<typeof pairAt> => {
-    if (!isMap(node)) return undefined;
-    for (const p of node.items as Pair<YamlNode, YamlNode | null>[]) {
-      if (!isScalar(p.key) || !p.key.range) continue;
-      const k = String(p.key.value);
-      const [ks, ke] = p.key.range;
-      if (offset >= ks && offset <= ke) return { keys: [...keys, k], pair: p, inKey: true };
-      const vr = p.value?.range;
-      if (vr && offset >= vr[0] && offset <= vr[1]) {
-        if (isScalar(p.value)) return { keys: [...keys, k], pair: p, inKey: false };
-        return walk(p.value, [...keys, k]);
-      }
-    }
-    return undefined;
-  };
-  const hit = walk(ydoc.contents as YamlNode | null, []);
-  return hit ? { ...hit, keys: [...ctx.pkg, ...hit.keys] } : undefined;
-}
-
+/** Hover on a key: read from the line and the lines above it (no parse, as for completion). */
 export function configHover(model: HydraModel, doc: TextDocument, pos: Position): Hover | null {
-  const hit = pairAt(model, doc, doc.offsetAt(pos));
-  if (!hit || !hit.inKey) return null;
-  const n = nodeAt(model, hit.keys);
+  const ctx = configContext(model, doc);
+  if (!ctx) return null;
+  const line = doc.getText({ start: { line: pos.line, character: 0 }, end: { line: pos.line + 1, character: 0 } });
+  const m = /^(\s*)([\w.-]+)\s*:/.exec(line);
+  if (!m || pos.character < m[1].length || pos.character > m[1].length + m[2].length) return null;
+  const parents = parentKeys(doc, pos.line, m[1].length);
+  if (parents[0] === '\u0000' || (ctx.primary && parents[0] === 'hydra') || parents[0] === 'defaults') return null;
+  const keys = [...ctx.pkg, ...parents, m[2]];
+  const n = nodeAt(model, keys);
   if (!n) return null;
-  const r = hit.pair.key?.range ?? [0, 0];
-  return { range: { start: doc.positionAt(r[0]), end: doc.positionAt(r[1]) }, contents: { kind: MarkupKind.Markdown, value: schemaMarkdown(hit.keys.join('.'), n) } };
+  const range = { start: { line: pos.line, character: m[1].length }, end: { line: pos.line, character: m[1].length + m[2].length } };
+  return { range, contents: { kind: MarkupKind.Markdown, value: schemaMarkdown(keys.join('.'), n) } };
 }
 
 export function schemaMarkdown(dotted: string, n: SchemaNode): string {
@@ -185,16 +175,6 @@ export function schemaMarkdown(dotted: string, n: SchemaNode): string {
   return lines.join('\n');
 }
 
-/** Every dotted key of the tree, for did-you-mean on interpolations. */
-function allPaths(n: SchemaNode, prefix: string, out: string[]): string[] {
-  for (const [k, c] of n.properties ?? []) {
-    const p = prefix ? `${prefix}.${k}` : k;
-    out.push(p);
-    allPaths(c, p, out);
-  }
-  return out;
-}
-
 export function configDiagnostics(model: HydraModel, doc: TextDocument): Diagnostic[] {
   const ctx = configContext(model, doc);
   if (!ctx || model.origin === 'none') return [];
@@ -202,8 +182,8 @@ export function configDiagnostics(model: HydraModel, doc: TextDocument): Diagnos
   const text = doc.getText();
   const ydoc = parseDocument(text);
   const rng = (r: readonly number[] | null | undefined) => ({ start: doc.positionAt(r?.[0] ?? 0), end: doc.positionAt(r?.[1] ?? 0) });
-  const push = (r: readonly number[] | null | undefined, message: string, code: string, severity: DiagnosticSeverity = DiagnosticSeverity.Error) =>
-    out.push({ range: rng(r), message, code, severity, source: DIAGNOSTIC_SOURCE });
+  const push = (r: readonly number[] | null | undefined, message: string, code: string, suggestions: string[] = []) =>
+    out.push({ range: rng(r), message, code, severity: DiagnosticSeverity.Error, source: DIAGNOSTIC_SOURCE, ...didYouMeanData(suggestions) });
   for (const e of ydoc.errors) out.push({ range: rng(e.pos), message: e.message, severity: DiagnosticSeverity.Error, source: 'yaml' });
   let paths: string[] | undefined;
 
@@ -212,7 +192,7 @@ export function configDiagnostics(model: HydraModel, doc: TextDocument): Diagnos
       const target = m[1].trim();
       if (target.startsWith('.')) continue; // relative: resolved against the node, rarely wrong and costly to check
       if (nodeAt(model, target.split('.'))) continue;
-      paths ??= allPaths(model.root, '', []);
+      paths ??= allPaths(model.root);
       const near = didYouMean(target, paths);
       push(r, `Interpolation target "${target}" does not exist${near.length ? `. Did you mean \${${near[0]}}?` : ''}`, 'bad-interpolation');
     }
@@ -227,15 +207,15 @@ export function configDiagnostics(model: HydraModel, doc: TextDocument): Diagnos
     for (const p of node.items as Pair<YamlNode, YamlNode | null>[]) {
       if (!isScalar(p.key)) continue;
       const k = String(p.key.value);
-      if (ctx.primary && keys.length === ctx.pkg.length && (k === 'hydra' || k === 'defaults')) {
-        if (k === 'defaults') checkDefaults(model, p.value, push);
+      if (keys.length === ctx.pkg.length && (k === 'defaults' || (ctx.primary && k === 'hydra'))) {
+        if (k === 'defaults') checkDefaults(model, p.value, push, ctx.group);
         continue;
       }
       const child = schema?.properties?.get(k);
       if (!child) {
         if (schema?.closed) {
           const near = didYouMean(k, schema.properties?.keys() ?? []);
-          push(p.key.range, `Unknown key "${k}" in ${keys.length ? keys.join('.') : 'the root config'}${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-key');
+          push(p.key.range, `Unknown key "${k}" in ${keys.length ? keys.join('.') : 'the root config'}${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-key', near);
         }
         continue;
       }
@@ -259,23 +239,31 @@ export function configDiagnostics(model: HydraModel, doc: TextDocument): Diagnos
   return out;
 }
 
-function checkDefaults(model: HydraModel, list: YamlNode | null, push: (r: readonly number[] | null | undefined, m: string, code: string) => void): void {
+/** A `defaults:` entry's group: `/x` is absolute; `x` in a group's file is its subgroup when that exists. */
+export function resolveGroup(model: HydraModel, name: string, from: string): string {
+  if (name.startsWith('/')) return name.slice(1);
+  const rel = from ? `${from}/${name}` : name;
+  return model.groups.has(rel) ? rel : name;
+}
+
+function checkDefaults(model: HydraModel, list: YamlNode | null, push: (r: readonly number[] | null | undefined, m: string, code: string, suggestions?: string[]) => void, from: string): void {
   if (!isSeq(list)) return;
   for (const item of list.items) {
     if (!isMap(item)) continue;
     for (const p of item.items as Pair<YamlNode, YamlNode | null>[]) {
       if (!isScalar(p.key) || !isScalar(p.value)) continue;
-      const group = String(p.key.value).replace(/^override\s+/, '');
+      const written = String(p.key.value).replace(/^override\s+/, '');
       // hydra's own groups (hydra/job_logging, ...) ship with hydra, not with the trainer.
-      if (group.startsWith('hydra/') || group.startsWith('/hydra/')) continue;
+      if (written.startsWith('hydra/') || written.startsWith('/hydra/')) continue;
+      const group = resolveGroup(model, written, from);
       const g = model.groups.get(group);
       const option = String(p.value.value);
       if (!g) {
         const near = didYouMean(group, model.groups.keys());
-        push(p.key.range, `Unknown config group "${group}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-group');
+        push(p.key.range, `Unknown config group "${group}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-group', near);
       } else if (option !== 'null' && !g.options.has(option)) {
         const near = didYouMean(option, g.options.keys());
-        push(p.value.range, `Unknown option "${option}" for group ${group}${near.length ? `. Did you mean "${near[0]}"?` : ` (options: ${[...g.options.keys()].join(', ')})`}`, 'unknown-option');
+        push(p.value.range, `Unknown option "${option}" for group ${group}${near.length ? `. Did you mean "${near[0]}"?` : ` (options: ${[...g.options.keys()].join(', ')})`}`, 'unknown-option', near);
       }
     }
   }
@@ -289,8 +277,8 @@ export function optionLocation(model: HydraModel, group: string, option: string)
 
 export function configDefinition(model: HydraModel, doc: TextDocument, pos: Position): Location | null {
   const ctx = configContext(model, doc);
-  if (!ctx?.primary) return null;
+  if (!ctx) return null;
   const line = doc.getText({ start: { line: pos.line, character: 0 }, end: { line: pos.line + 1, character: 0 } });
   const m = /^\s*-\s*(?:override\s+)?([\w/]+)\s*:\s*([\w.-]+)/.exec(line);
-  return m ? optionLocation(model, m[1], m[2]) : null;
+  return m ? optionLocation(model, resolveGroup(model, m[1], ctx.group), m[2]) : null;
 }

@@ -16,13 +16,15 @@ import {
   type Position,
 } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { checkScalar, nodeAt, typeText, type HydraModel, type Scalar } from '../hydra/model';
-import { DIAGNOSTIC_SOURCE } from './flags';
+import { allPaths, checkScalar, nodeAt, typeText, type HydraModel, type Scalar } from '../hydra/model';
+import { DIAGNOSTIC_SOURCE, didYouMeanData } from './flags';
 import { didYouMean } from './fuzzy';
 import { groupOptionItems, optionLocation, schemaMarkdown, valueItems } from './hydra-yaml';
 
 /** The trainer entry points whose arguments are hydra overrides. */
-const TRAINER = /(?:-m\s+tpu_trainer\.train|\btpu_trainer\/train\.py|\btrain\.py)(?=\s|$)/g;
+// Only our trainer: other trainers' train.py (torchprime's, in the seed recipes) have other configs.
+// `tpw run RECIPE ... -- OVERRIDES` passes its arguments after `--` to the same trainer.
+const TRAINER = /(?:-m\s+tpu_trainer\.train|\btpu_trainer\/train\.py|\btpw\s+run\b[^\n]*?\s--)(?=\s|$)/g;
 
 export interface Word {
   start: number;
@@ -41,7 +43,19 @@ export interface TrainerCommand {
   words: Word[];
 }
 
+// As for flag regions: one scan per document version, shared by completion, hover and diagnostics.
+const memo: { text: string; commands: TrainerCommand[] }[] = [];
+
 export function findTrainerCommands(text: string): TrainerCommand[] {
+  const hit = memo.find((m) => m.text === text);
+  if (hit) return hit.commands;
+  const commands = scanCommands(text);
+  memo.unshift({ text, commands });
+  if (memo.length > 4) memo.pop();
+  return commands;
+}
+
+function scanCommands(text: string): TrainerCommand[] {
   const out: TrainerCommand[] = [];
   TRAINER.lastIndex = 0;
   for (let m = TRAINER.exec(text); m; m = TRAINER.exec(text)) {
@@ -134,8 +148,8 @@ export function overrideDiagnostics(model: HydraModel, doc: TextDocument): Diagn
   if (model.origin === 'none') return [];
   const out: Diagnostic[] = [];
   const rng = (a: number, b: number) => ({ start: doc.positionAt(a), end: doc.positionAt(b) });
-  const push = (a: number, b: number, message: string, code: string, severity: DiagnosticSeverity = DiagnosticSeverity.Error) =>
-    out.push({ range: rng(a, b), message, code, severity, source: DIAGNOSTIC_SOURCE });
+  const push = (a: number, b: number, message: string, code: string, severity: DiagnosticSeverity = DiagnosticSeverity.Error, suggestions: string[] = []) =>
+    out.push({ range: rng(a, b), message, code, severity, source: DIAGNOSTIC_SOURCE, ...didYouMeanData(suggestions) });
   for (const cmd of findTrainerCommands(doc.getText())) {
     for (const w of cmd.words) {
       if (w.value.startsWith('-') || w.value.includes('$')) continue; // options and "$@"
@@ -145,13 +159,13 @@ export function overrideDiagnostics(model: HydraModel, doc: TextDocument): Diagn
       if (group) {
         if (o.value !== undefined && o.value !== 'null' && !group.options.has(o.value) && !/[,$(]/.test(o.value)) {
           const near = didYouMean(o.value, group.options.keys());
-          push(o.valueStart, w.end, `Unknown option "${o.value}" for group ${o.key}${near.length ? `. Did you mean "${near[0]}"?` : ` (options: ${[...group.options.keys()].join(', ')})`}`, 'unknown-option');
+          push(o.valueStart, w.end, `Unknown option "${o.value}" for group ${o.key}${near.length ? `. Did you mean "${near[0]}"?` : ` (options: ${[...group.options.keys()].join(', ')})`}`, 'unknown-option', DiagnosticSeverity.Error, near);
         }
         continue;
       }
       if (o.key.includes('/')) {
         const near = didYouMean(o.key, model.groups.keys());
-        push(o.keyStart, o.keyEnd, `Unknown config group "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-group');
+        push(o.keyStart, o.keyEnd, `Unknown config group "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-group', DiagnosticSeverity.Error, near);
         continue;
       }
       const p = parts(o.key);
@@ -161,9 +175,9 @@ export function overrideDiagnostics(model: HydraModel, doc: TextDocument): Diagn
         // `++key` forces a new key into an open config; in a closed (structured) one hydra rejects it too.
         if (parent && !parent.closed && o.prefix !== '') continue;
         const siblings = parent?.properties ? [...parent.properties.keys()].map((k) => [...p.slice(0, -1), k].join('.')) : [];
-        const candidates = parent ? [...siblings, ...model.groups.keys()] : [...(model.root.properties?.keys() ?? []), ...model.groups.keys()];
+        const candidates = parent ? [...siblings, ...model.groups.keys()] : [...allPaths(model.root), ...model.groups.keys()];
         const near = didYouMean(o.key, candidates);
-        if (parent || model.root.closed) push(o.keyStart, o.keyEnd, `Unknown config key "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-key');
+        if (parent || model.root.closed) push(o.keyStart, o.keyEnd, `Unknown config key "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-key', DiagnosticSeverity.Error, near);
         continue;
       }
       if (o.prefix === '+') {

@@ -28,9 +28,11 @@ from typing import Optional
 
 import torch
 
-# One chunk's logits hold at most this many fp32 elements (64 MiB); three such
-# buffers (logits, probabilities/gradient, a temporary) are live at a time.
-DEFAULT_CHUNK_ELEMS = 1 << 24
+# One chunk's logits hold at most this many fp32 elements (128 MiB), the one large
+# buffer of a chunk (logits, then probabilities, then d loss / d logits, in place).
+# Smaller chunks save little more memory but cost time: every chunk reads and
+# writes the whole fp32 dW accumulator (vocab x hidden) once.
+DEFAULT_CHUNK_ELEMS = 1 << 25
 
 
 def _chunk_rows(n_tokens: int, vocab: int, chunk_elems: int) -> int:
@@ -57,29 +59,34 @@ class _LinearCrossEntropy(torch.autograd.Function):
             vc = valid[start:end]
             safe_t = torch.where(vc, tc, torch.zeros_like(tc))  # ignored rows gather index 0, then masked
             logits = hc @ wf.t()
-            lse = torch.logsumexp(logits, dim=-1)
             tgt_logit = logits.gather(1, safe_t[:, None]).squeeze(1)
+            mean_logit = logits.mean(dim=-1) if eps > 0 else None
+            # One exp pass serves both the loss and the gradient: probs = exp(logits - max) / sum,
+            # computed in place so a chunk holds a single (rows x vocab) buffer.
+            row_max = logits.amax(dim=-1, keepdim=True)
+            probs = logits.sub_(row_max).exp_()
+            sum_exp = probs.sum(dim=-1)
+            lse = row_max.squeeze(1) + sum_exp.log()
             loss = lse - tgt_logit
             if eps > 0:
                 # smoothed target: (1 - eps) one-hot + eps / V uniform
-                loss = (1 - eps) * loss + eps * (lse - logits.mean(dim=-1))
+                loss = (1 - eps) * loss + eps * (lse - mean_logit)
             if z_loss > 0:
                 loss = loss + z_loss * lse.square()
             total = total + torch.where(vc, loss, torch.zeros_like(loss)).sum()
             if not need_grad:
                 continue
-            # d loss_i / d logits_ij = p_ij (1 + 2 z lse_i) - (1 - eps) [j = y_i] - eps / V, in place on logits
-            probs = logits.sub_(lse[:, None]).exp_()
-            if z_loss > 0:
-                probs.mul_((1 + 2 * z_loss * lse)[:, None])
+            # d loss / d logits_ij = [p_ij (1 + 2 z lse_i) - (1 - eps) [j = y_i] - eps / V] * valid_i / n_valid;
+            # every per-row factor folds into one multiply of the buffer.
+            scale = vc.to(torch.float32) / n_valid
+            probs.mul_(((1 + 2 * z_loss * lse) * scale / sum_exp)[:, None])
             if eps > 0:
-                probs.sub_(eps / v)
-            probs.scatter_add_(1, safe_t[:, None], torch.full_like(tgt_logit[:, None], -(1 - eps)))
-            probs.mul_((vc.to(torch.float32) / n_valid)[:, None])
+                probs.sub_((eps / v * scale)[:, None])
+            probs.scatter_add_(1, safe_t[:, None], (-(1 - eps) * scale)[:, None])
             dh[start:end] = probs @ wf
             dw.addmm_(probs.t(), hc)
         ctx.save_for_backward(dh, dw)
-        ctx.dtypes = (h.dtype, w.dtype)
+        ctx.dtypes, ctx.used = (h.dtype, w.dtype), False
         return total / n_valid
 
     @staticmethod
@@ -87,7 +94,12 @@ class _LinearCrossEntropy(torch.autograd.Function):
         dh, dw = ctx.saved_tensors
         if dh is None:
             raise RuntimeError("cut_cross_entropy ran without gradients (no_grad forward); cannot backward")
-        return (dh * grad_out).to(ctx.dtypes[0]), (dw * grad_out).to(ctx.dtypes[1]), None, None, None, None, None, None
+        if ctx.used:
+            raise RuntimeError("cut_cross_entropy supports one backward per forward (gradients are scaled in place)")
+        ctx.used = True
+        # In place: a scaled copy of dW would be another (vocab x hidden) fp32 buffer at the peak.
+        dh, dw = dh.mul_(grad_out), dw.mul_(grad_out)
+        return dh.to(ctx.dtypes[0]), dw.to(ctx.dtypes[1]), None, None, None, None, None, None
 
 
 def cut_cross_entropy(

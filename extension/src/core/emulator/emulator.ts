@@ -16,6 +16,8 @@ import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb }
 export interface WorkerPool {
   addWorker(spec: WorkerSpec): Promise<void>;
   removeNode(nodeId: string): Promise<void>;
+  /** Keys from the node's metadata `ssh-keys` (optional: pools hosted elsewhere may not support it). */
+  setNodeKeys?(nodeId: string, sshKeys: string): void;
   close(): Promise<void>;
 }
 export type WorkerPoolFactory = (opts: SshWorkerPoolOptions) => WorkerPool | Promise<WorkerPool>;
@@ -128,7 +130,12 @@ export class Emulator {
       log: this.log,
       pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(),
     });
-    state.setHooks({ nodeUp: (n) => this.nodeUp(n), nodeDown: (n, r) => this.nodeDown(n, r) });
+    state.setHooks({
+      nodeUp: (n) => this.nodeUp(n),
+      nodeDown: (n, r) => this.nodeDown(n, r),
+      // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
+      metadataChanged: (n) => this.pool?.setNodeKeys?.(shortName(n.name), n.metadata?.['ssh-keys'] ?? ''),
+    });
     this.removeOrphanSandboxes(state.allNodes());
     for (const node of state.allNodes().filter((n) => n.state === 'READY')) {
       // A VM that cannot get its workers back is still listed; the log says why it is unreachable.
@@ -211,6 +218,7 @@ export class Emulator {
         };
         await pool.addWorker(spec);
       }
+      pool.setNodeKeys?.(nodeId, node.metadata?.['ssh-keys'] ?? '');
       this.log(`workers of ${node.name} up: ${node.networkEndpoints.map((e) => e.ipAddress).join(', ')}`);
     } catch (e) {
       await pool.removeNode(nodeId).catch(() => undefined);

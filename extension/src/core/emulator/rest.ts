@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
-import { ApiError, GOOGLE_STATUS, type CreateNodeInput, type EmulatorState, type GoogleStatus } from './state';
+import { ApiError, GOOGLE_STATUS, type CreateNodeInput, type EmulatorState, type GoogleStatus, type NodeJson } from './state';
 
 /**
  * The Cloud TPU v2 REST subset, served over HTTP/1.1 + JSON exactly as `@google-cloud/tpu`'s v2 TpuClient
@@ -229,6 +229,14 @@ export class RestServer {
       },
       { verb: 'GET', re: new RegExp(`${loc}/nodes/${SEG}$`), rpc: 'GetNode', handle: (m) => st.getNode(node(m)) },
       { verb: 'DELETE', re: new RegExp(`${loc}/nodes/${SEG}$`), rpc: 'DeleteNode', handle: (m) => st.beginDelete(node(m)) },
+      {
+        // UpdateNode: PATCH /v2/{node.name} with the Node as body and ?updateMask=a,b.
+        verb: 'PATCH', re: new RegExp(`${loc}/nodes/${SEG}$`), rpc: 'UpdateNode',
+        handle: (m, c) => {
+          const mask = (c.query.get('updateMask') ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+          return st.updateNode(node(m), (c.body ?? {}) as Partial<NodeJson>, mask);
+        },
+      },
       { verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:stop$`), rpc: 'StopNode', handle: (m) => st.beginStop(node(m)) },
       { verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:start$`), rpc: 'StartNode', handle: (m) => st.beginStart(node(m)) },
       {

@@ -54,6 +54,8 @@ interface Worker {
 export class SshWorkerPool {
   private readonly workers = new Map<string, Worker>(); // key: `${nodeId}/${index}`
   private readonly allowedKey: ParsedKey;
+  /** Extra keys per node, from its metadata `ssh-keys` (UpdateNode). */
+  private readonly nodeKeys = new Map<string, ParsedKey[]>();
 
   constructor(private readonly opts: SshWorkerPoolOptions) {
     const parsed = utils.parseKey(opts.authorizedKey);
@@ -131,26 +133,45 @@ export class SshWorkerPool {
     w.connections.add(conn);
     conn.on('close', () => w.connections.delete(conn));
     conn.on('error', (e: Error) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: connection from ${ip}:${port}: ${e.message}`));
-    conn.on('authentication', (ctx) => this.authenticate(ctx));
+    conn.on('authentication', (ctx) => this.authenticate(ctx, w.spec.nodeId));
     conn.on('ready', () => {
       conn.on('session', (accept) => this.onSession(w, accept(), { ip, port }));
     });
   }
 
   /** Public-key auth only: the right user, the authorized key, and a signature made with its private half. */
-  private authenticate(ctx: AuthContext): void {
+  /**
+   * The node's metadata `ssh-keys` (lines `user:ssh-ed25519 AAAA… comment`), as the guest agent of a real TPU
+   * VM installs them: keys for our user are accepted on every worker of that node from then on.
+   */
+  setNodeKeys(nodeId: string, sshKeys: string): void {
+    const keys: ParsedKey[] = [];
+    for (const line of sshKeys.split('\n')) {
+      const m = /^([^:\s]+):(.+)$/.exec(line.trim());
+      if (!m || m[1] !== this.opts.username) continue;
+      const parsed = utils.parseKey(m[2].trim());
+      if (!(parsed instanceof Error)) keys.push(parsed);
+    }
+    this.nodeKeys.set(nodeId, keys);
+  }
+
+  private authenticate(ctx: AuthContext, nodeId: string): void {
     if (ctx.method !== 'publickey' || ctx.username !== this.opts.username) {
       ctx.reject(['publickey']);
       return;
     }
     const offered = ctx.key.data;
-    const allowed = this.allowedKey.getPublicSSH();
-    if (offered.length !== allowed.length || !crypto.timingSafeEqual(offered, allowed)) {
+    const candidates = [this.allowedKey, ...(this.nodeKeys.get(nodeId) ?? [])];
+    const match = candidates.find((k) => {
+      const allowed = k.getPublicSSH();
+      return offered.length === allowed.length && crypto.timingSafeEqual(offered, allowed);
+    });
+    if (!match) {
       ctx.reject(['publickey']);
       return;
     }
     // Without a signature the client only asks "would this key do?"; with one, it must verify.
-    if (ctx.signature && ctx.blob && this.allowedKey.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+    if (ctx.signature && ctx.blob && match.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
       ctx.reject(['publickey']);
       return;
     }

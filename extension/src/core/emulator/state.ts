@@ -55,6 +55,8 @@ export interface NodeJson {
   networkEndpoints: { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
   schedulingConfig: { preemptible: boolean; reserved: boolean; spot: boolean };
   labels: Record<string, string>;
+  /** Instance metadata; `ssh-keys` holds `user:ssh-ed25519 AAAA…` lines the workers accept. */
+  metadata?: Record<string, string>;
   createTime: string;
   apiVersion: 'V2';
 }
@@ -69,7 +71,8 @@ export interface OperationJson {
     createTime: string;
     endTime?: string;
     target: string;
-    verb: OperationVerb;
+    /** `update` operations (UpdateNode) are done when created; the others run on timers. */
+    verb: OperationVerb | 'update';
     cancelRequested: boolean;
     apiVersion: 'v2';
   };
@@ -95,6 +98,8 @@ export type NodeDownReason = 'stop' | 'delete' | 'preempt' | 'failed';
  */
 export interface StateHooks {
   nodeUp?(node: NodeJson): Promise<void>;
+  /** The node's metadata changed (UpdateNode): e.g. new `ssh-keys` for its workers. */
+  metadataChanged?(node: NodeJson): void;
   nodeDown?(node: NodeJson, reason: NodeDownReason): Promise<void>;
 }
 
@@ -291,6 +296,24 @@ export class EmulatorState {
     return this.beginOperation('delete', node);
   }
 
+  /** UpdateNode (PATCH, updateMask among metadata/labels/description): applied at once, its operation done. */
+  updateNode(name: string, patch: Partial<NodeJson>, updateMask: string[]): OperationJson {
+    const node = this.getNode(name);
+    const allowed = new Set(['metadata', 'labels', 'description']);
+    const bad = updateMask.filter((f) => !allowed.has(f));
+    if (updateMask.length === 0 || bad.length > 0) {
+      throw new ApiError('INVALID_ARGUMENT', `updateMask must name fields among metadata, labels, description (got ${updateMask.join(',') || 'none'}).`);
+    }
+    if (updateMask.includes('metadata')) node.metadata = { ...(patch.metadata ?? {}) };
+    if (updateMask.includes('labels')) node.labels = { ...(patch.labels ?? {}) };
+    if (updateMask.includes('description')) node.description = patch.description;
+    if (updateMask.includes('metadata')) this.hooks.metadataChanged?.(node);
+    const op = this.newOperation('update', node);
+    this.finish(op, { response: { '@type': NODE_TYPE_URL, ...node } });
+    this.log(`update ${node.name}: ${updateMask.join(',')}`);
+    return op;
+  }
+
   /** Test hook: the node is preempted now (its workers vanish), as a spot VM is. */
   async preempt(name: string): Promise<NodeJson> {
     this.requireState(this.getNode(name), ['READY'], 'preempt');
@@ -339,21 +362,19 @@ export class EmulatorState {
     }
   }
 
-  private beginOperation(verb: OperationVerb, node: NodeJson): OperationJson {
+  private newOperation(verb: OperationVerb | 'update', node: NodeJson): OperationJson {
     const { project, zone } = parseNodeName(node.name);
     const op: OperationJson = {
       name: `projects/${project}/locations/${zone}/operations/operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`,
-      metadata: {
-        '@type': OPERATION_METADATA_TYPE_URL,
-        createTime: new Date().toISOString(),
-        target: node.name,
-        verb,
-        cancelRequested: false,
-        apiVersion: 'v2',
-      },
+      metadata: { '@type': OPERATION_METADATA_TYPE_URL, createTime: new Date().toISOString(), target: node.name, verb, cancelRequested: false, apiVersion: 'v2' },
       done: false,
     };
     this.operations.set(op.name, op);
+    return op;
+  }
+
+  private beginOperation(verb: OperationVerb, node: NodeJson): OperationJson {
+    const op = this.newOperation(verb, node);
     this.save();
     this.log(`${verb} ${node.name}: ${op.name}`);
     const timer = setTimeout(() => {
@@ -378,6 +399,7 @@ export class EmulatorState {
   /** Ends an operation's transition, running the hooks first; a failing hook fails the operation. */
   private async complete(op: OperationJson): Promise<void> {
     if (op.done) return;
+    if (op.metadata.verb === 'update') return;
     const verb = op.metadata.verb;
     const node = this.nodes.get(op.metadata.target);
     const expected: Record<OperationVerb, NodeState> = { create: 'CREATING', start: 'STARTING', stop: 'STOPPING', delete: 'DELETING' };

@@ -1,4 +1,5 @@
 import type { Backend } from '../backend';
+import type { ConnectionManagerOptions } from '../ssh/connection';
 import type { TpuNode } from '../tpu/models';
 import type { RunListener } from './types';
 
@@ -15,6 +16,26 @@ export interface RecipeRunRequest {
   /** Hydra overrides appended after the recipe's own. */
   extraOverrides?: string[];
   failFast?: boolean;
+  /** Aborting stops the run on every worker. */
   signal?: AbortSignal;
+  /** Aborting stops *watching*: the run goes on detached and can be reattached (`tpw logs RUN --follow`). */
+  detachSignal?: AbortSignal;
+  /** Return as soon as the program started on every worker (CLI `--detach`). */
+  detach?: boolean;
+  /**
+   * Passed-through environment (HF_TOKEN, WANDB_API_KEY, XLA_IR_DEBUG, XLA_HLO_DEBUG, LIBTPU_INIT_ARGS; see
+   * run/secrets.ts): delivered in the worker's 0600 env file only. The recipe's own exports win over these.
+   */
+  passEnv?: Record<string, string>;
+  /** Continue from the trainer's newest checkpoint: appends `resume=auto` when the recipe runs tpu_trainer. */
+  resume?: boolean;
+  /** How often the VM state is polled for preemption while the run is watched (default 15 s). */
+  statePollMs?: number;
+  /** Host key handling for the workers (default: hostKeyOptionsFor(backend.kind, false)). */
+  hostKeys?: Pick<ConnectionManagerOptions, 'hostKeyPolicy' | 'confirmHostKey'>;
+  /** Overrides TPW_HOME for the run registry (tests). */
+  tpwHome?: string;
+  /** Called once the run is started on every worker and recorded. */
+  onStarted?(runId: string): void;
   listener: RunListener & { onPhase?(phase: RunPhase, detail: string): void };
 }

@@ -224,7 +224,9 @@ export function formatRunSummary(result: RunResult): string {
   const n = result.workers.length;
   const okCount = result.workers.filter((w) => w.exitCode === 0 && !w.error && !w.stopped).length;
   const secs = (result.durationMs / 1000).toFixed(1);
-  const head = result.cancelled ? `run ${result.runId}: cancelled after ${secs}s` : `run ${result.runId}: ${okCount}/${n} workers ok in ${secs}s`;
+  const head = result.preempted
+    ? `run ${result.runId}: preempted after ${secs}s (${result.preemptedReason ?? 'VM preempted'})`
+    : result.cancelled ? `run ${result.runId}: cancelled after ${secs}s` : `run ${result.runId}: ${okCount}/${n} workers ok in ${secs}s`;
   const parts = [...result.workers].sort((a, b) => a.index - b.index).map((w) => `w${w.index}=${workerStatus(w)}`);
   return `${head} — ${parts.join(' ')}`;
 }

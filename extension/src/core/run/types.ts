@@ -42,6 +42,12 @@ export interface RunResult {
   durationMs: number;
   cancelled: boolean;
   ok: boolean;
+  /** We stopped watching while the run goes on (detached start, or the watcher was closed). */
+  detached?: boolean;
+  /** The VM was preempted (or the trainer exited with its preempted status): not a failure of the program. */
+  preempted?: boolean;
+  /** Why it was judged preempted, for the summary. */
+  preemptedReason?: string;
 }
 
 export interface RunListener {

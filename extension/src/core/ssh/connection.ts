@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
+import { Duplex } from 'node:stream';
 import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type ServerHostKeyAlgorithm } from 'ssh2';
 import { TpwError, describeError } from '../errors';
 import { knownHostsFile } from '../paths';
-import { knownKeyTypes, makeHostVerifier } from './known-hosts';
+import { checkHostKey, knownKeyTypes, makeHostVerifier, recordHostKey, UnknownHostKeyError, type HostKeyCheck } from './known-hosts';
 import type { HostKeyPolicy, SshTarget } from './types';
 import type { ExecExit } from './exec';
 
@@ -30,6 +32,55 @@ export interface ConnectionManagerOptions {
   maxChannels?: number;
   /** Diagnostics (never receives secrets). */
   log?: (msg: string) => void;
+  /**
+   * First contact with a host under the strict policy: ask (VS Code: a modal with the fingerprint). true
+   * records the key; false refuses with the fingerprint in the error. A changed key is refused without asking.
+   */
+  confirmHostKey?: (q: HostKeyQuestion) => Promise<boolean>;
+}
+
+export interface HostKeyQuestion {
+  /** `worker 3 (10.0.0.4:22)` */
+  label: string;
+  keyType: string;
+  /** SHA256:… as `ssh-keygen -l` prints it. */
+  fingerprint: string;
+}
+
+/** ssh2's asynchronous hostVerifier form: checks, and on an unknown key asks before recording it. */
+function askingHostVerifier(
+  check: HostKeyCheck,
+  target: SshTarget,
+  confirm: (q: HostKeyQuestion) => Promise<boolean>,
+  onReject: (e: TpwError) => void,
+  log: (msg: string) => void,
+): (key: Buffer, verify: (ok: boolean) => void) => void {
+  return (key, verify) => {
+    try {
+      checkHostKey({ ...check, policy: 'strict' }, key);
+      verify(true);
+    } catch (e) {
+      if (!(e instanceof UnknownHostKeyError)) {
+        onReject(e instanceof TpwError ? e : new TpwError('SSH_HOST_KEY', describeError(e)));
+        verify(false);
+        return;
+      }
+      const { name, keyType, fingerprint, file } = e.key;
+      confirm({ label: targetLabel(target), keyType, fingerprint }).then(
+        (ok) => {
+          if (ok) {
+            recordHostKey(file, name, keyType, key);
+            log(`recorded new host key ${keyType} ${fingerprint} for ${name} (confirmed)`);
+          } else onReject(new TpwError('SSH_HOST_KEY', `${targetLabel(target)}: the host key ${keyType} ${fingerprint} was not accepted; not connecting.`));
+          verify(ok);
+        },
+        (err: unknown) => {
+          onReject(new TpwError('SSH_HOST_KEY', `${targetLabel(target)}: host key confirmation failed: ${describeError(err)}`));
+          verify(false);
+        },
+      );
+    }
+  };
 }
 
 /** `user@host:port`: the cache key. */
@@ -282,7 +333,35 @@ export class ConnectionManager {
     this.pending.clear();
   }
 
-  private connect(target: SshTarget): Promise<SshConnection> {
+  /** The socket to speak SSH over when the target is behind a jump host or a proxy command. */
+  private async tunnel(target: SshTarget): Promise<Duplex | undefined> {
+    if (target.proxyJump) {
+      const jump = await this.get(target.proxyJump);
+      return new Promise<Duplex>((resolve, reject) => {
+        jump.client.forwardOut('127.0.0.1', 0, target.host, target.port, (err, stream) => {
+          if (err) reject(new TpwError('SSH_CONNECT', `${targetLabel(target)}: the jump host ${targetLabel(target.proxyJump!)} cannot reach it: ${describeError(err)}`));
+          else resolve(stream);
+        });
+      });
+    }
+    if (target.proxyCommand && target.proxyCommand.length > 0) {
+      const argv = target.proxyCommand.map((a) => a.replace(/%h/g, target.host).replace(/%p/g, String(target.port)));
+      const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'ignore'] });
+      const sock = Duplex.from({ readable: child.stdout, writable: child.stdin });
+      // The proxy lives as long as the connection; closing the socket ends it.
+      sock.once('close', () => child.kill());
+      child.once('error', (e) => sock.destroy(new TpwError('SSH_CONNECT', `${targetLabel(target)}: proxy command ${argv[0]} failed: ${describeError(e)}`)));
+      return sock;
+    }
+    return undefined;
+  }
+
+  private async connect(target: SshTarget): Promise<SshConnection> {
+    const sock = await this.tunnel(target);
+    return this.handshake(target, sock);
+  }
+
+  private handshake(target: SshTarget, sock: Duplex | undefined): Promise<SshConnection> {
     const o = this.options;
     const file = o.knownHostsPath ?? knownHostsFile();
     const log = o.log ?? (() => undefined);
@@ -295,6 +374,7 @@ export class ConnectionManager {
       const config: ConnectConfig = {
         host: target.host,
         port: target.port,
+        ...(sock ? { sock } : {}),
         username: target.username,
         privateKey: target.privateKey,
         keepaliveInterval: o.keepaliveIntervalMs ?? 15_000,
@@ -302,7 +382,9 @@ export class ConnectionManager {
         readyTimeout: o.readyTimeoutMs ?? 20_000,
         // Only the key: never fall back to "none"/password prompts that cannot be answered here.
         authHandler: ['publickey'],
-        hostVerifier: makeHostVerifier(check, (e) => (hostKeyError = e), log),
+        hostVerifier: o.confirmHostKey
+          ? askingHostVerifier(check, target, o.confirmHostKey, (e) => (hostKeyError = e), log)
+          : makeHostVerifier(check, (e) => (hostKeyError = e), log),
         algorithms: { serverHostKey: hostKeyAlgorithmsFor(knownKeyTypes(check)) },
       };
       const fail = (err: unknown) => {

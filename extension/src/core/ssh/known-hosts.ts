@@ -93,6 +93,16 @@ export interface HostKeyCheck {
 
 export type HostKeyVerdict = 'known' | 'recorded';
 
+/** First contact under the strict policy: nothing recorded for this host. A caller may ask the user, then record. */
+export class UnknownHostKeyError extends TpwError {
+  constructor(
+    message: string,
+    readonly key: { name: string; keyType: string; fingerprint: string; file: string },
+  ) {
+    super('SSH_HOST_KEY', message);
+  }
+}
+
 function readEntries(file: string): KnownHostEntry[] {
   try {
     return parseKnownHosts(fs.readFileSync(file, 'utf8'));
@@ -146,10 +156,10 @@ export function checkHostKey(check: HostKeyCheck, keyBlob: Buffer): HostKeyVerdi
   }
 
   if (check.policy === 'strict') {
-    throw new TpwError(
-      'SSH_HOST_KEY',
+    throw new UnknownHostKeyError(
       `The SSH host key of ${where} (${type} ${fp}) is not in ${file} and the host key policy is strict; ` +
-        `add the host's key to that file (line: ${name} ${type} <base64>) or use the accept-new policy.`,
+        `check the fingerprint, then accept it (tpw: --accept-new-host-keys; VS Code asks) or add it to that file (line: ${name} ${type} <base64>).`,
+      { name, keyType: type, fingerprint: fp, file },
     );
   }
   recordHostKey(file, name, type, keyBlob);

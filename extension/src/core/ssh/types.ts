@@ -7,6 +7,17 @@ export interface SshTarget {
   privateKey: string | Buffer;
   /** Name under which the host key is recorded in known_hosts; defaults to `[host]:port` / `host`. */
   hostKeyAlias?: string;
+  /**
+   * Reach the host through another SSH host (OpenSSH's ProxyJump: a bastion, or the VM's public worker).
+   * Its connection is shared like any other; the host key of each hop is checked on its own.
+   */
+  proxyJump?: SshTarget;
+  /**
+   * Reach the host through a program's stdin/stdout (OpenSSH's ProxyCommand, e.g. IAP:
+   * ['gcloud', 'compute', 'start-iap-tunnel', VM, '22', '--listen-on-stdin', '--zone', Z]). An argv, never a
+   * shell string; `%h` and `%p` in it become the host and port.
+   */
+  proxyCommand?: string[];
 }
 
 /**

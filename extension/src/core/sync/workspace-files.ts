@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isIgnored, parseIgnore } from './ignore';
 
 /** Folders never worth sending to a TPU VM, even outside a git repository. */
-const ALWAYS_SKIPPED = new Set(['.git', 'node_modules', '.venv', 'venv', '__pycache__', '.pytest_cache', 'dist', 'out', 'outputs', '.tpw', 'test-artifacts']);
+const ALWAYS_SKIPPED = new Set(['.git', 'node_modules', '.venv', 'venv', '__pycache__', '.pytest_cache', 'dist', 'out', 'outputs', '.tpw', '.tpw-sync', 'test-artifacts']);
 
 export interface WorkspaceFile {
   /** POSIX path relative to the workspace root. */
@@ -23,15 +24,24 @@ export interface WorkspaceListing {
 /**
  * Lists what to sync. In a git work tree this is `git ls-files` (tracked + untracked, minus .gitignore), so
  * the user's ignore rules hold; elsewhere a walk that skips the usual heavy folders. Nothing outside the root
- * is ever listed: symlinks that leave it are reported in `skipped`.
+ * is ever listed: symlinks that leave it are reported in `skipped`. A root `.tpuignore` (gitignore syntax)
+ * leaves out more, tracked files included.
  */
 export function listWorkspaceFiles(root: string): WorkspaceListing {
   const absRoot = fs.realpathSync(root);
   const rels = gitListing(absRoot) ?? walk(absRoot);
+  let tpuIgnore = '';
+  try {
+    tpuIgnore = fs.readFileSync(path.join(absRoot, '.tpuignore'), 'utf8');
+  } catch {
+    // no .tpuignore: only .gitignore applies
+  }
+  const rules = parseIgnore(tpuIgnore);
   const files: WorkspaceFile[] = [];
   const skipped: string[] = [];
   for (const rel of rels) {
     if (rel.split('/').some((seg) => ALWAYS_SKIPPED.has(seg))) continue;
+    if (isIgnored(rules, rel)) continue;
     const abs = path.join(absRoot, rel);
     let st: fs.Stats;
     try {

@@ -37,6 +37,8 @@ export interface TpuApi {
   deleteNode(id: NodeId, opts?: WaitOptions): Promise<void>;
   startNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode>;
   stopNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode>;
+  /** Replaces the node's metadata (UpdateNode with updateMask=metadata); callers merge first. */
+  updateNodeMetadata(id: NodeId, metadata: Record<string, string>, opts?: WaitOptions): Promise<TpuNode>;
   listAcceleratorTypes(project: string, zone: string, signal?: AbortSignal): Promise<AcceleratorType[]>;
   listRuntimeVersions(project: string, zone: string, signal?: AbortSignal): Promise<RuntimeVersion[]>;
   close(): Promise<void>;

@@ -33,7 +33,7 @@ interface Lro<T> {
   removeAllListeners(event: 'complete'): unknown;
 }
 
-type Verb = 'list' | 'get' | 'create' | 'delete' | 'start' | 'stop' | 'list accelerator types of' | 'list runtime versions of';
+type Verb = 'list' | 'get' | 'create' | 'delete' | 'start' | 'stop' | 'update' | 'list accelerator types of' | 'list runtime versions of';
 interface Ctx {
   verb: Verb;
   project: string;
@@ -103,6 +103,14 @@ export class CloudTpuApi implements TpuApi {
   async stopNode(id: NodeId, opts?: WaitOptions): Promise<TpuNode> {
     const ctx = ctxOf('stop', id);
     const [op] = await this.call(ctx, opts?.signal, () => this.client.stopNode({ name: nodeResourceName(id) }, { longrunning: LRO_BACKOFF }));
+    return toTpuNode(await this.wait(ctx, op, opts));
+  }
+
+  async updateNodeMetadata(id: NodeId, metadata: Record<string, string>, opts?: WaitOptions): Promise<TpuNode> {
+    const ctx = ctxOf('update', id);
+    const [op] = await this.call(ctx, opts?.signal, () =>
+      this.client.updateNode({ node: { name: nodeResourceName(id), metadata }, updateMask: { paths: ['metadata'] } }, { longrunning: LRO_BACKOFF }),
+    );
     return toTpuNode(await this.wait(ctx, op, opts));
   }
 
@@ -297,6 +305,7 @@ export function toTpuNode(n: INode): TpuNode {
     })),
     schedulingConfig: sc ? { preemptible: !!sc.preemptible, spot: !!sc.spot, reserved: !!sc.reserved } : undefined,
     labels: { ...(n.labels ?? {}) },
+    metadata: { ...(n.metadata ?? {}) },
     createTime: timestampToIso(n.createTime),
   });
 }

@@ -43,6 +43,8 @@ export const TpuNodeSchema = z.object({
   networkEndpoints: z.array(NetworkEndpointSchema).default([]),
   schedulingConfig: z.object({ preemptible: z.boolean().optional(), spot: z.boolean().optional(), reserved: z.boolean().optional() }).optional(),
   labels: z.record(z.string()).default({}),
+  /** Instance metadata (e.g. `ssh-keys`: `user:ssh-ed25519 AAAA… comment` lines). */
+  metadata: z.record(z.string()).default({}),
   createTime: z.string().optional(),
 });
 export type TpuNode = z.infer<typeof TpuNodeSchema>;

@@ -1,0 +1,122 @@
+import { TpwError } from '../core/errors';
+import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
+import { isGoneState, recreateNode } from '../core/run/preemption';
+import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { passthroughEnv } from '../core/run/secrets';
+import { parseNodeName } from '../core/tpu/models';
+import { formatDuration, listRuns, loadRun, resolveRunId, type RunRecord } from '../core/run/registry';
+import { stopRecordedRun, watchRecordedRun } from '../core/run/session';
+import { ConnectionManager } from '../core/ssh/connection';
+import { openCliBackend } from './backend-from-args';
+import { requireArg, UsageError, type CommandContext } from './main';
+
+/**
+ * `tpw runs`, `tpw logs RUN [--follow]`, `tpw stop RUN`: the run registry (<TPW_HOME>/runs) seen from any
+ * shell, independently of the `tpw run` that started the run (it may have been `--detach`ed or killed).
+ */
+
+function exitCodes(r: RunRecord): string {
+  return r.exitCodes ? r.exitCodes.map((c, i) => `w${i}=${c ?? '-'}`).join(' ') : '';
+}
+
+function duration(r: RunRecord): string {
+  const end = r.endedAt ? Date.parse(r.endedAt) : Date.now();
+  return formatDuration(end - Date.parse(r.startedAt));
+}
+
+export async function runsCommand(ctx: CommandContext): Promise<number> {
+  if (ctx.positionals.length > 0) throw new UsageError(`unexpected argument "${ctx.positionals[0]}"`);
+  const runs = listRuns();
+  if (ctx.values.json) {
+    ctx.out(JSON.stringify(runs, null, 2));
+    return 0;
+  }
+  if (runs.length === 0) {
+    ctx.out('No runs yet. Start one with `tpw run RECIPE --vm NAME`.');
+    return 0;
+  }
+  const rows = runs.map((r) => [r.runId, r.status, r.vm, r.recipe.split('/').pop() ?? r.recipe, r.startedAt.replace('T', ' ').slice(0, 19), duration(r), exitCodes(r)]);
+  const head = ['RUN', 'STATUS', 'VM', 'RECIPE', 'STARTED (UTC)', 'DURATION', 'EXIT CODES'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  for (const row of [head, ...rows]) ctx.out(row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
+  return 0;
+}
+
+export async function logsCommand(ctx: CommandContext): Promise<number> {
+  const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
+  const follow = Boolean(ctx.values.follow);
+  const backend = await openCliBackend(ctx.globals);
+  const conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])));
+  const detach = new AbortController();
+  // Ctrl-C while following stops *watching*; the run goes on (`tpw stop` stops it).
+  const onSigint = () => detach.abort();
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await watchRecordedRun(backend, conns, runId, { onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }, {
+      follow,
+      signal: detach.signal,
+      onNotice: (w, m) => ctx.err(`tpw: w${w}: ${m}`),
+    });
+    if (!follow) {
+      const rec = loadRun(runId);
+      ctx.err(`run ${runId}: ${rec.status}${rec.exitCodes ? ` — ${exitCodes(rec)}` : ''}`);
+      return 0;
+    }
+    if (result.detached) {
+      ctx.err(`Stopped following; run ${runId} goes on.`);
+      return 0;
+    }
+    ctx.out(formatRunSummary(result));
+    return result.ok ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    conns.dispose();
+    await backend.close();
+  }
+}
+
+export async function stopCommand(ctx: CommandContext): Promise<number> {
+  const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
+  const backend = await openCliBackend(ctx.globals);
+  const conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])));
+  try {
+    const rec = await stopRecordedRun(backend, conns, runId);
+    ctx.out(`run ${runId}: stopped on ${rec.workers.length} workers (${rec.status})`);
+    return 0;
+  } finally {
+    conns.dispose();
+    await backend.close();
+  }
+}
+
+/**
+ * `tpw resume RUN`: "Recreate and resume" — if the run's VM was preempted (or terminated), delete and create it
+ * again with the same spec, then run the same recipe with the same overrides plus `resume=auto` (trainer
+ * recipes), from the same workspace.
+ */
+export async function resumeCommand(ctx: CommandContext): Promise<number> {
+  const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
+  const rec = loadRun(runId);
+  const backend = await openCliBackend(ctx.globals);
+  try {
+    let node = await backend.api.getNode(parseNodeName(rec.node));
+    if (isGoneState(node.state)) node = await recreateNode(backend.api, node, (m) => ctx.err(m));
+    else if (node.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${rec.vm} is ${node.state}; it must be READY (or PREEMPTED, to recreate it).`);
+    const result = await runRecipe({
+      backend,
+      node,
+      recipePath: rec.recipe,
+      workspaceRoot: rec.workspaceRoot,
+      extraOverrides: rec.extraOverrides,
+      resume: true,
+      hostKeys: hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])),
+      passEnv: passthroughEnv(process.env),
+      onStarted: (id) => ctx.err(`Run ${id} resumes ${runId} on ${rec.vm}.`),
+      listener: { onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) },
+    });
+    ctx.out(formatRunSummary(result));
+    return result.ok ? 0 : 1;
+  } finally {
+    await backend.close();
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Parses profiles on a worker thread. The extension host is single-threaded and shared by every extension:
+ * decoding a 200 MB capture on it would freeze the editor for seconds.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ProfileSummary } from './analyze';
+import { ProfileFormatError } from './xplane';
+
+type Request = { op: 'analyze'; file: string } | { op: 'export'; file: string; out: string };
+export type WorkerRequest = Request & { id: number };
+export type WorkerReply =
+  | { id: number; ok: true; summary?: ProfileSummary; events?: number }
+  | { id: number; ok: false; error: string };
+
+export class ProfileParser {
+  private worker: Worker | undefined;
+  private next = 1;
+  private readonly pending = new Map<number, { resolve(r: WorkerReply): void; reject(e: Error): void }>();
+
+  /** @param workerFile the built worker (dist/profile-worker.js), or worker.ts under tsx in tests. */
+  constructor(private readonly workerFile: string) {}
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const w = new Worker(this.workerFile);
+    w.on('message', (reply: WorkerReply) => {
+      const p = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) w.unref();
+      p?.resolve(reply);
+    });
+    const fail = (e: Error): void => {
+      for (const p of this.pending.values()) p.reject(e);
+      this.pending.clear();
+      this.worker = undefined;
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`profile parser exited (code ${code})`)));
+    this.worker = w;
+    return w;
+  }
+
+  private call(req: Request): Promise<WorkerReply> {
+    const id = this.next++;
+    return new Promise<WorkerReply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      const w = this.start();
+      // Referenced only while a request is out: an idle worker must not keep a CLI or test process alive.
+      w.ref();
+      w.postMessage({ ...req, id });
+    });
+  }
+
+  async analyze(file: string): Promise<ProfileSummary> {
+    const r = await this.call({ op: 'analyze', file });
+    if (!r.ok) throw new ProfileFormatError(`${file}: ${r.error}`);
+    return r.summary!;
+  }
+
+  /** Writes the Chrome trace JSON of `file` to `out`; returns the number of events. */
+  async exportChromeTrace(file: string, out: string): Promise<number> {
+    const r = await this.call({ op: 'export', file, out });
+    if (!r.ok) throw new ProfileFormatError(`${file}: ${r.error}`);
+    return r.events ?? 0;
+  }
+
+  dispose(): void {
+    void this.worker?.terminate();
+    this.worker = undefined;
+  }
+}

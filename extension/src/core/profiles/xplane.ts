@@ -1,0 +1,340 @@
+/**
+ * XSpace (`*.xplane.pb`) decoding with protobufjs's wire Reader. Field numbers come from
+ * tsl/profiler/protobuf/xplane.proto (XSpace, XPlane, XLine, XEvent, XStat, XEventMetadata, XStatMetadata).
+ *
+ * Why a hand-driven Reader and not generated message classes: a capture holds millions of XEvents, and one
+ * JS object per event (plus one Long per int64 field) is what makes TensorBoard need GBs. Here events go
+ * into typed arrays per line (columnar), and per-event stats into flat arrays, so memory stays close to
+ * the file size.
+ */
+import protobuf from 'protobufjs/minimal.js';
+
+type Reader = protobuf.Reader;
+
+export class ProfileFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProfileFormatError';
+  }
+}
+
+export interface StatMeta {
+  id: number;
+  name: string;
+}
+
+/** A stat value: numbers for the numeric oneof members, strings for str_value, and ref_value resolved by name. */
+export type StatValue = number | string;
+
+export interface EventMeta {
+  id: number;
+  name: string;
+  displayName: string;
+  /** Metadata-level stats (e.g. hlo_category, flops, bytes_accessed on TPU), by stat name. */
+  stats: Map<string, StatValue>;
+}
+
+/** One XLine's events, columnar. offsetPs is relative to the line's timestampNs. */
+export interface LineData {
+  id: number;
+  name: string;
+  displayName: string;
+  timestampNs: number;
+  count: number;
+  metaId: Int32Array;
+  offsetPs: Float64Array;
+  durationPs: Float64Array;
+  /** Event i's stats are statMeta/statNum/statStr[statStart[i] .. statStart[i+1]). */
+  statStart: Uint32Array;
+  statMeta: Int32Array;
+  statNum: Float64Array;
+  /** Sparse: only string stats have an entry (index into the stat arrays). ref_value stats are resolved to their name here. */
+  statStr: Map<number, string>;
+}
+
+export interface PlaneData {
+  id: number;
+  name: string;
+  lines: LineData[];
+  eventMeta: Map<number, EventMeta>;
+  statMeta: Map<number, StatMeta>;
+  stats: Map<string, StatValue>;
+}
+
+export interface XSpaceData {
+  planes: PlaneData[];
+  hostnames: string[];
+  errors: string[];
+  warnings: string[];
+}
+
+/** A 64-bit varint as a double: exact below 2^53, which covers ids, picosecond offsets and durations. */
+function varint64(r: Reader): number {
+  let result = 0;
+  let scale = 1;
+  for (let i = 0; i < 10; i++) {
+    if (r.pos >= r.len) throw new RangeError('index out of range');
+    const b = r.buf[r.pos++];
+    result += (b & 0x7f) * scale;
+    if (b < 0x80) {
+      // Negative int64 is encoded as ten bytes of two's complement; ids and times are never negative in
+      // practice, but keep the sign right for robustness.
+      return i === 9 && result >= 2 ** 63 ? result - 2 ** 64 : result;
+    }
+    scale *= 128;
+  }
+  throw new ProfileFormatError('invalid varint');
+}
+
+/** Growable typed columns for one line while decoding. */
+class LineBuilder {
+  count = 0;
+  metaId = new Int32Array(64);
+  offsetPs = new Float64Array(64);
+  durationPs = new Float64Array(64);
+  statStart = new Uint32Array(65);
+  nStats = 0;
+  statMeta = new Int32Array(64);
+  statNum = new Float64Array(64);
+  statStr = new Map<number, string>();
+  statRef = new Set<number>();
+
+  ensureEvent(): void {
+    if (this.count + 1 < this.metaId.length) return;
+    const n = this.metaId.length * 2;
+    this.metaId = grow(this.metaId, n);
+    this.offsetPs = grow(this.offsetPs, n);
+    this.durationPs = grow(this.durationPs, n);
+    this.statStart = grow(this.statStart, n + 1);
+  }
+
+  ensureStat(): void {
+    if (this.nStats < this.statMeta.length) return;
+    const n = this.statMeta.length * 2;
+    this.statMeta = grow(this.statMeta, n);
+    this.statNum = grow(this.statNum, n);
+  }
+}
+
+function grow<T extends Int32Array | Float64Array | Uint32Array>(a: T, n: number): T {
+  const b = new (a.constructor as new (n: number) => T)(n);
+  b.set(a);
+  return b;
+}
+
+/** Decodes one XStat into (metaId, number | string). ref_value stays a number here; resolved by readers. */
+function readStat(r: Reader, end: number): RawStat {
+  let meta = 0;
+  let num = 0;
+  let str: string | undefined;
+  let ref = false;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: meta = varint64(r); break;
+      case 2: num = r.double(); break;
+      case 3: case 4: num = varint64(r); break;
+      // ref_value: the id of a stat metadata entry whose *name* is the string value (XLA interns op names so).
+      case 7: num = varint64(r); ref = true; break;
+      case 5: str = r.string(); break;
+      case 6: str = `<${r.bytes().length} bytes>`; break;
+      default: r.skipType(tag & 7);
+    }
+  }
+  return { meta, num, str, ref };
+}
+
+function readEvent(r: Reader, end: number, b: LineBuilder): void {
+  b.ensureEvent();
+  const i = b.count;
+  b.statStart[i] = b.nStats;
+  let meta = 0;
+  let offset = 0;
+  let dur = 0;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: meta = varint64(r); break;
+      case 2: offset = varint64(r); break;
+      case 3: dur = varint64(r); break;
+      case 4: {
+        const e = r.uint32() + r.pos;
+        const s = readStat(r, e);
+        b.ensureStat();
+        b.statMeta[b.nStats] = s.meta;
+        b.statNum[b.nStats] = s.num;
+        if (s.str !== undefined) b.statStr.set(b.nStats, s.str);
+        else if (s.ref) b.statRef.add(b.nStats);
+        b.nStats++;
+        break;
+      }
+      default: r.skipType(tag & 7); // num_occurrences (5): aggregated events, no timing.
+    }
+  }
+  b.metaId[i] = meta;
+  b.offsetPs[i] = offset;
+  b.durationPs[i] = dur;
+  b.count++;
+  b.statStart[b.count] = b.nStats;
+}
+
+function readLine(r: Reader, end: number): LineData {
+  const b = new LineBuilder();
+  let id = 0;
+  let name = '';
+  let displayName = '';
+  let ts = 0;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: id = varint64(r); break;
+      case 2: name = r.string(); break;
+      case 3: ts = varint64(r); break;
+      case 4: { const e = r.uint32() + r.pos; readEvent(r, e, b); break; }
+      case 10: r.skipType(tag & 7); break; // display_id
+      case 11: displayName = r.string(); break;
+      default: r.skipType(tag & 7); // duration_ps (9) and reserved fields
+    }
+  }
+  const n = b.count;
+  return {
+    id, name, displayName: displayName || name, timestampNs: ts, count: n,
+    metaId: b.metaId.slice(0, n), offsetPs: b.offsetPs.slice(0, n), durationPs: b.durationPs.slice(0, n),
+    statStart: b.statStart.slice(0, n + 1), statMeta: b.statMeta.slice(0, b.nStats), statNum: b.statNum.slice(0, b.nStats),
+    statStr: b.statStr, statRef: b.statRef,
+  } as LineData & { statRef: Set<number> };
+}
+
+/** Metadata-level stats are few: decode them to raw triples and name them once the plane's stat metadata is known. */
+interface RawStat { meta: number; num: number; str: string | undefined; ref: boolean }
+
+function readEventMeta(r: Reader, end: number): { meta: EventMeta; raw: RawStat[] } {
+  const meta: EventMeta = { id: 0, name: '', displayName: '', stats: new Map() };
+  const raw: RawStat[] = [];
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: meta.id = varint64(r); break;
+      case 2: meta.name = r.string(); break;
+      case 4: meta.displayName = r.string(); break;
+      case 5: { const e = r.uint32() + r.pos; raw.push(readStat(r, e)); break; }
+      default: r.skipType(tag & 7); // metadata bytes (3), child_id (6)
+    }
+  }
+  return { meta, raw };
+}
+
+function readStatMeta(r: Reader, end: number): StatMeta {
+  const m: StatMeta = { id: 0, name: '' };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: m.id = varint64(r); break;
+      case 2: m.name = r.string(); break;
+      default: r.skipType(tag & 7);
+    }
+  }
+  return m;
+}
+
+/** map<int64, M> entries are messages with key = 1, value = 2. */
+function readMapEntry<T>(r: Reader, end: number, value: (r: Reader, end: number) => T): { key: number; value: T | undefined } {
+  let key = 0;
+  let v: T | undefined;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag >>> 3 === 1) key = varint64(r);
+    else if (tag >>> 3 === 2) { const e = r.uint32() + r.pos; v = value(r, e); }
+    else r.skipType(tag & 7);
+  }
+  return { key, value: v };
+}
+
+function readPlane(r: Reader, end: number): PlaneData {
+  const plane: PlaneData = { id: 0, name: '', lines: [], eventMeta: new Map(), statMeta: new Map(), stats: new Map() };
+  const pending: { meta: EventMeta; raw: RawStat[] }[] = [];
+  const planeStats: RawStat[] = [];
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: plane.id = varint64(r); break;
+      case 2: plane.name = r.string(); break;
+      case 3: { const e = r.uint32() + r.pos; plane.lines.push(readLine(r, e)); break; }
+      case 4: {
+        const e = r.uint32() + r.pos;
+        const entry = readMapEntry(r, e, readEventMeta);
+        if (entry.value) {
+          entry.value.meta.id ||= entry.key;
+          plane.eventMeta.set(entry.key, entry.value.meta);
+          pending.push(entry.value);
+        }
+        break;
+      }
+      case 5: {
+        const e = r.uint32() + r.pos;
+        const entry = readMapEntry(r, e, readStatMeta);
+        if (entry.value) plane.statMeta.set(entry.key, { id: entry.key, name: entry.value.name });
+        break;
+      }
+      case 6: { const e = r.uint32() + r.pos; planeStats.push(readStat(r, e)); break; }
+      default: r.skipType(tag & 7);
+    }
+  }
+  const name = (id: number): string => plane.statMeta.get(id)?.name ?? `stat#${id}`;
+  const value = (s: RawStat): StatValue => s.str ?? (s.ref ? name(s.num) : s.num);
+  for (const p of pending) for (const s of p.raw) p.meta.stats.set(name(s.meta), value(s));
+  for (const s of planeStats) plane.stats.set(name(s.meta), value(s));
+  // Lines are read before the stat metadata map may have been seen: resolve ref_value stats now.
+  for (const line of plane.lines as (LineData & { statRef?: Set<number> })[]) {
+    for (const k of line.statRef ?? []) line.statStr.set(k, name(line.statNum[k]));
+    delete line.statRef;
+  }
+  return plane;
+}
+
+/**
+ * Decodes a whole XSpace. Throws ProfileFormatError with a plain-words reason on corrupt or truncated input
+ * (protobufjs throws RangeError "index out of range" when a length runs past the end).
+ */
+export function decodeXSpace(buf: Uint8Array): XSpaceData {
+  if (buf.length === 0) throw new ProfileFormatError('the profile file is empty');
+  const r = protobuf.Reader.create(buf);
+  const space: XSpaceData = { planes: [], hostnames: [], errors: [], warnings: [] };
+  try {
+    while (r.pos < r.len) {
+      const tag = r.uint32();
+      const wire = tag & 7;
+      const field = tag >>> 3;
+      if (field === 0 || wire > 5 || wire === 3 || wire === 4) throw new ProfileFormatError(`invalid field tag ${tag} at byte ${r.pos}`);
+      switch (field) {
+        case 1: {
+          const e = r.uint32() + r.pos;
+          if (e > r.len) throw new RangeError('index out of range');
+          space.planes.push(readPlane(r, e));
+          break;
+        }
+        case 2: space.errors.push(r.string()); break;
+        case 3: space.warnings.push(r.string()); break;
+        case 4: space.hostnames.push(r.string()); break;
+        default: r.skipType(wire);
+      }
+    }
+  } catch (e) {
+    if (e instanceof ProfileFormatError) throw new ProfileFormatError(`not a valid XSpace profile: ${e.message}`);
+    const why = e instanceof Error ? e.message : String(e);
+    if (/index out of range/.test(why)) {
+      throw new ProfileFormatError(`the profile is truncated or corrupt: a field runs past the end of the file (at byte ${r.pos} of ${r.len})`);
+    }
+    throw new ProfileFormatError(`not a valid XSpace profile: ${why}`);
+  }
+  if (space.planes.length === 0) throw new ProfileFormatError('no planes in the profile: not an XSpace file, or an empty capture');
+  return space;
+}
+
+/** The value of stat `name` on event `i` of `line`, or undefined. */
+export function eventStat(plane: PlaneData, line: LineData, i: number, name: string): StatValue | undefined {
+  for (let k = line.statStart[i]; k < line.statStart[i + 1]; k++) {
+    if (plane.statMeta.get(line.statMeta[k])?.name === name) return line.statStr.get(k) ?? line.statNum[k];
+  }
+  return undefined;
+}

@@ -1,0 +1,103 @@
+import { describeError } from '../errors';
+import type { TpuApi } from '../tpu/api';
+import { parseNodeName, shortName, type TpuNode } from '../tpu/models';
+import type { RunResult } from './types';
+
+/**
+ * Preemption: a spot/preemptible TPU VM can be taken away mid-run. That is not the user's program failing, so
+ * a run whose VM went PREEMPTED/TERMINATED ends as "preempted" and is offered "Recreate and resume".
+ *
+ * Two signals, because neither alone is reliable: the VM state (polled while the run is watched, and
+ * re-checked for a few seconds when workers die of a signal, since the API may flip the state only after
+ * the workers are gone), and the trainer's own exit code 75 (trainer/README.md: SIGTERM or torch_xla's
+ * preemption notice; a checkpoint was saved; rerun with `resume=auto`).
+ */
+
+/** The trainer's "preempted" exit status (trainer/README.md, tpu_trainer/preemption.py). */
+export const PREEMPTED_EXIT = 75;
+
+export function isGoneState(state: string): boolean {
+  return state === 'PREEMPTED' || state === 'TERMINATED';
+}
+
+/**
+ * Polls the node every `intervalMs` until it is PREEMPTED/TERMINATED (resolves with that state) or `signal`
+ * aborts (resolves undefined). API errors are retried: a flaky API must not end a run.
+ */
+export async function watchNodeState(api: TpuApi, nodeName: string, opts: { intervalMs?: number; signal: AbortSignal; onError?: (e: unknown) => void }): Promise<string | undefined> {
+  const interval = opts.intervalMs ?? 15_000;
+  while (!opts.signal.aborted) {
+    await sleep(interval, opts.signal);
+    if (opts.signal.aborted) return undefined;
+    try {
+      const node = await api.getNode(parseNodeName(nodeName), opts.signal);
+      if (isGoneState(node.state)) return node.state;
+    } catch (e) {
+      if (!opts.signal.aborted) opts.onError?.(e);
+    }
+  }
+  return undefined;
+}
+
+/** True if the result looks like workers being taken away (a signal, no exit code, a lost connection, or 75). */
+export function looksPreempted(result: RunResult): boolean {
+  return result.workers.some((w) => !w.stopped && (w.exitCode === PREEMPTED_EXIT || w.exitCode === null || w.exitCode >= 128 || w.signal !== undefined));
+}
+
+/**
+ * After a run that did not succeed: was the VM preempted? Asks the API for up to `settleMs` (the state may
+ * still say READY while the workers are being torn down). A trainer exit of 75 counts as preempted.
+ */
+export async function checkPreempted(api: TpuApi, nodeName: string, result: RunResult, settleMs = 5000): Promise<string | undefined> {
+  if (result.ok || result.cancelled || !looksPreempted(result)) return undefined;
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    try {
+      const node = await api.getNode(parseNodeName(nodeName));
+      if (isGoneState(node.state)) return `VM ${shortName(nodeName)} was ${node.state}`;
+    } catch (e) {
+      if (/not found/i.test(describeError(e))) return `VM ${shortName(nodeName)} is gone`;
+    }
+    if (Date.now() >= deadline) break;
+    await sleep(500);
+  }
+  const w = result.workers.find((x) => x.exitCode === PREEMPTED_EXIT);
+  return w ? `w${w.index} exited ${PREEMPTED_EXIT} (the trainer's preempted status)` : undefined;
+}
+
+/**
+ * "Recreate": a preempted TPU VM cannot be restarted, only deleted and created again with the same spec
+ * (type, runtime, spot, labels). Returns the new READY node.
+ */
+export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg: string) => void): Promise<TpuNode> {
+  const id = parseNodeName(node.name);
+  onProgress?.(`Deleting ${id.node} (${node.state})…`);
+  try {
+    await api.deleteNode(id);
+  } catch (e) {
+    if (!/not found/i.test(describeError(e))) throw e;
+  }
+  onProgress?.(`Creating ${id.node} (${node.acceleratorType}, ${node.runtimeVersion})…`);
+  return api.createNode({
+    project: id.project,
+    zone: id.zone,
+    nodeId: id.node,
+    acceleratorType: node.acceleratorType,
+    runtimeVersion: node.runtimeVersion,
+    spot: node.schedulingConfig?.spot === true || node.schedulingConfig?.preemptible === true,
+    labels: node.labels,
+    description: node.description,
+  });
+}
+
+/** Hydra override that makes the trainer continue from its newest checkpoint; replaces any earlier resume=. */
+export function withResume(overrides: readonly string[]): string[] {
+  return [...overrides.filter((o) => !/^\+{0,2}resume=/.test(o)), 'resume=auto'];
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+}

@@ -1,0 +1,60 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { utils } from 'ssh2';
+import { tpwHome } from '../paths';
+import type { TpuApi } from '../tpu/api';
+import { parseNodeName, type TpuNode } from '../tpu/models';
+
+/**
+ * TPU Workbench's own SSH identity: an ed25519 key pair under TPW_HOME, created on first use (0600), so a
+ * fresh VM works without gcloud: "Add my key to this VM" puts the public half into the node's metadata
+ * `ssh-keys`, which the TPU VM's guest agent installs for that user on every worker.
+ */
+
+export interface KeyPair {
+  privateKeyPath: string;
+  privateKey: string;
+  /** `ssh-ed25519 AAAA… tpu-workbench@host` */
+  publicKey: string;
+}
+
+export function extensionKeyPath(home = tpwHome()): string {
+  return path.join(home, 'id_ed25519');
+}
+
+/** The key pair, created if it does not exist yet. */
+export function ensureExtensionKey(home = tpwHome()): KeyPair {
+  const file = extensionKeyPath(home);
+  if (!fs.existsSync(file)) {
+    const pair = utils.generateKeyPairSync('ed25519', { comment: `tpu-workbench@${os.hostname()}` });
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    // wx: two first uses at once must not overwrite each other's key.
+    try {
+      fs.writeFileSync(file, pair.private, { mode: 0o600, flag: 'wx' });
+      fs.writeFileSync(`${file}.pub`, `${pair.public}\n`, { mode: 0o644 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+  return { privateKeyPath: file, privateKey: fs.readFileSync(file, 'utf8'), publicKey: fs.readFileSync(`${file}.pub`, 'utf8').trim() };
+}
+
+/** The metadata `ssh-keys` value with `user:publicKey` added (once); other users' and other keys' lines are kept. */
+export function withSshKey(existing: string | undefined, username: string, publicKey: string): string {
+  const keyBody = publicKey.trim().split(/\s+/).slice(0, 2).join(' ');
+  const lines = (existing ?? '').split('\n').filter((l) => l.trim() !== '');
+  const already = lines.some((l) => {
+    const [user, ...rest] = l.split(':');
+    return user === username && rest.join(':').trim().split(/\s+/).slice(0, 2).join(' ') === keyBody;
+  });
+  return (already ? lines : [...lines, `${username}:${publicKey.trim()}`]).join('\n');
+}
+
+/** "Add my key to this VM": merges the key into the node's metadata through UpdateNode. */
+export async function addKeyToNode(api: TpuApi, node: TpuNode, username: string, publicKey: string): Promise<TpuNode> {
+  const current = await api.getNode(parseNodeName(node.name));
+  const sshKeys = withSshKey(current.metadata['ssh-keys'], username, publicKey);
+  if (sshKeys === current.metadata['ssh-keys']) return current;
+  return api.updateNodeMetadata(parseNodeName(node.name), { ...current.metadata, 'ssh-keys': sshKeys });
+}

@@ -1,0 +1,99 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { describeError, TpwError } from '../core/errors';
+import { loadRun, type RunRecord } from '../core/run/registry';
+import { downloadRunLogs, stopRecordedRun, workersOfRecord } from '../core/run/session';
+import { ConnectionManager } from '../core/ssh/connection';
+import { parseNodeName } from '../core/tpu/models';
+import { isGoneState, recreateNode } from '../core/run/preemption';
+import type { Ctx } from './ctx';
+import { vscodeHostKeys } from './hostKeys';
+import type { RunManager } from './run';
+import { RunItem, type RunsTreeProvider } from './runsView';
+
+/**
+ * Commands of the Runs view: show (reattach), stop, run again, download logs; and reattaching active runs
+ * when the extension starts (the runs kept going on the workers while VS Code was closed).
+ */
+
+function recordOf(arg: unknown): RunRecord {
+  if (arg instanceof RunItem) return loadRun(arg.record.runId); // re-read: the item may be stale
+  if (typeof arg === 'string') return loadRun(arg); // from a notification's action
+  throw new TpwError('INVALID_ARGUMENT', 'Pick a run in the Runs view.');
+}
+
+const labelOf = (r: RunRecord) => `${path.basename(r.recipe)} on ${r.vm}`;
+
+export async function showRun(runs: RunManager, arg: unknown): Promise<void> {
+  const rec = recordOf(arg);
+  if (runs.activeRunId === rec.runId) {
+    runs.showOutput();
+    return;
+  }
+  runs.showOutput();
+  await runs.attach(rec.runId, labelOf(rec));
+}
+
+export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
+  const rec = recordOf(arg);
+  if (runs.stopActive(rec.runId)) return;
+  const backend = await ctx.backend();
+  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+  try {
+    await stopRecordedRun(backend, conns, rec.runId);
+    void vscode.window.showInformationMessage(`Run stopped: ${labelOf(rec)}.`);
+  } finally {
+    conns.dispose();
+  }
+}
+
+export async function runAgain(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
+  const rec = recordOf(arg);
+  if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
+  const backend = await ctx.backend();
+  const node = await backend.api.getNode(parseNodeName(rec.node));
+  await runs.run(vscode.Uri.file(rec.recipe), node);
+}
+
+/** Every worker's log into `<workspace>/.tpw/logs/<run>/wN.log`, then opens worker 0's. */
+export async function downloadLogs(ctx: Ctx, arg: unknown): Promise<void> {
+  const rec = recordOf(arg);
+  const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath ?? rec.workspaceRoot;
+  const dest = path.join(folder, '.tpw', 'logs', rec.runId);
+  const backend = await ctx.backend();
+  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+  try {
+    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Downloading logs of ${rec.runId}` }, async () =>
+      downloadRunLogs(await workersOfRecord(backend, rec), conns, rec.runId, dest),
+    );
+    ctx.log.info(`downloaded ${files.length} logs of ${rec.runId} to ${dest}`);
+    if (files[0]) await vscode.window.showTextDocument(vscode.Uri.file(files[0]), { preview: true });
+  } finally {
+    conns.dispose();
+  }
+}
+
+/** After a restart: follow the newest active run (one output channel, one run at a time). */
+export function reattachOnStart(ctx: Ctx, runs: RunManager, tree: RunsTreeProvider): void {
+  const active = tree.activeRuns();
+  if (active.length === 0) return;
+  const rec = active[0];
+  ctx.log.info(`reattaching to run ${rec.runId} (${labelOf(rec)})`);
+  runs.attach(rec.runId, labelOf(rec)).catch((e: unknown) => ctx.log.warn(`reattach ${rec.runId}: ${describeError(e)}`));
+}
+
+/** "Recreate and resume": a preempted VM is deleted and created again (same spec), then the run restarts with resume=auto. */
+export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
+  const rec = recordOf(arg);
+  if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
+  const backend = await ctx.backend();
+  let node = await backend.api.getNode(parseNodeName(rec.node));
+  if (isGoneState(node.state)) {
+    const old = node;
+    node = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: recreating ${rec.vm}` }, (progress) =>
+      recreateNode(backend.api, old, (m) => progress.report({ message: m })),
+    );
+  }
+  await runs.run(vscode.Uri.file(rec.recipe), node, true);
+}

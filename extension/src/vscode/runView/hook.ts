@@ -1,0 +1,44 @@
+import * as vscode from 'vscode';
+import { describeError } from '../../core/errors';
+import { formatRunSummary } from '../../core/run/runner';
+import type { RunResult, WorkerResult } from '../../core/run/types';
+import type { Ctx } from '../ctx';
+import { openRunView, RunViewPanel } from './panel';
+import { loadRemoteArtifacts } from './remote';
+
+/**
+ * The run view's side of a run, as one object the run code calls into: kept here so the hook in run.ts
+ * stays a few lines (runs are being reworked in parallel there).
+ */
+export interface RunViewFeed {
+  onLine(worker: number, line: string): void;
+  onWorkerExit(w: WorkerResult): void;
+  done(result: RunResult): void;
+  failed(e: unknown, cancelled: boolean): void;
+}
+
+export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFeed {
+  // Run ids are known only once the run started on every worker; the panel is keyed by the start time.
+  // Beside the editor, without focus: the recipe stays where it was, and the run shows next to it.
+  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers });
+  view.setStatus('running');
+  return {
+    onLine: (worker, line) => view.appendLines(worker, [line]),
+    onWorkerExit: (w) => {
+      const state = w.stopped ? 'stopped' : w.error !== undefined || w.exitCode !== 0 ? 'failed' : 'exited';
+      view.setWorkerStatus(w.index, state, w.exitCode);
+    },
+    done: (result) => {
+      if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
+      view.setStatus(result.cancelled ? 'cancelled' : result.ok ? 'succeeded' : 'failed', formatRunSummary(result));
+      // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
+      if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
+    },
+    failed: (e, cancelled) => view.setStatus(cancelled ? 'cancelled' : 'failed', describeError(e)),
+  };
+}
+
+/** Registers "TPU: Open Run View". */
+export function registerRunView(ctx: Ctx): void {
+  ctx.own(vscode.commands.registerCommand('tpuWorkbench.openRunView', () => openRunView(ctx)));
+}

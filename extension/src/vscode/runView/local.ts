@@ -1,0 +1,49 @@
+/**
+ * What a run folder on this machine holds for the run view: the trainer's metrics.jsonl, the torch_xla
+ * metrics report, and profile captures (TensorBoard layout). Used for finished runs and for
+ * "Open profile file…"; plain fs, no vscode, so tests can use it.
+ */
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import type { MetricRecord } from '../../../../webview/src/protocol';
+
+export interface LocalCapture {
+  file: string;
+  run: string;
+  host: string;
+  bytes: number;
+}
+
+/** Every `*.xplane.pb` under `dir` (at most 6 levels down: <profile_dir>/plugins/profile/<run>/<host>.xplane.pb). */
+export function findCaptures(dir: string, depth = 6): LocalCapture[] {
+  const out: LocalCapture[] = [];
+  if (depth < 0 || !existsSync(dir)) return out;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory() && e.name !== 'checkpoints') out.push(...findCaptures(p, depth - 1));
+    else if (e.isFile() && e.name.endsWith('.xplane.pb')) out.push({ file: p, run: path.basename(dir), host: e.name.replace(/\.xplane\.pb$/, ''), bytes: statSync(p).size });
+  }
+  return out.sort((a, b) => a.file.localeCompare(b.file));
+}
+
+/** metrics.jsonl → records; a torn last line (the trainer is still writing) is skipped. */
+export function readMetricsJsonl(file: string): MetricRecord[] {
+  if (!existsSync(file)) return [];
+  const out: MetricRecord[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const r = JSON.parse(line) as MetricRecord;
+      if (typeof r.step === 'number') out.push(r);
+    } catch {
+      // torn write
+    }
+  }
+  return out;
+}
+
+/** The output folder of a run folder (`<run>/output`) or the folder itself when it holds the files. */
+export function outputDir(dir: string): string {
+  const nested = path.join(dir, 'output');
+  return existsSync(path.join(nested, 'metrics.jsonl')) || existsSync(path.join(nested, 'xla_metrics.txt')) ? nested : dir;
+}

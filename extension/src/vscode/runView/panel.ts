@@ -1,0 +1,220 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { describeError } from '../../core/errors';
+import { ProfileParser } from '../../core/profiles/parse';
+import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
+import type { HostToWebview, MetricRecord, ProfileCapture, RunStateMessage, WebviewToHost, WorkerState } from '../../../../webview/src/protocol';
+import type { Ctx } from '../ctx';
+import { runViewHtml } from './html';
+import { findCaptures, outputDir, readMetricsJsonl } from './local';
+
+/** Log lines are sent in batches: one postMessage per line would flood the IPC on 64 chatty workers. */
+const FLUSH_MS = 100;
+
+export interface RunViewInfo {
+  runId: string;
+  title: string;
+  workers?: number;
+}
+
+/**
+ * One webview panel per run: every worker's log, live metrics, profiles. The panel survives being hidden
+ * (retainContextWhenHidden: a million log lines cannot be rebuilt from setState), and messages sent before the
+ * webview said `ready` are queued, so a run's first lines are never lost.
+ */
+export class RunViewPanel implements vscode.Disposable {
+  private static readonly panels = new Map<string, RunViewPanel>();
+  private static last: RunViewPanel | undefined;
+  private static parser: ProfileParser | undefined;
+
+  private ready = false;
+  private readonly queue: HostToWebview[] = [];
+  private pending = new Map<number, string[]>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Local captures have a file; remote ones a fetch that copies them here on first open. */
+  private readonly captures = new Map<string, { file?: string; fetch?: () => Promise<string>; capture: ProfileCapture }>();
+  private disposed = false;
+
+  /** Shows (or reveals) the panel of `info.runId`. */
+  static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column: vscode.ViewColumn = vscode.ViewColumn.Beside): RunViewPanel {
+    const existing = RunViewPanel.panels.get(info.runId);
+    if (existing) {
+      existing.panel.reveal(undefined, preserveFocus);
+      return existing;
+    }
+    const panel = vscode.window.createWebviewPanel('tpuWorkbench.runView', `Run: ${info.title}`, { viewColumn: column, preserveFocus }, {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
+    });
+    const view = new RunViewPanel(ctx, panel, info);
+    RunViewPanel.panels.set(info.runId, view);
+    RunViewPanel.last = view;
+    return view;
+  }
+
+  /** The most recently opened panel, for "TPU: Open Run View". */
+  static get current(): RunViewPanel | undefined {
+    return RunViewPanel.last && !RunViewPanel.last.disposed ? RunViewPanel.last : undefined;
+  }
+
+  private constructor(
+    private readonly ctx: Ctx,
+    readonly panel: vscode.WebviewPanel,
+    readonly info: RunViewInfo,
+  ) {
+    panel.iconPath = vscode.Uri.joinPath(ctx.extContext.extensionUri, 'media', 'tpu.svg');
+    panel.webview.html = runViewHtml(panel.webview, ctx.extContext.extensionUri, info.title);
+    panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m).catch((e: unknown) => ctx.log.error(`run view: ${describeError(e)}`)));
+    panel.onDidDispose(() => this.dispose());
+    this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers });
+  }
+
+  appendLines(worker: number, lines: string[]): void {
+    if (this.disposed || lines.length === 0) return;
+    const buf = this.pending.get(worker);
+    if (buf) buf.push(...lines);
+    else this.pending.set(worker, [...lines]);
+    this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  setStatus(state: RunStateMessage['state'], summary?: string): void {
+    this.flush();
+    this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
+  }
+
+  setWorkerStatus(worker: number, state: WorkerState, exitCode?: number | null): void {
+    this.flush();
+    this.post({ type: 'workerStatus', worker, state, exitCode });
+  }
+
+  setMetrics(records: MetricRecord[]): void {
+    this.post({ type: 'metrics', records });
+  }
+
+  /**
+   * Adds what a local run folder holds: metrics.jsonl, xla_metrics.txt (→ health) and profile captures.
+   * `worker` tags the metrics and health when the folder is one worker's.
+   */
+  addLocalFolder(dir: string, worker = 0): void {
+    const out = outputDir(dir);
+    const records = readMetricsJsonl(path.join(out, 'metrics.jsonl')).map((r) => ({ ...r, worker: r.worker ?? worker }));
+    if (records.length) this.setMetrics(records);
+    const report = path.join(out, 'xla_metrics.txt');
+    if (existsSync(report)) {
+      this.post({ type: 'health', worker, findings: healthFindings(parseXlaMetricsReport(readFileSync(report, 'utf8')), records) });
+    }
+    for (const c of findCaptures(dir)) {
+      this.addCapture(c.file, `w${worker} · ${c.run} · ${c.host}`, worker);
+    }
+  }
+
+  addCapture(file: string, label = path.basename(file), worker?: number): void {
+    const id = `c${this.captures.size + 1}`;
+    if ([...this.captures.values()].some((c) => c.file === file)) return;
+    const mb = (statSync(file).size / 1e6).toFixed(1);
+    this.captures.set(id, { file, capture: { id, label: `${label} (${mb} MB)`, worker, location: file } });
+    this.post({ type: 'profiles', captures: [...this.captures.values()].map((c) => c.capture) });
+  }
+
+  addRemoteCapture(label: string, worker: number, remotePath: string, bytes: number, fetch: () => Promise<string>): void {
+    if ([...this.captures.values()].some((c) => c.capture.location === remotePath && c.capture.worker === worker)) return;
+    const id = `c${this.captures.size + 1}`;
+    this.captures.set(id, { fetch, capture: { id, label: `${label} (${(bytes / 1e6).toFixed(1)} MB)`, worker, location: remotePath } });
+    this.post({ type: 'profiles', captures: [...this.captures.values()].map((c) => c.capture) });
+  }
+
+  /** The capture's local file, fetching it from its worker the first time. */
+  private async localFile(id: string): Promise<string | undefined> {
+    const c = this.captures.get(id);
+    if (!c) return undefined;
+    if (!c.file && c.fetch) c.file = await c.fetch();
+    return c.file;
+  }
+
+  private parser(): ProfileParser {
+    RunViewPanel.parser ??= new ProfileParser(path.join(this.ctx.extContext.extensionPath, 'dist', 'profile-worker.js'));
+    return RunViewPanel.parser;
+  }
+
+  private async onMessage(m: WebviewToHost): Promise<void> {
+    switch (m.type) {
+      case 'ready':
+        this.ready = true;
+        for (const q of this.queue.splice(0)) void this.panel.webview.postMessage(q);
+        break;
+      case 'openProfile': {
+        try {
+          const file = await this.localFile(m.id);
+          if (!file) return;
+          const summary = await this.parser().analyze(file);
+          this.post({ type: 'profile', id: m.id, summary });
+        } catch (e) {
+          this.post({ type: 'profileError', id: m.id, message: describeError(e) });
+        }
+        break;
+      }
+      case 'exportTrace': {
+        const file = await this.localFile(m.id);
+        if (!file) return;
+        const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.file(file.replace(/\.xplane\.pb$/, '.trace.json')), filters: { 'Chrome trace JSON': ['json'] } });
+        if (!target) return;
+        const n = await this.parser().exportChromeTrace(file, target.fsPath);
+        const open = await vscode.window.showInformationMessage(`Wrote ${n} trace events to ${path.basename(target.fsPath)}. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.`, 'Open Perfetto');
+        if (open) await vscode.env.openExternal(vscode.Uri.parse('https://ui.perfetto.dev'));
+        break;
+      }
+      case 'browse': {
+        const picked = await vscode.window.showOpenDialog({ canSelectFiles: true, canSelectFolders: true, canSelectMany: false, title: 'Open a profile (.xplane.pb) or a run folder', filters: { 'XLA profile': ['pb'] } });
+        const uri = picked?.[0];
+        if (!uri) return;
+        if (statSync(uri.fsPath).isDirectory()) this.addLocalFolder(uri.fsPath);
+        else this.addCapture(uri.fsPath);
+        break;
+      }
+      case 'copy':
+        await vscode.env.clipboard.writeText(m.text);
+        break;
+      case 'saveLogs': {
+        const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.file(`${this.info.runId}.log`), filters: { Logs: ['log', 'txt'] } });
+        if (target) await vscode.workspace.fs.writeFile(target, Buffer.from(`${m.text}\n`, 'utf8'));
+        break;
+      }
+      case 'cancelRun':
+        break;
+    }
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batches = this.pending;
+    this.pending = new Map();
+    for (const [worker, lines] of batches) this.post({ type: 'logLines', worker, lines });
+  }
+
+  private post(msg: HostToWebview): void {
+    if (this.disposed) return;
+    if (!this.ready) this.queue.push(msg);
+    else void this.panel.webview.postMessage(msg);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.timer) clearTimeout(this.timer);
+    RunViewPanel.panels.delete(this.info.runId);
+    this.panel.dispose();
+  }
+}
+
+/** "TPU: Open Run View": the latest run's panel, else an empty one to open a profile or run folder into. */
+export function openRunView(ctx: Ctx): void {
+  const current = RunViewPanel.current;
+  if (current) {
+    current.panel.reveal(undefined, false);
+    return;
+  }
+  RunViewPanel.show(ctx, { runId: 'local', title: 'profiles and run folders' }, false, vscode.ViewColumn.Active).setStatus('succeeded', 'open a profile or a run folder from the Profiles tab');
+}

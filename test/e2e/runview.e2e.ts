@@ -1,0 +1,86 @@
+/**
+ * The run view inside real VS Code (code-server): "TPU: Open Run View", then a real torch_xla profile opened
+ * from the Profiles tab through VS Code's own file dialog, parsed by the extension host's worker thread
+ * (dist/profile-worker.js) and rendered in the webview. Run after `npm run build`:
+ *
+ *   node --import tsx --test test/e2e/runview.e2e.ts
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, FrameLocator } from 'playwright-core';
+import { installExtension, REPO, startCodeServer } from './code-server';
+import { ProcessTracker } from './processes';
+import { launchBrowser, Workbench } from './workbench';
+
+const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
+const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+
+describe('run view in VS Code (code-server)', { timeout: 10 * 60_000, skip: !fs.existsSync(path.join(VENV, 'bin/python3')) && 'trainer venv missing' }, () => {
+  let root: string;
+  let procs: ProcessTracker;
+  let browser: Browser | undefined;
+  let wb: Workbench;
+  let xplane: string;
+
+  before(async () => {
+    assert.ok(fs.existsSync(path.join(REPO, 'dist', 'profile-worker.js')), 'run `npm run build` first');
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-runview-'));
+    const workspace = path.join(root, 'workspace');
+    fs.mkdirSync(path.join(workspace, 'recipes'), { recursive: true });
+    fs.writeFileSync(path.join(workspace, 'recipes', 'noop.sh'), 'echo hi\n');
+    const out = path.join(workspace, 'run1');
+    execFileSync(path.join(VENV, 'bin/python3'), ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
+      cwd: workspace, env: { ...process.env, PYTHONPATH: path.join(REPO, 'trainer'), PJRT_DEVICE: 'CPU' }, stdio: 'ignore', timeout: 240_000,
+    });
+    const dir = path.join(out, 'profile/plugins/profile');
+    const run = fs.readdirSync(dir)[0];
+    xplane = path.join(dir, run, fs.readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
+    procs = new ProcessTracker(path.join(root, 'logs'));
+    const extensionsDir = path.join(root, 'extensions');
+    installExtension(extensionsDir);
+    const server = await startCodeServer(procs, { root, extensionsDir, workspace, env: { ...process.env, TPW_HOME: path.join(root, 'tpw-home') } });
+    browser = await launchBrowser();
+    wb = await Workbench.open(browser, server.url, workspace);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await procs?.stopAll();
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  /** The run view's document: VS Code nests the webview in two iframes. */
+  const view = (): FrameLocator => wb.page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+
+  test('opens, parses a real profile on the extension host, and renders it', async (t) => {
+    t.after(async () => {
+      await wb.screenshot(path.join(ARTIFACTS, 'runview-last.png')).catch(() => undefined);
+    });
+    // The TPU container shows once the extension's contributions are loaded (then its commands are in the palette).
+    await wb.openViewContainer('TPU');
+    try {
+      await wb.runCommand('TPU: Open Run View');
+    } catch {
+      await wb.page.keyboard.press('Escape');
+      await wb.runCommand('TPU: Open Run View');
+    }
+    await view().locator('#tab-profiles').click({ timeout: 60_000 });
+    await view().getByText('Open profile file…').click();
+    // VS Code's own (simple) file dialog: type the path, accept.
+    await wb.page.locator('.quick-input-widget input.input').waitFor({ state: 'visible', timeout: 15_000 });
+    await wb.typeQuickInput(xplane);
+    await wb.page.waitForTimeout(500);
+    await wb.page.keyboard.press('Enter');
+    await view().locator('.captures button').first().click({ timeout: 30_000 });
+    await view().locator('.steps tbody tr').first().waitFor({ timeout: 60_000 });
+    assert.equal(await view().locator('.steps tbody tr').count(), 2, 'two profiled steps');
+    assert.ok((await view().locator('.ops details summary').allTextContents()).some((t) => t.startsWith('convolution')));
+    await wb.settle();
+    await wb.screenshot(path.join(ARTIFACTS, 'runview-profile.png'));
+  });
+});

@@ -1,0 +1,87 @@
+"""Optional writers (TensorBoard, W&B): used when installed, otherwise disabled with a
+clear message and the run goes on; metrics.jsonl is kept across a resume."""
+
+import importlib.util
+import json
+
+from _trainer_helpers import read_metrics, tiny_config
+from tpu_trainer.metrics import MetricsWriter
+from tpu_trainer.train import train
+
+
+def test_optional_writers(tmp_path, capsys):
+    cfg = tiny_config(tmp_path, max_steps=3, logging_steps=1)
+    cfg.logging.tensorboard = True
+    cfg.logging.wandb = True
+    cfg.checkpoint.enabled = False
+    summary = train(cfg)
+    err = capsys.readouterr().err
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
+    for pkg, artefact in (("tensorboard", "tb"), ("wandb", "wandb")):
+        if importlib.util.find_spec(pkg) is None:
+            assert f"logging.{pkg}=true but the {pkg} package is not installed" in err
+            assert pkg in summary["logging_disabled"]
+        else:
+            assert (tmp_path / artefact).is_dir() and pkg not in (summary["logging_disabled"] or [])
+
+
+def test_metrics_writer_keeps_records_up_to_resume_step(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 8)) + '{"step": 8, "lo')
+    w = MetricsWriter(path, keep_until_step=5)
+    w.write({"step": 6, "loss": 2.0})
+    w.close()
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4, 5, 6]
+    MetricsWriter(path).close()  # a fresh run truncates
+    assert path.read_text() == ""
+
+
+def test_writers_call_tensorboard_and_wandb_apis(tmp_path, monkeypatch):
+    """The glue to both libraries, against stand-ins that record calls (neither package is a dependency)."""
+    import sys
+    import types
+
+    from tpu_trainer.config import LoggingConfig
+    from tpu_trainer.loggers import StepLogger
+
+    calls = []
+
+    class SummaryWriter:
+        def __init__(self, log_dir):
+            calls.append(("tb_init", log_dir))
+
+        def add_scalar(self, key, value, step):
+            calls.append(("tb", key, value, step))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            calls.append(("tb_close",))
+
+    class Run:
+        def log(self, data, step):
+            calls.append(("wandb", data, step))
+
+        def finish(self):
+            calls.append(("wandb_finish",))
+
+    def init(**kw):
+        calls.append(("wandb_init", kw))
+        return Run()
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", types.SimpleNamespace(SummaryWriter=SummaryWriter))
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=init))
+    import torch
+
+    logger = StepLogger(tmp_path, LoggingConfig(tensorboard=True, wandb=True, wandb_project="p"), is_xla=False,
+                        run_config={"seed": 1})
+    logger.log({"step": 7, "loss": torch.tensor(2.5), "lr": 0.1, "device": "cpu"})
+    logger.close()
+    assert ("tb_init", str(tmp_path / "tb")) in calls
+    assert ("tb", "loss", 2.5, 7) in calls and ("tb", "lr", 0.1, 7) in calls
+    init_kw = next(c[1] for c in calls if c[0] == "wandb_init")
+    assert init_kw["mode"] == "offline" and init_kw["project"] == "p" and init_kw["config"] == {"seed": 1}
+    assert ("wandb", {"loss": 2.5, "lr": 0.1, "device": "cpu"}, 7) in calls
+    assert ("tb_close",) in calls and ("wandb_finish",) in calls
+    assert [json.loads(x)["loss"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [2.5]

@@ -1,0 +1,78 @@
+/**
+ * "Add my key to this VM" end to end against the emulator: the extension's ed25519 key is created on first
+ * use (0600), is refused by the workers until `tpw vm add-key` puts it into the node's metadata `ssh-keys`
+ * through UpdateNode (the real @google-cloud/tpu client's PATCH), then opens a session on every worker;
+ * adding it twice keeps one line; other users' keys are kept.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { main } from '../../extension/src/cli/main';
+import { openBackend, type Backend } from '../../extension/src/core/backend';
+import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { ConnectionManager } from '../../extension/src/core/ssh/connection';
+import { execCollect } from '../../extension/src/core/ssh/exec';
+import { ensureExtensionKey, withSshKey } from '../../extension/src/core/ssh/keys';
+import { findNode } from '../../extension/src/core/tpu/find';
+import { parseNodeName } from '../../extension/src/core/tpu/models';
+
+let home: string;
+let emu: Emulator;
+let backend: Backend;
+const saved = process.env.TPW_HOME;
+
+before(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-addkey-'));
+  process.env.TPW_HOME = home;
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.14' });
+  await emu.start();
+  assert.equal(await main(['vm', 'create', 'k', '--type', 'v5litepod-16'], () => undefined, () => undefined), 0);
+  backend = await openBackend({ useEmulator: true });
+});
+
+after(async () => {
+  await backend?.close();
+  await emu?.stop();
+  fs.rmSync(home, { recursive: true, force: true });
+  if (saved === undefined) delete process.env.TPW_HOME;
+  else process.env.TPW_HOME = saved;
+});
+
+test('the extension key is refused, added through UpdateNode, then accepted on every worker', async () => {
+  const key = ensureExtensionKey(home);
+  assert.equal(fs.statSync(key.privateKeyPath).mode & 0o777, 0o600);
+  assert.match(key.publicKey, /^ssh-ed25519 \S+ tpu-workbench@/);
+  assert.equal(ensureExtensionKey(home).privateKey, key.privateKey, 'created once');
+
+  const { node } = await findNode(backend, 'k');
+  const workers = (await backend.workersOf(node)).map((w) => ({ ...w, privateKey: key.privateKey }));
+  const conns = new ConnectionManager({ knownHostsPath: path.join(home, 'kh') });
+  try {
+    await assert.rejects(conns.get(workers[0]), /authentication failed/);
+
+    const out: string[] = [];
+    assert.equal(await main(['vm', 'add-key', 'k'], (l) => out.push(l), (l) => out.push(l)), 0, out.join('\n'));
+    assert.equal(await main(['vm', 'add-key', 'k'], () => undefined, () => undefined), 0);
+    const updated = await backend.api.getNode(parseNodeName(node.name));
+    const lines = updated.metadata['ssh-keys'].split('\n');
+    assert.equal(lines.length, 1, 'added once');
+    assert.equal(lines[0], `${workers[0].username}:${key.publicKey}`);
+
+    for (const w of workers) {
+      const r = await execCollect(await conns.get(w), 'echo "$TPU_WORKER_ID"');
+      assert.equal(r.stdout, `${w.index}\n`);
+    }
+  } finally {
+    conns.dispose();
+  }
+});
+
+test('withSshKey keeps other lines and does not duplicate', () => {
+  const base = 'alice:ssh-ed25519 AAAA1 a@x\nbob:ssh-rsa BBBB b@y';
+  const added = withSshKey(base, 'me', 'ssh-ed25519 CCCC me@z');
+  assert.equal(added, `${base}\nme:ssh-ed25519 CCCC me@z`);
+  assert.equal(withSshKey(added, 'me', 'ssh-ed25519 CCCC other-comment'), added);
+  assert.equal(withSshKey(undefined, 'me', 'ssh-ed25519 CCCC'), 'me:ssh-ed25519 CCCC');
+});

@@ -1,0 +1,126 @@
+/**
+ * Preemption against the emulator: its preempt endpoint takes a READY VM away mid-run; the run ends as
+ * "preempted" (not failed) in the result, the registry and `tpw runs`; `tpw resume` recreates the VM and runs
+ * again. A trainer exit of 75 (trainer/README.md) is preempted too. withResume replaces resume= overrides.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { main } from '../../extension/src/cli/main';
+import { openBackend, type Backend } from '../../extension/src/core/backend';
+import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { runRecipe } from '../../extension/src/core/run/pipeline';
+import { withResume } from '../../extension/src/core/run/preemption';
+import { listRuns, loadRun } from '../../extension/src/core/run/registry';
+import { findNode } from '../../extension/src/core/tpu/find';
+import { parseNodeName } from '../../extension/src/core/tpu/models';
+
+let home: string;
+let ws: string;
+let emu: Emulator;
+let backend: Backend;
+const saved = process.env.TPW_HOME;
+
+function post(urlPath: string): Promise<number> {
+  const ep = emu.endpoint;
+  assert.ok(ep);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method: 'POST' }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const cwd = process.cwd();
+  process.chdir(ws);
+  try {
+    return { code: await main(argv, (l) => out.push(l), (l) => err.push(l)), out, err };
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+before(async () => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-preempt-'));
+  ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-preempt-ws-'));
+  process.env.TPW_HOME = home;
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.13' });
+  await emu.start();
+  assert.equal((await cli('vm', 'create', 'spot', '--type', 'v5litepod-16', '--spot')).code, 0);
+  backend = await openBackend({ useEmulator: true });
+  fs.mkdirSync(path.join(ws, 'recipes'));
+  // Ignores SIGTERM like a trainer busy writing a checkpoint: only the VM poll can end this watch early.
+  fs.writeFileSync(path.join(ws, 'recipes', 'long.sh'), `bash -c 'if [ -e recipes/resumed ]; then echo resumed; exit 0; fi; trap "" TERM; echo up; for i in $(seq 1 600); do sleep 0.1; done'\n`);
+  fs.writeFileSync(path.join(ws, 'recipes', 'seventy-five.sh'), `bash -c 'echo saving; exit 75'\n`);
+});
+
+after(async () => {
+  await backend?.close();
+  await emu?.stop();
+  if (saved === undefined) delete process.env.TPW_HOME;
+  else process.env.TPW_HOME = saved;
+});
+
+test('the VM is preempted mid-run: the run ends as preempted, and resume recreates the VM and runs again', async () => {
+  const { node } = await findNode(backend, 'spot');
+  const lines: string[] = [];
+  let preempted = false;
+  const t0 = Date.now();
+  const result = await runRecipe({
+    backend,
+    node,
+    recipePath: path.join(ws, 'recipes', 'long.sh'),
+    workspaceRoot: ws,
+    statePollMs: 300,
+    listener: {
+      onLine: (w, _s, l) => {
+        lines.push(`${w}:${l}`);
+        if (!preempted && lines.filter((x) => x.endsWith(':up')).length === 4) {
+          preempted = true;
+          void post(`/emulator/v1/projects/${backend.project}/locations/us-central2-b/nodes/spot:preempt`).then((code) => assert.equal(code, 200));
+        }
+      },
+    },
+  });
+  assert.ok(preempted, 'the preempt request went out');
+  assert.equal(result.preempted, true, JSON.stringify(result));
+  assert.equal(result.ok, false);
+  assert.match(result.preemptedReason ?? '', /PREEMPTED/);
+  assert.ok(Date.now() - t0 < 40_000, 'ended by the VM poll, not by the program');
+  const rec = loadRun(result.runId, home);
+  assert.equal(rec.status, 'preempted');
+  assert.match((await cli('runs')).out.join('\n'), new RegExp(`${result.runId}\\s+preempted\\s+spot`));
+
+  // The resumed program sees this file (the workspace is synced again) and ends at once.
+  fs.writeFileSync(path.join(ws, 'recipes', 'resumed'), '');
+  const r = await cli('resume', result.runId.slice(0, 17));
+  assert.equal(r.code, 0, r.err.join('\n'));
+  for (const w of [0, 1, 2, 3]) assert.ok(r.out.includes(`[w${w}] resumed`), r.out.join('\n'));
+  assert.match(r.err.join('\n'), /Deleting spot \(PREEMPTED\)/);
+  assert.match(r.err.join('\n'), /Creating spot \(v5litepod-16/);
+  const again = listRuns(home).find((x) => x.runId !== result.runId);
+  assert.ok(again, 'a new run was recorded');
+  assert.equal(again.status, 'succeeded');
+  assert.equal((await backend.api.getNode(parseNodeName(node.name))).state, 'READY');
+});
+
+test('a trainer exit of 75 counts as preempted, not failed', async () => {
+  const { node } = await findNode(backend, 'spot');
+  const result = await runRecipe({ backend, node, recipePath: path.join(ws, 'recipes', 'seventy-five.sh'), workspaceRoot: ws, listener: {} });
+  assert.equal(result.preempted, true);
+  assert.match(result.preemptedReason ?? '', /exited 75/);
+  assert.equal(loadRun(result.runId, home).status, 'preempted');
+});
+
+test('withResume appends resume=auto once', () => {
+  assert.deepEqual(withResume(['a=1', 'resume=/x', '+resume=y']), ['a=1', 'resume=auto']);
+});

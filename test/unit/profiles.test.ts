@@ -1,0 +1,107 @@
+/**
+ * Profiles made by real XLA: the trainer runs on torch_xla (PJRT CPU) with profile_step set, and the
+ * xplane.pb it writes is parsed on a worker thread; totals are checked against what the run did.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { buildSync } from 'esbuild';
+import { ProfileParser } from '../../extension/src/core/profiles/parse';
+import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
+import { healthFindings, parseQuantity, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
+
+const repo = path.resolve(__dirname, '../..');
+const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
+const PROFILE_STEP = 5;
+const PROFILE_STEPS = 3;
+
+function findXplane(dir: string): string | undefined {
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && e.name.endsWith('.xplane.pb')) return path.join(e.parentPath, e.name);
+  }
+  return undefined;
+}
+
+describe('profiles from a real torch_xla run', { skip: !existsSync(venvPython) && 'trainer venv missing (scripts/setup.sh)' }, () => {
+  const out = mkdtempSync(path.join(tmpdir(), 'tpw-profile-'));
+  // The worker runs from a bundle, as in the extension (dist/profile-worker.js): worker threads do not get tsx's loader.
+  const workerJs = path.join(out, 'profile-worker.js');
+  buildSync({ entryPoints: [path.join(repo, 'extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
+  const parser = new ProfileParser(workerJs);
+  let xplane = '';
+
+  before(async () => {
+    await promisify(execFile)(venvPython, ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=9', `output_dir=${out}`, `profile_step=${PROFILE_STEP}`, `profile_steps=${PROFILE_STEPS}`], {
+      cwd: out,
+      env: { ...process.env, PYTHONPATH: path.join(repo, 'trainer'), PJRT_DEVICE: 'CPU' },
+      timeout: 240_000,
+    });
+    xplane = findXplane(out) ?? '';
+    assert.ok(xplane, 'the trainer wrote an xplane.pb');
+  });
+  after(() => parser.dispose());
+
+  it('parses the capture off the main thread: steps, ops, timeline', async () => {
+    const s = await parser.analyze(xplane);
+    assert.equal(s.steps.length, PROFILE_STEPS, 'one step per profiled training step');
+    for (const st of s.steps) {
+      assert.ok(st.totalUs > 0 && st.executeUs > 0 && st.executeUs <= st.totalUs, JSON.stringify(st));
+    }
+    const names = new Set(s.ops.map((o) => o.name));
+    assert.ok([...names].some((n) => /^dot(\.\d+)?$/.test(n)), 'matmuls (dot) of the model are in the op profile');
+    assert.ok(s.ops.every((o) => o.count % PROFILE_STEPS === 0), 'each op of the step graph ran once per profiled step');
+    assert.ok(s.ops.every((o) => o.selfUs <= o.totalUs + 1e-6));
+    assert.ok(s.planes.some((p) => p.name === '/host:CPU'));
+    assert.equal(s.timeline.lines.reduce((a, l) => a + l.start.length, 0), s.eventCount);
+    assert.ok(s.spanUs > 0);
+  });
+
+  it('exports Chrome trace JSON with every event', async () => {
+    const file = path.join(out, 'trace.json');
+    const n = await parser.exportChromeTrace(xplane, file);
+    const trace = JSON.parse(readFileSync(file, 'utf8')) as { traceEvents: { ph: string; name: string }[] };
+    assert.equal(trace.traceEvents.filter((e) => e.ph === 'X').length, n);
+    assert.equal(n, decodeXSpace(readFileSync(xplane)).planes.reduce((a, p) => a + p.lines.reduce((b, l) => b + l.count, 0), 0));
+    assert.ok(trace.traceEvents.some((e) => e.name === 'StepMarker'));
+  });
+
+  it('gives a clear error for truncated and corrupt files', async () => {
+    const buf = readFileSync(xplane);
+    const truncated = path.join(out, 'truncated.xplane.pb');
+    writeFileSync(truncated, buf.subarray(0, Math.floor(buf.length / 2)));
+    await assert.rejects(parser.analyze(truncated), (e: Error) => e instanceof ProfileFormatError && /truncated or corrupt/.test(e.message));
+    assert.throws(() => decodeXSpace(Buffer.from('this is not a protobuf at all')), ProfileFormatError);
+    assert.throws(() => decodeXSpace(new Uint8Array(0)), /empty/);
+    await assert.rejects(parser.analyze(path.join(out, 'missing.xplane.pb')), /ENOENT/);
+  });
+
+  it('reads the metrics report the run wrote and names its health', () => {
+    const report = parseXlaMetricsReport(readFileSync(path.join(out, 'xla_metrics.txt'), 'utf8'));
+    assert.ok(report.counters.UncachedCompile >= 1);
+    assert.ok(report.metrics.CompileTime.total > 0);
+    const steps = readFileSync(path.join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; compiles: number });
+    const findings = healthFindings(report, steps);
+    assert.match(findings[0].title, /No recompilation/);
+  });
+});
+
+describe('metrics report health', () => {
+  it('parses durations', () => {
+    assert.equal(parseQuantity('06s057ms494.266us'), 6 + 0.057 + 494.266e-6);
+    assert.equal(parseQuantity('63.00'), 63);
+  });
+
+  it('names recompilation after step 2 and host syncs', () => {
+    const text = ['Metric: CompileTime', '  TotalSamples: 5', '  Accumulator: 10s', 'Metric: TransferFromDeviceTime', '  TotalSamples: 40', '  Accumulator: 002ms',
+      'Counter: UncachedCompile', '  Value: 5', 'Counter: MarkStep', '  Value: 10', 'Counter: aten::_local_scalar_dense', '  Value: 30', 'Counter: aten::nonzero', '  Value: 7'].join('\n');
+    const f = healthFindings(parseXlaMetricsReport(text), [{ step: 1, compiles: 2 }, { step: 2, compiles: 2 }, { step: 5, compiles: 3 }, { step: 8, compiles: 5 }]);
+    assert.equal(f[0].title, 'Recompiled 3 times after step 2');
+    assert.match(f[0].detail, /step 5/);
+    assert.match(f[1].title, /40 host syncs.*4\.0 per step/);
+    assert.match(f[2].detail, /aten::nonzero \(7×\)/);
+  });
+});

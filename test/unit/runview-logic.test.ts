@@ -1,0 +1,83 @@
+/** The run view's pure parts, in Node: ANSI parsing, the log store's filters and search, step-line parsing, run folders. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { findCaptures, outputDir, readMetricsJsonl } from '../../extension/src/vscode/runView/local';
+import { parseAnsi, stripAnsi } from '../../webview/src/logs/ansi';
+import { Level, levelOf, LogStore } from '../../webview/src/logs/store';
+import { parseStepLine } from '../../webview/src/stepline';
+
+describe('ANSI', () => {
+  it('turns SGR colours into styled segments and drops other escapes', () => {
+    const segs = parseAnsi('a\x1b[1;31mred\x1b[0m b\x1b[38;5;196mx\x1b[39m\x1b[2K');
+    assert.deepEqual(segs.map((s) => s.text), ['a', 'red', ' b', 'x']);
+    assert.equal(segs[1].fg, 'var(--vscode-terminal-ansiRed)');
+    assert.equal(segs[1].bold, true);
+    assert.equal(segs[2].fg, undefined);
+    assert.equal(segs[3].fg, 'rgb(255,0,0)');
+    assert.equal(stripAnsi('\x1b]0;title\x07plain \x1b[32mgreen\x1b[0m'), 'plain green');
+  });
+});
+
+describe('log store', () => {
+  it('classifies levels', () => {
+    assert.equal(levelOf('Traceback (most recent call last):'), Level.Error);
+    assert.equal(levelOf('RuntimeError: bad'), Level.Error);
+    assert.equal(levelOf('E1122 ERROR: x'), Level.Error);
+    assert.equal(levelOf('WARNING: slow'), Level.Warn);
+    assert.equal(levelOf('step 1 loss 2.0'), Level.Info);
+  });
+
+  it('filters by worker and level incrementally, and searches the view', () => {
+    const s = new LogStore();
+    s.append(0, ['a0', 'WARNING w0', 'b0']);
+    s.append(1, ['a1', 'ValueError: w1']);
+    assert.equal(s.viewLength, 5);
+    s.hiddenWorkers.add(0);
+    s.refilter();
+    assert.deepEqual(s.viewText().split('\n'), ['[w1] a1', '[w1] ValueError: w1']);
+    s.append(0, ['hidden']);
+    s.append(1, ['c1']);
+    assert.equal(s.viewLength, 3, 'appends respect the filter');
+    s.hiddenWorkers.clear();
+    s.minLevel = Level.Warn;
+    s.refilter();
+    assert.deepEqual(s.viewText().split('\n'), ['[w0] WARNING w0', '[w1] ValueError: w1']);
+    assert.equal(s.firstError(), 1);
+    s.minLevel = Level.Info;
+    s.refilter();
+    assert.deepEqual([...s.search(/^[ab]\d$/)], [0, 2, 3]);
+  });
+
+  it('holds a million lines', () => {
+    const s = new LogStore();
+    const lines = Array.from({ length: 1000 }, (_, i) => `line ${i}`);
+    for (let k = 0; k < 1000; k++) s.append(k % 64, lines);
+    assert.equal(s.length, 1_000_000);
+    assert.equal(s.viewLength, 1_000_000);
+    assert.equal(s.search(/line 999$/).length, 1000);
+  });
+});
+
+describe('metrics from step lines and run folders', () => {
+  it('parses the trainer\'s step line', () => {
+    assert.deepEqual(parseStepLine('step 10 loss 5.3177 lr 3.000e-04 grad_norm 2.155 step_time_s 0.0805 tokens_per_s 12727 mfu - mem 924.5MiB', 3), {
+      step: 10, worker: 3, loss: 5.3177, lr: 3e-4, grad_norm: 2.155, step_time_s: 0.0805, tokens_per_s: 12727, mfu: null, mem_bytes: 924.5 * 2 ** 20,
+    });
+    assert.equal(parseStepLine('step 10 done', 0), undefined);
+    assert.equal(parseStepLine('checkpoint step 12 -> /x', 0), undefined);
+  });
+
+  it('finds captures and metrics in a run folder, skipping a torn last line', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tpw-runfolder-'));
+    mkdirSync(path.join(dir, 'output'), { recursive: true });
+    mkdirSync(path.join(dir, 'profile/plugins/profile/2026_01_01'), { recursive: true });
+    writeFileSync(path.join(dir, 'profile/plugins/profile/2026_01_01/host.xplane.pb'), 'x');
+    writeFileSync(path.join(dir, 'output/metrics.jsonl'), '{"step":1,"loss":2}\n{"step":2,"lo');
+    assert.equal(outputDir(dir), path.join(dir, 'output'));
+    assert.deepEqual(readMetricsJsonl(path.join(dir, 'output/metrics.jsonl')), [{ step: 1, loss: 2 }]);
+    assert.deepEqual(findCaptures(dir).map((c) => [c.run, c.host, c.bytes]), [['2026_01_01', 'host', 1]]);
+  });
+});

@@ -1,0 +1,186 @@
+/// <reference lib="dom" />
+/**
+ * The built run-view bundle in headless Chromium: logs render, filter and search (and stay text, never HTML),
+ * a million lines stay virtual, charts draw with uPlot, and a real torch_xla profile renders its views.
+ * Screenshots go to test-artifacts/webview/.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
+import { analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
+import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
+import { artifacts, openHarness, post, posted, postProfile, repo } from './harness';
+
+const rows = (page: Page): Promise<string[]> => page.$$eval('.log-rows .row:not([hidden])', (els) => els.map((e) => e.textContent ?? ''));
+
+describe('run view webview (built bundle, headless Chromium)', () => {
+  let browser: Browser;
+  let page: Page;
+  before(async () => {
+    assert.ok(existsSync(path.join(repo, 'dist/webview.js')), 'run `npm run build` first');
+    ({ browser, page } = await openHarness());
+  });
+  after(async () => browser?.close());
+
+  it('renders every worker\'s lines, with ANSI colours, status chips, filters and search', async () => {
+    assert.deepEqual(await posted(page), [{ type: 'ready' }]);
+    await post(page, { type: 'runState', runId: 'run-test', state: 'running', workers: 4 });
+    for (let w = 0; w < 4; w++) {
+      const lines = Array.from({ length: 50 }, (_, i) => `step ${i + 1} loss ${(5 - i * 0.05 - w * 0.01).toFixed(4)} lr 3.000e-04 grad_norm 2.0 step_time_s ${(0.08 + w * 0.01).toFixed(4)} tokens_per_s ${12000 + w * 100} mfu - mem 900.0MiB`);
+      lines.splice(10, 0, `\x1b[32mgreen ok\x1b[0m from worker ${w}`, 'WARNING: something odd');
+      if (w === 2) lines.splice(20, 0, 'Traceback (most recent call last):', 'RuntimeError: boom on w2');
+      await post(page, { type: 'logLines', worker: w, lines });
+    }
+    await post(page, { type: 'logLines', worker: 1, lines: ['<img src=x onerror="window.pwned=1"> <b>bold?</b>'] });
+    await post(page, { type: 'workerStatus', worker: 2, state: 'exited', exitCode: 1 });
+    await post(page, { type: 'workerStatus', worker: 3, state: 'preempted' });
+    await page.waitForTimeout(100);
+    const visible = await rows(page);
+    assert.ok(visible.length > 10);
+    assert.match(visible.at(-1)!, /<img src=x/, 'follow mode shows the newest line, as text');
+    assert.equal(await page.$$eval('.log-rows img, .log-rows b', (e) => e.length), 0, 'log lines never become HTML');
+    assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+    const chips = await page.$$eval('.chip', (els) => els.map((e) => e.textContent));
+    assert.deepEqual(chips, ['w0 · running', 'w1 · running', 'w2 · exit 1', 'w3 · preempted']);
+
+    // ANSI: the green span is coloured, escapes are gone.
+    await page.fill('.search', 'green ok');
+    await page.waitForTimeout(50);
+    assert.equal(await page.textContent('.count'), '0 of 4');
+    await page.press('.search', 'Enter');
+    await page.waitForTimeout(50);
+    assert.equal(await page.textContent('.count'), '1 of 4');
+    const colour = await page.$eval('.row.cursor .text span', (e) => (e as HTMLElement).style.color);
+    assert.match(colour, /ansiGreen/);
+    assert.equal(await page.$$eval('.row.cursor mark', (e) => e.map((m) => m.textContent).join()), 'green ok');
+    await page.press('.search', 'Shift+Enter');
+    await page.waitForTimeout(50);
+    assert.equal(await page.textContent('.count'), '4 of 4');
+    await page.fill('.search', 'loss 4\\.[0-9]+');
+    await page.waitForTimeout(50);
+    assert.match((await page.textContent('.count')) ?? '', /^0 of \d+$/);
+    await page.fill('.search', '([');
+    assert.equal(await page.textContent('.count'), 'invalid regex');
+    await page.fill('.search', '');
+
+    // Level filter: errors only → the traceback of w2.
+    await page.selectOption('.level', '2');
+    await page.waitForTimeout(50);
+    assert.deepEqual(await rows(page), ['w2Traceback (most recent call last):', 'w2RuntimeError: boom on w2']);
+    await page.selectOption('.level', '0');
+
+    // Worker filter: hide w0..w2 → only w3's lines.
+    for (const w of [0, 1, 2]) await page.click(`.chip:nth-child(${w + 1})`);
+    await page.waitForTimeout(50);
+    assert.ok((await rows(page)).every((r) => r.startsWith('w3')));
+    for (const w of [0, 1, 2]) await page.click(`.chip:nth-child(${w + 1})`);
+
+    await page.click('text=First error');
+    await page.waitForTimeout(50);
+    assert.equal(await page.textContent('.row.cursor'), 'w2Traceback (most recent call last):');
+    await page.keyboard.press('ArrowDown');
+    await page.focus('.log-scroller');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Control+c');
+    const copies = (await posted(page)).filter((m) => m.type === 'copy');
+    assert.deepEqual(copies.at(-1), { type: 'copy', text: '[w2] RuntimeError: boom on w2' });
+    await page.screenshot({ path: path.join(artifacts, 'logs.png') });
+  });
+
+  it('keeps a million lines virtual: few DOM rows, fast scroll frames', async () => {
+    const t = await page.evaluate(() => {
+      const view = (window as unknown as { tpwRunView: { logs: { append(w: number, l: string[]): void; render(): void; store: { length: number } } } }).tpwRunView.logs;
+      const t0 = performance.now();
+      for (let w = 0; w < 50; w++) {
+        const lines = new Array<string>(20000);
+        for (let i = 0; i < 20000; i++) lines[i] = `I1122 04:00:00.000 ${i} worker ${w} line ${i} some typical log text with numbers ${i * 7}`;
+        view.append(w + 10, lines);
+      }
+      const ingest = performance.now() - t0;
+      const scroller = document.querySelector('.log-scroller') as HTMLElement;
+      const frames: number[] = [];
+      for (let k = 0; k < 60; k++) {
+        scroller.scrollTop = (scroller.scrollHeight * k) / 60;
+        const f0 = performance.now();
+        view.render();
+        frames.push(performance.now() - f0);
+      }
+      frames.sort((a, b) => a - b);
+      return { ingest, p95: frames[Math.floor(frames.length * 0.95)], lines: view.store.length, dom: document.querySelectorAll('.log-rows .row').length };
+    });
+    assert.ok(t.lines >= 1_000_000);
+    assert.ok(t.dom < 100, `only on-screen rows exist (${t.dom})`);
+    assert.ok(t.p95 < 16, `scroll frame p95 ${t.p95.toFixed(2)} ms`);
+    console.log(`# 1M lines: ingest ${t.ingest.toFixed(0)} ms, scroll render p95 ${t.p95.toFixed(2)} ms`);
+    await page.screenshot({ path: path.join(artifacts, 'logs-1m.png') });
+  });
+
+  it('draws metrics charts with one series per worker', async () => {
+    await page.click('#tab-metrics');
+    await post(page, { type: 'metrics', records: [{ step: 51, worker: 0, loss: 2.5, mfu: 0.41, lr: 1e-4, step_time_s: 0.07, tokens_per_s: 13000, mem_bytes: 9e8 }] });
+    await page.waitForSelector('.chart canvas');
+    const charts = await page.$$eval('.chart', (els) => els.map((e) => ({ metric: (e as HTMLElement).dataset.metric, series: e.querySelectorAll('.u-legend .u-series').length })));
+    assert.deepEqual(charts.map((c) => c.metric), ['loss', 'lr', 'step_time_s', 'tokens_per_s', 'mfu', 'mem_bytes']);
+    assert.equal(charts[0].series, 1 + 4, 'step + one series per worker that logged steps');
+    const painted = await page.$eval('.chart[data-metric="loss"] canvas', (c) => {
+      const g = (c as HTMLCanvasElement).getContext('2d')!;
+      const d = g.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+      return n;
+    });
+    assert.ok(painted > 500, `the loss chart has ink (${painted} px)`);
+    await page.screenshot({ path: path.join(artifacts, 'metrics.png') });
+  });
+});
+
+const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
+
+describe('profile views from a real torch_xla capture', { skip: !existsSync(venvPython) && 'trainer venv missing' }, () => {
+  let browser: Browser;
+  let page: Page;
+  const out = mkdtempSync(path.join(tmpdir(), 'tpw-webview-profile-'));
+  before(async () => {
+    await promisify(execFile)(venvPython, ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
+      cwd: out, env: { ...process.env, PYTHONPATH: path.join(repo, 'trainer'), PJRT_DEVICE: 'CPU' }, timeout: 240_000,
+    });
+    ({ browser, page } = await openHarness());
+  });
+  after(async () => browser?.close());
+
+  it('renders steps, op profile, timeline and health', async () => {
+    const dir = path.join(out, 'profile/plugins/profile');
+    const run = readdirSync(dir)[0];
+    const file = path.join(dir, run, readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
+    const summary = analyzeXSpace(decodeXSpace(readFileSync(file)));
+    await page.click('#tab-profiles');
+    await post(page, { type: 'profiles', captures: [{ id: 'c1', label: `w0 · ${run}`, worker: 0, location: file }] });
+    await page.click('.captures button');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'openProfile', id: 'c1' });
+    await postProfile(page, 'c1', summary);
+    await post(page, { type: 'health', worker: 0, findings: healthFindings(parseXlaMetricsReport(readFileSync(path.join(out, 'xla_metrics.txt'), 'utf8'))) });
+    await page.waitForSelector('.steps table');
+    assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 2, 'two profiled steps');
+    const cats = await page.$$eval('.ops details summary', (s) => s.map((e) => e.textContent ?? ''));
+    assert.ok(cats.some((c) => c.startsWith('convolution')), cats.join('\n'));
+    assert.ok(await page.$$eval('.ops td', (t) => t.some((e) => /^dot(\.\d+)?$/.test(e.textContent ?? ''))));
+    assert.match((await page.textContent('.health')) ?? '', /No recompilation/);
+    const drawn = await page.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => r((window as unknown as { tpwRunView: { profiles: { timeline: { drawn: number } } } }).tpwRunView.profiles.timeline.drawn))));
+    assert.ok(drawn > 100, `timeline drew ${drawn} events`);
+    await page.screenshot({ path: path.join(artifacts, 'profile.png'), fullPage: true });
+    await page.click('text=Export Chrome trace JSON…');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'exportTrace', id: 'c1' });
+  });
+
+  it('shows a clear error for a broken capture', async () => {
+    await post(page, { type: 'profileError', id: 'c1', message: 'the profile is truncated or corrupt' });
+    await page.waitForSelector('.profiles .status.error');
+    assert.match((await page.textContent('.profiles .status')) ?? '', /Could not open the profile: the profile is truncated/);
+  });
+});

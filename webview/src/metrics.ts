@@ -1,0 +1,135 @@
+/**
+ * Live metrics charts (uPlot): loss, learning rate, step time, tokens/s, MFU and memory, one series per
+ * worker. Drag to zoom, double-click to reset, hover for the readout (uPlot's legend). Records come from the
+ * trainer's `step …` log lines as they stream, and from metrics.jsonl when the host sends it (which wins).
+ */
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { MetricRecord } from './protocol';
+import { el, fmtNum } from './dom';
+
+export { parseStepLine } from './stepline';
+
+type Key = 'loss' | 'lr' | 'step_time_s' | 'tokens_per_s' | 'mfu' | 'mem_bytes';
+
+const CHARTS: { key: Key; title: string; fmt: (v: number) => string }[] = [
+  { key: 'loss', title: 'Loss', fmt: (v) => v.toFixed(4) },
+  { key: 'lr', title: 'Learning rate', fmt: (v) => v.toExponential(2) },
+  { key: 'step_time_s', title: 'Step time (s)', fmt: (v) => v.toFixed(4) },
+  { key: 'tokens_per_s', title: 'Tokens / s', fmt: fmtNum },
+  { key: 'mfu', title: 'MFU', fmt: (v) => `${(v * 100).toFixed(1)}%` },
+  { key: 'mem_bytes', title: 'Memory', fmt: (v) => `${fmtNum(v)}B` },
+];
+
+function cssVar(name: string, fallback: string): string {
+  return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
+}
+
+const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca700'];
+
+export class MetricsView {
+  readonly root = el('div', 'metrics');
+  private readonly byWorker = new Map<number, Map<number, MetricRecord>>();
+  private readonly plots = new Map<Key, uPlot>();
+  private readonly empty = el('p', 'empty');
+  private seriesWorkers: number[] = [];
+  private frame = 0;
+  private visible = false;
+
+  constructor() {
+    this.empty.textContent = 'No metrics yet: charts appear with the trainer\'s first logged step.';
+    this.root.append(this.empty);
+    new ResizeObserver(() => this.resize()).observe(this.root);
+  }
+
+  get recordCount(): number {
+    let n = 0;
+    for (const m of this.byWorker.values()) n += m.size;
+    return n;
+  }
+
+  add(records: MetricRecord[]): void {
+    for (const r of records) {
+      if (!Number.isFinite(r.step)) continue;
+      const w = r.worker ?? 0;
+      let m = this.byWorker.get(w);
+      if (!m) this.byWorker.set(w, (m = new Map()));
+      m.set(r.step, { ...m.get(r.step), ...r });
+    }
+    this.schedule();
+  }
+
+  /** Charts are drawn only while the tab is visible: uPlot needs a laid-out width. */
+  setVisible(v: boolean): void {
+    this.visible = v;
+    if (v) this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.visible && !this.frame) this.frame = requestAnimationFrame(() => this.draw());
+  }
+
+  private width(): number {
+    return Math.max(240, Math.min(640, Math.floor((this.root.clientWidth - 24) / 2) - 12));
+  }
+
+  private resize(): void {
+    for (const p of this.plots.values()) p.setSize({ width: this.width(), height: 200 });
+  }
+
+  private draw(): void {
+    this.frame = 0;
+    if (this.byWorker.size === 0) return;
+    this.empty.hidden = true;
+    const workers = [...this.byWorker.keys()].sort((a, b) => a - b);
+    const steps = [...new Set([...this.byWorker.values()].flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
+    const rebuild = workers.join() !== this.seriesWorkers.join();
+    this.seriesWorkers = workers;
+    for (const c of CHARTS) {
+      const ys = workers.map((w) => steps.map((s) => {
+        const v = this.byWorker.get(w)?.get(s)?.[c.key];
+        return typeof v === 'number' && Number.isFinite(v) ? v : null;
+      }));
+      const data: uPlot.AlignedData = [steps, ...ys];
+      let plot = this.plots.get(c.key);
+      if (plot && rebuild) {
+        plot.destroy();
+        plot.root.parentElement?.remove();
+        plot = undefined;
+      }
+      if (!plot) {
+        const box = el('figure', 'chart');
+        box.dataset.metric = c.key;
+        box.setAttribute('aria-label', `${c.title} by step`);
+        const cap = el('figcaption');
+        cap.textContent = c.title;
+        box.append(cap);
+        this.root.append(box);
+        const fg = cssVar('--vscode-foreground', '#ccc');
+        const grid = cssVar('--vscode-charts-lines', 'rgba(128,128,128,0.3)');
+        const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+        plot = new uPlot({
+          width: this.width(),
+          height: 200,
+          scales: { x: { time: false } },
+          axes: [{ ...axis, label: 'step' }, { ...axis, size: 60, values: (_u, vals) => vals.map((v) => c.fmt(v)) }],
+          series: [
+            { label: 'step' },
+            ...workers.map((w, k) => ({
+              label: `w${w}`,
+              stroke: cssVar(PALETTE[k % PALETTE.length], FALLBACK[k % FALLBACK.length]),
+              width: 1.5,
+              spanGaps: true,
+              points: { show: steps.length < 60 },
+              value: (_u: uPlot, v: number | null) => (v === null ? '–' : c.fmt(v)),
+            })),
+          ],
+        }, data, box);
+        this.plots.set(c.key, plot);
+      } else {
+        plot.setData(data);
+      }
+    }
+  }
+}
