@@ -4,6 +4,8 @@
 # goes to test-artifacts/bench/<name>.log too.
 #   bash scripts/bench.sh            every *.bench.ts
 #   bash scripts/bench.sh fanout     only test/bench/fanout.bench.ts
+#   bash scripts/bench.sh run-sync   fan-out to 1/4/16/64 sshd vs parallel-ssh, 5,000-file/200 MB sync to 16 hosts
+#                                     vs rsync (needs pssh, rsync; ~30 min on 2 cores; BENCH_SYNC_* to shrink)
 # Env: BENCH_REPS (fan-out repetitions, 15), BENCH_SYNC_REPS (sync repetitions, 7), BENCH_LOGIN_RC=1 (keep the
 # login user's ~/.bashrc in sshd sessions), BENCH_VERBOSE=1 (every sample on stderr).
 #   bash scripts/bench.sh lsp        the language server against yaml-language-server (BENCH_LSP_REPS 5,

@@ -71,11 +71,17 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000, skip: !fs.
     }
     await view().locator('#tab-profiles').click({ timeout: 60_000 });
     await view().getByText('Open profile file…').click();
-    // VS Code's own (simple) file dialog: type the path, accept.
-    await wb.page.locator('.quick-input-widget input.input').waitFor({ state: 'visible', timeout: 15_000 });
-    await wb.typeQuickInput(xplane);
-    await wb.page.waitForTimeout(500);
-    await wb.page.keyboard.press('Enter');
+    // VS Code's own (simple) file dialog resolves what is typed as it goes, and under load can still be
+    // validating an older value when Enter comes: type, let it settle, accept; again while it stays open.
+    const input = wb.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    for (let attempt = 0; attempt < 4 && (await input.isVisible()); attempt++) {
+      await input.fill('');
+      await wb.page.keyboard.type(xplane, { delay: 5 });
+      await wb.page.waitForTimeout(2000);
+      await wb.page.keyboard.press('Enter');
+      await wb.page.waitForTimeout(1500);
+    }
     await view().locator('.captures button').first().click({ timeout: 30_000 });
     await view().locator('.steps tbody tr').first().waitFor({ timeout: 60_000 });
     assert.equal(await view().locator('.steps tbody tr').count(), 2, 'two profiled steps');

@@ -115,10 +115,9 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const runId = newRunId('tail');
       const N = 300;
       // Multi-byte characters: a reconnect that resumed mid-character would garble them.
-      const script = `echo begin; sleep 0.5; for i in $(seq 1 ${N}); do echo "line $i ünï€ $TPU_WORKER_ID"; sleep 0.004; done; echo end`;
-      const t0 = Date.now();
+      // The program waits for a `go` file the test writes: start must return while it is still running.
+      const script = `echo begin; while [ ! -e "$TPW_RUN_DIR/go" ]; do sleep 0.05; done; for i in $(seq 1 ${N}); do echo "line $i ünï€ $TPU_WORKER_ID"; sleep 0.004; done; echo end`;
       await startDetached(spec(runId, script), conns, { runsRoot: fleet.runsRoot });
-      assert.ok(Date.now() - t0 < 5000, 'start did not wait for the program');
       for (const w of fleet.workers) {
         assert.ok(fs.existsSync(path.join(fleet.runDir(w.index, runId), 'pid')), `pid on worker ${w.index}`);
         assert.equal(fs.existsSync(path.join(fleet.runDir(w.index, runId), 'exit_code')), false, 'still running');
@@ -127,6 +126,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const lines = new Map<number, string[]>(fleet.workers.map((w) => [w.index, []]));
       const notices: string[] = [];
       const handle = attachRun(runId, fleet.workers, conns, { onLine: (w, _s, l) => lines.get(w)?.push(l) }, { runsRoot: fleet.runsRoot, onNotice: (w, m) => notices.push(`w${w} ${m}`) });
+      for (const w of fleet.workers) fs.writeFileSync(path.join(fleet.runDir(w.index, runId), 'go'), '');
       // Kill every connection three times while the workers are writing.
       for (const at of [40, 120, 220]) {
         await waitFor(() => (lines.get(0)?.length ?? 0) > at, 20_000, `${at} lines`);
@@ -150,7 +150,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
 
     it('a second watcher (another process) reads the same log; a one-shot look at a running run says it still runs', async () => {
       const runId = newRunId('second');
-      await startDetached(spec(runId, 'echo one; echo two; sleep 4; echo three'), conns, { runsRoot: fleet.runsRoot });
+      await startDetached(spec(runId, 'echo one; echo two; while [ ! -e "$TPW_RUN_DIR/go" ]; do sleep 0.05; done; echo three'), conns, { runsRoot: fleet.runsRoot });
       const other = new ConnectionManager({ knownHostsPath: knownHosts });
       try {
         await waitFor(() => fs.readFileSync(path.join(fleet.runDir(0, runId), 'log'), 'utf8').includes('two'), 5000, 'two lines');
@@ -158,6 +158,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
         const once = await attachRun(runId, fleet.workers.slice(0, 1), other, { onLine: (_w, _s, l) => peek.push(l) }, { runsRoot: fleet.runsRoot, follow: false }).result;
         assert.deepEqual(peek, ['one', 'two']);
         assert.equal(once.detached, true, 'still running: no result yet');
+        fs.writeFileSync(path.join(fleet.runDir(0, runId), 'go'), '');
         // Resume from the offset the one-shot look reached: only the rest arrives.
         const offsets = new Map([[0, Buffer.byteLength('one\ntwo\n')]]);
         const rest: string[] = [];
@@ -175,7 +176,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
       await startDetached(spec(runId, 'echo up; sleep 1000 & sleep 1000; wait'), conns, { runsRoot: fleet.runsRoot });
       const seen: number[] = [];
       const handle = attachRun(runId, fleet.workers, conns, { onLine: (w, _s, l) => l === 'up' && seen.push(w) }, { runsRoot: fleet.runsRoot, graceMs: 1000 });
-      await waitFor(() => seen.length === fleet.workers.length, 10_000, 'every worker up');
+      await waitFor(() => seen.length === fleet.workers.length, 30_000, 'every worker up');
       await handle.cancel();
       const result = await handle.result;
       assert.equal(result.cancelled, true);
@@ -187,14 +188,21 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const runId = newRunId('ff');
       await startDetached(spec(runId, 'if [ "$TPW_WORKER_INDEX" = 1 ]; then sleep 0.3; echo boom >&2; exit 7; fi; sleep 1000'), conns, { runsRoot: fleet.runsRoot });
       const lines: string[] = [];
-      const t0 = Date.now();
       const result = await attachRun(runId, fleet.workers, conns, { onLine: (w, _s, l) => lines.push(`${w}:${l}`) }, { runsRoot: fleet.runsRoot, graceMs: 1000 }).result;
-      assert.ok(Date.now() - t0 < 15_000);
       assert.equal(result.workers[1].exitCode, 7);
       assert.equal(result.workers[1].stopped, false);
       assert.ok(lines.includes('1:boom'), 'stderr is in the log');
       for (const i of [0, 2]) assert.equal(result.workers[i].stopped, true);
       for (const w of fleet.workers) assert.equal(groupAlive(pgidOf(w.index, runId)), false);
+    });
+
+    it('an unwritable runs folder is a start error naming the worker and the folder', async () => {
+      // Under a regular file nothing can be created, even as root (chmod would not stop root).
+      const runId = newRunId('unwritable');
+      await assert.rejects(
+        startDetached(spec(runId, 'true'), conns, { runsRoot: () => '/dev/null/runs' }),
+        (e: unknown) => isTpwError(e, 'UNAVAILABLE') && /worker 0 \(.*\): cannot create the run folder \/dev\/null\/runs\//.test((e as Error).message),
+      );
     });
 
     it('a worker that cannot start: the error names it, and the workers that did start are stopped', async () => {

@@ -24,14 +24,18 @@ const THEME = `--vscode-foreground:#cccccc;--vscode-editor-background:#1e1e1e;--
 export async function openHarness(): Promise<{ browser: Browser; page: Page }> {
   mkdirSync(artifacts, { recursive: true });
   const html = path.join(artifacts, 'harness.html');
+  // The same CSP as the extension's panel (runView/html.ts), with file: standing in for the webview's origin.
   writeFileSync(html, `<!doctype html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src file: data:; style-src file: 'nonce-harness'; font-src file:; script-src 'nonce-harness' file:">
 <link rel="stylesheet" href="${path.join(repo, 'dist/webview.css')}">
-<script>
+<script nonce="harness">
+  window.cspViolations = [];
+  document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
   window.posted = [];
   let state;
   window.acquireVsCodeApi = () => ({ postMessage: (m) => window.posted.push(m), getState: () => state, setState: (s) => { state = s; } });
-</script></head><body style="${THEME.replace(/\n/g, '')}">
-<script src="${path.join(repo, 'dist/webview.js')}"></script></body></html>`);
+</script><style nonce="harness">body { ${THEME.replace(/\n/g, '')} }</style></head><body>
+<script nonce="harness" src="${path.join(repo, 'dist/webview.js')}"></script></body></html>`);
   const browser = await launchBrowser();
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors: string[] = [];
@@ -40,6 +44,11 @@ export async function openHarness(): Promise<{ browser: Browser; page: Page }> {
   await page.waitForFunction(() => (window as unknown as { posted: unknown[] }).posted.length > 0);
   if (errors.length) throw new Error(errors.join('\n'));
   return { browser, page };
+}
+
+/** CSP violations seen so far (the bundle must run under the panel's policy). */
+export async function cspViolations(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
 }
 
 export async function post(page: Page, msg: HostToWebview): Promise<void> {

@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { analyzeXSpace } from '../../extension/src/core/profiles/analyze';
 import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
-import { artifacts, openHarness, post, posted, postProfile, repo } from './harness';
+import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
 
 const rows = (page: Page): Promise<string[]> => page.$$eval('.log-rows .row:not([hidden])', (els) => els.map((e) => e.textContent ?? ''));
 
@@ -137,6 +137,7 @@ describe('run view webview (built bundle, headless Chromium)', () => {
     });
     assert.ok(painted > 500, `the loss chart has ink (${painted} px)`);
     await page.screenshot({ path: path.join(artifacts, 'metrics.png') });
+    assert.deepEqual(await cspViolations(page), [], 'logs and charts run under the panel\'s CSP');
   });
 });
 
@@ -174,6 +175,7 @@ describe('profile views from a real torch_xla capture', { skip: !existsSync(venv
     const drawn = await page.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => r((window as unknown as { tpwRunView: { profiles: { timeline: { drawn: number } } } }).tpwRunView.profiles.timeline.drawn))));
     assert.ok(drawn > 100, `timeline drew ${drawn} events`);
     await page.screenshot({ path: path.join(artifacts, 'profile.png'), fullPage: true });
+    assert.deepEqual(await cspViolations(page), [], 'profile views run under the panel\'s CSP');
     await page.click('text=Export Chrome trace JSON…');
     assert.deepEqual((await posted(page)).at(-1), { type: 'exportTrace', id: 'c1' });
   });

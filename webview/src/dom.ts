@@ -26,10 +26,12 @@ export function fmtUs(us: number): string {
 export function fmtNum(n: number): string {
   if (n === 0) return '0';
   const a = Math.abs(n);
-  if (a >= 1e12) return `${(n / 1e12).toFixed(2)}T`;
-  if (a >= 1e9) return `${(n / 1e9).toFixed(2)}G`;
-  if (a >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
-  if (a >= 1e3) return `${(n / 1e3).toFixed(2)}k`;
+  // Three significant digits: axis labels must stay narrow.
+  const sig = (x: number): string => String(Number(x.toPrecision(3)));
+  if (a >= 1e12) return `${sig(n / 1e12)}T`;
+  if (a >= 1e9) return `${sig(n / 1e9)}G`;
+  if (a >= 1e6) return `${sig(n / 1e6)}M`;
+  if (a >= 1e3) return `${sig(n / 1e3)}k`;
   if (a < 0.01) return n.toExponential(2);
-  return n.toFixed(3).replace(/\.?0+$/, '');
+  return sig(n);
 }

@@ -113,7 +113,7 @@ export class MetricsView {
           width: this.width(),
           height: 200,
           scales: { x: { time: false } },
-          axes: [{ ...axis, label: 'step' }, { ...axis, size: 60, values: (_u, vals) => vals.map((v) => c.fmt(v)) }],
+          axes: [{ ...axis, label: 'step' }, { ...axis, size: 72, values: (_u, vals) => vals.map((v) => c.fmt(v)) }],
           series: [
             { label: 'step' },
             ...workers.map((w, k) => ({

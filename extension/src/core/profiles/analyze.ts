@@ -105,7 +105,7 @@ function addOp(plane: PlaneData, line: LineData, i: number, childPs: number, out
 function stepBreakdown(space: XSpaceData): StepBreakdown[] {
   const host = space.planes.find((p) => p.name.startsWith('/host:CPU'));
   if (!host) return [];
-  type Iv = { s: number; e: number; kind: 'compile' | 'execute' | 'transfer' | 'host' };
+  type Iv = { s: number; e: number; kind: 'marker' | 'compile' | 'execute' | 'transfer' | 'host' };
   const ivs: Iv[] = [];
   for (const line of host.lines) {
     const order = sortedOrder(line);
@@ -114,14 +114,18 @@ function stepBreakdown(space: XSpaceData): StepBreakdown[] {
       const name = host.eventMeta.get(line.metaId[i])?.name ?? '';
       const s = startNs(line, i) / 1000;
       const e = s + line.durationPs[i] / 1e6;
-      if (COMPILE.test(name) && depth[i] <= 8) ivs.push({ s, e, kind: 'compile' });
+      if (name === 'StepMarker') ivs.push({ s, e, kind: 'marker' });
+      else if (COMPILE.test(name) && depth[i] <= 8) ivs.push({ s, e, kind: 'compile' });
       else if (EXECUTE.test(name) && depth[i] === 0) ivs.push({ s, e, kind: 'execute' });
       else if (TRANSFER.test(name)) ivs.push({ s, e, kind: 'transfer' });
       else if (/^(SyncTensorsGraphInternal|RunPostOrder|ExtractIRAndPrepareXlaData_|CollectSyncTensors)$/.test(name)) ivs.push({ s, e, kind: 'host' });
     }
   }
   const device = deviceBusy(space);
-  const starts = ivs.filter((v) => v.kind === 'execute').map((v) => v.s).sort((a, b) => a - b);
+  // An execution dispatched before the capture's first StepMarker belongs to a step that began before the
+  // capture (dispatch is asynchronous, so the previous step's program can start just after tracing did): partial, left out.
+  const firstMarker = Math.min(...ivs.filter((v) => v.kind === 'marker').map((v) => v.s));
+  const starts = ivs.filter((v) => v.kind === 'execute' && !(v.s < firstMarker)).map((v) => v.s).sort((a, b) => a - b);
   const lastEnd = Math.max(device.at(-1) ?? 0, ...ivs.filter((v) => v.kind === 'execute').map((v) => v.e));
   const steps: StepBreakdown[] = [];
   for (let k = 0; k < starts.length; k++) {

@@ -1,0 +1,73 @@
+/**
+ * The run view's fetch of a run's watch artifacts from its workers, over the emulator's real SSH workers
+ * (each with its own sandbox as $HOME): metrics.jsonl and xla_metrics.txt come at once, captures are listed
+ * with their size and copied byte for byte on demand.
+ */
+import assert from 'node:assert/strict';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { utils } from 'ssh2';
+import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
+import { ConnectionManager } from '../../extension/src/core/ssh/connection';
+import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { freePort } from '../helpers/sshd';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-runview-remote-'));
+const RUN = '20260101-000000-abcd';
+
+describe('run artifacts from the workers (emulator SSH)', () => {
+  let pool: SshWorkerPool;
+  let conns: ConnectionManager;
+  let workers: WorkerTarget[];
+  const sandbox = (i: number): string => path.join(tmp, 'emu', `w${i}`);
+  const capture = crypto.randomBytes(300_000);
+
+  before(async () => {
+    const hostKey = utils.generateKeyPairSync('ed25519');
+    const clientKey = utils.generateKeyPairSync('ed25519');
+    const addresses = ['127.0.6.1', '127.0.6.2'];
+    const port = await freePort(addresses[0]);
+    const username = os.userInfo().username;
+    pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });
+    for (const [index, address] of addresses.entries()) {
+      await pool.addWorker({ nodeId: 'node-rv', index, address, hostnames: addresses, sandboxDir: sandbox(index), acceleratorType: 'v4-16' });
+      const run = path.join(sandbox(index), '.tpw', 'runs', RUN);
+      fs.mkdirSync(path.join(run, 'output'), { recursive: true });
+      fs.writeFileSync(path.join(run, 'output', 'metrics.jsonl'), `{"step":1,"loss":${3 + index},"worker":${index}}\n`);
+      if (index === 0) {
+        fs.writeFileSync(path.join(run, 'output', 'xla_metrics.txt'), 'Counter: UncachedCompile\n  Value: 2\n');
+        fs.mkdirSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00'), { recursive: true });
+        fs.writeFileSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00/host a.xplane.pb'), capture);
+      }
+    }
+    workers = addresses.map((host, index) => ({ host, port, username, privateKey: clientKey.private, index }));
+    conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'known_hosts') });
+  });
+  after(async () => {
+    conns?.dispose();
+    await pool?.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('fetches metrics files and lists captures; copies a capture on demand', async () => {
+    const dest = path.join(tmp, 'local');
+    const got = await fetchRunArtifacts(workers, conns, RUN, dest);
+    assert.deepEqual(got.map((g) => g.worker).sort(), [0, 1]);
+    const w0 = got.find((g) => g.worker === 0)!;
+    const w1 = got.find((g) => g.worker === 1)!;
+    assert.equal(fs.readFileSync(path.join(w1.dir, 'metrics.jsonl'), 'utf8'), '{"step":1,"loss":4,"worker":1}\n');
+    assert.match(fs.readFileSync(path.join(w0.dir, 'xla_metrics.txt'), 'utf8'), /UncachedCompile/);
+    assert.equal(fs.existsSync(path.join(w1.dir, 'xla_metrics.txt')), false);
+    assert.equal(w1.captures.length, 0);
+    assert.equal(w0.captures.length, 1);
+    assert.equal(w0.captures[0].bytes, capture.length);
+    assert.match(w0.captures[0].remotePath, /plugins\/profile\/2026_01_01_00_00_00\/host a\.xplane\.pb$/);
+    const local = path.join(dest, 'c.xplane.pb');
+    await fetchCapture(workers[0], conns, w0.captures[0].remotePath, local);
+    assert.ok(fs.readFileSync(local).equals(capture), 'the capture arrives byte for byte');
+  });
+});
