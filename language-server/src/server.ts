@@ -19,7 +19,9 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import { emptyModel, loadHydraModel, type HydraLocations, type HydraModel } from './hydra/model';
 import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './service/flags';
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
+import { completeOverrideLine } from './service/override-line';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
+import { COMPLETE_OVERRIDES, type CompleteOverridesParams, type CompleteOverridesResult } from './protocol';
 
 const connection = createConnection(ProposedFeatures.all);
 const documents = new TextDocuments(TextDocument);
@@ -96,6 +98,13 @@ connection.onCompletion((params): CompletionList | null =>
     if (!doc) return null;
     return flagCompletion(doc, params.position) ?? overrideCompletion(model, doc, params.position) ?? configCompletion(model, doc, params.position);
   }),
+);
+
+// The "Run on TPU with Overrides…" input: the same checks as overrides in a recipe, against the same model.
+connection.onRequest(COMPLETE_OVERRIDES, (params: CompleteOverridesParams): CompleteOverridesResult =>
+  safely('override line', { items: [], problems: [], overrides: params.line.split(/\s+/).filter(Boolean), checked: false }, () =>
+    completeOverrideLine(model, params.line, params.cursor),
+  ),
 );
 
 connection.onHover((params) =>

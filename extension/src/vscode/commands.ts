@@ -7,6 +7,8 @@ import type { RunsTreeProvider } from './runsView';
 import { setSecret } from './secrets';
 import { createVm, deleteVm, nodeFromArg, pickNode } from './vmCommands';
 import { addMyKey } from './hostKeys';
+import type { LanguageService } from './languageClient';
+import { askOverrides } from './overridesPick';
 import type { VmTreeProvider } from './vmTree';
 
 /** What command handlers need besides the context. */
@@ -15,6 +17,7 @@ export interface Services {
   tree: VmTreeProvider;
   runs: RunManager;
   runsTree: RunsTreeProvider;
+  language: LanguageService;
 }
 
 type Handler = (s: Services, arg: unknown) => Promise<void> | void;
@@ -28,6 +31,13 @@ interface CommandSpec {
 /** Every command of the extension; ids match `contributes.commands` in package.json. */
 const COMMANDS: Record<string, CommandSpec> = {
   'tpuWorkbench.runOnTpu': { title: 'Run on TPU', handler: ({ runs }, arg) => runs.run(arg) },
+  'tpuWorkbench.runOnTpuWithOverrides': {
+    title: 'Run on TPU with Overrides',
+    handler: async ({ runs, language }, arg) => {
+      const overrides = await askOverrides(language);
+      if (overrides) await runs.run(arg, undefined, false, overrides);
+    },
+  },
   'tpuWorkbench.createVm': { title: 'Create TPU VM', handler: ({ ctx, tree }) => createVm(ctx, tree) },
   'tpuWorkbench.deleteVm': { title: 'Delete TPU VM', handler: ({ ctx, tree }, arg) => deleteVm(ctx, tree, arg) },
   'tpuWorkbench.refresh': { title: 'Refresh', handler: ({ tree }) => tree.refresh() },

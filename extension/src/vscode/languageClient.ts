@@ -1,13 +1,20 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { COMPLETE_OVERRIDES, type CompleteOverridesParams, type CompleteOverridesResult } from '../../../language-server/src/protocol';
+
+/** What the rest of the extension asks the language server, besides what VS Code asks for documents. */
+export interface LanguageService extends vscode.Disposable {
+  /** Completion and validation of a typed line of hydra overrides; undefined when the server is not running. */
+  completeOverrides(params: CompleteOverridesParams): Promise<CompleteOverridesResult | undefined>;
+}
 
 /**
  * Starts the TPU Workbench language server (dist/language-server.js, bundled next to the extension) for
  * recipes, hydra config YAML, task YAML, .env files and workspace settings. The server does the work; this only
  * says which documents it sees and forwards config file changes so it can reload the config tree.
  */
-export function startLanguageClient(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): vscode.Disposable {
+export function startLanguageClient(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): LanguageService {
   const module = path.join(context.extensionPath, 'dist', 'language-server.js');
   const settings = vscode.workspace.getConfiguration('tpuWorkbench.languageServer');
   const serverOptions: ServerOptions = {
@@ -35,6 +42,24 @@ export function startLanguageClient(context: vscode.ExtensionContext, log: vscod
   };
   const client = new LanguageClient('tpuWorkbench.languageServer', 'TPU Workbench Language Server', serverOptions, clientOptions);
   // A server that fails to start must not break the rest of the extension: log it and carry on.
-  client.start().catch((e: unknown) => log.error(`language server did not start: ${e instanceof Error ? e.message : String(e)}`));
-  return { dispose: () => void client.stop().catch(() => undefined) };
+  const started = client.start().then(
+    () => true,
+    (e: unknown) => {
+      log.error(`language server did not start: ${e instanceof Error ? e.message : String(e)}`);
+      return false;
+    },
+  );
+  return {
+    dispose: () => void client.stop().catch(() => undefined),
+    // Waits for a server still starting (the input may open right after activation); a failed one answers undefined.
+    completeOverrides: async (params) => {
+      if (!(await started) || !client.isRunning()) return undefined;
+      try {
+        return await client.sendRequest<CompleteOverridesResult>(COMPLETE_OVERRIDES, params);
+      } catch (e) {
+        log.warn(`override completion failed: ${e instanceof Error ? e.message : String(e)}`);
+        return undefined;
+      }
+    },
+  };
 }

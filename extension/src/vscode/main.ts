@@ -25,11 +25,12 @@ export function activate(context: vscode.ExtensionContext): void {
   const runsTree = c.own(new RunsTreeProvider(c));
   c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree }));
   runs.onRunsChanged = () => runsTree.refresh();
-  registerCommands({ ctx: c, tree, runs, runsTree });
+  // Started before the commands: "Run on TPU with Overrides…" asks it to check the overrides.
+  const language = c.own(startLanguageClient(context, c.log));
+  registerCommands({ ctx: c, tree, runs, runsTree, language });
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);
-  c.own(startLanguageClient(context, c.log));
   c.own(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!config.affectsBackend(e)) return;

@@ -64,7 +64,8 @@ export class RunManager implements vscode.Disposable {
     return true;
   }
 
-  async run(arg: unknown, nodeOverride?: TpuNode, resume = false): Promise<void> {
+  /** `extraOverrides` go after the recipe's own hydra overrides, one argv entry each (see runRecipe). */
+  async run(arg: unknown, nodeOverride?: TpuNode, resume = false, extraOverrides: string[] = []): Promise<void> {
     if (this.active) {
       const choice = await vscode.window.showInformationMessage(`A run is already in progress (${this.active.label}).`, 'Show output', 'Stop it');
       if (choice === 'Show output') this.showOutput();
@@ -121,6 +122,7 @@ export class RunManager implements vscode.Disposable {
             passEnv: await runEnvironment(this.ctx),
             hostKeys: vscodeHostKeys(backend.kind),
             resume,
+            extraOverrides,
             signal: controller.signal,
             detachSignal: active.detach.signal,
             onStarted: (runId) => {
