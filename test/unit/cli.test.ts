@@ -8,32 +8,20 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { main } from '../../extension/src/cli/main';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { runTpw, writeRecipeIn, type CliResult } from '../helpers/cli';
 
 let home: string;
 let ws: string;
 let emu: Emulator | undefined;
 const savedHome = process.env.TPW_HOME;
 
-async function tpw(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const cwd = process.cwd();
-  process.chdir(ws);
-  try {
-    const code = await main(argv, (l) => out.push(l), (l) => err.push(l));
-    return { code, out, err };
-  } finally {
-    process.chdir(cwd);
-  }
+function tpw(...argv: string[]): Promise<CliResult> {
+  return runTpw(ws, argv);
 }
 
 function writeRecipe(name: string, text: string): string {
-  const file = path.join(ws, 'recipes', name);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, text);
-  return path.relative(ws, file);
+  return writeRecipeIn(ws, name, text);
 }
 
 before(() => {

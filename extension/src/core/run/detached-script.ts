@@ -1,6 +1,6 @@
 import { TpwError } from '../errors';
 import { shJoin, shPath, shQuote } from '../ssh/quote';
-import { START_EXIT, runDirWord } from './remote-script';
+import { START_EXIT, runDirWord, runFolderPrologue } from './remote-script';
 
 /**
  * Shell programs for a *detached* run (same run-folder layout as remote-script.ts). Unlike the attached
@@ -29,21 +29,10 @@ export interface DetachedStartOptions {
  * before anything runs (the cwd is checked here, not in the wrapper, so that failure is reported at start).
  */
 export function buildDetachedStartScript(o: DetachedStartOptions): string {
-  if (o.argv.length === 0) throw new TpwError('INVALID_ARGUMENT', 'Nothing to run: the command is empty.');
-  if (!Number.isInteger(o.workerIndex) || o.workerIndex < 0) throw new TpwError('INVALID_ARGUMENT', `Bad worker index ${o.workerIndex}.`);
-  const dir = runDirWord(o.runId, o.runsRoot);
   const cwd = o.cwd === '' ? '.' : o.cwd;
-  const { setup, alreadyStarted, cwd: cwdFail } = START_EXIT;
+  const cwdFail = START_EXIT.cwd;
   return [
-    'set -u',
-    'umask 077',
-    `d=${dir}`,
-    `mkdir -p -- "$d" || { echo "tpw: cannot create the run folder $d" >&2; exit ${setup}; }`,
-    'd=$(cd -- "$d" && pwd -P)',
-    `if [ -e "$d/pid" ]; then echo "tpw: run ${o.runId} was already started on this worker ($d/pid exists)" >&2; exit ${alreadyStarted}; fi`,
-    'echo "$$" > "$d/starter"',
-    `cat > "$d/env" && chmod 600 "$d/env" || { echo "tpw: cannot write $d/env" >&2; exit ${setup}; }`,
-    `: >> "$d/log" || { echo "tpw: cannot write $d/log" >&2; exit ${setup}; }`,
+    ...runFolderPrologue(o),
     `cd -- ${shPath(cwd)} 2>/dev/null || { printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; exit ${cwdFail}; }`,
     // `set -m`: the wrapper gets a process group of its own (Stop signals the group) and, unlike a plain `&`
     // job, does not start with SIGINT ignored. The wrapper traps INT/TERM/HUP so that it outlives the program

@@ -68,25 +68,36 @@ export interface StartScriptOptions {
  * The start program for one worker (bash). Reads the env file from stdin, then starts the program and waits
  * for it; its exit status is the program's (or a START_EXIT code with a `tpw:` line on stderr).
  */
-export function buildStartScript(o: StartScriptOptions): string {
+/**
+ * The opening that both start scripts (attached here, detached in detached-script.ts) share: argument checks,
+ * the run folder made absolute (so TPW_RUN_DIR still points at it after the program's `cd`), a refusal to start
+ * a run id twice, the starter pid, the 0600 env file read from stdin, and the log. Leaves `$d` set.
+ */
+export function runFolderPrologue(o: StartScriptOptions): string[] {
   if (o.argv.length === 0) throw new TpwError('INVALID_ARGUMENT', 'Nothing to run: the command is empty.');
   if (!Number.isInteger(o.workerIndex) || o.workerIndex < 0) throw new TpwError('INVALID_ARGUMENT', `Bad worker index ${o.workerIndex}.`);
   const dir = runDirWord(o.runId, o.runsRoot);
-  const cwd = o.cwd === '' ? '.' : o.cwd;
-  const { setup, alreadyStarted, cwd: cwdFail } = START_EXIT;
+  const { setup, alreadyStarted } = START_EXIT;
   return [
     'set -u',
     'umask 077',
     `d=${dir}`,
     `mkdir -p -- "$d" || { echo "tpw: cannot create the run folder $d" >&2; exit ${setup}; }`,
-    // Absolute, so TPW_RUN_DIR still points at it after the program's `cd`.
     'd=$(cd -- "$d" && pwd -P)',
     `if [ -e "$d/pid" ]; then echo "tpw: run ${o.runId} was already started on this worker ($d/pid exists)" >&2; exit ${alreadyStarted}; fi`,
     // Lets a concurrent stop tell "still starting" from "failed before it could start anything".
     'echo "$$" > "$d/starter"',
     // stdin carries nothing but the env file; EOF ends it.
     `cat > "$d/env" && chmod 600 "$d/env" || { echo "tpw: cannot write $d/env" >&2; exit ${setup}; }`,
-    ': >> "$d/log"',
+    `: >> "$d/log" || { echo "tpw: cannot write $d/log" >&2; exit ${setup}; }`,
+  ];
+}
+
+export function buildStartScript(o: StartScriptOptions): string {
+  const cwd = o.cwd === '' ? '.' : o.cwd;
+  const cwdFail = START_EXIT.cwd;
+  return [
+    ...runFolderPrologue(o),
     'set -m',
     '(',
     "  trap ':' INT TERM HUP",
