@@ -1,4 +1,4 @@
-import type { AcceleratorType, NodeId, RuntimeVersion, TpuNode } from './models';
+import type { AcceleratorType, NodeId, QueuedResource, QueuedResourceId, RuntimeVersion, TpuNode, Zone } from './models';
 
 export interface CreateNodeRequest {
   project: string;
@@ -7,8 +7,28 @@ export interface CreateNodeRequest {
   acceleratorType: string;
   runtimeVersion: string;
   spot?: boolean;
+  /** Use a reservation (schedulingConfig.reserved). Exclusive with spot. */
+  reserved?: boolean;
   labels?: Record<string, string>;
   description?: string;
+  /** Startup script (metadata `startup-script`). */
+  startupScript?: string;
+  /** Extra instance metadata (merged under startupScript). */
+  metadata?: Record<string, string>;
+  /** Data disks to attach: persistent disk resource names (projects/p/zones/z/disks/d). */
+  dataDisks?: { sourceDisk: string; mode?: 'READ_WRITE' | 'READ_ONLY' }[];
+}
+
+/** A queued resource request: one node spec, spot or guaranteed tier, optional valid-until. */
+export interface CreateQueuedResourceRequest {
+  project: string;
+  zone: string;
+  queuedResourceId: string;
+  /** The node the queued resource will create once capacity is there. */
+  node: Omit<CreateNodeRequest, 'project' | 'zone' | 'spot'>;
+  tier: 'spot' | 'guaranteed';
+  /** RFC 3339 time after which the request is given up (queueingPolicy.validUntilTime). */
+  validUntil?: string;
 }
 
 /** Progress of a long-running operation, reported while a caller waits for it. */
@@ -41,5 +61,12 @@ export interface TpuApi {
   updateNodeMetadata(id: NodeId, metadata: Record<string, string>, opts?: WaitOptions): Promise<TpuNode>;
   listAcceleratorTypes(project: string, zone: string, signal?: AbortSignal): Promise<AcceleratorType[]>;
   listRuntimeVersions(project: string, zone: string, signal?: AbortSignal): Promise<RuntimeVersion[]>;
+  /** Zones (locations) of the project that offer Cloud TPU. */
+  listZones(project: string, signal?: AbortSignal): Promise<Zone[]>;
+  listQueuedResources(project: string, zone: string, signal?: AbortSignal): Promise<QueuedResource[]>;
+  /** Starts the request and waits for the create operation (not for ACTIVE); resolves with the queued resource. */
+  createQueuedResource(req: CreateQueuedResourceRequest, opts?: WaitOptions): Promise<QueuedResource>;
+  /** Deletes the queued resource (force: also its node). */
+  deleteQueuedResource(id: QueuedResourceId, opts?: WaitOptions & { force?: boolean }): Promise<void>;
   close(): Promise<void>;
 }

@@ -89,3 +89,51 @@ export function shortName(resourceName: string): string {
  * at most 63 characters, not ending in a hyphen (RFC 1035 labels).
  */
 export const NODE_ID_PATTERN = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** A zone that offers Cloud TPU (google.cloud.location.Location, trimmed). */
+export interface Zone {
+  /** projects/{project}/locations/{zone} */
+  name: string;
+  /** e.g. "us-central2-b" */
+  locationId: string;
+}
+
+/** google.cloud.tpu.v2.QueuedResourceState.State names. */
+export const QueuedResourceStateSchema = z.enum([
+  'STATE_UNSPECIFIED',
+  'CREATING',
+  'ACCEPTED',
+  'PROVISIONING',
+  'FAILED',
+  'DELETING',
+  'ACTIVE',
+  'SUSPENDING',
+  'SUSPENDED',
+  'WAITING_FOR_RESOURCES',
+]);
+export type QueuedResourceStateName = z.infer<typeof QueuedResourceStateSchema>;
+
+export interface QueuedResource {
+  /** projects/{project}/locations/{zone}/queuedResources/{id} */
+  name: string;
+  state: QueuedResourceStateName;
+  /** Node ids the request creates (tpu.nodeSpec[].nodeId). */
+  nodeIds: string[];
+  acceleratorType?: string;
+  runtimeVersion?: string;
+  tier: 'spot' | 'guaranteed' | 'unspecified';
+  validUntil?: string;
+  createTime?: string;
+  /** Why it failed or is waiting, when the API says. */
+  stateMessage?: string;
+}
+
+export interface QueuedResourceId {
+  project: string;
+  zone: string;
+  queuedResource: string;
+}
+
+export function queuedResourceName(id: QueuedResourceId): string {
+  return `projects/${id.project}/locations/${id.zone}/queuedResources/${id.queuedResource}`;
+}
