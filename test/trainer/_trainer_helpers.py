@@ -58,3 +58,18 @@ def run_trainer(args: list[str], env: dict, timeout: float = 240) -> subprocess.
         [sys.executable, "-m", "tpu_trainer.train", *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
     )
+
+
+def compose(overrides: list[str]) -> TrainConfig:
+    """The config `python -m tpu_trainer.train <overrides>` would train with (hydra's compose API)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from tpu_trainer.config import from_omegaconf, register_configs
+    from tpu_trainer.schema import CONFIG_DIR
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return from_omegaconf(hydra_compose(config_name="default", overrides=overrides))

@@ -10,6 +10,8 @@ from tpu_trainer.optim import lr_multiplier
 from tpu_trainer.schema import CONFIG_DIR
 from tpu_trainer.train import check_overrides
 
+from _trainer_helpers import compose
+
 
 @pytest.mark.parametrize(
     "mutate,key",
@@ -40,7 +42,7 @@ def test_defaults_are_valid():
         (["max_step=20"], "unknown config key 'max_step'.*did you mean 'max_steps'"),
         (["model.hiden_size=8"], "unknown config key 'model.hiden_size'.*did you mean 'model.hidden_size'"),
         (["optimizer.learning_rate=1e-3"], "unknown config key 'optimizer.learning_rate'"),
-        (["+ici_mesh.fsdp=4"], "unknown config key 'ici_mesh.fsdp'"),
+        (["ici_mesh.fdsp=4"], "unknown config key 'ici_mesh.fdsp'.*did you mean 'ici_mesh.fsdp'"),
     ],
 )
 def test_check_overrides_rejects_unknown(argv, expected):
@@ -65,15 +67,40 @@ def test_config_keys_cover_nested():
 def test_tiny_llama_preset_equals_dataclass_defaults():
     # The schema shows dataclass defaults; they must be what `model=tiny-llama` (the default) gives.
     preset = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "model" / "tiny-llama.yaml"))
+    assert preset.pop("defaults") == [{"sharding": "llama-fsdp-tp"}, {"remat": "none"}, "_self_"]
     defaults = dataclasses.asdict(ModelConfig())
     assert {k: defaults[k] for k in preset} == preset
 
 
-@pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b"])
-def test_presets_validate(name):
-    preset = OmegaConf.load(CONFIG_DIR / "model" / f"{name}.yaml")
-    model = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), preset))
-    validate(TrainConfig(model=model, block_size=2048))
+MODEL_PRESETS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
+
+
+def test_every_model_has_a_tiny_debug_size():
+    assert {"llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "tiny-llama",
+            "tiny-llama-3.1", "tiny-mixtral"} <= set(MODEL_PRESETS)
+
+
+@pytest.mark.parametrize("name", MODEL_PRESETS)
+def test_presets_compose_and_validate(name):
+    cfg = compose([f"model={name}", "block_size=2048"])
+    validate(cfg)
+    assert cfg.model.name == name
+    assert cfg.model.sharding.parameters, "every model preset picks a sharding preset with rules"
+    if "mixtral" in name:
+        assert cfg.model.num_local_experts > 0 and cfg.model.sharding.name == "mixtral-fsdp-ep"
+    if "3.1" in name:
+        assert cfg.model.rope_scaling.rope_type == "llama3"
+
+
+def test_published_shapes():
+    # Architecture facts from the published model cards, as the presets must carry them.
+    m = compose(["model=llama-3.1-405b"]).model
+    assert (m.hidden_size, m.intermediate_size, m.num_hidden_layers, m.num_attention_heads,
+            m.num_key_value_heads, m.vocab_size) == (16384, 53248, 126, 128, 8, 128256)
+    m = compose(["model=llama-3.1-70b"]).model
+    assert (m.hidden_size, m.intermediate_size, m.num_hidden_layers, m.num_attention_heads) == (8192, 28672, 80, 64)
+    m = compose(["model=mixtral-8x7b"]).model
+    assert (m.num_local_experts, m.num_experts_per_tok, m.vocab_size, m.rope_theta) == (8, 2, 32000, 1e6)
 
 
 def test_lr_schedule():

@@ -43,5 +43,13 @@ def test_schema_content():
     assert s["additionalProperties"] is False and props["model"]["additionalProperties"] is False
     groups = s["x-hydra"]["groups"]
     assert groups["model"]["default"] == "tiny-llama"
-    assert set(groups["model"]["options"]) == {"tiny-llama", "llama-3-8b", "mixtral-8x7b"}
+    assert {"tiny-llama", "tiny-mixtral", "llama-3-8b", "llama-3.1-405b", "mixtral-8x7b"} <= set(groups["model"]["options"])
     assert groups["model"]["options"]["mixtral-8x7b"]["num_local_experts"] == 8
+    # nested groups, with the default the default model picks
+    assert groups["model/remat"]["default"] == "none"
+    assert set(groups["model/remat"]["options"]) == {"none", "llama", "llama-scan", "llama-scan-offload"}
+    assert groups["model/sharding"]["default"] == "llama-fsdp-tp"
+    assert {"dataset", "task"} <= set(groups)
+    assert s["x-hydra"]["config_name"] == "default"
+    assert props["model"]["properties"]["attention_kernel"]["enum"][-1] == "splash_attention"
+    assert props["ici_mesh"]["properties"]["fsdp"]["default"] == -1

@@ -185,7 +185,7 @@ class Checkpointer:
         if _is_local(self.root):
             tmp = _local_path(final) + ".tmp"
             shutil.rmtree(tmp, ignore_errors=True)
-            dcp.save(state, storage_writer=dcp.FileSystemWriter(tmp), planner=planner)
+            dcp.save(state, storage_writer=dcp.FileSystemWriter(tmp), planner=planner, no_dist=planner is None)
             self._mark(tmp, step)
             shutil.rmtree(_local_path(final), ignore_errors=True)
             Path(tmp).rename(_local_path(final))
@@ -194,7 +194,8 @@ class Checkpointer:
 
             if self.fs.exists(final):
                 self.fs.rm(final, recursive=True)
-            dcp.save(state, storage_writer=FsspecWriter(f"{self.root}/step_{step:08d}"), planner=planner)
+            dcp.save(state, storage_writer=FsspecWriter(f"{self.root}/step_{step:08d}"), planner=planner,
+                     no_dist=planner is None)
             self._mark(final, step)
         return step
 
@@ -243,7 +244,10 @@ class Checkpointer:
             return state
         host = _to_host(state, clone=True)
         reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
-        dcp.load(host, storage_reader=reader)
+        # no_dist: without SPMD every process holds a full replica and writes/reads its own copy
+        # (gloo data parallelism runs its all-reduces on the main thread while a save may be
+        # in flight on the writer thread; a collective save would interleave with them).
+        dcp.load(host, storage_reader=reader, no_dist=True)
         return host
 
     def close(self) -> None:

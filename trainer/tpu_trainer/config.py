@@ -1,7 +1,7 @@
 """Typed configuration for the trainer.
 
 The dataclasses below are the single source of truth for every key a recipe may
-override. Hydra composes `configs/config.yaml` on top of them (registered in the
+override. Hydra composes `configs/default.yaml` on top of them (registered in the
 ConfigStore as `trainer_schema`), so an unknown key or a wrongly typed value is
 rejected before training starts, and `python -m tpu_trainer.schema` derives the
 JSON Schema the language server reads from the same classes.
@@ -16,6 +16,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+# Mesh axes, in mesh order (outermost first). A partition spec in a sharding rule
+# names these (or null for a replicated dimension, or a list for several axes).
+MESH_AXES = ("data", "fsdp", "tensor", "expert")
+
 
 class ConfigError(ValueError):
     """A config value that type-checks but makes no sense (named by its full key)."""
@@ -27,6 +31,62 @@ def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = No
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+@dataclass
+class RopeScalingConfig:
+    rope_type: str = opt(
+        "none",
+        "`llama3`: Llama 3.1's frequency-dependent RoPE scaling for long context; `none`: plain RoPE.",
+        enum=["none", "llama3"],
+    )
+    factor: float = opt(8.0, "llama3: how much the low frequencies are slowed down.", minimum=1.0)
+    low_freq_factor: float = opt(1.0, "llama3: wavelengths above original_max/low_freq_factor are scaled fully.",
+                                 minimum=0.0)
+    high_freq_factor: float = opt(4.0, "llama3: wavelengths below original_max/high_freq_factor are kept.",
+                                  minimum=0.0)
+    original_max_position_embeddings: int = opt(8192, "llama3: context length the model was pretrained at.",
+                                                minimum=1)
+
+
+@dataclass
+class ShardingConfig:
+    name: str = opt("llama-fsdp-tp", "Name of the sharding preset (`model/sharding=<name>`), for logs only.")
+    parameters: dict[str, Any] = opt(
+        help="SPMD partition spec per parameter: a glob over parameter names (`layers.*.mlp.down_proj.weight`) "
+        "mapped to one entry per tensor dimension, each a mesh axis (data, fsdp, tensor, expert), null "
+        "(replicated) or a list of axes. The first matching pattern wins; unmatched parameters are replicated.",
+        factory=dict,
+    )
+    inputs: list[Any] = opt(
+        help="Partition spec of the [batch, sequence] input tokens; the batch is split over these axes.",
+        factory=lambda: [["data", "fsdp"], None],
+    )
+
+
+@dataclass
+class RematConfig:
+    name: str = opt("none", "Name of the remat preset (`model/remat=<name>`), for logs only.")
+    activation_checkpoint: bool = opt(
+        False, "Recompute each decoder layer's activations in the backward pass instead of storing them."
+    )
+    scan_layers: bool = opt(
+        False, "Run the decoder layers with torch_xla's scan (one compiled layer body; XLA only, plain torch loops)."
+    )
+    offload_tensors: list[str] = opt(
+        help="Activations to move to host memory between forward and backward (`decoder_input`); needs a "
+        "backend with host offload (TPU). Ignored elsewhere, with a log line.",
+        factory=list,
+    )
+
+
+@dataclass
+class MeshConfig:
+    data: int = opt(1, "Devices along the data-parallel axis (replicated parameters).", minimum=1)
+    fsdp: int = opt(1, "Devices along the FSDP axis (parameters and batch sharded). -1: all that remain.",
+                    minimum=-1)
+    tensor: int = opt(1, "Devices along the tensor-parallel axis (Megatron-style column/row splits).", minimum=1)
+    expert: int = opt(1, "Devices along the expert-parallel axis (MoE experts split).", minimum=1)
 
 
 @dataclass
@@ -45,17 +105,40 @@ class ModelConfig:
     initializer_range: float = opt(0.02, "Std of the normal init of linear and embedding weights.", minimum=0.0)
     num_local_experts: int = opt(0, "Experts per MoE layer (Mixtral). 0 means a dense SwiGLU MLP.", minimum=0)
     num_experts_per_tok: int = opt(2, "Experts each token is routed to (MoE only).", minimum=1)
+    attention_kernel: str = opt(
+        "auto",
+        "Attention implementation. splash_attention / flash_attention: torch_xla's Pallas kernels on TPU "
+        "(elsewhere SDPA, with a log line); sdpa: torch's scaled_dot_product_attention; eager: plain matmuls "
+        "and softmax; auto: splash on TPU, SDPA elsewhere.",
+        enum=["auto", "sdpa", "eager", "flash_attention", "splash_attention"],
+    )
+    rope_scaling: RopeScalingConfig = opt(help="RoPE scaling (Llama 3.1).", factory=RopeScalingConfig)
+    sharding: ShardingConfig = opt(help="SPMD sharding rules; pick a preset with `model/sharding=<name>`.",
+                                   factory=ShardingConfig)
+    remat: RematConfig = opt(help="Rematerialisation: activation checkpointing, scan, host offload; "
+                             "`model/remat=<name>`.", factory=RematConfig)
 
 
 @dataclass
 class DataConfig:
     name: str = opt(
         "bundled",
-        "Where tokens come from: `bundled` (small text shipped with the package), `file` (data.path), "
-        "`synthetic` (uniform random tokens over the model vocabulary; for throughput runs).",
-        enum=["bundled", "file", "synthetic"],
+        "Where tokens come from: `hf` (the Hugging Face dataset dataset_name/dataset_config_name; falls back to "
+        "bundled, with a log line, when `datasets` is missing or the hub unreachable), `bundled` (small text "
+        "shipped with the package), `file` (data.path: a text file, or a directory of .txt files), `synthetic` "
+        "(uniform random tokens over the model vocabulary; for throughput runs).",
+        enum=["hf", "bundled", "file", "synthetic"],
     )
-    path: Optional[str] = opt(None, "Text file to train on when data.name=file (byte-level tokens).")
+    path: Optional[str] = opt(None, "Text file or directory of .txt files when data.name=file.")
+    split: str = opt("train", "Dataset split (data.name=hf).")
+    text_column: str = opt("text", "Column holding the text (data.name=hf).")
+    tokenizer: str = opt(
+        "byte",
+        "`byte`: UTF-8 bytes are the tokens (vocab 256); otherwise the path of a tokenizer.json (or a "
+        "directory holding one) read with the `tokenizers` library, e.g. a Llama 3 checkpoint's.",
+    )
+    max_documents: int = opt(0, "Use only the first N documents of the dataset (0: all). Handy for smoke runs.",
+                             minimum=0)
 
 
 @dataclass
@@ -131,9 +214,35 @@ class LoggingConfig:
 
 
 @dataclass
+class TaskConfig:
+    name: str = opt(
+        "train",
+        "What the run does. train: next-token training with checkpoints; benchmark: throughput only "
+        "(synthetic tokens, no checkpoints) — pick with `task=<name>`.",
+        enum=["train", "benchmark"],
+    )
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = opt(help="Model shape; pick a preset with `model=<name>`.", factory=ModelConfig)
-    data: DataConfig = opt(help="Training data.", factory=DataConfig)
+    data: DataConfig = opt(help="Training data; pick a preset with `dataset=<name>`.", factory=DataConfig)
+    task: TaskConfig = opt(help="What the run does; pick a preset with `task=<name>`.", factory=TaskConfig)
+    ici_mesh: MeshConfig = opt(
+        help="Device mesh inside a slice (ICI): axis sizes; their product is the slice's device count.",
+        factory=lambda: MeshConfig(fsdp=-1),
+    )
+    dcn_mesh: MeshConfig = opt(
+        help="Mesh across slices (DCN, multislice): axis sizes; their product is the number of slices.",
+        factory=MeshConfig,
+    )
+    dataset_name: Optional[str] = opt(
+        None, "Hugging Face dataset id or local dataset directory (data.name=hf), e.g. `wikitext`."
+    )
+    dataset_config_name: Optional[str] = opt(
+        None, "Hugging Face dataset config, e.g. `wikitext-103-raw-v1`. Setting it alone selects data.name=hf "
+        "with dataset_name=wikitext, as torchprime's recipes expect."
+    )
     optimizer: OptimizerConfig = opt(help="Optimizer settings.", factory=OptimizerConfig)
     scheduler: SchedulerConfig = opt(help="Learning-rate schedule.", factory=SchedulerConfig)
     loss: LossConfig = opt(help="Training loss; pick a preset with `loss=<name>`.", factory=LossConfig)
@@ -155,11 +264,25 @@ class TrainConfig:
     output_dir: str = opt(
         "outputs/run",
         "Run directory: metrics.jsonl, summary.json, xla_metrics.txt, hydra's .hydra/. "
-        "config.yaml sets a timestamped default; TPU Workbench appends its own.",
+        "default.yaml sets a timestamped default; TPU Workbench appends its own.",
     )
     profile_dir: Optional[str] = opt(None, "Where profiles go (TensorBoard layout). Default: <output_dir>/profile.")
     profile_step: int = opt(-1, "Step at which to start a profile; -1 disables profiling.", minimum=-1)
-    profile_steps: int = opt(3, "How many steps the profile covers.", minimum=1)
+    profile_steps: int = opt(3, "How many steps the profile covers (when profile_duration is 0).", minimum=1)
+    profile_duration: int = opt(
+        0, "Milliseconds to profile from profile_step (ending at the first step boundary after); 0: use "
+        "profile_steps instead.", minimum=0,
+    )
+    distributed: str = opt(
+        "auto",
+        "Multi-host data parallelism without a TPU pod runtime (e.g. the emulator's workers on CPU): `gloo` "
+        "joins the hosts of TPU_WORKER_HOSTNAMES in one gloo process group (rank TPU_WORKER_ID, rendezvous "
+        "on the first host) and averages gradients and losses over it; `auto`: gloo when there are several "
+        "hosts and the device is not a TPU; `off`: every host trains alone.",
+        enum=["auto", "gloo", "off"],
+    )
+    coordinator_port: int = opt(8476, "TCP port of the gloo rendezvous on the first host.", minimum=1)
+    distributed_timeout_s: int = opt(180, "How long workers wait for each other to join (seconds).", minimum=1)
     device: str = opt(
         "auto",
         "`xla`: torch_xla (PJRT_DEVICE picks TPU/CPU); `cpu`: plain PyTorch; "
@@ -214,8 +337,6 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"block_size={cfg.block_size} exceeds model.max_position_embeddings={m.max_position_embeddings}"
         )
-    if cfg.data.name in ("bundled", "file") and m.vocab_size < 256:
-        raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.name={cfg.data.name})")
     if cfg.loss.name == "label_smoothing" and not cfg.loss.label_smoothing > 0:
         raise ConfigError(
             "loss.name=label_smoothing needs loss.label_smoothing > 0 (the loss=label_smoothing preset sets 0.1)"
@@ -226,6 +347,41 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError("scheduler.decay_ratio must be at most 1")
     if cfg.data.name == "file" and not cfg.data.path:
         raise ConfigError("data.path must be set when data.name=file")
+    if cfg.data.name == "hf" and not cfg.dataset_name:
+        raise ConfigError("dataset_name must be set when data.name=hf (e.g. dataset_name=wikitext)")
+    if cfg.data.tokenizer == "byte" and cfg.data.name in ("bundled", "file", "hf") and m.vocab_size < 256:
+        raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.tokenizer=byte)")
+    for mesh_name in ("ici_mesh", "dcn_mesh"):
+        mesh = getattr(cfg, mesh_name)
+        sizes = [getattr(mesh, a) for a in MESH_AXES]
+        if sizes.count(-1) > 1:
+            raise ConfigError(f"{mesh_name}: at most one axis may be -1 (all remaining devices)")
+        for axis, n in zip(MESH_AXES, sizes):
+            if n == 0 or n < -1:
+                raise ConfigError(f"{mesh_name}.{axis}={n} must be a positive size or -1")
+    rm = m.rope_scaling
+    if rm.rope_type == "llama3" and not rm.high_freq_factor > rm.low_freq_factor:
+        raise ConfigError("model.rope_scaling.high_freq_factor must exceed model.rope_scaling.low_freq_factor")
+    if m.remat.scan_layers and m.num_hidden_layers < 1:
+        raise ConfigError("model.remat.scan_layers needs at least one layer")
+    _validate_sharding(m.sharding)
+
+
+def _validate_sharding(sh: "ShardingConfig") -> None:
+    """Every partition spec entry must name a mesh axis (or be null / a list of axes)."""
+
+    def check(where: str, spec: Any) -> None:
+        if not isinstance(spec, (list, tuple)):
+            raise ConfigError(f"{where} must be a list with one entry per tensor dimension, not {spec!r}")
+        for entry in spec:
+            names = entry if isinstance(entry, (list, tuple)) else [entry]
+            for name in names:
+                if name is not None and name not in MESH_AXES:
+                    raise ConfigError(f"{where}: {name!r} is not a mesh axis (one of: {', '.join(MESH_AXES)})")
+
+    for pattern, spec in sh.parameters.items():
+        check(f"model.sharding.parameters[{pattern!r}]", spec)
+    check("model.sharding.inputs", sh.inputs)
 
 
 def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
@@ -239,8 +395,23 @@ def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
     return keys
 
 
+def resolve_aliases(cfg: TrainConfig) -> list[str]:
+    """Apply torchprime's shorthand: `dataset_config_name=X` alone means the Hugging Face wikitext
+    dataset, config X. Returns the log lines describing what was inferred."""
+    notes = []
+    if cfg.dataset_config_name and cfg.data.name == "bundled":
+        if not cfg.dataset_name:
+            cfg.dataset_name = "wikitext"
+        cfg.data.name = "hf"
+        notes.append(f"dataset_config_name={cfg.dataset_config_name}: data.name=hf dataset_name={cfg.dataset_name}")
+    if cfg.task.name == "benchmark":
+        cfg.data.name, cfg.checkpoint.enabled = "synthetic", False
+        notes.append("task=benchmark: synthetic tokens, no checkpoints")
+    return notes
+
+
 def register_configs() -> None:
-    """Register the schema with hydra so config.yaml can extend it (`defaults: [trainer_schema]`)."""
+    """Register the schema with hydra so default.yaml can extend it (`defaults: [trainer_schema]`)."""
     from hydra.core.config_store import ConfigStore
 
     ConfigStore.instance().store(name="trainer_schema", node=TrainConfig)

@@ -74,9 +74,10 @@ from typing import Any, Optional
 import torch
 
 from . import data as data_lib
+from . import distributed as dist_lib
 from . import runtime as rt_lib
 from .checkpoint import Checkpointer, capture, restore
-from .config import ConfigError, TrainConfig, config_keys, register_configs, validate
+from .config import ConfigError, TrainConfig, config_keys, register_configs, resolve_aliases, validate
 from .loggers import StepLogger
 from .losses import build_loss
 from .metrics import flops_per_token, matmul_params, peak_flops
@@ -106,6 +107,7 @@ def _resume_url(resume: str, ckpt: Optional[Checkpointer]) -> Optional[str]:
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run training; return the summary (also written to <output_dir>/summary.json)."""
+    notes = resolve_aliases(cfg)
     validate(cfg)
     if cfg.num_threads > 0:
         # One thread per process when several workers share a host: N processes
@@ -113,21 +115,33 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.num_threads)
     worker = rt_lib.worker_id()
     rt = rt_lib.select(cfg.device)
+    mesh_desc = rt.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
+    rt.check_batch(cfg.global_batch_size, cfg.model.sharding)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for note in notes:
+        log(note)
+    dp = dist_lib.setup(cfg.distributed, worker, rt_lib.device_is_tpu(rt.device),
+                        cfg.coordinator_port, cfg.distributed_timeout_s, cfg.global_batch_size)
+    # This process's rows of each global batch: its share under gloo data parallelism,
+    # its host's share of an SPMD pod (runtime.to_device assembles the global batch).
+    rows = dp.rows(cfg.global_batch_size) if dp.active else slice(
+        rt.host_index * cfg.global_batch_size // rt.num_hosts, (rt.host_index + 1) * cfg.global_batch_size // rt.num_hosts)
 
     # Build and initialise on the host, then move: the init is then bit-identical
-    # on CPU and XLA for a given seed.
+    # on CPU and XLA for a given seed (and on every host).
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model)
     n_params = count_params(model)
     model.to(rt.device)
+    rt.shard_model(model, cfg.model.sharding)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = build_optimizer(model, cfg.optimizer)
     init_state(optimizer)
     scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
-    batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed)
+    batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed,
+                               cfg.dataset_name, cfg.dataset_config_name, log)
     loss_fn = build_loss(cfg.loss)
 
     ckpt = None
@@ -137,13 +151,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if resumed_from:
         state = ckpt.load(resumed_from, capture(model, optimizer, scheduler, batches, 0))
         start_step = restore(state, model, optimizer, scheduler, batches)
+    dp.agree(start_step, "the step to resume from (resume=auto found different checkpoints)")
     rt.sync()  # materialise params and optimizer state on the device before the first step
 
     tokens_per_step = cfg.global_batch_size * cfg.block_size
     fpt = flops_per_token(cfg.model, cfg.block_size)
     peak = cfg.peak_flops_per_device or peak_flops(rt.kind)
+    devices = rt.num_devices * dp.world  # MFU is against the peak of every device the step ran on
     profiler = rt_lib.Profiler(
-        rt, Path(cfg.profile_dir or out_dir / "profile"), cfg.profile_step, cfg.profile_steps
+        rt, Path(cfg.profile_dir or out_dir / "profile"), cfg.profile_step, cfg.profile_steps, cfg.profile_duration
     )
 
     log(
@@ -152,6 +168,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         f"batch {cfg.global_batch_size}x{cfg.block_size} steps {cfg.max_steps} optimizer {cfg.optimizer.name} "
         f"loss {cfg.loss.name} output_dir {out_dir}"
     )
+    log(f"mesh {mesh_desc} sharding {cfg.model.sharding.name} remat {cfg.model.remat.name} "
+        f"attention {cfg.model.attention_kernel} data {batches.description}"
+        + (f" data-parallel rank {dp.rank}/{dp.world} (gloo)" if dp.active else ""))
     if resumed_from:
         log(f"resumed from {resumed_from} at step {start_step}")
 
@@ -170,7 +189,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             track["steady_t0"], track["steady_step0"] = now, rec["step"]
         tps = tokens_per_step / step_time
         mem, mem_kind = rt.memory()
-        rec.update(step_time_s=step_time, tokens_per_s=tps, mfu=tps * fpt / peak if peak else None,
+        rec.update(step_time_s=step_time, tokens_per_s=tps, mfu=tps * fpt / (peak * devices) if peak else None,
                    mem_bytes=mem, mem_kind=mem_kind)
         rec.update(tokens=rec["step"] * tokens_per_step, worker=worker, device=rt.label,
                    compiles=rt.compile_count(), time=time.time())
@@ -203,11 +222,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             for step in range(start_step + 1, cfg.max_steps + 1):
                 profiler.before_step(step)
                 inputs, targets = next(batches)
-                inputs, targets = inputs.to(rt.device), targets.to(rt.device)
+                inputs, targets = rt.to_device([inputs[rows], targets[rows]], cfg.model.sharding)
                 lr = optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
 
                 loss = loss_fn(model.hidden_states(inputs), model.lm_head.weight, targets)
                 loss.backward()
+                loss = dp.average((p.grad for p in params), loss)  # no-op on one host
                 grad_norm = clip_gradients(params, cfg.optimizer)
                 optimizer.step()
                 scheduler.step()
@@ -240,11 +260,16 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     except KeyboardInterrupt:
         # SIGINT is how TPU Workbench stops a run: finish the files, then exit 130.
         status = "interrupted"
+    except BaseException:
+        # The metrics report is most useful when a run fails (recompiles, CPU fallbacks).
+        rt.write_report(out_dir / "xla_metrics.txt")
+        raise
     finally:
         profiler.finish()
         logger.close()
         if ckpt:
             ckpt.close()
+        dp.close()
 
     wall = time.perf_counter() - t_start
     steady_tps = None
@@ -328,7 +353,7 @@ def _hydra_entry() -> None:
 
     # An absolute path: hydra resolves a relative one differently for `python -m`
     # (file-relative) and for the `tpu-train` console script (package-relative).
-    @hydra.main(version_base="1.3", config_path=str(Path(__file__).parent / "configs"), config_name="config")
+    @hydra.main(version_base="1.3", config_path=str(Path(__file__).parent / "configs"), config_name="default")
     def _main(cfg: DictConfig) -> None:
         try:
             train(from_omegaconf(cfg))

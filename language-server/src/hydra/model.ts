@@ -106,6 +106,18 @@ function mergeInto(a: SchemaNode, b: SchemaNode): void {
   }
 }
 
+/** Names hydra apps give their primary config, most specific first (the trainer's is default.yaml). */
+const PRIMARY_NAMES = ['default.yaml', 'config.yaml'];
+
+/** The primary config of a config dir: the first of PRIMARY_NAMES that exists. */
+export function primaryConfigFile(dir: string): string {
+  for (const name of PRIMARY_NAMES) {
+    const file = path.join(dir, name);
+    if (fs.existsSync(file)) return file;
+  }
+  return path.join(dir, PRIMARY_NAMES[0]);
+}
+
 function readYaml(file: string): unknown {
   try {
     return parseYaml(fs.readFileSync(file, 'utf8'));
@@ -171,7 +183,7 @@ export function loadHydraModel(loc: HydraLocations): HydraModel {
     // No schema yet: the YAML tree is the best evidence of what keys exist and what they hold.
     model.origin = 'inferred';
     for (const dir of configDirs) {
-      const primary = readYaml(path.join(dir, 'config.yaml'));
+      const primary = readYaml(primaryConfigFile(dir));
       if (primary && typeof primary === 'object') {
         const { defaults: _d, hydra: _h, ...rest } = primary as Record<string, unknown>;
         mergeInto(model.root, inferNode(rest));
@@ -184,7 +196,7 @@ export function loadHydraModel(loc: HydraLocations): HydraModel {
   }
   // Defaults named in the primary config's `defaults:` list.
   for (const dir of configDirs) {
-    const primary = readYaml(path.join(dir, 'config.yaml')) as { defaults?: unknown } | undefined;
+    const primary = readYaml(primaryConfigFile(dir)) as { defaults?: unknown } | undefined;
     for (const d of Array.isArray(primary?.defaults) ? primary.defaults : []) {
       if (d && typeof d === 'object') {
         for (const [k, v] of Object.entries(d as Record<string, unknown>)) {

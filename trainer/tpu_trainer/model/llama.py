@@ -1,18 +1,24 @@
-"""A Llama-style decoder: RMSNorm, rotary position embeddings, grouped-query
-attention and SwiGLU MLPs, with an optional Mixtral-style mixture of experts.
+"""Llama 3 / 3.1 and Mixtral: RMSNorm, rotary position embeddings (with Llama
+3.1's frequency scaling), grouped-query attention, SwiGLU MLPs or top-k routed
+SwiGLU experts.
 
 Written for XLA first: every shape is static (no data-dependent indexing or
 boolean masks), so one traced graph serves every step and torch_xla compiles it
-once. The same module runs unchanged on plain PyTorch CPU.
+once. The same module runs unchanged on plain PyTorch CPU. Parameter names
+follow the Hugging Face layout (embed_tokens, layers.N.self_attn.q_proj, ...),
+so the sharding rules and checkpoint converters read naturally; the tests check
+the tiny configs against transformers' implementation of both models.
 """
 
+import math
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ModelConfig
+from .. import runtime
+from ..config import ModelConfig, RopeScalingConfig
 
 
 class RMSNorm(nn.Module):
@@ -29,9 +35,26 @@ class RMSNorm(nn.Module):
         return xf.type_as(x) * self.weight
 
 
-def rope_tables(head_dim: int, max_len: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+def llama3_scaled(inv_freq: torch.Tensor, rs: RopeScalingConfig) -> torch.Tensor:
+    """Llama 3.1's RoPE scaling: frequencies whose wavelength exceeds the original context /
+    low_freq_factor are divided by `factor`, those shorter than original / high_freq_factor are
+    kept, and the band between is interpolated linearly in original_context / wavelength."""
+    wavelen = 2 * math.pi / inv_freq
+    low_wavelen = rs.original_max_position_embeddings / rs.low_freq_factor
+    high_wavelen = rs.original_max_position_embeddings / rs.high_freq_factor
+    smooth = (rs.original_max_position_embeddings / wavelen - rs.low_freq_factor) / (
+        rs.high_freq_factor - rs.low_freq_factor)
+    blended = (1 - smooth) * inv_freq / rs.factor + smooth * inv_freq
+    out = torch.where(wavelen > low_wavelen, inv_freq / rs.factor, inv_freq)
+    return torch.where((wavelen <= low_wavelen) & (wavelen >= high_wavelen), blended, out)
+
+
+def rope_tables(head_dim: int, max_len: int, theta: float,
+                scaling: Optional[RopeScalingConfig] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables of shape [max_len, head_dim] for the rotate-half RoPE variant."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    if scaling is not None and scaling.rope_type == "llama3":
+        inv_freq = llama3_scaled(inv_freq, scaling)
     angles = torch.outer(torch.arange(max_len, dtype=torch.float32), inv_freq)
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos(), angles.sin()
@@ -49,6 +72,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads = cfg.num_attention_heads
         self.n_kv = cfg.num_key_value_heads
+        self.kernel = cfg.attention_kernel
         self.head_dim = cfg.hidden_size // cfg.num_attention_heads
         self.q_proj = nn.Linear(cfg.hidden_size, self.n_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(cfg.hidden_size, self.n_kv * self.head_dim, bias=False)
@@ -67,7 +91,7 @@ class Attention(nn.Module):
             rep = self.n_heads // self.n_kv
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = runtime.attention(q, k, v, self.kernel)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -82,35 +106,49 @@ class SwiGLU(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+class Experts(nn.Module):
+    """E SwiGLU experts with their weights stacked ([E, out, in]), so that one partition spec
+    can split them over the `expert` mesh axis and one batched matmul runs them all."""
+
+    def __init__(self, n: int, hidden: int, inner: int):
+        super().__init__()
+        self.w_gate = nn.Parameter(torch.empty(n, inner, hidden))
+        self.w_up = nn.Parameter(torch.empty(n, inner, hidden))
+        self.w_down = nn.Parameter(torch.empty(n, hidden, inner))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [N, D] -> every expert's output [N, E, D]."""
+        h = F.silu(torch.einsum("nd,eid->nei", x, self.w_gate)) * torch.einsum("nd,eid->nei", x, self.w_up)
+        return torch.einsum("nei,edi->ned", h, self.w_down)
+
+
 class MoE(nn.Module):
-    """Top-k routed SwiGLU experts (Mixtral layout), computed densely.
+    """Top-k routed SwiGLU experts (Mixtral), computed densely.
 
     Every expert runs on every token and the outputs are mixed with routing
     weights that are zero for unselected experts. That costs E/k times the
     useful FLOPs but has static shapes, so XLA compiles it without gathers or
-    dynamic sizes; it is a correct reference, not a fast kernel. (No load-balancing
-    auxiliary loss yet.)
+    dynamic sizes, and the expert axis shards like any other dimension. (No
+    load-balancing auxiliary loss yet.)
     """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.top_k = cfg.num_experts_per_tok
         self.gate = nn.Linear(cfg.hidden_size, cfg.num_local_experts, bias=False)
-        self.experts = nn.ModuleList(
-            SwiGLU(cfg.hidden_size, cfg.intermediate_size) for _ in range(cfg.num_local_experts)
-        )
+        self.experts = Experts(cfg.num_local_experts, cfg.hidden_size, cfg.intermediate_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])
         logits = self.gate(x)
         top_vals, top_idx = logits.topk(self.top_k, dim=-1)
         # Softmax over the selected logits = softmax over all, renormalised on the top k.
         top_w = F.softmax(top_vals.float(), dim=-1).type_as(x)
-        # Scatter the k weights back to a dense [.., E] tensor (zeros elsewhere).
+        # Scatter the k weights back to a dense [N, E] tensor (zeros elsewhere).
         weights = torch.zeros_like(logits).scatter(-1, top_idx, top_w)
-        out = torch.zeros_like(x)
-        for e, expert in enumerate(self.experts):
-            out = out + weights[..., e : e + 1] * expert(x)
-        return out
+        out = torch.einsum("ne,ned->nd", weights, self.experts(x))
+        return out.reshape(shape)
 
 
 class Block(nn.Module):
@@ -132,11 +170,13 @@ class Llama(nn.Module):
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_hidden_layers))
+        self.remat = cfg.remat
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
-        cos, sin = rope_tables(cfg.hidden_size // cfg.num_attention_heads, cfg.max_position_embeddings, cfg.rope_theta)
+        cos, sin = rope_tables(cfg.hidden_size // cfg.num_attention_heads, cfg.max_position_embeddings,
+                               cfg.rope_theta, cfg.rope_scaling)
         # Buffers (not parameters) so .to(device) moves them; non-persistent so
         # checkpoints stay independent of max_position_embeddings.
         self.register_buffer("rope_cos", cos, persistent=False)
@@ -146,6 +186,9 @@ class Llama(nn.Module):
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=self.cfg.initializer_range)
+        elif isinstance(module, Experts):
+            for w in (module.w_gate, module.w_up, module.w_down):
+                nn.init.normal_(w, mean=0.0, std=self.cfg.initializer_range)
 
     def hidden_states(self, tokens: torch.Tensor) -> torch.Tensor:
         """Final normalised hidden states [B, T, D]: the input of lm_head, and of the
@@ -153,8 +196,7 @@ class Llama(nn.Module):
         t = tokens.shape[1]
         cos, sin = self.rope_cos[:t], self.rope_sin[:t]
         x = self.embed_tokens(tokens)
-        for layer in self.layers:
-            x = layer(x, cos, sin)
+        x = runtime.run_layers(self.layers, x, cos, sin, self.remat)
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:

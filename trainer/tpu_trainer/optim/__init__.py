@@ -27,7 +27,7 @@ def param_groups(model: nn.Module, cfg: OptimizerConfig) -> list[dict]:
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     vectors = [p for _, p in named if p.dim() < 2]
     if cfg.name == "muon":
-        hidden = [p for n, p in named if p.dim() == 2 and not n.startswith(_NOT_HIDDEN)]
+        hidden = [p for n, p in named if p.dim() >= 2 and not n.startswith(_NOT_HIDDEN)]
         other = [p for n, p in named if p.dim() >= 2 and n.startswith(_NOT_HIDDEN)]
         return [
             {"params": hidden, "weight_decay": cfg.weight_decay, "muon": True, "lr": cfg.muon_lr},

@@ -24,17 +24,18 @@ NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
 def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
-    """Approximately orthogonalise a 2-D matrix (the U V^T factor of its SVD), in fp32."""
+    """Approximately orthogonalise a matrix (the U V^T factor of its SVD), in fp32. A 3-D
+    tensor is a stack of matrices (MoE experts [E, out, in]), each orthogonalised on its own."""
     a, b, c = NS_COEFFS
     x = g.float()
-    transposed = x.shape[0] > x.shape[1]
+    transposed = x.shape[-2] > x.shape[-1]
     if transposed:  # iterate on the wide orientation: A = X X^T is then the smaller Gram matrix
-        x = x.t()
-    x = x / (x.norm() + eps)
+        x = x.mT
+    x = x / (x.norm(dim=(-2, -1), keepdim=True) + eps)
     for _ in range(steps):
-        gram = x @ x.t()
+        gram = x @ x.mT
         x = a * x + (b * gram + c * gram @ gram) @ x
-    return x.t() if transposed else x
+    return x.mT if transposed else x
 
 
 class Muon(torch.optim.Optimizer):
@@ -44,8 +45,9 @@ class Muon(torch.optim.Optimizer):
                         weight_decay=weight_decay, muon=True)
         super().__init__(param_groups, defaults)
         for group in self.param_groups:
-            if group["muon"] and any(p.dim() != 2 for p in group["params"]):
-                raise ValueError("muon groups take 2-D weights only; put other parameters in muon=False groups")
+            if group["muon"] and any(p.dim() not in (2, 3) for p in group["params"]):
+                raise ValueError("muon groups take matrices (2-D, or 3-D stacks of them) only; put other "
+                                 "parameters in muon=False groups")
 
     def init_state(self) -> None:
         for group in self.param_groups:
@@ -80,7 +82,7 @@ class Muon(torch.optim.Optimizer):
             buf.mul_(mom).add_(p.grad)
             update = p.grad.add(buf, alpha=mom)  # Nesterov: look one momentum step ahead
             o = newton_schulz(update, group["ns_steps"]).to(p.dtype)
-            scale = math.sqrt(max(1.0, p.shape[0] / p.shape[1]))
+            scale = math.sqrt(max(1.0, p.shape[-2] / p.shape[-1]))
             if wd:
                 p.mul_(1 - lr * wd)
             p.add_(o, alpha=-lr * scale)
