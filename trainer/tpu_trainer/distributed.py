@@ -61,6 +61,15 @@ class DataParallel:
             offset += n
         return flat[offset].to(device)
 
+    def any(self, flag: bool) -> bool:
+        """True on every rank when it is true on any: decisions that end the loop (a preemption
+        notice reaching one host first) must be taken by all, or the others wait in an all-reduce."""
+        if not self.active:
+            return flag
+        t = torch.tensor([1 if flag else 0], dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
     def agree(self, value: int, what: str) -> None:
         """Fail clearly when ranks disagree (e.g. resumed from different checkpoint steps)."""
         if not self.active:

@@ -12,9 +12,23 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     # the sample recipe (what TPU Workbench runs on every worker)
     PYTHONPATH=trainer bash recipes/tiny-llama.sh
 
-    # on a TPU VM: Llama 3 8B shape, profile steps 6-8
-    PJRT_DEVICE=TPU python -m tpu_trainer.train model=llama-3-8b global_batch_size=8 \
-        block_size=2048 data.name=synthetic max_steps=20 profile_step=6
+    # XLA:CPU with an SPMD mesh of 4 devices: FSDP x tensor parallel, or experts split
+    PJRT_DEVICE=CPU CPU_NUM_DEVICES=4 python -m tpu_trainer.train ici_mesh.fsdp=2 ici_mesh.tensor=2
+    PJRT_DEVICE=CPU CPU_NUM_DEVICES=4 python -m tpu_trainer.train model=tiny-mixtral ici_mesh.fsdp=2 ici_mesh.expert=2
+
+    # one TPU VM: Llama 3 8B, FSDP over all its chips (ici_mesh.fsdp defaults to -1: all), profile 20 s from step 6
+    PJRT_DEVICE=TPU python -m tpu_trainer.train model=llama-3-8b global_batch_size=64 block_size=8192 \
+        model/remat=llama-scan model.attention_kernel=splash_attention profile_step=6 profile_duration=20000 \
+        dataset_config_name=wikitext-103-raw-v1
+
+    # a pod or two (run on every host; TPU Workbench's Run on TPU does): torchprime's recipes unchanged
+    PJRT_DEVICE=TPU python -m tpu_trainer.train model=llama-3.1-405b global_batch_size=512 block_size=8192 \
+        dcn_mesh.fsdp=2 ici_mesh.fsdp=64 ici_mesh.tensor=4 profile_step=15 profile_duration=240000 \
+        dataset_config_name=wikitext-103-raw-v1 max_steps=50 logging_steps=10
+
+    # several CPU hosts / the emulator's workers: each gets TPU_WORKER_ID and TPU_WORKER_HOSTNAMES
+    # and they train one model data-parallel over gloo (distributed=auto)
+    TPU_WORKER_ID=0 TPU_WORKER_HOSTNAMES=10.0.0.2,10.0.0.3 python -m tpu_trainer.train device=cpu
 
     # print the composed config without training; list keys and groups
     python -m tpu_trainer.train --cfg job model=mixtral-8x7b
@@ -55,11 +69,11 @@ the same losses as the uninterrupted run (bit for bit on CPU; tests in
 test/trainer/test_checkpoint.py). metrics.jsonl is kept up to the resumed step.
 
 Device: device=auto uses torch_xla when it imports and PJRT_DEVICE is set, else
-plain PyTorch on CPU. Each process drives one device; the training loop does not
-shard the model over a mesh (SPMD) yet, so on a multi-host slice every worker runs
-the same single-device program (and logs its TPU_WORKER_ID). The checkpoint module
-already supports SPMD: with xr.use_spmd() it saves and reshards through torch_xla's
-DCP planners over a gloo process group.
+plain PyTorch on CPU. With more than one XLA device the run is SPMD: a mesh of
+ici_mesh x dcn_mesh (axes data, fsdp, tensor, expert), parameters sharded by the
+model/sharding rules, each device fed its shard of the batch; on a pod every host
+runs this same program and torch_xla joins them. Without a TPU runtime, several
+hosts (TPU_WORKER_HOSTNAMES) train data-parallel over gloo (distributed.py).
 """
 
 import dataclasses
@@ -241,14 +255,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 rt.sync()
                 profiler.after_step(step)
 
-                if track["diverged"]:
+                if dp.any(track["diverged"]):
                     status = "diverged"
                     break
                 if ckpt:
                     ckpt.poll()
-                if watcher.preempted(step):
+                if dp.any(watcher.preempted(step)):
                     status = "preempted"
-                    log(f"preemption noticed ({watcher.signal}) after step {step}: saving and exiting")
+                    log(f"preemption noticed ({watcher.signal or 'on another worker'}) after step {step}: saving and exiting")
                     if ckpt and cfg.checkpoint.enabled:
                         save(step, blocking=True)
                     break

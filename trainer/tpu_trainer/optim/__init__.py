@@ -53,9 +53,11 @@ def build_optimizer(model: nn.Module, cfg: OptimizerConfig) -> torch.optim.Optim
         return Adafactor(groups, lr=cfg.lr, beta2_decay=cfg.adafactor_beta2_decay)
     if cfg.name == "muon":
         return Muon(groups, lr=cfg.lr, momentum=cfg.muon_momentum, ns_steps=cfg.ns_steps, betas=betas, eps=cfg.eps)
-    # foreach=False: the multi-tensor kernels are a CUDA speed path; on XLA the
-    # per-tensor loop traces into the same fused graph anyway.
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, eps=cfg.eps, foreach=False)
+    # foreach=False on XLA: the per-tensor loop traces into the same fused graph anyway, and
+    # stays within the ops torch_xla lowers. Elsewhere torch's default (the multi-tensor path on
+    # CPU too, which the trainer bench showed ~1.5x faster for the MoE's many expert tensors).
+    on_xla = any(p.device.type == "xla" for p in model.parameters())
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, eps=cfg.eps, foreach=False if on_xla else None)
 
 
 def clip_gradients(params: list[torch.Tensor], cfg: OptimizerConfig) -> Optional[torch.Tensor]:

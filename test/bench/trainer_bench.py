@@ -1,0 +1,91 @@
+"""Framework overhead of the trainer: tokens/s of the tiny models on CPU, ours (train(), as a
+recipe runs it: config, logging every 10 steps, metrics.jsonl, scheduler, clipping) against a
+plain PyTorch loop over the same model, batches and AdamW, in the same process, interleaved.
+
+    bash scripts/bench.sh trainer          # or: PYTHONPATH=trainer python test/bench/trainer_bench.py
+Env: BENCH_TRAINER_REPS (5), BENCH_TRAINER_STEPS (60; the first 10 are warm-up and not timed).
+"""
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trainer"))
+from tpu_trainer import data as data_lib  # noqa: E402
+from tpu_trainer.config import TrainConfig  # noqa: E402
+from tpu_trainer.model import build_model  # noqa: E402
+from tpu_trainer.train import train  # noqa: E402
+
+REPS = int(os.environ.get("BENCH_TRAINER_REPS", "5"))
+STEPS = int(os.environ.get("BENCH_TRAINER_STEPS", "60"))
+WARMUP = 10
+BATCH, BLOCK = 8, 128
+
+
+def _cfg(preset: str, out: str) -> TrainConfig:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "trainer"))
+    from _trainer_helpers import compose
+
+    cfg = compose([f"model={preset}", "device=cpu", f"max_steps={STEPS}", "logging_steps=10",
+                   f"global_batch_size={BATCH}", f"block_size={BLOCK}", "checkpoint.enabled=false",
+                   "scheduler.warmup_steps=5", "num_threads=0", f"output_dir={out}"])
+    return cfg
+
+
+def ours(preset: str) -> float:
+    with tempfile.TemporaryDirectory() as out:
+        cfg = _cfg(preset, out)
+        train(cfg)
+        rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    # steady state: from the first logged step at or after WARMUP to the last
+    timed = [r for r in rows if r["step"] > WARMUP]
+    t = sum(r["step_time_s"] * 10 for r in timed)  # each record covers 10 steps
+    return len(timed) * 10 * BATCH * BLOCK / t
+
+
+def plain(preset: str) -> float:
+    cfg = _cfg(preset, "/tmp/unused")
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.optimizer.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    batches = data_lib.batches(cfg.data, cfg.model.vocab_size, BATCH, BLOCK, cfg.seed)
+    t0 = None
+    for step in range(1, STEPS + 1):
+        if step == WARMUP + 1:
+            t0 = time.perf_counter()
+        x, y = next(batches)
+        loss = F.cross_entropy(model(x).float().view(-1, cfg.model.vocab_size), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step % 10 == 0:
+            loss.item()  # a plain loop reads its loss when it prints it
+    return (STEPS - WARMUP) * BATCH * BLOCK / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    results = {}
+    print(f"| model | ours tokens/s (median of {REPS}) | plain loop tokens/s | overhead |")
+    print("| --- | ---: | ---: | ---: |")
+    for preset in ("tiny-llama", "tiny-mixtral"):
+        a, b = [], []
+        for _ in range(REPS):  # interleaved, so drift in machine load hits both alike
+            a.append(ours(preset))
+            b.append(plain(preset))
+        ma, mb = statistics.median(a), statistics.median(b)
+        results[preset] = {"ours": a, "plain": b}
+        print(f"| {preset} | {ma:,.0f} | {mb:,.0f} | {(mb / ma - 1) * 100:+.1f}% |", flush=True)
+    Path("test-artifacts/bench").mkdir(parents=True, exist_ok=True)
+    Path("test-artifacts/bench/trainer.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
