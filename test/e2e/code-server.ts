@@ -34,7 +34,7 @@ export function installExtension(extensionsDir: string): string {
   if (!fs.existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
   const dest = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
   fs.mkdirSync(dest, { recursive: true });
-  for (const item of ['package.json', 'dist', 'media', 'README.md', 'LICENSE']) {
+  for (const item of ['package.json', 'dist', 'media', 'setup', 'README.md', 'LICENSE']) {
     const src = path.join(REPO, item);
     if (fs.existsSync(src)) fs.cpSync(src, path.join(dest, item), { recursive: true });
   }

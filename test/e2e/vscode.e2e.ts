@@ -161,17 +161,28 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
 
   step('"Create TPU VM" creates a v5litepod-16 with 4 workers', async () => {
     await wb.runCommand('TPU: Create TPU VM');
-    // Zone (only when the emulator serves several), accelerator type, runtime version, name.
-    if (await wb.quickInputTitle(/zone/i, 3000)) await wb.acceptQuickPick();
-    await wb.waitQuickInputTitle(/accelerator type/);
-    await wb.acceptQuickPick('v5litepod-16');
-    await wb.waitQuickInputTitle(/runtime version/);
-    await wb.acceptQuickPick();
-    await wb.waitQuickInputTitle(/name/);
+    // The wizard: name, zone, accelerator type, runtime version, provisioning, startup script, labels, data disk, review.
+    await wb.waitQuickInputTitle(/: name \(/);
     await wb.typeQuickInput('Bad_Name');
     await wb.page.locator('.quick-input-widget').getByText('Use lowercase letters, digits and hyphens').waitFor({ timeout: 10_000 });
     await wb.typeQuickInput(VM);
     await wb.page.keyboard.press('Enter');
+    await wb.waitQuickInputTitle(/: zone \(/);
+    await wb.acceptQuickPick();
+    await wb.waitQuickInputTitle(/: accelerator type \(/);
+    await wb.acceptQuickPick('v5litepod-16');
+    await wb.waitQuickInputTitle(/: runtime version \(/);
+    await wb.acceptQuickPick();
+    await wb.waitQuickInputTitle(/: provisioning \(/);
+    await wb.acceptQuickPick('On-demand');
+    await wb.waitQuickInputTitle(/: startup script \(/);
+    await wb.acceptQuickPick('No startup script');
+    await wb.waitQuickInputTitle(/: labels \(/);
+    await wb.page.keyboard.press('Enter');
+    await wb.waitQuickInputTitle(/: data disk \(/);
+    await wb.page.keyboard.press('Enter');
+    await wb.waitQuickInputTitle(/: review \(/);
+    await wb.acceptQuickPick();
     await wb.waitForNotification(new RegExp(`TPU VM ${VM} is READY`), 120_000);
     await wb.dismissNotifications();
   });

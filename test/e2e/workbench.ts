@@ -114,7 +114,8 @@ export class Workbench {
     if (label !== undefined) {
       await this.page.locator('.quick-input-widget input.input').fill(label);
       // Wait until the filtered list leads with exactly this label, then accept it with Enter.
-      const first = rows.first().locator('.label-name');
+      // A row with a detail line has a second .label-name (the detail's); the first is the label.
+      const first = rows.first().locator('.label-name').first();
       const deadline = Date.now() + 30_000;
       while ((await first.innerText().catch(() => '')).trim() !== label) {
         if (Date.now() > deadline) throw new Error(`quick pick has no item "${label}"`);
@@ -125,6 +126,31 @@ export class Workbench {
     }
     await rows.first().waitFor({ timeout: 30_000 });
     await this.page.keyboard.press('Enter');
+  }
+
+  /** Right-clicks `target` and chooses the context-menu entry whose label is `item`. */
+  async contextMenu(target: Locator, item: string): Promise<void> {
+    await target.click({ button: 'right' });
+    const entry = this.page.locator('.context-view .monaco-menu .action-item').filter({ has: this.page.locator('.action-label', { hasText: new RegExp(`^${item.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+    await entry.first().waitFor({ timeout: 15_000 });
+    // VS Code's menus act on mouseup after a hover, like a real pointer: move there, then press and release.
+    const box = await entry.first().boundingBox();
+    if (!box) throw new Error(`context menu entry "${item}" has no box`);
+    await this.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 3 });
+    await this.page.waitForTimeout(150);
+    await this.page.mouse.down();
+    await this.page.mouse.up();
+    await entry.first().waitFor({ state: 'detached', timeout: 10_000 });
+  }
+
+  /** The labels of the context menu `target` offers (the menu is closed again with Escape). */
+  async contextMenuLabels(target: Locator): Promise<string[]> {
+    await target.click({ button: 'right' });
+    const labels = this.page.locator('.context-view .monaco-menu .action-item .action-label');
+    await labels.first().waitFor({ timeout: 15_000 });
+    const texts = (await labels.allInnerTexts()).map((t) => t.trim()).filter((t) => t.length > 0);
+    await this.page.keyboard.press('Escape');
+    return texts;
   }
 
   async typeQuickInput(text: string): Promise<void> {

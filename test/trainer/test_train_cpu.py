@@ -99,3 +99,40 @@ def test_same_seed_same_run_other_seed_differs(tmp_path):
     b = train(tiny_config(tmp_path / "b", max_steps=3, seed=7))["final_loss"]
     c = train(tiny_config(tmp_path / "c", max_steps=3, seed=8))["final_loss"]
     assert a == b and a != c
+
+
+def test_tiny_mixtral_loss_falls(tmp_path):
+    from _trainer_helpers import compose
+
+    cfg = compose(["model=tiny-mixtral", "device=cpu", "num_threads=1", "max_steps=30", "logging_steps=5",
+                   "global_batch_size=8", "block_size=64", "optimizer.lr=1e-2", "checkpoint.enabled=false",
+                   f"output_dir={tmp_path}"])
+    train(cfg)
+    losses = [r["loss"] for r in read_metrics(tmp_path)]
+    assert losses[-1] < losses[0] - 1.0, losses
+
+
+def test_profile_duration_bounds_the_capture_in_time(tmp_path):
+    # 1 ms from step 2: the capture ends at the first step boundary after, i.e. it covers step 2 only,
+    # where profile_steps=50 alone would have run to the end.
+    from pathlib import Path
+
+    def matmuls(summary):
+        trace = json.loads(Path(summary["profile"]).read_text())
+        return sum(1 for e in trace["traceEvents"] if e.get("name") in ("aten::mm", "aten::addmm", "aten::bmm"))
+
+    short = train(tiny_config(tmp_path / "a", max_steps=6, profile_step=2, profile_steps=50, profile_duration=1))
+    long = train(tiny_config(tmp_path / "b", max_steps=6, profile_step=2, profile_steps=4))
+    assert 0 < matmuls(short) and matmuls(short) * 3 < matmuls(long), (matmuls(short), matmuls(long))
+
+
+def test_failed_xla_run_still_writes_the_metrics_report(tmp_path):
+    from _trainer_helpers import clean_env, run_trainer
+
+    out = tmp_path / "run"
+    proc = run_trainer(["max_steps=2", "checkpoint.dir=/proc/tpw-not-writable", f"output_dir={out}"],
+                       clean_env(PJRT_DEVICE="CPU"), timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "/proc/tpw-not-writable" in proc.stderr
+    report = out / "xla_metrics.txt"
+    assert report.exists() and "Metric:" in report.read_text() and f"xla metrics report: {report}" in proc.stderr

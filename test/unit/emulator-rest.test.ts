@@ -62,8 +62,8 @@ async function waitOp(name: string): Promise<Record<string, unknown>> {
   throw new Error(`operation ${name} did not finish`);
 }
 
-async function createNode(id: string, acceleratorType = 'v4-8'): Promise<Record<string, unknown>> {
-  const r = await request('POST', `${BASE}/nodes?nodeId=${id}&${INT}`, { acceleratorType, runtimeVersion: 'tpu-ubuntu2204-base' });
+async function createNode(id: string, acceleratorType = 'v4-8', extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  const r = await request('POST', `${BASE}/nodes?nodeId=${id}&${INT}`, { acceleratorType, runtimeVersion: 'tpu-ubuntu2204-base', ...extra });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return waitOp(String(r.body.name));
 }
@@ -175,7 +175,7 @@ describe('emulator REST API', () => {
 
   it('pages node lists with pageSize and pageToken', async () => {
     await createNode('rest-b');
-    await createNode('rest-c');
+    await createNode('rest-c', 'v4-8', { schedulingConfig: { spot: true } });
     const names: string[] = [];
     let token = '';
     for (let i = 0; i < 5; i++) {
@@ -187,7 +187,10 @@ describe('emulator REST API', () => {
     assert.deepEqual(names, ['rest-a', 'rest-b', 'rest-c']);
   });
 
-  it('preempts a node through the test endpoint', async () => {
+  it('preempts a spot node through the test endpoint, and refuses an on-demand one', async () => {
+    const onDemand = await request('POST', '/emulator/v1/projects/local-project/locations/us-central2-b/nodes/rest-b:preempt');
+    assert.equal(onDemand.status, 400);
+    assert.match(err(onDemand).message, /not spot or preemptible/);
     const r = await request('POST', '/emulator/v1/projects/local-project/locations/us-central2-b/nodes/rest-c:preempt');
     assert.equal(r.status, 200);
     assert.equal(r.body.state, 'PREEMPTED');

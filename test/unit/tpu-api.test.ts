@@ -138,7 +138,7 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
     await assert.rejects(api.getNode(id('pod')), isErr('PERMISSION_DENIED', /Permission denied to get TPU VM "pod"/));
     await assert.rejects(
       api.createNode({ project: 'local-project', zone: ZONE, nodeId: 'q', acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' }),
-      isErr('UNAVAILABLE', /Quota.*TPU VM "q"/),
+      isErr('RESOURCE_EXHAUSTED', /Quota.*v4-8.*TPU VM "q"/),
     );
     assert.equal((await api.getNode(id('pod'))).state, 'READY', 'the faults were used up');
   });

@@ -154,6 +154,20 @@ class Runtime:
         return path
 
 
+_CURRENT: list[Runtime] = []  # the runtime of this process's run, for the failure report
+
+
+def write_failure_report(output_dir: Path) -> Optional[Path]:
+    """torch_xla's metrics report for a run that raised (None off XLA or before a device was chosen)."""
+    if not _CURRENT:
+        return None
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        return _CURRENT[-1].write_report(output_dir / "xla_metrics.txt")
+    except OSError:
+        return None
+
+
 def select(device: str, spmd: str = "auto") -> Runtime:
     """Resolve `device` (auto|xla|cpu) to a Runtime. On XLA with more than one device (or
     spmd=on), switch torch_xla to SPMD before any tensor reaches the device."""
@@ -182,9 +196,11 @@ def select(device: str, spmd: str = "auto") -> Runtime:
     if hw == "TPU" and os.environ.get("TPU_ACCELERATOR_TYPE"):
         kind = os.environ["TPU_ACCELERATOR_TYPE"]
     label = f"xla:{kind if hw != 'CPU' else 'CPU'}"
-    return Runtime(dev, True, kind, label, num_devices=num_devices if use_spmd else 1,
-                   num_hosts=xr.process_count() if use_spmd else 1,
-                   host_index=xr.process_index() if use_spmd else 0, spmd=use_spmd)
+    rt = Runtime(dev, True, kind, label, num_devices=num_devices if use_spmd else 1,
+                 num_hosts=xr.process_count() if use_spmd else 1,
+                 host_index=xr.process_index() if use_spmd else 0, spmd=use_spmd)
+    _CURRENT.append(rt)
+    return rt
 
 
 def device_is_tpu(device: torch.device) -> bool:

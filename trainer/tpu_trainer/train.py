@@ -274,10 +274,6 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     except KeyboardInterrupt:
         # SIGINT is how TPU Workbench stops a run: finish the files, then exit 130.
         status = "interrupted"
-    except BaseException:
-        # The metrics report is most useful when a run fails (recompiles, CPU fallbacks).
-        rt.write_report(out_dir / "xla_metrics.txt")
-        raise
     finally:
         profiler.finish()
         logger.close()
@@ -369,11 +365,19 @@ def _hydra_entry() -> None:
     # (file-relative) and for the `tpu-train` console script (package-relative).
     @hydra.main(version_base="1.3", config_path=str(Path(__file__).parent / "configs"), config_name="default")
     def _main(cfg: DictConfig) -> None:
+        obj = from_omegaconf(cfg)
         try:
-            train(from_omegaconf(cfg))
+            train(obj)
         except ConfigError as e:
             print(f"config error: {e}", file=sys.stderr, flush=True)
             raise SystemExit(2)
+        except Exception:
+            # The metrics report is most useful when a run fails (recompiles, CPU fallbacks,
+            # what ran before the error). train() writes it on every way out it handles itself.
+            report = rt_lib.write_failure_report(Path(obj.output_dir))
+            if report:
+                print(f"xla metrics report: {report}", file=sys.stderr, flush=True)
+            raise
 
     _main()
 

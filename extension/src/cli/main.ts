@@ -7,6 +7,7 @@ import { describeError, isTpwError, TpwError } from '../core/errors';
 import { emulatorCommand } from './emulator-commands';
 import { flagsCommand } from './flags-commands';
 import { runCommand } from './run-command';
+import { qrCommand } from './qr-commands';
 import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
 import { USAGE, VERSION } from './usage';
 import { vmCommand } from './vm-commands';
@@ -47,10 +48,22 @@ const OPTIONS = {
   detach: { type: 'boolean' },
   'accept-new-host-keys': { type: 'boolean' },
   follow: { type: 'boolean', short: 'f' },
+  // vm create (issue 3): scheduling, startup script, labels, disks, queued resources, dry run.
+  reserved: { type: 'boolean' },
+  'startup-script': { type: 'string' },
+  label: { type: 'string', multiple: true },
+  'data-disk': { type: 'string', multiple: true },
+  description: { type: 'string' },
+  queued: { type: 'boolean' },
+  tier: { type: 'string' },
+  'valid-until': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  force: { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
 const COMMANDS: Record<string, (ctx: CommandContext) => Promise<number>> = {
   vm: vmCommand,
+  qr: qrCommand,
   run: runCommand,
   runs: runsCommand,
   logs: logsCommand,

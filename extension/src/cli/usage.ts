@@ -4,8 +4,18 @@ export const USAGE = `tpw ${VERSION} — TPU Workbench on the command line
 
 Usage:
   tpw vm list [--zone Z] [--json]            List TPU VMs (all configured zones by default)
-  tpw vm create NAME --type TYPE [--version V] [--zone Z] [--spot]
-                                             Create a TPU VM and wait until it is READY
+  tpw vm create NAME --type TYPE [--version V] [--zone Z] [--spot | --reserved]
+          [--startup-script FILE] [--label K=V]... [--data-disk SOURCE[,mode=read-only]]...
+          [--description D] [--queued [--tier spot|guaranteed] [--valid-until 6h|TIME]]
+          [--dry-run]                        Create a TPU VM and wait until it is READY;
+                                             --queued: as a queued resource (created when
+                                             capacity is there); --dry-run: print the
+                                             equivalent gcloud command only
+  tpw vm zones [--type TYPE] [--json]        Zones of the project (that offer TYPE)
+  tpw vm cost TYPE [--zone Z] [--spot | --reserved]
+                                             Hourly list price (every priced region without --zone)
+  tpw qr list [--zone Z] [--json]            Queued resources and their state
+  tpw qr delete NAME [--zone Z] [--force]    Delete a queued resource (--force: and its VM)
   tpw vm delete NAME [--zone Z]              Delete a TPU VM
   tpw vm start|stop NAME [--zone Z]          Start or stop a TPU VM
   tpw vm add-key NAME [--zone Z]             Put TPU Workbench's ed25519 key (<TPW_HOME>/id_ed25519)

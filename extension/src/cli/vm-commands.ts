@@ -1,11 +1,14 @@
 import * as os from 'node:os';
 import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
+import { chipsOf, formatCost, generationOf, hourlyCost, PRICE_SOURCE, pricedRegions, type PriceTier } from '../core/tpu/cost';
 import { listAllNodes, findNode } from '../core/tpu/find';
-import { NODE_ID_PATTERN, shortName } from '../core/tpu/models';
+import { shortName } from '../core/tpu/models';
+import { zonesOffering } from '../core/tpu/zones';
 import { openCliBackend } from './backend-from-args';
+import { createVm } from './create-command';
 import { requireArg, UsageError, type CommandContext } from './main';
 
-const SUBCOMMANDS = ['list', 'create', 'delete', 'start', 'stop', 'types', 'add-key'] as const;
+const SUBCOMMANDS = ['list', 'create', 'delete', 'start', 'stop', 'types', 'add-key', 'zones', 'cost'] as const;
 type Sub = (typeof SUBCOMMANDS)[number];
 
 function progress(ctx: CommandContext, what: string): { onProgress: () => void; done: () => void } {
@@ -29,6 +32,9 @@ export async function vmCommand(ctx: CommandContext): Promise<number> {
     throw new UsageError(`expected one of: ${SUBCOMMANDS.join(', ')}${sub ? ` (got "${sub}")` : ''}`);
   }
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  // These two open the backend only when they need it (a dry run or a price needs no emulator, no project).
+  if (sub === 'cost') return costCommand(ctx, name);
+  if (sub === 'create') return createVm(ctx, name, (what) => progress(ctx, what));
   const backend = await openCliBackend(ctx.globals);
   try {
     switch (sub as Sub) {
@@ -63,24 +69,19 @@ export async function vmCommand(ctx: CommandContext): Promise<number> {
         ctx.out(`Runtime versions in ${zone}: ${versions.map((v) => v.version).join(', ')}`);
         return 0;
       }
-      case 'create': {
-        const node = requireArg(name, 'VM name (tpw vm create NAME --type TYPE)');
-        if (!NODE_ID_PATTERN.test(node)) {
-          throw new UsageError(`invalid VM name "${node}": use lowercase letters, digits and hyphens, starting with a letter (at most 63)`);
+      case 'zones': {
+        if (name) throw new UsageError(`unexpected argument "${name}"`);
+        const type = ctx.values.type as string | undefined;
+        const zones = type ? await zonesOffering(backend.api, backend.project, type) : (await backend.api.listZones(backend.project)).map((z) => z.locationId);
+        if (ctx.values.json) {
+          ctx.out(JSON.stringify(zones));
+          return 0;
         }
-        const type = requireArg(ctx.values.type as string | undefined, '--type (e.g. --type v5litepod-16; see `tpw vm types`)');
-        const zone = ctx.globals.zone ?? backend.zones[0];
-        const versions = await backend.api.listRuntimeVersions(backend.project, zone);
-        const runtimeVersion = (ctx.values.version_ as string | undefined) ?? versions[0]?.version;
-        if (!runtimeVersion) throw new UsageError('--version is required: the zone lists no runtime versions');
-        ctx.err(`Creating ${node} (${type}, ${runtimeVersion}) in ${zone}…`);
-        const p = progress(ctx, `create ${node}`);
-        const created = await backend.api.createNode(
-          { project: backend.project, zone, nodeId: node, acceleratorType: type, runtimeVersion, spot: Boolean(ctx.values.spot) },
-          { onProgress: p.onProgress },
-        );
-        p.done();
-        ctx.out(`${shortName(created.name)} ${created.state}: ${created.networkEndpoints.map((e, i) => `w${i}=${e.ipAddress}`).join(' ')}`);
+        if (zones.length === 0) {
+          ctx.err(type ? `No zone of ${backend.project} offers ${type}.` : `${backend.project} lists no zones.`);
+          return 1;
+        }
+        for (const z of zones) ctx.out(z);
         return 0;
       }
       case 'delete':
@@ -97,13 +98,39 @@ export async function vmCommand(ctx: CommandContext): Promise<number> {
         ctx.out(`${node}: ${sub === 'delete' ? 'deleted' : sub === 'start' ? 'READY' : 'STOPPED'}`);
         return 0;
       }
+      default:
+        // create and cost returned above.
+        throw new UsageError(`unexpected subcommand "${sub}"`);
     }
   } finally {
     await backend.close();
   }
 }
 
-function printTable(ctx: CommandContext, head: string[], rows: string[][]): void {
+/** `tpw vm cost TYPE [--zone Z] [--spot|--reserved]`: the hourly list price, per zone's region or every priced region. */
+function costCommand(ctx: CommandContext, type: string | undefined): number {
+  const t = requireArg(type, 'accelerator type (tpw vm cost TYPE --zone Z)');
+  const chips = chipsOf(t);
+  const gen = generationOf(t);
+  if (chips === undefined || gen === undefined) {
+    throw new UsageError(`no prices for "${t}": use a v4, v5litepod (v5e), v5p or v6e type such as v5litepod-16`);
+  }
+  const tiers: PriceTier[] = ctx.values.spot ? ['spot'] : ctx.values.reserved ? ['reserved'] : ['on-demand', 'spot'];
+  const regions = ctx.globals.zone ? [ctx.globals.zone] : pricedRegions(gen);
+  let any = false;
+  for (const where of regions) {
+    const parts = tiers.map((tier) => {
+      const c = hourlyCost(t, where, tier);
+      if (c) any = true;
+      return c ? `${tier} ${formatCost(c)} (${c.chips} chips × $${c.usdPerChipHour.toFixed(2)})` : `${tier}: no list price`;
+    });
+    ctx.out(`${t} in ${where}: ${parts.join(', ')}`);
+  }
+  ctx.err(`List prices as of ${PRICE_SOURCE.asOf} (${PRICE_SOURCE.url}); estimates, excluding disks, network and taxes.`);
+  return any ? 0 : 1;
+}
+
+export function printTable(ctx: CommandContext, head: string[], rows: string[][]): void {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const fmt = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   ctx.out(fmt(head));

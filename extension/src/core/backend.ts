@@ -7,7 +7,8 @@ import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';
 import type { SshTarget, WorkerTarget } from './ssh/types';
 import type { TpuApi } from './tpu/api';
-import { CloudTpuApi, emulatorTpuApi } from './tpu/cloud';
+import { emulatorTpuApi } from './tpu/cloud';
+import { cloudTpuApiForProject } from './tpu/credentials';
 import { shortName, type TpuNode } from './tpu/models';
 
 /**
@@ -81,9 +82,11 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   if (!opts.project) {
     throw new TpwError('INVALID_ARGUMENT', 'No GCP project is set: set "tpuWorkbench.project" (or pass --project), or use the local emulator.');
   }
-  const zones = opts.zones ?? [];
-  if (zones.length === 0) throw new TpwError('INVALID_ARGUMENT', `No zones are set for project ${opts.project}: set "tpuWorkbench.zones" (or pass --zone).`);
-  const api = new CloudTpuApi({ kind: 'google' });
+  // Application Default Credentials, checked now: without them this throws UNAUTHENTICATED with the fix.
+  const api = await cloudTpuApiForProject(opts.project);
+  // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
+  const zones = opts.zones && opts.zones.length > 0 ? opts.zones : (await api.listZones(opts.project)).map((z) => z.locationId);
+  if (zones.length === 0) throw new TpwError('INVALID_ARGUMENT', `The Cloud TPU API lists no zones for project ${opts.project}: set "tpuWorkbench.zones" (or pass --zone).`);
   // gcloud's key for TPU VMs: `gcloud compute tpus tpu-vm ssh` creates it and puts it in the project's metadata.
   const keyPath = path.join(os.homedir(), '.ssh', 'google_compute_engine');
   return {

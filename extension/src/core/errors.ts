@@ -10,6 +10,12 @@ export type TpwErrorCode =
   | 'EMULATOR_NOT_RUNNING'
   | 'UNAVAILABLE'
   | 'PERMISSION_DENIED'
+  /** Quota or capacity exhausted (HTTP 429, gRPC 8): retry elsewhere (see zonesOffering) or queue it. */
+  | 'RESOURCE_EXHAUSTED'
+  /** The Cloud TPU API (or another) is not enabled in the project; the message carries the activation URL. */
+  | 'API_DISABLED'
+  /** No usable Google credentials (Application Default Credentials missing, unreadable or expired). */
+  | 'UNAUTHENTICATED'
   | 'SSH_CONNECT'
   | 'SSH_HOST_KEY'
   | 'RECIPE'

@@ -5,11 +5,16 @@ import type { RunManager } from './run';
 import { downloadLogs, resumeRun, runAgain, showRun, stopRun } from './runActions';
 import type { RunsTreeProvider } from './runsView';
 import { setSecret } from './secrets';
-import { createVm, deleteVm, nodeFromArg, pickNode } from './vmCommands';
+import { createVm, deleteQueuedResource, deleteVm, nodeFromArg, pickNode, startVm, stopVm } from './vmCommands';
 import { addMyKey } from './hostKeys';
 import type { LanguageService } from './languageClient';
 import { askOverrides } from './overridesPick';
+import { parseNodeName, type TpuNode } from '../core/tpu/models';
 import type { VmTreeProvider } from './vmTree';
+import { prepareWorkers } from './prepareWorkers';
+import type { WorkerTerminals } from './terminal';
+import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './workerActions';
+import { chooseZones } from './zonesPick';
 
 /** What command handlers need besides the context. */
 export interface Services {
@@ -18,6 +23,16 @@ export interface Services {
   runs: RunManager;
   runsTree: RunsTreeProvider;
   language: LanguageService;
+  terminals: WorkerTerminals;
+  details: DetailsDocuments;
+}
+
+/** The VM of a tree item, fetched again (the row may be seconds old), or a pick among the READY ones. */
+async function readyNode(s: Services, arg: unknown, title: string): Promise<TpuNode | undefined> {
+  const backend = await s.ctx.backend();
+  const fromTree = nodeFromArg(arg);
+  if (fromTree) return backend.api.getNode(parseNodeName(fromTree.name));
+  return pickNode(backend, title, (n) => n.state === 'READY', 'There is no READY TPU VM.');
 }
 
 type Handler = (s: Services, arg: unknown) => Promise<void> | void;
@@ -38,9 +53,38 @@ const COMMANDS: Record<string, CommandSpec> = {
       if (overrides) await runs.run(arg, undefined, false, overrides);
     },
   },
-  'tpuWorkbench.createVm': { title: 'Create TPU VM', handler: ({ ctx, tree }) => createVm(ctx, tree) },
+  'tpuWorkbench.createVm': { title: 'Create TPU VM', handler: ({ ctx, tree }, arg) => createVm(ctx, tree, arg) },
   'tpuWorkbench.deleteVm': { title: 'Delete TPU VM', handler: ({ ctx, tree }, arg) => deleteVm(ctx, tree, arg) },
-  'tpuWorkbench.refresh': { title: 'Refresh', handler: ({ tree }) => tree.refresh() },
+  'tpuWorkbench.startVm': { title: 'Start TPU VM', handler: ({ ctx, tree }, arg) => startVm(ctx, tree, arg) },
+  'tpuWorkbench.stopVm': { title: 'Stop TPU VM', handler: ({ ctx, tree }, arg) => stopVm(ctx, tree, arg) },
+  'tpuWorkbench.deleteQueuedResource': { title: 'Delete Queued Resource', handler: ({ ctx, tree }, arg) => deleteQueuedResource(ctx, tree, arg) },
+  'tpuWorkbench.chooseZones': { title: 'Choose Zones', handler: ({ ctx, tree }) => chooseZones(ctx, tree) },
+  'tpuWorkbench.openTerminal': {
+    title: 'Open Terminal on Worker',
+    handler: async (s, arg) => {
+      const w = arg === undefined ? await pickWorker(s) : await workerFromArg(arg, 'Open Terminal on Worker');
+      if (w) await s.terminals.open(w.node, [w.index]);
+    },
+  },
+  'tpuWorkbench.openTerminalsAll': {
+    title: 'Open Terminals on All Workers',
+    handler: async (s, arg) => {
+      const node = await readyNode(s, arg, 'Open Terminals on All Workers');
+      if (node) await s.terminals.open(node);
+    },
+  },
+  'tpuWorkbench.openInRemoteSsh': { title: 'Open Worker in Remote-SSH', handler: ({ ctx }, arg) => openInRemoteSsh(ctx, arg) },
+  'tpuWorkbench.copyIp': { title: 'Copy IP', handler: (_s, arg) => copyIp(arg) },
+  'tpuWorkbench.copySshCommand': { title: 'Copy SSH Command', handler: ({ ctx }, arg) => copySshCommand(ctx, arg) },
+  'tpuWorkbench.showDetails': { title: 'Show Details', handler: ({ details }, arg) => details.show(arg) },
+  'tpuWorkbench.prepareWorkers': {
+    title: 'Prepare Workers',
+    handler: async (s, arg) => {
+      const node = await readyNode(s, arg, 'Prepare Workers');
+      if (node) await prepareWorkers(s.ctx, s.runs, node);
+    },
+  },
+  'tpuWorkbench.refresh': { title: 'Refresh', handler: ({ tree }) => tree.refresh(true) },
   'tpuWorkbench.startEmulator': { title: 'Start Local Emulator', handler: ({ ctx, tree }) => startEmulator(ctx, tree) },
   'tpuWorkbench.showLog': { title: 'Show Log', handler: ({ ctx }) => ctx.log.show() },
   'tpuWorkbench.showRunOutput': { title: 'Show Run Output', handler: ({ runs }) => runs.showOutput() },
@@ -59,6 +103,18 @@ const COMMANDS: Record<string, CommandSpec> = {
   'tpuWorkbench.setSecret': { title: 'Set Secret', handler: ({ ctx }) => setSecret(ctx) },
   'tpuWorkbench.refreshRuns': { title: 'Refresh Runs', handler: ({ runsTree }) => runsTree.refresh() },
 };
+
+/** From the palette: a READY VM, then one of its workers. */
+async function pickWorker(s: Services): Promise<{ node: TpuNode; index: number } | undefined> {
+  const node = await readyNode(s, undefined, 'Open Terminal on Worker');
+  if (!node) return undefined;
+  if (node.networkEndpoints.length <= 1) return { node, index: 0 };
+  const picked = await vscode.window.showQuickPick(
+    node.networkEndpoints.map((ep, index) => ({ label: `w${index}`, description: ep.ipAddress, index })),
+    { title: `Open Terminal on Worker: worker of ${parseNodeName(node.name).node}` },
+  );
+  return picked ? { node, index: picked.index } : undefined;
+}
 
 /**
  * Registers the table. Each handler is wrapped so that a thrown error becomes one notification

@@ -52,3 +52,18 @@ export function backendKey(): string {
 export function affectsBackend(e: vscode.ConfigurationChangeEvent): boolean {
   return ['useEmulator', 'project', 'zones', 'ssh'].some((k) => e.affectsConfiguration(`${SECTION}.${k}`));
 }
+
+/**
+ * Saves the zone list where it is currently set (workspace folder, workspace or user settings): writing
+ * user settings while a workspace value exists would change nothing the user sees.
+ */
+export async function setZones(zones: string[]): Promise<void> {
+  const info = section().inspect<string[]>('zones');
+  const target =
+    info?.workspaceFolderValue !== undefined
+      ? vscode.ConfigurationTarget.WorkspaceFolder
+      : info?.workspaceValue !== undefined
+        ? vscode.ConfigurationTarget.Workspace
+        : vscode.ConfigurationTarget.Global;
+  await section().update('zones', zones, target);
+}

@@ -3,6 +3,7 @@ import { openBackend, type Backend } from '../core/backend';
 import { readEmulatorEndpoint } from '../core/emulator/endpoint';
 import { describeError, isTpwError } from '../core/errors';
 import * as config from './config';
+import { actionsFor } from './errorActions';
 
 /** Context keys read by `when` clauses in package.json. */
 export type BackendState = 'loading' | 'ready' | 'emulatorStopped' | 'error';
@@ -87,11 +88,11 @@ export class Ctx implements vscode.Disposable {
     const message = `${what}: ${describeError(e)}`;
     this.log.error(message);
     if (e instanceof Error && e.stack) this.log.debug(e.stack);
-    // A stopped emulator is the one error with a one-click fix.
-    const actions = isTpwError(e, 'EMULATOR_NOT_RUNNING') ? ['Start Local Emulator', 'Show log'] : ['Show log'];
-    void vscode.window.showErrorMessage(message, ...actions).then((choice) => {
+    // Missing credentials, a disabled API or a stopped emulator have a one-click fix besides the log.
+    const fixes = actionsFor(e);
+    void vscode.window.showErrorMessage(message, ...fixes.map((f) => f.title), 'Show log').then((choice) => {
       if (choice === 'Show log') this.log.show(true);
-      if (choice === 'Start Local Emulator') void vscode.commands.executeCommand('tpuWorkbench.startEmulator');
+      else void fixes.find((f) => f.title === choice)?.run();
     });
   }
 

@@ -7,7 +7,9 @@ import { RunManager } from './run';
 import { reattachOnStart } from './runActions';
 import { RunsTreeProvider } from './runsView';
 import { registerRunView } from './runView/hook';
+import { WorkerTerminals } from './terminal';
 import { VmTreeProvider } from './vmTree';
+import { DetailsDocuments } from './workerActions';
 
 let ctx: Ctx | undefined;
 
@@ -27,7 +29,10 @@ export function activate(context: vscode.ExtensionContext): void {
   runs.onRunsChanged = () => runsTree.refresh();
   // Started before the commands: "Run on TPU with Overrides…" asks it to check the overrides.
   const language = c.own(startLanguageClient(context, c.log));
-  registerCommands({ ctx: c, tree, runs, runsTree, language });
+  const terminals = c.own(new WorkerTerminals(c));
+  const details = new DetailsDocuments();
+  c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
+  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details });
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);
@@ -35,7 +40,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!config.affectsBackend(e)) return;
       c.dropBackend();
-      tree.refresh();
+      tree.refresh(true);
     }),
   );
   c.log.info(`TPU Workbench ${String(context.extension.packageJSON.version)} activated`);

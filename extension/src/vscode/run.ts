@@ -16,6 +16,7 @@ import { vscodeHostKeys } from './hostKeys';
 import { nodeFromArg, pickNode } from './vmCommands';
 import { listAllNodes, type VmTreeProvider } from './vmTree';
 import { runViewFeed } from './runView/hook';
+import { PreparedRecipe } from './prepareWorkers';
 
 /** Output is flushed to the channel in batches: a chatty trainer on 64 workers would otherwise send thousands of IPC messages a second. */
 const FLUSH_MS = 100;
@@ -273,10 +274,12 @@ function isRecipe(uri: vscode.Uri): boolean {
 }
 
 /**
- * The recipe to run: the file the command was invoked on (editor title passes its URI), else the
+ * The recipe to run: one a command chose (Prepare Workers' setup recipe), the file the command was invoked
+ * on (editor title passes its URI), else the
  * active editor if it is a recipe, else a pick among `recipes/*.sh` (a single one is used directly).
  */
 async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
+  if (arg instanceof PreparedRecipe) return arg.uri;
   if (arg instanceof vscode.Uri && isRecipe(arg)) return arg;
   const active = vscode.window.activeTextEditor?.document.uri;
   if (active && isRecipe(active)) return active;

@@ -1,10 +1,13 @@
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { TpwError } from '../core/errors';
-import { NODE_ID_PATTERN, parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
-import type { Ctx } from './ctx';
+import { isMultiHost } from '../core/explorer/node-status';
+import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../core/tpu/models';
 import { cancelledError, signalFor } from './cancel';
-import { listAllNodes, VmItem, WorkerItem, zoneOf, type VmTreeProvider } from './vmTree';
+import { runCreateWizard } from './createWizard';
+import type { Ctx } from './ctx';
+import { provision } from './provision';
+import { listAllNodes, QueuedItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vmTree';
 
 /** The VM a tree command was invoked on, if any (view/item/context passes the tree item). */
 export function nodeFromArg(arg: unknown): TpuNode | undefined {
@@ -32,96 +35,37 @@ export async function pickNode(backend: Backend, title: string, filter: (n: TpuN
   return picked?.node;
 }
 
-/** Suggests `tpu-vm-N` with the first N not taken in the zone. */
-function suggestName(taken: Set<string>): string {
-  for (let i = 1; ; i++) if (!taken.has(`tpu-vm-${i}`)) return `tpu-vm-${i}`;
-}
-
-/** Why `value` is not a valid new node ID, or undefined if it is. Exported for unit tests. */
-export function validateNodeId(value: string, taken: ReadonlySet<string>): string | undefined {
-  if (value.length === 0) return 'Enter a name for the TPU VM.';
-  if (value.length > 63) return `The name is ${value.length} characters long; at most 63 are allowed.`;
-  if (!NODE_ID_PATTERN.test(value)) {
-    return 'Use lowercase letters, digits and hyphens; start with a letter and do not end with a hyphen (e.g. "my-tpu-1").';
-  }
-  if (taken.has(value)) return `A TPU VM named "${value}" already exists in this zone.`;
-  return undefined;
-}
-
-export async function createVm(ctx: Ctx, tree: VmTreeProvider): Promise<void> {
+/** The node from the tree item, or a pick; then its current state (the tree may be seconds old). */
+async function targetNode(ctx: Ctx, arg: unknown, title: string, filter: (n: TpuNode) => boolean, emptyMessage: string): Promise<{ backend: Backend; node: TpuNode } | undefined> {
   const backend = await ctx.backend();
-  const project = backend.project;
+  const fromTree = nodeFromArg(arg);
+  const node = fromTree ? await backend.api.getNode(parseNodeName(fromTree.name)) : await pickNode(backend, title, filter, emptyMessage);
+  return node ? { backend, node } : undefined;
+}
 
-  let zone = backend.zones[0];
-  if (backend.zones.length > 1) {
-    const z = await vscode.window.showQuickPick(backend.zones, { title: 'Create TPU VM (1/4): zone', placeHolder: 'Zone' });
-    if (!z) return;
-    zone = z;
-  }
-  if (!zone) throw new TpwError('FAILED_PRECONDITION', 'No zone is configured: set tpuWorkbench.zones.');
+export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
+  const backend = await ctx.backend();
+  const result = await runCreateWizard(backend, tree, { zone: arg instanceof ZoneItem ? arg.scan.zone : undefined });
+  if (!result) return;
+  ctx.log.info(`create: equivalent to ${result.gcloud}`);
+  await provision(ctx, tree, backend, result.answers);
+}
 
-  // showQuickPick takes a promise and shows a busy bar while it resolves, so the lists load inside the pick.
-  const types = backend.api.listAcceleratorTypes(project, zone).then((ts) =>
-    ts
-      .map((t) => t.type)
-      .sort(compareAccelerators)
-      .map((label) => ({ label })),
-  );
-  const type = await vscode.window.showQuickPick(types, { title: `Create TPU VM in ${zone} (2/4): accelerator type`, placeHolder: 'e.g. v5litepod-8' });
-  if (!type) return;
-
-  const versions = backend.api.listRuntimeVersions(project, zone).then((vs) =>
-    vs
-      .map((v) => v.version)
-      .sort()
-      .reverse()
-      .map((label) => ({ label })),
-  );
-  const version = await vscode.window.showQuickPick(versions, { title: `Create ${type.label} in ${zone} (3/4): runtime version`, placeHolder: 'TPU software version' });
-  if (!version) return;
-
-  const taken = new Set((await backend.api.listNodes(project, zone)).map((n) => shortName(n.name)));
-  const nodeId = await vscode.window.showInputBox({
-    title: `Create ${type.label} in ${zone} (4/4): name`,
-    prompt: 'Name of the new TPU VM',
-    value: suggestName(taken),
-    validateInput: (v) => validateNodeId(v.trim(), taken),
+/** Runs a long-running operation on a VM with a cancellable notification, refreshing the tree as it goes. */
+async function nodeOperation(tree: VmTreeProvider, title: string, op: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (_progress, token) => {
+    const signal = signalFor(token);
+    try {
+      // The operation moves the VM into a transitional state: show it, and the tree polls from there.
+      setTimeout(() => tree.refresh(), 500);
+      await op(signal);
+    } catch (e) {
+      if (signal.aborted) throw cancelledError();
+      throw e;
+    } finally {
+      tree.refresh();
+    }
   });
-  if (nodeId === undefined) return;
-  const name = nodeId.trim();
-
-  ctx.log.info(`creating ${name} (${type.label}, ${version.label}) in ${project}/${zone}`);
-  await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Creating TPU VM ${name} (${type.label})`, cancellable: true },
-    async (progress, token) => {
-      const signal = signalFor(token);
-      let shown = false;
-      try {
-        await backend.api.createNode(
-          { project, zone, nodeId: name, acceleratorType: type.label, runtimeVersion: version.label },
-          {
-            signal,
-            onProgress: (p) => {
-              // The first report means the node exists (CREATING): show it in the tree right away.
-              if (!shown) tree.refresh();
-              shown = true;
-              progress.report({ message: p.done ? 'done' : 'waiting for the VM to become READY…' });
-            },
-          },
-        );
-      } catch (e) {
-        if (signal.aborted) {
-          void vscode.window.showInformationMessage(`Stopped waiting for ${name}; Cloud TPU keeps creating it in the background.`);
-          throw cancelledError();
-        }
-        throw e;
-      } finally {
-        tree.refresh();
-      }
-    },
-  );
-  ctx.log.info(`created ${name}`);
-  void vscode.window.showInformationMessage(`TPU VM ${name} is READY.`);
 }
 
 export async function deleteVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
@@ -136,27 +80,50 @@ export async function deleteVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Pr
   );
   if (answer !== 'Delete') return;
   ctx.log.info(`deleting ${node.name}`);
-  await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Deleting TPU VM ${id.node}`, cancellable: true },
-    async (_progress, token) => {
-      const signal = signalFor(token);
-      try {
-        await backend.api.deleteNode(id, { signal, onProgress: () => tree.refresh() });
-      } catch (e) {
-        if (signal.aborted) throw cancelledError();
-        throw e;
-      } finally {
-        tree.refresh();
-      }
-    },
-  );
+  await nodeOperation(tree, `Deleting TPU VM ${id.node}`, (signal) => backend.api.deleteNode(id, { signal }));
   ctx.log.info(`deleted ${node.name}`);
 }
 
-/** Sorts v5litepod-8 before v5litepod-16: by family, then by the chip count as a number. */
-function compareAccelerators(a: string, b: string): number {
-  const pa = /^(.*?)-(\d+)$/.exec(a);
-  const pb = /^(.*?)-(\d+)$/.exec(b);
-  if (pa && pb && pa[1] === pb[1]) return Number(pa[2]) - Number(pb[2]);
-  return a.localeCompare(b);
+export async function startVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
+  const t = await targetNode(ctx, arg, 'Start TPU VM', (n) => n.state === 'STOPPED', 'There is no STOPPED TPU VM to start.');
+  if (!t) return;
+  const id = parseNodeName(t.node.name);
+  if (t.node.state !== 'STOPPED') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${id.node} is ${t.node.state}; only a STOPPED VM can be started.`);
+  ctx.log.info(`starting ${t.node.name}`);
+  await nodeOperation(tree, `Starting TPU VM ${id.node}`, (signal) => t.backend.api.startNode(id, { signal }));
+  void vscode.window.showInformationMessage(`TPU VM ${id.node} is READY.`);
+}
+
+export async function stopVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
+  const t = await targetNode(ctx, arg, 'Stop TPU VM', (n) => n.state === 'READY' && !isMultiHost(n), 'There is no READY single-host TPU VM to stop (pod slices cannot be stopped).');
+  if (!t) return;
+  const id = parseNodeName(t.node.name);
+  // The API refuses to stop multi-host slices; say why here rather than relay its error.
+  if (isMultiHost(t.node)) throw new TpwError('FAILED_PRECONDITION', `TPU VM ${id.node} has ${t.node.networkEndpoints.length} workers: Cloud TPU can stop single-host VMs only. Delete it instead, or keep it running.`);
+  ctx.log.info(`stopping ${t.node.name}`);
+  await nodeOperation(tree, `Stopping TPU VM ${id.node}`, (signal) => t.backend.api.stopNode(id, { signal }));
+  void vscode.window.showInformationMessage(`TPU VM ${id.node} is STOPPED.`);
+}
+
+export async function deleteQueuedResource(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
+  const backend = await ctx.backend();
+  let qr: QueuedResource | undefined = arg instanceof QueuedItem ? arg.qr : undefined;
+  if (!qr) {
+    const all = tree.lastScans.flatMap((s) => s.queued);
+    if (all.length === 0) throw new TpwError('FAILED_PRECONDITION', 'There are no queued resources to delete.');
+    qr = (await vscode.window.showQuickPick(all.map((q) => ({ label: shortName(q.name), description: `${q.state} · ${q.acceleratorType ?? ''}`, q })), { title: 'Delete Queued Resource' }))?.q;
+    if (!qr) return;
+  }
+  const m = /^projects\/([^/]+)\/locations\/([^/]+)\/queuedResources\/([^/]+)$/.exec(qr.name);
+  if (!m) throw new TpwError('INTERNAL', `Not a queued resource name: ${qr.name}`);
+  const id = { project: m[1], zone: m[2], queuedResource: m[3] };
+  const active = qr.state === 'ACTIVE';
+  const answer = await vscode.window.showWarningMessage(
+    `Delete queued resource "${id.queuedResource}" in ${id.zone}?`,
+    { modal: true, detail: active ? `It is ACTIVE: its TPU VM (${qr.nodeIds.join(', ')}) is deleted with it.` : `It is ${qr.state}; the request is withdrawn.` },
+    'Delete',
+  );
+  if (answer !== 'Delete') return;
+  ctx.log.info(`deleting queued resource ${qr.name}${active ? ' (force: with its node)' : ''}`);
+  await nodeOperation(tree, `Deleting queued resource ${id.queuedResource}`, (signal) => backend.api.deleteQueuedResource(id, { signal, force: active }));
 }

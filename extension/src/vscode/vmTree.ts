@@ -1,29 +1,38 @@
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { describeError, isTpwError } from '../core/errors';
-import { parseNodeName, shortName, type NodeState, type TpuNode } from '../core/tpu/models';
+import { RefreshSchedule } from '../core/explorer/refresh-schedule';
+import { scanFingerprint, scanHasRetryableFailure, scanIsTransitional, scannedNodes, scanZones, isRetryableError, type ZoneScan } from '../core/explorer/zone-scan';
+import { withRetry } from '../core/tpu/zones';
+import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
+import { childrenOf, ProjectItem, type ExplorerNode } from './explorer/items';
 
-/** States a VM passes through on its own; while any VM is in one, the tree polls. */
-const TRANSITIONING: ReadonlySet<NodeState> = new Set<NodeState>([
-  'CREATING',
-  'STARTING',
-  'STOPPING',
-  'RESTARTING',
-  'REIMAGING',
-  'REPAIRING',
-  'DELETING',
-  'HIDING',
-  'UNHIDING',
-]);
-const POLL_MS = 2000;
+export { QueuedItem, VmItem, WorkerItem, ZoneItem, type ExplorerNode } from './explorer/items';
 
-export function isTransitioning(state: NodeState): boolean {
-  return TRANSITIONING.has(state);
-}
+/** A listing that hangs (a dead proxy, a black-holed network) must not freeze the tree. */
+const LIST_TIMEOUT_MS = 60_000;
+/** Zones from the API's locations are stable; look them up again after this long. */
+const ZONES_TTL_MS = 10 * 60_000;
 
 export function zoneOf(node: TpuNode): string {
   return parseNodeName(node.name).zone;
+}
+
+const zoneCache = new Map<string, { zones: string[]; at: number }>();
+
+/**
+ * The zones to list: the configured ones (the backend has them), else every zone of the project that offers
+ * Cloud TPU, from the API's locations (cached a few minutes: 20 zones do not change between refreshes).
+ */
+export async function explorerZones(backend: Backend, signal?: AbortSignal): Promise<string[]> {
+  if (backend.zones.length > 0) return backend.zones;
+  const key = `${backend.kind}:${backend.project}`;
+  const cached = zoneCache.get(key);
+  if (cached && Date.now() - cached.at < ZONES_TTL_MS) return cached.zones;
+  const zones = (await backend.api.listZones(backend.project, signal)).map((z) => z.locationId).sort();
+  zoneCache.set(key, { zones, at: Date.now() });
+  return zones;
 }
 
 export interface ZoneListing {
@@ -34,172 +43,141 @@ export interface ZoneListing {
 
 /** Lists every VM in every zone of the backend, in parallel; one bad zone does not hide the rest. */
 export async function listAllNodes(backend: Backend): Promise<ZoneListing> {
-  const settled = await Promise.allSettled(backend.zones.map((z) => backend.api.listNodes(backend.project, z)));
+  const zones = await explorerZones(backend);
+  const settled = await Promise.allSettled(zones.map((z) => backend.api.listNodes(backend.project, z)));
   const nodes: TpuNode[] = [];
   const failures: ZoneListing['failures'] = [];
   settled.forEach((r, i) => {
     if (r.status === 'fulfilled') nodes.push(...r.value);
-    else failures.push({ zone: backend.zones[i], error: r.reason });
+    else failures.push({ zone: zones[i], error: r.reason });
   });
   nodes.sort((a, b) => zoneOf(a).localeCompare(zoneOf(b)) || shortName(a.name).localeCompare(shortName(b.name)));
   return { nodes, failures };
 }
 
-export class VmItem extends vscode.TreeItem {
-  readonly kind = 'vm';
-  constructor(readonly node: TpuNode) {
-    super(shortName(node.name), node.networkEndpoints.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    this.id = `vm:${node.name}`;
-    const zone = zoneOf(node);
-    this.description = `${node.acceleratorType} · ${zone} · ${node.state}`;
-    this.iconPath = stateIcon(node.state);
-    // The state is part of contextValue so that menus can offer "Run" only on READY VMs.
-    this.contextValue = `tpuVm.${node.state}`;
-    this.tooltip = vmTooltip(node);
-    this.accessibilityInformation = { label: `TPU VM ${shortName(node.name)}, ${node.state}, ${node.acceleratorType} in ${zone}` };
-  }
-}
-
-export class WorkerItem extends vscode.TreeItem {
-  readonly kind = 'worker';
-  constructor(
-    readonly node: TpuNode,
-    readonly index: number,
-  ) {
-    super(`w${index}`, vscode.TreeItemCollapsibleState.None);
-    const ep = node.networkEndpoints[index];
-    this.id = `worker:${node.name}:${index}`;
-    this.description = ep.port ? `${ep.ipAddress}:${ep.port}` : ep.ipAddress;
-    this.iconPath = new vscode.ThemeIcon('vm');
-    this.contextValue = 'tpuWorker';
-    this.tooltip = `Worker ${index} of ${shortName(node.name)} (TPU_WORKER_ID=${index})\n${this.description}`;
-  }
-}
-
-class ZoneErrorItem extends vscode.TreeItem {
-  readonly kind = 'zoneError';
-  constructor(zone: string, error: unknown) {
-    super(zone, vscode.TreeItemCollapsibleState.None);
-    this.description = `could not list VMs: ${describeError(error)}`;
-    this.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
-    this.tooltip = describeError(error);
-    this.command = { command: 'tpuWorkbench.showLog', title: 'Show Log' };
-  }
-}
-
-export type TreeNode = VmItem | WorkerItem | ZoneErrorItem;
-
-function stateIcon(state: NodeState): vscode.ThemeIcon {
-  switch (state) {
-    case 'READY':
-      return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
-    case 'STOPPED':
-      return new vscode.ThemeIcon('debug-stop');
-    case 'PREEMPTED':
-      return new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
-    case 'TERMINATED':
-      return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
-    default:
-      return isTransitioning(state) ? new vscode.ThemeIcon('loading~spin') : new vscode.ThemeIcon('circle-outline');
-  }
-}
-
-function vmTooltip(node: TpuNode): vscode.MarkdownString {
-  const id = parseNodeName(node.name);
-  const md = new vscode.MarkdownString(undefined, true);
-  md.appendMarkdown(`**${id.node}** — ${node.state}\n\n`);
-  const rows: [string, string | undefined][] = [
-    ['Accelerator', node.acceleratorType],
-    ['Runtime', node.runtimeVersion],
-    ['Zone', id.zone],
-    ['Project', id.project],
-    ['Workers', String(node.networkEndpoints.length)],
-    ['Health', node.health && node.health !== 'HEALTH_UNSPECIFIED' ? `${node.health}${node.healthDescription ? ` (${node.healthDescription})` : ''}` : undefined],
-    ['Spot', node.schedulingConfig?.spot || node.schedulingConfig?.preemptible ? 'yes' : undefined],
-    ['Created', node.createTime],
-  ];
-  md.appendMarkdown('| | |\n|---|---|\n');
-  for (const [k, v] of rows) if (v) md.appendMarkdown(`| ${k} | ${escapeCell(v)} |\n`);
-  return md;
-}
-
-function escapeCell(s: string): string {
-  return s.replace(/[|\\`*_<>]/g, (c) => `\\${c}`);
+/** A zone worth a row: it holds something, or its listing failed. Empty zones would bury the rest. */
+function isShown(scan: ZoneScan): boolean {
+  // A backend without queued resources answers NOT_FOUND: that alone is not worth a row.
+  const queuedFailed = scan.queuedError !== undefined && !isTpwError(scan.queuedError, 'NOT_FOUND');
+  return scan.nodes.length > 0 || scan.queued.length > 0 || scan.nodesError !== undefined || queuedFailed;
 }
 
 /**
- * The "TPU VMs" view: one item per VM (zone in the description, since most users work in one or
- * two zones and a zone level would add a click), workers as children.
+ * The "TPU VMs" view: project → zone → VM → workers, with each zone's queued resources. The root listing
+ * scans every zone in parallel; rows below it come from that scan. While anything is transitional, or a zone
+ * failed transiently, the view refreshes itself on a backoff schedule (RefreshSchedule).
  */
-export class VmTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
+export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<ExplorerNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private pollTimer: NodeJS.Timeout | undefined;
-  private view: vscode.TreeView<TreeNode> | undefined;
+  private view: vscode.TreeView<ExplorerNode> | undefined;
+  private readonly schedule = new RefreshSchedule();
   /** The last successful listing, for commands that want VMs without another round trip. */
   lastNodes: TpuNode[] = [];
+  /** The last scan, per zone (zones with nothing in them included). */
+  lastScans: ZoneScan[] = [];
 
   constructor(private readonly ctx: Ctx) {}
 
-  attach(view: vscode.TreeView<TreeNode>): void {
+  attach(view: vscode.TreeView<ExplorerNode>): void {
     this.view = view;
   }
 
-  refresh(): void {
+  /** Lists again. `fromUser`: the Refresh button, which also resets the polling backoff. */
+  refresh(fromUser = false): void {
+    if (fromUser) this.schedule.reset();
     this.changed.fire(undefined);
   }
 
-  getTreeItem(element: TreeNode): vscode.TreeItem {
+  getTreeItem(element: ExplorerNode): vscode.TreeItem {
     return element;
   }
 
-  async getChildren(element?: TreeNode): Promise<TreeNode[]> {
-    if (element instanceof VmItem) {
-      return element.node.networkEndpoints.map((_, i) => new WorkerItem(element.node, i));
-    }
-    if (element) return [];
+  async getChildren(element?: ExplorerNode): Promise<ExplorerNode[]> {
+    if (element) return childrenOf(element);
     return this.listRoot();
   }
 
-  private async listRoot(): Promise<TreeNode[]> {
+  private async listRoot(): Promise<ExplorerNode[]> {
     this.clearPoll();
     let backend: Backend;
     try {
       backend = await this.ctx.backend();
     } catch (e) {
       this.lastNodes = [];
+      this.lastScans = [];
       if (isTpwError(e, 'EMULATOR_NOT_RUNNING')) {
         this.ctx.setContext('backendKind', 'emulator');
         this.ctx.setContext('backendState', 'emulatorStopped');
         this.setMessage(undefined);
       } else {
-        this.ctx.log.error(`opening backend: ${describeError(e)}`);
-        this.ctx.setContext('backendState', 'error');
-        this.setMessage(describeError(e));
+        this.fail('opening backend', e);
       }
       return [];
     }
     this.ctx.setContext('backendKind', backend.kind);
-    const { nodes, failures } = await listAllNodes(backend);
-    for (const f of failures) this.ctx.log.warn(`listing VMs in ${f.zone}: ${describeError(f.error)}`);
-    if (nodes.length === 0 && failures.length > 0 && failures.length === backend.zones.length) {
-      // Every zone failed: most likely the emulator just died or credentials are wrong. Treat a
-      // vanished emulator like a stopped one, so the welcome view offers to start it again.
-      this.ctx.dropBackend();
-      this.lastNodes = [];
-      const stopped = failures.some((f) => isTpwError(f.error, 'EMULATOR_NOT_RUNNING') || isTpwError(f.error, 'UNAVAILABLE'));
-      this.ctx.setContext('backendState', stopped && backend.kind === 'emulator' ? 'emulatorStopped' : 'error');
-      this.setMessage(stopped && backend.kind === 'emulator' ? undefined : describeError(failures[0].error));
+    const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
+    let zones: string[];
+    try {
+      zones = await explorerZones(backend, signal);
+    } catch (e) {
+      this.fail(`listing the zones of ${backend.project}`, e);
+      this.poll({ fingerprint: 'zones!', transitional: false, retryableFailure: true });
       return [];
     }
-    this.lastNodes = nodes;
+    const scans = await scanZones(backend.api, backend.project, zones, { signal, retry: (fn) => withRetry(() => fn(), { retries: 2, signal, retryOn: isRetryableError }) });
+    for (const s of scans) {
+      if (s.nodesError !== undefined) this.ctx.log.warn(`listing VMs in ${s.zone}: ${describeError(s.nodesError)}`);
+      if (s.queuedError !== undefined) this.ctx.log.warn(`listing queued resources in ${s.zone}: ${describeError(s.queuedError)}`);
+    }
+    if (zones.length > 0 && scans.every((s) => s.nodesError !== undefined)) {
+      // Every zone failed: most likely the emulator just died or credentials are wrong. Treat a vanished
+      // emulator like a stopped one, so the welcome view offers to start it again.
+      const errors = scans.map((s) => s.nodesError);
+      const stopped = backend.kind === 'emulator' && errors.some((e) => isTpwError(e, 'EMULATOR_NOT_RUNNING') || isTpwError(e, 'UNAVAILABLE'));
+      this.lastNodes = [];
+      this.lastScans = [];
+      if (stopped) {
+        this.ctx.dropBackend();
+        this.ctx.setContext('backendState', 'emulatorStopped');
+        this.setMessage(undefined);
+        return [];
+      }
+      this.fail(`listing TPU VMs in ${backend.project}`, errors[0]);
+      this.poll({ fingerprint: scanFingerprint(scans), transitional: false, retryableFailure: scanHasRetryableFailure(scans) });
+      return [];
+    }
+    this.lastScans = scans;
+    this.lastNodes = scannedNodes(scans);
     this.ctx.setContext('backendState', 'ready');
     this.setMessage(undefined);
-    if (nodes.some((n) => isTransitioning(n.state))) {
-      this.pollTimer = setTimeout(() => this.refresh(), POLL_MS);
-    }
-    return [...nodes.map((n) => new VmItem(n)), ...failures.map((f) => new ZoneErrorItem(f.zone, f.error))];
+    this.lastShownError = undefined;
+    this.poll({ fingerprint: scanFingerprint(scans), transitional: scanIsTransitional(scans), retryableFailure: scanHasRetryableFailure(scans) });
+    const shown = scans.filter(isShown);
+    // Nothing anywhere: an empty root lets the welcome view offer "Create TPU VM".
+    if (shown.length === 0) return [];
+    return [new ProjectItem(backend.project, backend.kind, shown, zones.length)];
   }
+
+  private poll(obs: Parameters<RefreshSchedule['next']>[0]): void {
+    const delay = this.schedule.next(obs);
+    if (delay !== undefined) this.pollTimer = setTimeout(() => this.refresh(), delay);
+  }
+
+  private fail(what: string, e: unknown): void {
+    this.ctx.log.error(`${what}: ${describeError(e)}`);
+    this.ctx.setContext('backendState', 'error');
+    this.setMessage(describeError(e));
+    // Credentials and disabled APIs have a fix one click away: say so once per distinct error.
+    const key = `${what}|${describeError(e)}`;
+    if (key !== this.lastShownError) {
+      this.lastShownError = key;
+      this.ctx.showError(what[0].toUpperCase() + what.slice(1), e);
+    }
+  }
+
+  private lastShownError: string | undefined;
 
   private setMessage(message: string | undefined): void {
     if (this.view) this.view.message = message;

@@ -8,7 +8,7 @@ import { emulatorDir } from '../paths';
 import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
 import { endpointFile, type EmulatorEndpoint } from './endpoint';
-import { RestServer, type FaultSpec } from './rest';
+import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
 
@@ -37,6 +37,10 @@ export interface EmulatorOptions {
   addressPrefix?: string;
   latencyMs?: number;
   faults?: FaultSpec[];
+  /** Accelerator types with no capacity in a zone from the start (CreateNode: 429; queued resources wait). */
+  capacityFaults?: CapacityFault[];
+  /** Least time a queued resource spends in each state (default 300 ms). */
+  queuedStepMs?: number;
   log?: (msg: string) => void;
   /** Replaces the SSH worker pool (tests); default: ssh-workers.ts's SshWorkerPool. */
   workerPool?: WorkerPoolFactory;
@@ -150,6 +154,8 @@ export class Emulator {
       port: this.opts.restPort ?? 0,
       latencyMs: this.opts.latencyMs,
       faults: this.opts.faults,
+      capacityFaults: this.opts.capacityFaults,
+      queuedStepMs: this.opts.queuedStepMs,
       log: this.log,
     });
     const restPort = await this.restValue.listen();

@@ -1,7 +1,12 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
-import { ApiError, GOOGLE_STATUS, type CreateNodeInput, type EmulatorState, type GoogleStatus, type NodeJson } from './state';
+import { FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
+import { QueuedResources } from './queued';
+import type { EmulatorState } from './state';
+import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
+
+export type { CapacityFault, FaultSpec } from './faults';
 
 /**
  * The Cloud TPU v2 REST subset, served over HTTP/1.1 + JSON exactly as `@google-cloud/tpu`'s v2 TpuClient
@@ -12,19 +17,12 @@ import { ApiError, GOOGLE_STATUS, type CreateNodeInput, type EmulatorState, type
  *   POST   /v2/projects/p/locations/z/nodes/n:stop?$alt=…     body: {}   (and :start)
  *   GET    /v2/projects/p/locations/z/acceleratorTypes?$alt=…  /runtimeVersions?$alt=…
  *   GET    /v2/projects/p/locations/z/operations/op?           (LRO polling: no $alt, enums by name)
- *   GET    /v2/projects/p/locations                            (LocationsClient)
+ *   GET    /v1/projects/p/locations?pageSize=…&pageToken=…     (ListLocations: gax's mixin uses v1; paginated)
+ *   POST   /v2/projects/p/locations/z/queuedResources?queuedResourceId=q   body: the QueuedResource
+ *   GET    /v2/projects/p/locations/z/queuedResources[/q]     DELETE …/queuedResources/q?force=true
  * `$alt=json;enum-encoding=int` asks for enums as numbers, which a real server honours, so this one does too.
- * Test-only endpoints live under /emulator/v1 (preempt, faults, latency, status).
+ * Test-only endpoints live under /emulator/v1 (preempt, faults, latency, capacity, service disabled, status).
  */
-
-/** Make the next `count` calls of RPCs whose name matches `method` (a regex, e.g. "CreateNode" or ".*") fail. */
-export interface FaultSpec {
-  method: string;
-  /** A Google status name or an HTTP status code (403, 429, 503, …). */
-  code: GoogleStatus | number;
-  count?: number;
-  message?: string;
-}
 
 export interface RestServerOptions {
   state: EmulatorState;
@@ -36,15 +34,11 @@ export interface RestServerOptions {
   /** Added before every /v2 call. */
   latencyMs?: number;
   faults?: FaultSpec[];
+  /** Accelerator types out of capacity in a zone from the start. */
+  capacityFaults?: CapacityFault[];
+  /** Least time a queued resource spends in each state (default 300 ms). */
+  queuedStepMs?: number;
   log?: (msg: string) => void;
-}
-
-interface ActiveFault {
-  re: RegExp;
-  status: GoogleStatus;
-  http: number;
-  remaining: number;
-  message?: string;
 }
 
 type Query = URLSearchParams;
@@ -73,18 +67,28 @@ const NODE_STATE: Record<string, number> = {
 const HEALTH: Record<string, number> = { HEALTH_UNSPECIFIED: 0, HEALTHY: 1, TIMEOUT: 3, UNHEALTHY_TENSORFLOW: 4, UNHEALTHY_MAINTENANCE: 5 };
 const API_VERSION: Record<string, number> = { API_VERSION_UNSPECIFIED: 0, V1_ALPHA1: 1, V1: 2, V2_ALPHA1: 3, V2: 4 };
 const ACCEL_CONFIG_TYPE: Record<string, number> = { TYPE_UNSPECIFIED: 0, V2: 2, V3: 4, V4: 7, V5LITE_POD: 9, V5P: 10, V6E: 11 };
+const QR_STATE: Record<string, number> = {
+  STATE_UNSPECIFIED: 0, CREATING: 1, ACCEPTED: 2, PROVISIONING: 3, FAILED: 4, DELETING: 5, ACTIVE: 6, SUSPENDING: 7, SUSPENDED: 8, WAITING_FOR_RESOURCES: 9,
+};
+const STATE_INITIATOR: Record<string, number> = { STATE_INITIATOR_UNSPECIFIED: 0, USER: 1, SERVICE: 2 };
+const DISK_MODE: Record<string, number> = { DISK_MODE_UNSPECIFIED: 0, READ_WRITE: 1, READ_ONLY: 2 };
 
 export class RestServer {
   private readonly server: http.Server;
   private readonly routes: Route[];
-  private faults: ActiveFault[] = [];
-  private latencyMs: number;
+  /** Fault, capacity and latency injection; tests reach it through the emulator or /emulator/v1/faults. */
+  readonly faults: FaultInjector;
+  readonly queued: QueuedResources;
   private readonly log: (msg: string) => void;
 
   constructor(private readonly opts: RestServerOptions) {
-    this.latencyMs = opts.latencyMs ?? 0;
     this.log = opts.log ?? (() => undefined);
-    for (const f of opts.faults ?? []) this.addFault(f);
+    this.faults = new FaultInjector(opts.project, { latencyMs: opts.latencyMs, faults: opts.faults, capacity: opts.capacityFaults });
+    this.queued = new QueuedResources(opts.state, {
+      stepMs: opts.queuedStepMs,
+      capacityExhausted: (zone, type) => this.faults.capacityExhausted(zone, type),
+      log: this.log,
+    });
     this.routes = this.buildRoutes();
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
@@ -104,33 +108,28 @@ export class RestServer {
   }
 
   addFault(f: FaultSpec): void {
-    const status = typeof f.code === 'number' ? statusForHttp(f.code) : f.code;
-    if (!(status in GOOGLE_STATUS)) throw new ApiError('INVALID_ARGUMENT', `Unknown fault code "${String(f.code)}".`);
-    let re: RegExp;
-    try {
-      re = new RegExp(`^(?:${f.method})$`);
-    } catch {
-      throw new ApiError('INVALID_ARGUMENT', `Fault method pattern "${f.method}" is not a valid regular expression.`);
-    }
-    this.faults.push({
-      re,
-      status,
-      http: typeof f.code === 'number' ? f.code : GOOGLE_STATUS[status].http,
-      remaining: f.count ?? 1,
-      message: f.message,
-    });
+    this.faults.addFault(f);
+  }
+
+  /** No capacity for `acceleratorType` in `zone` until clearFaults(). */
+  addCapacityFault(c: CapacityFault): void {
+    this.faults.addCapacityFault(c);
+  }
+
+  setServiceDisabled(disabled: boolean): void {
+    this.faults.setServiceDisabled(disabled);
   }
 
   clearFaults(): void {
-    this.faults = [];
-    this.latencyMs = 0;
+    this.faults.clear();
   }
 
   setLatency(ms: number): void {
-    this.latencyMs = ms;
+    this.faults.latencyMs = ms;
   }
 
   close(): Promise<void> {
+    this.queued.close();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       // Keep-alive sockets from clients would otherwise hold the server (and a test process) open.
@@ -149,10 +148,10 @@ export class RestServer {
         throw new ApiError('NOT_FOUND', `The requested URL ${method} ${url.pathname} was not found on this server.`);
       }
       const body = await readJson(req);
-      const isApi = url.pathname.startsWith('/v2/');
+      const isApi = /^\/v[12]\//.test(url.pathname);
       if (isApi) {
-        if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
-        this.injectFault(route.rpc);
+        if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
+        this.faults.inject(route.rpc);
       }
       const ctx: Ctx = {
         method,
@@ -164,25 +163,10 @@ export class RestServer {
       send(res, 200, ctx.numericEnums ? encodeEnums(result) : result);
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError('INTERNAL', `Internal error: ${(e as Error).message}`);
-      status = (e as ApiError & { http?: number }).http ?? GOOGLE_STATUS[err.status].http;
-      send(res, status, { error: { code: status, message: err.message, status: err.status } });
+      status = err.http ?? GOOGLE_STATUS[err.status].http;
+      send(res, status, { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } });
     }
     this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
-  }
-
-  private injectFault(rpc: string): void {
-    const f = this.faults.find((x) => x.remaining > 0 && x.re.test(rpc));
-    if (!f) return;
-    f.remaining--;
-    this.faults = this.faults.filter((x) => x.remaining > 0);
-    const message =
-      f.message ??
-      (f.status === 'RESOURCE_EXHAUSTED'
-        ? `Quota limit exceeded for ${rpc} (injected by the local emulator).`
-        : f.status === 'PERMISSION_DENIED'
-          ? `Permission denied for ${rpc} (injected by the local emulator).`
-          : `${f.status} (injected by the local emulator for ${rpc}).`);
-    throw Object.assign(new ApiError(f.status, message), { http: f.http });
   }
 
   /** Checks project and zone; the emulator serves one project and a fixed set of zones. */
@@ -208,7 +192,8 @@ export class RestServer {
     const node = (m: string[]) => `${this.location(m[0], m[1])}/nodes/${m[2]}`;
     const routes: Route[] = [
       {
-        verb: 'GET', re: new RegExp(`^/v2/projects/${SEG}/locations$`), rpc: 'ListLocations',
+        // gax's Locations mixin asks /v1 whatever the client's version; Cloud TPU answers both.
+        verb: 'GET', re: new RegExp(`^/v[12]/projects/${SEG}/locations$`), rpc: 'ListLocations',
         handle: (m, c) => {
           const parent = this.location(m[0]);
           const all = this.opts.zones.map((z) => ({ name: `${parent}/locations/${z}`, locationId: z }));
@@ -216,7 +201,7 @@ export class RestServer {
         },
       },
       {
-        verb: 'GET', re: new RegExp(`${loc}$`), rpc: 'GetLocation',
+        verb: 'GET', re: new RegExp(`^/v[12]/projects/${SEG}/locations/${SEG}$`), rpc: 'GetLocation',
         handle: (m) => ({ name: this.location(m[0], m[1]), locationId: m[1] }),
       },
       {
@@ -225,7 +210,14 @@ export class RestServer {
       },
       {
         verb: 'POST', re: new RegExp(`${loc}/nodes$`), rpc: 'CreateNode',
-        handle: (m, c) => st.beginCreate(this.location(m[0], m[1]), c.query.get('nodeId') ?? undefined, createInput(c.body)),
+        handle: (m, c) => {
+          const parent = this.location(m[0], m[1]);
+          const input = createInput(c.body);
+          // Validate first: a bad request is INVALID_ARGUMENT even where there is no capacity.
+          st.validateCreate(parent, c.query.get('nodeId') ?? undefined, input);
+          this.faults.checkCapacity(m[0], m[1], input.acceleratorType ?? '');
+          return st.beginCreate(parent, c.query.get('nodeId') ?? undefined, input);
+        },
       },
       { verb: 'GET', re: new RegExp(`${loc}/nodes/${SEG}$`), rpc: 'GetNode', handle: (m) => st.getNode(node(m)) },
       { verb: 'DELETE', re: new RegExp(`${loc}/nodes/${SEG}$`), rpc: 'DeleteNode', handle: (m) => st.beginDelete(node(m)) },
@@ -242,6 +234,22 @@ export class RestServer {
       {
         verb: 'GET', re: new RegExp(`${loc}/operations/${SEG}$`), rpc: 'GetOperation',
         handle: (m) => st.getOperation(`${this.location(m[0], m[1])}/operations/${m[2]}`),
+      },
+      {
+        verb: 'GET', re: new RegExp(`${loc}/queuedResources$`), rpc: 'ListQueuedResources',
+        handle: (m, c) => page(this.queued.list(this.location(m[0], m[1])), c.query, 'queuedResources'),
+      },
+      {
+        verb: 'POST', re: new RegExp(`${loc}/queuedResources$`), rpc: 'CreateQueuedResource',
+        handle: (m, c) => this.queued.create(this.location(m[0], m[1]), c.query.get('queuedResourceId') ?? undefined, c.body, createInput),
+      },
+      {
+        verb: 'GET', re: new RegExp(`${loc}/queuedResources/${SEG}$`), rpc: 'GetQueuedResource',
+        handle: (m) => this.queued.get(`${this.location(m[0], m[1])}/queuedResources/${m[2]}`),
+      },
+      {
+        verb: 'DELETE', re: new RegExp(`${loc}/queuedResources/${SEG}$`), rpc: 'DeleteQueuedResource',
+        handle: (m, c) => this.queued.delete(`${this.location(m[0], m[1])}/queuedResources/${m[2]}`, c.query.get('force') === 'true'),
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes$`), rpc: 'ListAcceleratorTypes',
@@ -277,10 +285,7 @@ export class RestServer {
       {
         verb: 'POST', re: /^\/emulator\/v1\/faults$/, rpc: 'AddFaults',
         handle: (_m, c) => {
-          const b = c.body as { faults?: FaultSpec[]; latencyMs?: number } & Partial<FaultSpec>;
-          const list = b.faults ?? (b.method !== undefined && b.code !== undefined ? [b as FaultSpec] : []);
-          for (const f of list) this.addFault(f);
-          if (typeof b.latencyMs === 'number') this.setLatency(b.latencyMs);
+          this.faults.apply(c.body as FaultRequest);
           return this.faultStatus();
         },
       },
@@ -300,23 +305,38 @@ export class RestServer {
     return routes;
   }
 
-  private faultStatus(): { faults: { method: string; status: GoogleStatus; http: number; remaining: number }[]; latencyMs: number } {
-    return {
-      faults: this.faults.map((f) => ({ method: f.re.source.slice(4, -2), status: f.status, http: f.http, remaining: f.remaining })),
-      latencyMs: this.latencyMs,
-    };
+  private faultStatus(): FaultStatus {
+    return this.faults.status();
   }
 }
 
-function createInput(body: Record<string, unknown>): CreateNodeInput {
+/** A Node from a request body (CreateNode, or a queued resource's nodeSpec) → what state.ts creates. */
+function createInput(raw: unknown): CreateNodeInput {
+  const body = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const strMap = (v: unknown, field: string): Record<string, string> => {
+    if (v === undefined || v === null) return {};
+    if (typeof v !== 'object' || Array.isArray(v) || !Object.values(v).every((x) => typeof x === 'string')) {
+      throw new ApiError('INVALID_ARGUMENT', `Invalid value for "${field}": expected a map of strings.`);
+    }
+    return { ...(v as Record<string, string>) };
+  };
   const sc = (body.schedulingConfig ?? {}) as Record<string, unknown>;
-  const labels = body.labels && typeof body.labels === 'object' ? (body.labels as Record<string, string>) : {};
+  const disks = Array.isArray(body.dataDisks) ? (body.dataDisks as Record<string, unknown>[]) : [];
+  const dataDisks: AttachedDiskJson[] = disks.map((d, i) => {
+    if (typeof d?.sourceDisk !== 'string' || !/^projects\/[^/]+\/zones\/[^/]+\/disks\/[^/]+$/.test(d.sourceDisk)) {
+      throw new ApiError('INVALID_ARGUMENT', `Invalid dataDisks[${i}].sourceDisk "${String(d?.sourceDisk)}": expected projects/P/zones/Z/disks/D.`);
+    }
+    // With enum-encoding=int the client sends DiskMode as a number (2 = READ_ONLY).
+    return { sourceDisk: d.sourceDisk, mode: d.mode === 'READ_ONLY' || d.mode === 2 ? 'READ_ONLY' : 'READ_WRITE' };
+  });
   return {
     acceleratorType: str(body.acceleratorType),
     runtimeVersion: str(body.runtimeVersion),
     description: str(body.description),
-    labels,
+    labels: strMap(body.labels, 'labels'),
+    metadata: strMap(body.metadata, 'metadata'),
+    dataDisks,
     schedulingConfig: { preemptible: sc.preemptible === true, reserved: sc.reserved === true, spot: sc.spot === true },
   };
 }
@@ -360,13 +380,14 @@ function encodeEnums(v: unknown): unknown {
     if (typeof o.apiVersion === 'string') out.apiVersion = API_VERSION[o.apiVersion] ?? 0;
   }
   if (typeof o.topology === 'string' && typeof o.type === 'string') out.type = ACCEL_CONFIG_TYPE[o.type] ?? 0;
+  // QueuedResourceState: { state, stateInitiator, failedData… }; AttachedDisk: { sourceDisk, mode }.
+  const isQrState = typeof o.state === 'string' && o.state in QR_STATE && !isNode && ('stateInitiator' in o || Object.keys(o).length === 1);
+  if (isQrState) {
+    out.state = QR_STATE[o.state as string];
+    if (typeof o.stateInitiator === 'string') out.stateInitiator = STATE_INITIATOR[o.stateInitiator] ?? 0;
+  }
+  if (typeof o.sourceDisk === 'string' && typeof o.mode === 'string') out.mode = DISK_MODE[o.mode] ?? 0;
   return out;
-}
-
-function statusForHttp(code: number): GoogleStatus {
-  const hit = (Object.keys(GOOGLE_STATUS) as GoogleStatus[]).find((s) => GOOGLE_STATUS[s].http === code);
-  if (hit) return hit;
-  return code >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION';
 }
 
 function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {

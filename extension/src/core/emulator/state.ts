@@ -2,7 +2,21 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { NODE_ID_PATTERN, parseNodeName, shortName, type NodeState } from '../tpu/models';
-import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIONS, WORKER_ENDPOINT_PORT } from './catalog';
+import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIONS, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
+import {
+  ApiError,
+  EMPTY_TYPE_URL,
+  GOOGLE_STATUS,
+  NODE_TYPE_URL,
+  OPERATION_METADATA_TYPE_URL,
+  type CreateNodeInput,
+  type NodeJson,
+  type OperationJson,
+  type OperationVerb,
+} from './types';
+
+// Re-exported: callers imported these from here before types.ts existed.
+export * from './types';
 
 /**
  * The emulator's whole state — nodes in their REST JSON shape, long-running operations and the loopback
@@ -11,76 +25,6 @@ import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIO
  * so the HTTP layer in rest.ts only routes and encodes.
  */
 
-/** Google API status names used by the emulator, with their HTTP status and gRPC code. */
-export const GOOGLE_STATUS = {
-  INVALID_ARGUMENT: { http: 400, grpc: 3 },
-  FAILED_PRECONDITION: { http: 400, grpc: 9 },
-  UNAUTHENTICATED: { http: 401, grpc: 16 },
-  PERMISSION_DENIED: { http: 403, grpc: 7 },
-  NOT_FOUND: { http: 404, grpc: 5 },
-  ALREADY_EXISTS: { http: 409, grpc: 6 },
-  ABORTED: { http: 409, grpc: 10 },
-  RESOURCE_EXHAUSTED: { http: 429, grpc: 8 },
-  CANCELLED: { http: 499, grpc: 1 },
-  INTERNAL: { http: 500, grpc: 13 },
-  UNAVAILABLE: { http: 503, grpc: 14 },
-  DEADLINE_EXCEEDED: { http: 504, grpc: 4 },
-} as const;
-export type GoogleStatus = keyof typeof GOOGLE_STATUS;
-
-/** An error the API returns to the client: rest.ts turns it into `{"error":{code,message,status}}`. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: GoogleStatus,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-export const NODE_TYPE_URL = 'type.googleapis.com/google.cloud.tpu.v2.Node';
-export const EMPTY_TYPE_URL = 'type.googleapis.com/google.protobuf.Empty';
-export const OPERATION_METADATA_TYPE_URL = 'type.googleapis.com/google.cloud.tpu.v2.OperationMetadata';
-
-/** google.cloud.tpu.v2.Node as the REST API returns it (enums by name). */
-export interface NodeJson {
-  name: string;
-  id: string;
-  description?: string;
-  acceleratorType: string;
-  runtimeVersion: string;
-  state: NodeState;
-  health?: 'HEALTHY';
-  networkEndpoints: { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
-  schedulingConfig: { preemptible: boolean; reserved: boolean; spot: boolean };
-  labels: Record<string, string>;
-  /** Instance metadata; `ssh-keys` holds `user:ssh-ed25519 AAAA…` lines the workers accept. */
-  metadata?: Record<string, string>;
-  createTime: string;
-  apiVersion: 'V2';
-}
-
-export type OperationVerb = 'create' | 'delete' | 'stop' | 'start';
-
-/** google.longrunning.Operation in REST JSON. */
-export interface OperationJson {
-  name: string;
-  metadata: {
-    '@type': typeof OPERATION_METADATA_TYPE_URL;
-    createTime: string;
-    endTime?: string;
-    target: string;
-    /** `update` operations (UpdateNode) are done when created; the others run on timers. */
-    verb: OperationVerb | 'update';
-    cancelRequested: boolean;
-    apiVersion: 'v2';
-  };
-  done: boolean;
-  error?: { code: number; message: string };
-  response?: { '@type': string } & Partial<NodeJson>;
-}
-
 interface StateFile {
   version: 1;
   sshPort?: number;
@@ -88,6 +32,8 @@ interface StateFile {
   operations: OperationJson[];
   /** loopback address → "<node resource name>#<worker index>" */
   addresses: Record<string, string>;
+  /** Queued resources (queued.ts keeps them; they live in this file so one file holds the whole state). */
+  queuedResources?: unknown[];
 }
 
 export type NodeDownReason = 'stop' | 'delete' | 'preempt' | 'failed';
@@ -113,13 +59,6 @@ export interface EmulatorStateOptions {
   log?: (msg: string) => void;
 }
 
-export interface CreateNodeInput {
-  acceleratorType?: string;
-  runtimeVersion?: string;
-  description?: string;
-  labels?: Record<string, string>;
-  schedulingConfig?: { preemptible?: boolean; reserved?: boolean; spot?: boolean };
-}
 
 const DEFAULT_DELAYS: Record<OperationVerb, number> = { create: 1500, start: 1000, stop: 800, delete: 800 };
 /** Done operations kept for GetOperation; older ones are dropped so the file stays small. */
@@ -135,6 +74,8 @@ export class EmulatorState {
   private readonly operations = new Map<string, OperationJson>();
   private readonly addresses = new Map<string, string>();
   private sshPortValue: number | undefined;
+  private loadedQueued: unknown[] = [];
+  private queuedSource: (() => unknown[]) | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** Per-node chain so that transitions of one node never interleave (e.g. delete during create's nodeUp). */
   private readonly nodeLocks = new Map<string, Promise<unknown>>();
@@ -168,6 +109,7 @@ export class EmulatorState {
       const data = JSON.parse(raw) as StateFile;
       s.sshPortValue = data.sshPort;
       for (const n of data.nodes ?? []) s.nodes.set(n.name, n);
+      s.loadedQueued = data.queuedResources ?? [];
       for (const o of data.operations ?? []) s.operations.set(o.name, o);
       for (const [addr, owner] of Object.entries(data.addresses ?? {})) s.addresses.set(addr, owner);
       s.settle();
@@ -215,7 +157,11 @@ export class EmulatorState {
     return this.getNode(nodeName).networkEndpoints.map((e) => e.ipAddress);
   }
 
-  beginCreate(parent: string, nodeId: string | undefined, input: CreateNodeInput): OperationJson {
+  /**
+   * Checks a node spec as CreateNode does (id, type, runtime, scheduling, no clash); queued resources check
+   * theirs when they are created, not only when their node is.
+   */
+  validateCreate(parent: string, nodeId: string | undefined, input: CreateNodeInput): { name: string; nodeId: string; accel: AcceleratorInfo } {
     if (!nodeId) throw new ApiError('INVALID_ARGUMENT', 'Request is missing required parameter "nodeId".');
     if (!NODE_ID_PATTERN.test(nodeId)) {
       throw new ApiError(
@@ -225,16 +171,14 @@ export class EmulatorState {
     }
     const accel = acceleratorInfo(input.acceleratorType ?? '');
     if (!accel) {
-      throw new ApiError(
-        'INVALID_ARGUMENT',
-        `Invalid accelerator type "${input.acceleratorType ?? ''}". Valid types: ${acceleratorTypeNames().join(', ')}.`,
-      );
+      throw new ApiError('INVALID_ARGUMENT', `Invalid accelerator type "${input.acceleratorType ?? ''}". Valid types: ${acceleratorTypeNames().join(', ')}.`);
     }
     if (!isRuntimeVersion(input.runtimeVersion ?? '')) {
-      throw new ApiError(
-        'INVALID_ARGUMENT',
-        `Invalid runtime version "${input.runtimeVersion ?? ''}". Valid versions: ${RUNTIME_VERSIONS.join(', ')}.`,
-      );
+      throw new ApiError('INVALID_ARGUMENT', `Invalid runtime version "${input.runtimeVersion ?? ''}". Valid versions: ${RUNTIME_VERSIONS.join(', ')}.`);
+    }
+    const sc = input.schedulingConfig ?? {};
+    if (sc.reserved && (sc.spot || sc.preemptible)) {
+      throw new ApiError('INVALID_ARGUMENT', 'schedulingConfig: "reserved" cannot be combined with "spot" or "preemptible".');
     }
     const name = `${parent}/nodes/${nodeId}`;
     if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
@@ -243,6 +187,11 @@ export class EmulatorState {
     if (clash) {
       throw new ApiError('ALREADY_EXISTS', `Resource '${name}' cannot be created: the local emulator already has a node "${nodeId}" (${clash.name}); node ids must be unique across its zones.`);
     }
+    return { name, nodeId, accel };
+  }
+
+  beginCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): OperationJson {
+    const { name, accel } = this.validateCreate(parent, nodeIdArg, input);
     const addresses = this.allocate(name, accel.workers);
     const node: NodeJson = {
       name,
@@ -258,6 +207,9 @@ export class EmulatorState {
         spot: input.schedulingConfig?.spot ?? false,
       },
       labels: { ...(input.labels ?? {}) },
+      ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: { ...input.metadata } } : {}),
+      ...(input.dataDisks && input.dataDisks.length > 0 ? { dataDisks: input.dataDisks.map((d) => ({ ...d })) } : {}),
+      ...(input.queuedResource ? { queuedResource: input.queuedResource } : {}),
       createTime: new Date().toISOString(),
       apiVersion: 'V2',
     };
@@ -314,9 +266,13 @@ export class EmulatorState {
     return op;
   }
 
-  /** Test hook: the node is preempted now (its workers vanish), as a spot VM is. */
+  /** Test hook: the node is preempted now (its workers vanish), as a spot VM is; on-demand VMs are not. */
   async preempt(name: string): Promise<NodeJson> {
-    this.requireState(this.getNode(name), ['READY'], 'preempt');
+    const target = this.getNode(name);
+    if (!target.schedulingConfig.spot && !target.schedulingConfig.preemptible) {
+      throw new ApiError('FAILED_PRECONDITION', `Node '${name}' is not spot or preemptible; only those are preempted.`);
+    }
+    this.requireState(target, ['READY'], 'preempt');
     return this.withNodeLock(name, async () => {
       const node = this.getNode(name);
       this.requireState(node, ['READY'], 'preempt');
@@ -343,6 +299,7 @@ export class EmulatorState {
       version: 1,
       ...(this.sshPortValue !== undefined ? { sshPort: this.sshPortValue } : {}),
       nodes: [...this.nodes.values()],
+      queuedResources: this.queuedSource ? this.queuedSource() : this.loadedQueued,
       operations: [...this.operations.values()],
       addresses: Object.fromEntries(this.addresses),
     };
@@ -362,11 +319,36 @@ export class EmulatorState {
     }
   }
 
+  /** Queued resources as the last save left them (queued.ts reads them once at start). */
+  get savedQueuedResources(): unknown[] {
+    return this.loadedQueued;
+  }
+
+  /** From now on save() writes what `source` returns as the file's queued resources. */
+  setQueuedResourceSource(source: () => unknown[]): void {
+    this.queuedSource = source;
+  }
+
+  /** An operation on something other than a node (a queued resource), in `parent` (projects/p/locations/z). */
+  startOperation(parent: string, target: string, verb: 'create' | 'delete'): OperationJson {
+    const op = this.operationIn(parent, target, verb);
+    this.save();
+    return op;
+  }
+
+  finishOperation(op: OperationJson, result: Pick<OperationJson, 'error' | 'response'>): void {
+    if (!op.done) this.finish(op, result);
+  }
+
   private newOperation(verb: OperationVerb | 'update', node: NodeJson): OperationJson {
     const { project, zone } = parseNodeName(node.name);
+    return this.operationIn(`projects/${project}/locations/${zone}`, node.name, verb);
+  }
+
+  private operationIn(parent: string, target: string, verb: OperationVerb | 'update'): OperationJson {
     const op: OperationJson = {
-      name: `projects/${project}/locations/${zone}/operations/operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`,
-      metadata: { '@type': OPERATION_METADATA_TYPE_URL, createTime: new Date().toISOString(), target: node.name, verb, cancelRequested: false, apiVersion: 'v2' },
+      name: `${parent}/operations/operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`,
+      metadata: { '@type': OPERATION_METADATA_TYPE_URL, createTime: new Date().toISOString(), target, verb, cancelRequested: false, apiVersion: 'v2' },
       done: false,
     };
     this.operations.set(op.name, op);

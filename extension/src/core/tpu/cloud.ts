@@ -1,8 +1,23 @@
 import { protos, v2 } from '@google-cloud/tpu';
 import type { EmulatorEndpoint } from '../emulator/endpoint';
 import { TpwError, type TpwErrorCode } from '../errors';
-import type { CreateNodeRequest, OperationProgress, TpuApi, WaitOptions } from './api';
-import { NodeStateSchema, TpuNodeSchema, nodeResourceName, type AcceleratorType, type NodeId, type NodeState, type RuntimeVersion, type TpuNode } from './models';
+import type { CreateNodeRequest, CreateQueuedResourceRequest, OperationProgress, TpuApi, WaitOptions } from './api';
+import {
+  NodeStateSchema,
+  QueuedResourceStateSchema,
+  TpuNodeSchema,
+  nodeResourceName,
+  queuedResourceName,
+  type AcceleratorType,
+  type NodeId,
+  type NodeState,
+  type QueuedResource,
+  type QueuedResourceId,
+  type QueuedResourceStateName,
+  type RuntimeVersion,
+  type TpuNode,
+  type Zone,
+} from './models';
 
 /**
  * TpuApi over the real `@google-cloud/tpu` v2 client, for Google and for the local emulator alike: only the
@@ -12,7 +27,10 @@ import { NodeStateSchema, TpuNodeSchema, nodeResourceName, type AcceleratorType,
 
 type ClientOptions = NonNullable<ConstructorParameters<typeof v2.TpuClient>[0]>;
 type INode = protos.google.cloud.tpu.v2.INode;
+type IQueuedResource = protos.google.cloud.tpu.v2.IQueuedResource;
 const NodeEnums = protos.google.cloud.tpu.v2.Node;
+const QrStateEnum = protos.google.cloud.tpu.v2.QueuedResourceState.State;
+const DiskModeEnum = protos.google.cloud.tpu.v2.AttachedDisk.DiskMode;
 
 export interface CloudTpuApiOptions {
   /** 'google' (default) or 'emulator'; for the emulator use emulatorTpuApi(), which sets the endpoint. */
@@ -33,12 +51,17 @@ interface Lro<T> {
   removeAllListeners(event: 'complete'): unknown;
 }
 
-type Verb = 'list' | 'get' | 'create' | 'delete' | 'start' | 'stop' | 'update' | 'list accelerator types of' | 'list runtime versions of';
+type Verb = 'list' | 'get' | 'create' | 'delete' | 'start' | 'stop' | 'update' | 'list accelerator types of' | 'list runtime versions of' | 'list zones of';
 interface Ctx {
   verb: Verb;
   project: string;
+  /** Empty for project-wide calls (list zones). */
   zone: string;
   node?: string;
+  /** What is acted on when it is not a TPU VM, e.g. `queued resource "qr1"` or `queued resources`. */
+  what?: string;
+  /** The accelerator type a create asks for: quota errors name it. */
+  acceleratorType?: string;
 }
 
 /** Poll an operation every 100 ms at first, at most every 5 s (gax's default backs off to 60 s). */
@@ -74,14 +97,8 @@ export class CloudTpuApi implements TpuApi {
   }
 
   async createNode(req: CreateNodeRequest, opts?: WaitOptions): Promise<TpuNode> {
-    const ctx: Ctx = { verb: 'create', project: req.project, zone: req.zone, node: req.nodeId };
-    const node: INode = {
-      acceleratorType: req.acceleratorType,
-      runtimeVersion: req.runtimeVersion,
-      labels: req.labels ?? {},
-      ...(req.description ? { description: req.description } : {}),
-      ...(req.spot ? { schedulingConfig: { spot: true } } : {}),
-    };
+    const ctx: Ctx = { verb: 'create', project: req.project, zone: req.zone, node: req.nodeId, acceleratorType: req.acceleratorType };
+    const node = toINode(req);
     const [op] = await this.call(ctx, opts?.signal, () =>
       this.client.createNode({ parent: parent(req.project, req.zone), nodeId: req.nodeId, node }, { longrunning: LRO_BACKOFF }),
     );
@@ -126,6 +143,56 @@ export class CloudTpuApi implements TpuApi {
     return versions.map((v) => ({ name: v.name ?? '', version: v.version ?? '' }));
   }
 
+  async listZones(project: string, signal?: AbortSignal): Promise<Zone[]> {
+    const ctx: Ctx = { verb: 'list zones of', project, zone: '', what: 'Cloud TPU' };
+    // The v2 client exposes ListLocations only as an async iterator (gax's Locations mixin, which calls
+    // GET /v1/projects/p/locations — Cloud TPU serves it there); it follows nextPageToken itself.
+    // autoPaginate: false only silences gax's warning that iterators never auto-paginate.
+    const zones = await this.call(ctx, signal, async () => {
+      const out: Zone[] = [];
+      for await (const loc of this.client.listLocationsAsync({ name: `projects/${project}` }, { autoPaginate: false })) {
+        if (signal?.aborted) break;
+        out.push({ name: loc.name ?? '', locationId: loc.locationId ?? shortNameOf(loc.name ?? '') });
+      }
+      return out;
+    });
+    return zones.sort((a, b) => a.locationId.localeCompare(b.locationId));
+  }
+
+  async listQueuedResources(project: string, zone: string, signal?: AbortSignal): Promise<QueuedResource[]> {
+    const ctx: Ctx = { verb: 'list', project, zone, what: 'queued resources' };
+    const [qrs] = await this.call(ctx, signal, () => this.client.listQueuedResources({ parent: parent(project, zone) }));
+    return qrs.map(toQueuedResource);
+  }
+
+  async createQueuedResource(req: CreateQueuedResourceRequest, opts?: WaitOptions): Promise<QueuedResource> {
+    const ctx: Ctx = {
+      verb: 'create',
+      project: req.project,
+      zone: req.zone,
+      what: `queued resource "${req.queuedResourceId}"`,
+      acceleratorType: req.node.acceleratorType,
+    };
+    const where = parent(req.project, req.zone);
+    const qr: IQueuedResource = {
+      tpu: { nodeSpec: [{ parent: where, nodeId: req.node.nodeId, node: toINode({ ...req.node, project: req.project, zone: req.zone }) }] },
+      ...(req.tier === 'spot' ? { spot: {} } : { guaranteed: {} }),
+      ...(req.validUntil ? { queueingPolicy: { validUntilTime: isoToTimestamp(req.validUntil) } } : {}),
+    };
+    const [op] = await this.call(ctx, opts?.signal, () =>
+      this.client.createQueuedResource({ parent: where, queuedResourceId: req.queuedResourceId, queuedResource: qr }, { longrunning: LRO_BACKOFF }),
+    );
+    return toQueuedResource(await this.wait(ctx, op, opts));
+  }
+
+  async deleteQueuedResource(id: QueuedResourceId, opts?: WaitOptions & { force?: boolean }): Promise<void> {
+    const ctx: Ctx = { verb: 'delete', project: id.project, zone: id.zone, what: `queued resource "${id.queuedResource}"` };
+    const [op] = await this.call(ctx, opts?.signal, () =>
+      this.client.deleteQueuedResource({ name: queuedResourceName(id), force: opts?.force ?? false }, { longrunning: LRO_BACKOFF }),
+    );
+    await this.wait(ctx, op, opts);
+  }
+
   async close(): Promise<void> {
     await this.client.close();
   }
@@ -163,12 +230,12 @@ export class CloudTpuApi implements TpuApi {
 
   private mapError(e: unknown, ctx: Ctx): TpwError {
     if (e instanceof TpwError) return e;
-    const err = (e ?? {}) as { code?: unknown; message?: unknown; details?: unknown; name?: unknown };
+    const err = (e ?? {}) as GaxErrorLike;
     // gax puts the server's message in `message` (REST) or `details` (gRPC; on REST it is an array).
     const text = typeof err.details === 'string' && err.details ? err.details : typeof err.message === 'string' ? err.message : String(e);
     const detail = text.split('\n')[0];
-    const what = ctx.node ? `TPU VM "${ctx.node}"` : `TPU VMs`;
-    const where = `${ctx.project}/${ctx.zone}`;
+    const what = ctx.what ?? (ctx.node ? `TPU VM "${ctx.node}"` : `TPU VMs`);
+    const where = ctx.zone ? `${ctx.project}/${ctx.zone}` : `project ${ctx.project}`;
     const fail = (code: TpwErrorCode, message: string) => new TpwError(code, message, { cause: e });
     const sysCode = typeof err.code === 'string' ? err.code : /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT)\b/.exec(detail)?.[1];
     if (sysCode && ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT'].includes(sysCode)) {
@@ -181,36 +248,53 @@ export class CloudTpuApi implements TpuApi {
       return fail('UNAVAILABLE', `Cannot reach the Cloud TPU API to ${ctx.verb} ${what} in ${where}: ${detail}`);
     }
     if (err.name === 'AbortError') return cancelled(ctx);
+    if (isAuthLookupFailure(err, detail)) {
+      return fail('UNAUTHENTICATED', `No Google credentials to ${ctx.verb} ${what} in ${where}: ${ADC_HINT} (${detail})`);
+    }
     const code = typeof err.code === 'number' ? err.code : undefined;
     switch (code) {
       case 1:
         return cancelled(ctx);
       case 5:
-        if (ctx.node && !/\bLocation\s/.test(detail)) return fail('NOT_FOUND', `${what} not found in ${where}.`);
-        return fail('NOT_FOUND', `Zone "${ctx.zone}" of project "${ctx.project}" not found while trying to ${ctx.verb} ${what}: ${detail}`);
+        if ((ctx.node || ctx.what) && !/\bLocation\s/.test(detail)) return fail('NOT_FOUND', `${capitalize(what)} not found in ${where}.`);
+        return fail('NOT_FOUND', `${ctx.zone ? `Zone "${ctx.zone}" of project` : 'Project'} "${ctx.project}" not found while trying to ${ctx.verb} ${what}: ${detail}`);
       case 6:
-        return fail('ALREADY_EXISTS', `${what} already exists in ${where}.`);
+        return fail('ALREADY_EXISTS', `${capitalize(what)} already exists in ${where}.`);
       case 10:
         // The REST transport maps HTTP 409 to ABORTED; on create that is ALREADY_EXISTS.
-        if (ctx.verb === 'create' && !/deleted|changed state/i.test(detail)) return fail('ALREADY_EXISTS', `${what} already exists in ${where}: ${detail}`);
+        if (ctx.verb === 'create' && !/deleted|changed state/i.test(detail)) return fail('ALREADY_EXISTS', `${capitalize(what)} already exists in ${where}: ${detail}`);
         return fail('FAILED_PRECONDITION', `Could not ${ctx.verb} ${what} in ${where}: ${detail}`);
       case 3:
       case 9:
-        // Start and stop take no arguments besides the name, so a 400 there is about the node's state.
-        if (code === 9 || ctx.verb === 'start' || ctx.verb === 'stop') {
+        // Start, stop and delete take no arguments besides the name (and force), so a 400 there is about the
+        // resource's state (REST carries FAILED_PRECONDITION as 400, which gax reads as INVALID_ARGUMENT).
+        if (code === 9 || ctx.verb === 'start' || ctx.verb === 'stop' || ctx.verb === 'delete') {
           return fail('FAILED_PRECONDITION', `Cannot ${ctx.verb} ${what} in ${where}: ${detail}`);
         }
         return fail('INVALID_ARGUMENT', `Invalid request to ${ctx.verb} ${what} in ${where}: ${detail}`);
-      case 7:
-      case 16:
+      case 7: {
+        const disabled = serviceDisabled(err, detail, ctx.project);
+        if (disabled) {
+          return fail(
+            'API_DISABLED',
+            `The ${disabled.title} is not enabled in project ${ctx.project}: enable ${disabled.service} at ${disabled.url} (needed to ${ctx.verb} ${what}), then retry in a few minutes.`,
+          );
+        }
         return fail(
           'PERMISSION_DENIED',
           `Permission denied to ${ctx.verb} ${what} in ${where}: ${detail}` +
-            (this.emulator ? '' : ' (check `gcloud auth application-default login` and that you have the TPU Admin role)'),
+            (this.emulator ? '' : ' (you need the TPU Admin role, roles/tpu.admin, on the project; check the account of `gcloud auth application-default login`)'),
         );
-      case 8:
-        // No quota-specific TpwErrorCode: it is "not now", like UNAVAILABLE; the message says quota.
-        return fail('UNAVAILABLE', `Quota or capacity exhausted trying to ${ctx.verb} ${what} in ${where}: ${detail}`);
+      }
+      case 16:
+        return fail(
+          'UNAUTHENTICATED',
+          `Not authenticated to ${ctx.verb} ${what} in ${where}: ${detail}` + (this.emulator ? '' : ` (${ADC_HINT})`),
+        );
+      case 8: {
+        const type = ctx.acceleratorType ? ` for ${ctx.acceleratorType}` : '';
+        return fail('RESOURCE_EXHAUSTED', `Quota or capacity exhausted${type} trying to ${ctx.verb} ${what} in ${where}: ${detail}`);
+      }
       case 4:
       case 14:
         return fail('UNAVAILABLE', `The Cloud TPU API is unavailable (${ctx.verb} ${what} in ${where}): ${detail}`);
@@ -218,6 +302,49 @@ export class CloudTpuApi implements TpuApi {
         return fail('INTERNAL', `Failed to ${ctx.verb} ${what} in ${where}: ${detail}`);
     }
   }
+}
+
+/** The fields of a gax GoogleError (or a Node system error) that mapError reads. */
+interface GaxErrorLike {
+  code?: unknown;
+  message?: unknown;
+  details?: unknown;
+  name?: unknown;
+  /** ErrorInfo.reason, e.g. SERVICE_DISABLED (gax decodes it from the REST error's details). */
+  reason?: unknown;
+  /** ErrorInfo.metadata, e.g. { activationUrl, service, serviceTitle }. */
+  errorInfoMetadata?: unknown;
+}
+
+export const ADC_HINT = 'run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file)';
+
+/** google-auth-library's "no credentials" errors, as they reach callers through gax. */
+function isAuthLookupFailure(err: GaxErrorLike, detail: string): boolean {
+  return typeof err.code !== 'number' && /Could not load the default credentials|Unable to detect a Project Id|invalid_grant|Could not refresh access token/i.test(detail);
+}
+
+/** The API (and where to enable it) when a 403 says a service is disabled; undefined for other 403s. */
+function serviceDisabled(err: GaxErrorLike, detail: string, project: string): { service: string; title: string; url: string } | undefined {
+  const meta = err.errorInfoMetadata && typeof err.errorInfoMetadata === 'object' ? (err.errorInfoMetadata as Record<string, unknown>) : {};
+  const byReason = err.reason === 'SERVICE_DISABLED';
+  const byText = /has not been used in project \S+ before or it is disabled/i.test(detail);
+  if (!byReason && !byText) return undefined;
+  const service = typeof meta.service === 'string' && meta.service ? meta.service : (/apis\/api\/([a-z0-9.-]+)\//.exec(detail)?.[1] ?? 'tpu.googleapis.com');
+  const url =
+    typeof meta.activationUrl === 'string' && meta.activationUrl
+      ? meta.activationUrl
+      : (/https:\/\/\S+\/apis\/api\/\S+?(?=\s|$)/.exec(detail)?.[0] ?? activationUrl(service, project));
+  const title = typeof meta.serviceTitle === 'string' && meta.serviceTitle ? meta.serviceTitle : service === 'tpu.googleapis.com' ? 'Cloud TPU API' : service;
+  return { service, title, url };
+}
+
+/** Where a project owner enables an API (the page Google's SERVICE_DISABLED errors link to). */
+export function activationUrl(service: string, project: string): string {
+  return `https://console.developers.google.com/apis/api/${service}/overview?project=${encodeURIComponent(project)}`;
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 /** A CloudTpuApi that talks to a running local emulator, with no credentials. */
@@ -244,7 +371,8 @@ function ctxOf(verb: Verb, id: NodeId): Ctx {
 }
 
 function cancelled(ctx: Ctx): TpwError {
-  return new TpwError('CANCELLED', `Cancelled: ${ctx.verb} ${ctx.node ? `TPU VM "${ctx.node}"` : 'TPU VMs'} in ${ctx.project}/${ctx.zone}.`);
+  const what = ctx.what ?? (ctx.node ? `TPU VM "${ctx.node}"` : 'TPU VMs');
+  return new TpwError('CANCELLED', `Cancelled: ${ctx.verb} ${what} in ${ctx.zone ? `${ctx.project}/${ctx.zone}` : `project ${ctx.project}`}.`);
 }
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, onAbort: () => void, ctx: Ctx): Promise<T> {
@@ -278,7 +406,7 @@ function enumName(values: Record<string | number, string | number>, v: unknown):
   return typeof v === 'string' ? v : undefined;
 }
 
-function timestampToIso(t: INode['createTime']): string | undefined {
+function timestampToIso(t: INode['createTime'] | IQueuedResource['createTime']): string | undefined {
   if (!t || t.seconds === undefined || t.seconds === null) return undefined;
   const ms = Number(t.seconds.toString()) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
   return new Date(ms).toISOString();
@@ -308,4 +436,53 @@ export function toTpuNode(n: INode): TpuNode {
     metadata: { ...(n.metadata ?? {}) },
     createTime: timestampToIso(n.createTime),
   });
+}
+
+/** CreateNodeRequest → the v2 Node message (scheduling, metadata with the startup script, data disks). */
+function toINode(req: CreateNodeRequest): INode {
+  const metadata: Record<string, string> = { ...(req.metadata ?? {}) };
+  if (req.startupScript !== undefined) metadata['startup-script'] = req.startupScript;
+  const scheduling = req.spot ? { spot: true } : req.reserved ? { reserved: true } : undefined;
+  return {
+    acceleratorType: req.acceleratorType,
+    runtimeVersion: req.runtimeVersion,
+    labels: req.labels ?? {},
+    ...(req.description ? { description: req.description } : {}),
+    ...(scheduling ? { schedulingConfig: scheduling } : {}),
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+    ...(req.dataDisks && req.dataDisks.length > 0
+      ? { dataDisks: req.dataDisks.map((d) => ({ sourceDisk: d.sourceDisk, mode: DiskModeEnum[d.mode ?? 'READ_WRITE'] })) }
+      : {}),
+  };
+}
+
+function isoToTimestamp(iso: string): { seconds: number; nanos: number } {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) throw new TpwError('INVALID_ARGUMENT', `Invalid valid-until time "${iso}": use an RFC 3339 time such as 2030-01-01T00:00:00Z.`);
+  return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 };
+}
+
+function shortNameOf(resourceName: string): string {
+  return resourceName.slice(resourceName.lastIndexOf('/') + 1);
+}
+
+/** protobuf QueuedResource (from the client) → the QueuedResource model. */
+export function toQueuedResource(q: IQueuedResource): QueuedResource {
+  const stateName = enumName(QrStateEnum as unknown as Record<string | number, string | number>, q.state?.state);
+  const state: QueuedResourceStateName = QueuedResourceStateSchema.safeParse(stateName).success ? (stateName as QueuedResourceStateName) : 'STATE_UNSPECIFIED';
+  const specs = q.tpu?.nodeSpec ?? [];
+  const first = specs[0]?.node;
+  const failed = q.state?.failedData?.error?.message;
+  const validUntil = timestampToIso(q.queueingPolicy?.validUntilTime);
+  return {
+    name: q.name ?? '',
+    state,
+    nodeIds: specs.map((s) => s.nodeId ?? '').filter(Boolean),
+    ...(first?.acceleratorType ? { acceleratorType: first.acceleratorType } : {}),
+    ...(first?.runtimeVersion ? { runtimeVersion: first.runtimeVersion } : {}),
+    tier: q.spot ? 'spot' : q.guaranteed ? 'guaranteed' : 'unspecified',
+    ...(validUntil ? { validUntil } : {}),
+    ...(timestampToIso(q.createTime) ? { createTime: timestampToIso(q.createTime) } : {}),
+    ...(failed ? { stateMessage: failed } : {}),
+  };
 }

@@ -1,0 +1,172 @@
+import * as vscode from 'vscode';
+import { describeError, isTpwError } from '../../core/errors';
+import { formatAge, healthNote, isMultiHost, nodeStateTone, queuedStateTone, schedulingLabel, type StateTone } from '../../core/explorer/node-status';
+import type { ZoneScan } from '../../core/explorer/zone-scan';
+import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../../core/tpu/models';
+import { vmCost } from './cost';
+import { queuedTooltip, vmTooltip, workerTooltip } from './tooltips';
+
+/**
+ * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. Each item carries
+ * the data it shows, so getChildren never goes back to the network below the root. `contextValue`s drive the
+ * menus in package.json: `tpuVm.<STATE>.<single|pod>` (Stop only for single-host), `tpuWorker`,
+ * `tpuQueued.<STATE>`, `tpuZone`, `tpuProject`.
+ */
+
+const TONE_ICONS: Record<StateTone, { icon: string; color?: string }> = {
+  ok: { icon: 'vm-running', color: 'charts.green' },
+  transitional: { icon: 'loading~spin', color: 'charts.yellow' },
+  bad: { icon: 'error', color: 'charts.red' },
+  stopped: { icon: 'vm-outline', color: 'disabledForeground' },
+  unknown: { icon: 'question' },
+};
+
+function toneIcon(tone: StateTone, okIcon?: string): vscode.ThemeIcon {
+  const t = TONE_ICONS[tone];
+  const id = tone === 'ok' && okIcon ? okIcon : t.icon;
+  return t.color ? new vscode.ThemeIcon(id, new vscode.ThemeColor(t.color)) : new vscode.ThemeIcon(id);
+}
+
+export class ProjectItem extends vscode.TreeItem {
+  readonly kind = 'project';
+  constructor(
+    readonly project: string,
+    readonly backendKind: 'emulator' | 'cloud',
+    readonly scans: ZoneScan[],
+    zoneCount: number,
+  ) {
+    super(project, vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `project:${backendKind}:${project}`;
+    const where = backendKind === 'emulator' ? 'local emulator' : 'Google Cloud';
+    this.description = `${where} · ${zoneCount} zone${zoneCount === 1 ? '' : 's'}`;
+    this.iconPath = new vscode.ThemeIcon(backendKind === 'emulator' ? 'server-environment' : 'cloud');
+    this.contextValue = 'tpuProject';
+    this.tooltip = `${where}: project ${project}, listing ${zoneCount} zone${zoneCount === 1 ? '' : 's'} (setting tpuWorkbench.zones; "TPU: Choose Zones…" changes it).`;
+  }
+}
+
+export class ZoneItem extends vscode.TreeItem {
+  readonly kind = 'zone';
+  constructor(
+    readonly project: string,
+    readonly scan: ZoneScan,
+  ) {
+    super(scan.zone, vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `zone:${project}/${scan.zone}`;
+    const parts = [`${scan.nodes.length} VM${scan.nodes.length === 1 ? '' : 's'}`];
+    if (scan.queued.length > 0) parts.push(`${scan.queued.length} queued`);
+    this.description = parts.join(' · ');
+    this.iconPath = new vscode.ThemeIcon('globe');
+    this.contextValue = 'tpuZone';
+  }
+}
+
+export class ZoneErrorItem extends vscode.TreeItem {
+  readonly kind = 'zoneError';
+  constructor(
+    readonly zone: string,
+    readonly error: unknown,
+  ) {
+    super(zone, vscode.TreeItemCollapsibleState.None);
+    this.id = `zoneError:${zone}`;
+    this.description = `could not list: ${describeError(error)}`;
+    this.tooltip = `Listing TPU VMs in ${zone} failed: ${describeError(error)}\nIt is retried automatically; click to show the log.`;
+    this.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('charts.red'));
+    this.contextValue = 'tpuZoneError';
+    this.command = { command: 'tpuWorkbench.showLog', title: 'Show Log' };
+  }
+}
+
+export class VmItem extends vscode.TreeItem {
+  readonly kind = 'vm';
+  constructor(
+    readonly node: TpuNode,
+    now = new Date(),
+  ) {
+    super(shortName(node.name), node.networkEndpoints.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const id = parseNodeName(node.name);
+    this.id = `vm:${node.name}`;
+    const cost = vmCost(node, id.zone);
+    const health = node.state === 'READY' ? healthNote(node) : undefined;
+    this.description = [node.acceleratorType, node.state, node.runtimeVersion, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
+      .filter((s): s is string => !!s)
+      .join(' · ');
+    this.iconPath = toneIcon(nodeStateTone(node.state));
+    // The state is part of contextValue so that menus offer Run on READY VMs and Stop on single-host ones only.
+    this.contextValue = `tpuVm.${node.state}.${isMultiHost(node) ? 'pod' : 'single'}`;
+    this.tooltip = vmTooltip(node, cost, now);
+    this.accessibilityInformation = { label: `TPU VM ${id.node}, ${node.state}, ${node.acceleratorType} in ${id.zone}` };
+  }
+}
+
+export class WorkerItem extends vscode.TreeItem {
+  readonly kind = 'worker';
+  constructor(
+    readonly node: TpuNode,
+    readonly index: number,
+  ) {
+    super(`w${index}`, vscode.TreeItemCollapsibleState.None);
+    const ep = node.networkEndpoints[index];
+    this.id = `worker:${node.name}:${index}`;
+    const internal = ep.port ? `${ep.ipAddress}:${ep.port}` : ep.ipAddress;
+    const external = ep.accessConfig?.externalIp;
+    this.description = external && external !== ep.ipAddress ? `${internal} · external ${external}` : internal;
+    this.iconPath = new vscode.ThemeIcon('terminal');
+    this.contextValue = node.state === 'READY' ? 'tpuWorker.READY' : 'tpuWorker';
+    this.tooltip = workerTooltip(node, index);
+  }
+}
+
+export class QueuedGroupItem extends vscode.TreeItem {
+  readonly kind = 'queuedGroup';
+  constructor(
+    readonly project: string,
+    readonly scan: ZoneScan,
+  ) {
+    super('Queued resources', vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `queued:${project}/${scan.zone}`;
+    this.description = scan.queuedError !== undefined ? `could not list: ${describeError(scan.queuedError)}` : String(scan.queued.length);
+    this.iconPath = new vscode.ThemeIcon('list-ordered');
+    this.contextValue = 'tpuQueuedGroup';
+    if (scan.queuedError !== undefined) this.collapsibleState = vscode.TreeItemCollapsibleState.None;
+  }
+}
+
+export class QueuedItem extends vscode.TreeItem {
+  readonly kind = 'queued';
+  constructor(
+    readonly qr: QueuedResource,
+    now = new Date(),
+  ) {
+    super(shortName(qr.name), vscode.TreeItemCollapsibleState.None);
+    this.id = `qr:${qr.name}`;
+    this.description = [qr.state, qr.acceleratorType, qr.tier !== 'unspecified' ? qr.tier : undefined, qr.validUntil ? `until ${qr.validUntil}` : undefined, formatAge(qr.createTime, now)]
+      .filter((s): s is string => !!s)
+      .join(' · ');
+    this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
+    this.contextValue = `tpuQueued.${qr.state}`;
+    this.tooltip = queuedTooltip(qr, now);
+  }
+}
+
+export type ExplorerNode = ProjectItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | QueuedGroupItem | QueuedItem;
+
+/** Children of a project or zone row, from the scan it carries. */
+export function childrenOf(element: ExplorerNode): ExplorerNode[] {
+  switch (element.kind) {
+    case 'project':
+      return element.scans.map((s) => (s.nodesError !== undefined ? new ZoneErrorItem(s.zone, s.nodesError) : new ZoneItem(element.project, s)));
+    case 'zone': {
+      const items: ExplorerNode[] = element.scan.nodes.map((n) => new VmItem(n));
+      const queuedFailed = element.scan.queuedError !== undefined && !isTpwError(element.scan.queuedError, 'NOT_FOUND');
+      if (element.scan.queued.length > 0 || queuedFailed) items.push(new QueuedGroupItem(element.project, element.scan));
+      return items;
+    }
+    case 'vm':
+      return element.node.networkEndpoints.map((_, i) => new WorkerItem(element.node, i));
+    case 'queuedGroup':
+      return element.scan.queued.map((q) => new QueuedItem(q));
+    default:
+      return [];
+  }
+}
