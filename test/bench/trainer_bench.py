@@ -2,10 +2,12 @@
 recipe runs it: config, logging every 10 steps, metrics.jsonl, scheduler, clipping) against a
 plain PyTorch loop over the same model, batches and AdamW, in the same process, interleaved.
 
-    bash scripts/bench.sh trainer          # or: PYTHONPATH=trainer python test/bench/trainer_bench.py
+    bash scripts/bench.sh trainer          # = python3 test/bench/trainer_bench.py --json test-artifacts/bench/trainer.json
 Env: BENCH_TRAINER_REPS (5), BENCH_TRAINER_STEPS (60; the first 10 are warm-up and not timed).
 """
 
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -42,7 +44,8 @@ def _cfg(preset: str, out: str) -> TrainConfig:
 def ours(preset: str) -> float:
     with tempfile.TemporaryDirectory() as out:
         cfg = _cfg(preset, out)
-        train(cfg)
+        with contextlib.redirect_stdout(io.StringIO()):  # the per-step log lines; metrics.jsonl has the figures
+            train(cfg)
         rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
     # steady state: from the first logged step at or after WARMUP to the last
     timed = [r for r in rows if r["step"] > WARMUP]
@@ -83,8 +86,11 @@ def main() -> None:
         ma, mb = statistics.median(a), statistics.median(b)
         results[preset] = {"ours": a, "plain": b}
         print(f"| {preset} | {ma:,.0f} | {mb:,.0f} | {(mb / ma - 1) * 100:+.1f}% |", flush=True)
-    Path("test-artifacts/bench").mkdir(parents=True, exist_ok=True)
-    Path("test-artifacts/bench/trainer.json").write_text(json.dumps(results, indent=2))
+    out = Path(sys.argv[sys.argv.index("--json") + 1]) if "--json" in sys.argv else Path("test-artifacts/bench/trainer.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results["config"] = {"reps": REPS, "steps": STEPS, "warmup": WARMUP, "batch": BATCH, "block": BLOCK,
+                         "threads": torch.get_num_threads(), "torch": torch.__version__}
+    out.write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":
