@@ -106,3 +106,17 @@ def test_sharded_training_matches_one_device(tmp_path, mesh):
             assert "mesh data=1 fsdp=" in proc.stdout
     assert len(runs["one"]) == 4
     assert runs["mesh"] == pytest.approx(runs["one"], rel=2e-4)
+
+
+def test_tiny_mixtral_trains_on_an_expert_parallel_mesh(tmp_path):
+    env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
+    args = ["model=tiny-mixtral", "ici_mesh.fsdp=2", "ici_mesh.expert=2", "max_steps=20", "logging_steps=5",
+            "global_batch_size=8", "block_size=64", "optimizer.lr=1e-2", "checkpoint.enabled=false",
+            "num_threads=1", f"output_dir={tmp_path}"]
+    proc = subprocess.run([sys.executable, "-m", "tpu_trainer.train", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "mesh data=1 fsdp=2 tensor=1 expert=2 sharding mixtral-fsdp-ep" in proc.stdout
+    rows = read_metrics(tmp_path)
+    assert rows[0]["device"] == "xla:CPU" and rows[-1]["step"] == 20
+    assert rows[-1]["loss"] < rows[0]["loss"] - 1.0, [r["loss"] for r in rows]
