@@ -28,3 +28,13 @@ def test_spmd_save_4x1_load_2x2_reshards(tmp_path):
     assert loaded["exp_avg_q"] == saved["exp_avg_q"] != 0.0
     assert loaded["step"] == saved["step"] == 1 and loaded["lr"] == saved["lr"]
     assert loaded["next_batch"] == saved["next_batch"]  # the data position travels with it
+
+
+def test_spmd_async_save_snapshots_before_training_goes_on(tmp_path):
+    saved = _run("save-async", "4x1", tmp_path / "ckpt", tmp_path / "save.json")
+    loaded = _run("load", "2x2", tmp_path / "ckpt", tmp_path / "load.json")
+    assert ".complete" in saved["files"] and ".metadata" in saved["files"]
+    # the model trained on while the writer ran; the checkpoint holds the state of the save
+    assert saved["params_after"] != saved["params"]
+    assert loaded["params"] == saved["params"] and loaded["exp_avg_q"] == saved["exp_avg_q"]
+    assert loaded["next_batch"] == saved["next_batch"] and loaded["step"] == 1

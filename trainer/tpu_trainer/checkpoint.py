@@ -148,8 +148,17 @@ class Checkpointer:
         self._remove_incomplete()
         if self.spmd:
             save_planner, _ = _spmd_planners()
-            self._write(step, state, save_planner)
-            self._prune()
+            if blocking or not self.cfg.async_save:
+                self._write(step, state, save_planner)
+                self._prune()
+            else:
+                # Async on XLA SPMD, as torch_xla's CheckpointManager.save_async does it: copy every device's
+                # shards to host memory now (the step loop waits only for this transfer), then let the
+                # writer thread run DCP with the SPMD planner over the host copies while training goes on.
+                from torch_xla.experimental.distributed_checkpoint._helpers import _sharded_cpu_state_dict
+
+                snapshot = _sharded_cpu_state_dict(state)
+                self._pending = (step, self._pool.submit(self._write, step, snapshot, save_planner))
         else:
             if blocking or not self.cfg.async_save:
                 snapshot = _to_host(state, clone=False)

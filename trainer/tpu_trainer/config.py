@@ -201,7 +201,9 @@ class CheckpointConfig:
         None, "Where checkpoints go: a path or an fsspec URL (gs://...). Default: <output_dir>/checkpoints."
     )
     keep: int = opt(3, "Keep the newest K complete checkpoints; older ones are deleted.", minimum=1)
-    async_save: bool = opt(True, "Write in a background thread (plain torch); the step loop waits only for the copy.")
+    async_save: bool = opt(
+        True, "Write in a background thread (plain torch, and XLA SPMD after copying the shards to the host); the "
+        "step loop waits only for the copy.")
     enabled: bool = opt(True, "Save checkpoints at all (interval, end of run, preemption).")
 
 
