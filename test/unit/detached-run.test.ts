@@ -111,6 +111,26 @@ for (const make of [sshdFleet, emulatorFleet]) {
       await fleet?.stop();
     });
 
+    it('attaching to runs that already ended reads each exit code on the first try, with no reconnect', async () => {
+      // A tail of a finished run exits at once; its exit status once raced the listener and every miss
+      // looked like a lost connection (a reconnect, a notice, seconds of backoff).
+      const notices: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const runId = newRunId('done');
+        await startDetached(spec(runId, `echo "short $TPU_WORKER_ID"; exit ${i % 3}`), conns, { runsRoot: fleet.runsRoot });
+        for (const w of fleet.workers) {
+          const file = path.join(fleet.runDir(w.index, runId), 'exit_code');
+          for (let t = 0; !fs.existsSync(file) && t < 200; t++) await new Promise((r) => setTimeout(r, 25));
+        }
+        const lines: string[] = [];
+        const handle = attachRun(runId, fleet.workers, conns, { onLine: (_w, _s, l) => lines.push(l) }, { runsRoot: fleet.runsRoot, onNotice: (w, m) => notices.push(`w${w} ${m}`) });
+        const result = await handle.result;
+        assert.deepEqual(result.workers.map((w) => w.exitCode), fleet.workers.map(() => i % 3));
+        assert.equal(lines.length, fleet.workers.length);
+      }
+      assert.deepEqual(notices, []);
+    });
+
     it('start returns once the program runs on every worker; the log survives killed connections with no line lost or repeated', async () => {
       const runId = newRunId('tail');
       const N = 300;

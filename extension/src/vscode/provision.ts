@@ -80,8 +80,10 @@ async function offerAlternatives(ctx: Ctx, tree: VmTreeProvider, backend: Backen
   const where = others.length > 0 ? ` ${a.acceleratorType} is also offered in ${others.join(', ')}.` : '';
   const retries = others.slice(0, 2).map((z) => ({ title: `Retry in ${z}`, zone: z }));
   const queueIt = a.queued ? [] : ['Queue it'];
+  // Google's message ends with its own period; don't print "..".
+  const reason = describeError(error).replace(/[.\s]+$/, '');
   const choice = await vscode.window.showErrorMessage(
-    `No capacity or quota for ${a.acceleratorType} in ${a.zone}: ${describeError(error)}.${where}`,
+    `No capacity or quota for ${a.acceleratorType} in ${a.zone}: ${reason}.${where}`,
     ...retries.map((r) => r.title),
     ...queueIt,
     'Show log',

@@ -1,6 +1,6 @@
 import { TpwError, describeError } from '../errors';
 import type { ConnectionManager } from '../ssh/connection';
-import { targetLabel } from '../ssh/connection';
+import { channelEnd, targetLabel } from '../ssh/connection';
 import { LineSplitter, execCollect } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
 import { EXIT_MARKER, buildDetachedStartScript, buildTailScript } from './detached-script';
@@ -150,28 +150,21 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
         // Reached the worker again: the give-up clock and the backoff start over.
         lostSince = undefined;
         delay = 250;
-        out = await new Promise<{ code: number | null; lost: boolean; stderr: string }>((resolve) => {
-          let code: number | null = null;
-          let gotExit = false;
-          const onAbort = () => channel.close();
-          opts.signal?.addEventListener('abort', onAbort, { once: true });
-          channel.on('data', (b: Buffer) => {
-            // Count bytes before splitting: the offset is what the worker's file has, whatever the encoding.
-            offsets.set(w.index, (offsets.get(w.index) ?? 0) + b.length);
-            for (const line of splitter.push(b)) listener.onLine?.(w.index, 'stdout', line);
-          });
-          channel.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
-          channel.on('exit', (c: number | null) => {
-            gotExit = true;
-            code = typeof c === 'number' ? c : null;
-          });
-          channel.once('close', () => {
-            opts.signal?.removeEventListener('abort', onAbort);
-            // stderr may still have data queued behind 'close'; a tick lets it land.
-            setImmediate(() => resolve({ code, lost: !gotExit, stderr }));
-          });
-          channel.end();
+        const onAbort = () => channel.close();
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        channel.on('data', (b: Buffer) => {
+          // Count bytes before splitting: the offset is what the worker's file has, whatever the encoding.
+          offsets.set(w.index, (offsets.get(w.index) ?? 0) + b.length);
+          for (const line of splitter.push(b)) listener.onLine?.(w.index, 'stdout', line);
         });
+        channel.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+        channel.end();
+        // The exit status comes from the listener SshConnection.exec attached before yielding the channel: a
+        // tail of a finished run exits at once, and its 'exit' can fire before this code could listen (each
+        // such miss looked like a lost connection and cost a reconnect).
+        const end = await channelEnd(channel);
+        opts.signal?.removeEventListener('abort', onAbort);
+        out = { code: end.code, lost: end.lost, stderr };
       } catch (e) {
         out = { code: null, lost: true, stderr: describeError(e) };
       }
