@@ -14,10 +14,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker, sweep } from './processes';
+import { delay, ProcessTracker } from './processes';
+import { stepper, teardown } from './session';
 import { launchBrowser, Workbench } from './workbench';
 
 const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
@@ -63,7 +64,6 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
   let browser: Browser | undefined;
   let server: CodeServer | undefined;
   let wb: Workbench;
-  let failed = false;
 
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
   const endpoint = (): EndpointJson => JSON.parse(fs.readFileSync(path.join(home, 'emulator', 'endpoint.json'), 'utf8')) as EndpointJson;
@@ -109,45 +109,10 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     await wb.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
   });
 
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await procs?.stopAll();
-    if (home) {
-      try {
-        procs.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env, timeoutMs: 30_000 });
-      } catch {
-        // not running
-      }
-      const left = await sweep('TPW_HOME', home);
-      if (left > 0) console.log(`# swept ${left} leftover process(es)`);
-    }
-    if (failed && root) {
-      const logs = path.join(ARTIFACTS, 'logs-explorer-actions');
-      fs.rmSync(logs, { recursive: true, force: true });
-      fs.cpSync(path.join(root, 'logs'), logs, { recursive: true });
-      if (server) fs.cpSync(path.join(server.userDataDir, 'logs'), path.join(logs, 'user-data'), { recursive: true });
-      console.log(`# logs kept in ${logs}`);
-    }
-    if (root) fs.rmSync(root, { recursive: true, force: true });
-  });
+  after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-explorer-actions' }));
 
-  let blocked = false;
-  const step = (name: string, fn: () => Promise<void>, timeout = 4 * 60_000): void => {
-    test(name, { timeout }, async (t) => {
-      if (blocked) {
-        t.skip('an earlier step failed');
-        return;
-      }
-      try {
-        await fn();
-      } catch (e) {
-        failed = true;
-        blocked = true;
-        await shot(`failure-actions-${name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 50)}.png`).catch(() => undefined);
-        throw e;
-      }
-    });
-  };
+  const steps = stepper('actions', (file) => shot(file), 4 * 60_000);
+  const step = steps.step;
 
   const quick = () => wb.page.locator('.quick-input-widget');
   /** A VM row: its label, then its description, which starts with the accelerator type. */

@@ -11,10 +11,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker, sweep } from './processes';
+import { delay, ProcessTracker } from './processes';
+import { stepper, teardown } from './session';
 import { launchBrowser, Workbench } from './workbench';
 
 const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
@@ -33,7 +34,6 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
   let browser: Browser | undefined;
   let server: CodeServer | undefined;
   let wb: Workbench;
-  let failed = false;
 
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
 
@@ -69,45 +69,10 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
     wb = await Workbench.open(browser, server.url, workspace);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await procs?.stopAll();
-    if (home) {
-      try {
-        procs.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env, timeoutMs: 30_000 });
-      } catch {
-        // not running
-      }
-      const left = await sweep('TPW_HOME', home);
-      if (left > 0) console.log(`# swept ${left} leftover process(es)`);
-    }
-    if (failed && root) {
-      const logs = path.join(ARTIFACTS, 'logs-explorer');
-      fs.rmSync(logs, { recursive: true, force: true });
-      fs.cpSync(path.join(root, 'logs'), logs, { recursive: true });
-      if (server) fs.cpSync(path.join(server.userDataDir, 'logs'), path.join(logs, 'user-data'), { recursive: true });
-      console.log(`# logs kept in ${logs}`);
-    }
-    if (root) fs.rmSync(root, { recursive: true, force: true });
-  });
+  after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-explorer' }));
 
-  let blocked = false;
-  const step = (name: string, fn: () => Promise<void>, timeout = 3 * 60_000): void => {
-    test(name, { timeout }, async (t) => {
-      if (blocked) {
-        t.skip('an earlier step failed');
-        return;
-      }
-      try {
-        await fn();
-      } catch (e) {
-        failed = true;
-        blocked = true;
-        await shot(`failure-explorer-${name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 50)}.png`).catch(() => undefined);
-        throw e;
-      }
-    });
-  };
+  const steps = stepper('explorer', (file) => shot(file), 3 * 60_000);
+  const step = steps.step;
 
   const quick = () => wb.page.locator('.quick-input-widget');
   const rows = () => quick().locator('.quick-input-list .monaco-list-row');

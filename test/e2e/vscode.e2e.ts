@@ -12,14 +12,14 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, pidsWithEnv, ProcessTracker, sweep } from './processes';
+import { delay, pidsWithEnv, ProcessTracker } from './processes';
+import { stepper, teardown } from './session';
 import { launchBrowser, Workbench } from './workbench';
 
 const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const CLI = path.join(REPO, 'dist', 'cli.js');
 const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 const VM = 'e2e-vm';
 const VIEW = 'TPU VMs';
@@ -35,7 +35,6 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
   let browser: Browser | undefined;
   let server: CodeServer | undefined;
   let wb: Workbench;
-  let failed = false;
 
   const shot = async (name: string): Promise<void> => {
     await wb.screenshot(path.join(ARTIFACTS, name));
@@ -84,55 +83,10 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     wb = await Workbench.open(browser, server.url, workspace);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await procs?.stopAll();
-    if (home) {
-      // The emulator is a daemon outside our process groups: stop it politely, then sweep anything
-      // left with our TPW_HOME (the daemon, its workers' shells, a trainer that ignored SIGINT).
-      try {
-        procs.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env, timeoutMs: 30_000 });
-      } catch {
-        // not running, or already gone
-      }
-      const left = await sweep('TPW_HOME', home);
-      if (left > 0) console.log(`# swept ${left} leftover process(es)`);
-    }
-    if (failed && root) {
-      const logs = path.join(ARTIFACTS, 'logs');
-      fs.rmSync(logs, { recursive: true, force: true });
-      fs.cpSync(path.join(root, 'logs'), logs, { recursive: true });
-      if (server) fs.cpSync(path.join(server.userDataDir, 'logs'), path.join(logs, 'user-data'), { recursive: true });
-      const emulatorLogs = path.join(home, 'emulator');
-      if (fs.existsSync(emulatorLogs)) {
-        fs.cpSync(emulatorLogs, path.join(logs, 'emulator'), { recursive: true, filter: (s) => !/key/.test(path.basename(s)) });
-      }
-      console.log(`# logs kept in ${logs}`);
-    }
-    if (root) fs.rmSync(root, { recursive: true, force: true });
-  });
+  after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs' }));
 
-  /**
-   * Steps share one VS Code window, so a failed step normally skips the rest. A step that leaves
-   * the window usable (`blocking: false`, e.g. a run whose workers failed) lets the later ones go on.
-   */
-  let blocked = false;
-  const step = (name: string, fn: () => Promise<void>, opts: { timeout?: number; blocking?: boolean } = {}): void => {
-    test(name, { timeout: opts.timeout ?? 3 * 60_000 }, async (t) => {
-      if (blocked) {
-        t.skip('an earlier step failed');
-        return;
-      }
-      try {
-        await fn();
-      } catch (e) {
-        failed = true;
-        if (opts.blocking !== false) blocked = true;
-        await shot(`failure-${name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60)}.png`).catch(() => undefined);
-        throw e;
-      }
-    });
-  };
+  const steps = stepper('', (file) => shot(file));
+  const step = steps.step;
 
   step('the TPU view offers to start the emulator when it is not running', async () => {
     await wb.openViewContainer('TPU');
