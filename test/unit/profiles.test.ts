@@ -10,6 +10,10 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildSync } from 'esbuild';
+import protobuf from 'protobufjs/minimal.js';
+import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { exportChromeTraceFile, writeChromeTrace } from '../../extension/src/core/profiles/chrome-trace';
+import { analyzeProfileFileParallel } from '../../extension/src/core/profiles/parallel';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseQuantity, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
@@ -72,6 +76,24 @@ describe('profiles from a real torch_xla run', { skip: !existsSync(venvPython) &
     assert.ok(trace.traceEvents.some((e) => e.name === 'StepMarker'));
   });
 
+  it('streams the capture in chunks to the same result as decoding it whole', () => {
+    const whole = analyzeXSpace(decodeXSpace(readFileSync(xplane)));
+    // 64 KiB reads: the capture (~0.5 MB) spans many, and its planes and lines straddle their boundaries.
+    assert.deepEqual(analyzeProfileFile(xplane, { chunkSize: 64 << 10 }), whole);
+    // Two captures back to back are one XSpace with twice the planes; a 1 MiB window splits the second one.
+    const twice = path.join(out, 'twice.xplane.pb');
+    writeFileSync(twice, Buffer.concat([readFileSync(xplane), readFileSync(xplane)]));
+    const s = analyzeProfileFile(twice, { chunkSize: 1 << 20 });
+    assert.equal(s.eventCount, 2 * whole.eventCount);
+    assert.deepEqual(s.ops.map((o) => [o.name, o.count]).sort(), whole.ops.map((o) => [o.name, 2 * o.count]).sort());
+  });
+
+  it('splits a capture across two threads to the same result as one', async () => {
+    const twice = path.join(out, 'twice.xplane.pb');
+    writeFileSync(twice, Buffer.concat([readFileSync(xplane), readFileSync(xplane)]));
+    assert.deepEqual(await analyzeProfileFileParallel(twice, workerJs, { minParallelBytes: 0, threads: 2 }), analyzeProfileFile(twice));
+  });
+
   it('gives a clear error for truncated and corrupt files', async () => {
     const buf = readFileSync(xplane);
     const truncated = path.join(out, 'truncated.xplane.pb');
@@ -89,6 +111,124 @@ describe('profiles from a real torch_xla run', { skip: !existsSync(venvPython) &
     const steps = readFileSync(path.join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; compiles: number });
     const findings = healthFindings(report, steps);
     assert.match(findings[0].title, /No recompilation/);
+  });
+});
+
+/** A small XSpace written with protobufjs's Writer, laid out as XLA writes it (lines before the metadata). */
+function syntheticXSpace(): Uint8Array {
+  const w = protobuf.Writer.create();
+  const msg = (field: number, body: (w: protobuf.Writer) => void): void => { w.uint32((field << 3) | 2).fork(); body(w); w.ldelim(); };
+  const num = (field: number, v: number): void => { w.uint32(field << 3).uint64(v); };
+  const str = (field: number, v: string): void => { w.uint32((field << 3) | 2).string(v); };
+  // Event metadata: 1 StepMarker, 2 ExecuteComputation, 3 dot.1, 4 call.2, 5 fusion.3. Stat metadata: 1 hlo_op,
+  // 2 hlo_module, 3 flops, 4 _pt (not kept), 5 hlo_category, 10.. op names (ref values), 20 'loop fusion'.
+  type Stat = [meta: number, kind: 'ref' | 'str' | 'num', value: number | string];
+  const us = 1e6;
+  const module: Stat = [2, 'str', 'SyncTensorsGraph.7'];
+  const ops: [number, number, number, Stat[]][] = [];
+  for (let k = 0; k < 3; k++) {
+    const t = k * 100 * us;
+    ops.push([4, t + 20 * us, 10 * us, [[1, 'ref', 11], module, [4, 'num', 99]]]);
+    ops.push([3, t + 22 * us, 3 * us, [[1, 'ref', 10], module, [3, 'num', 1000]]]);
+    ops.push([5, t + 40 * us, 2 * us, [[1, 'ref', 12], module]]);
+  }
+  const line = (id: number, name: string, events: [number, number, number, Stat[]][]): void => msg(3, () => {
+    num(1, id); str(2, name); num(3, 1_000_000_000);
+    for (const [meta, off, dur, stats] of events) {
+      msg(4, () => {
+        num(1, meta); num(2, off); num(3, dur);
+        for (const [m, kind, v] of stats) msg(4, () => { num(1, m); if (kind === 'ref') num(7, Number(v)); else if (kind === 'str') str(5, String(v)); else num(3, Number(v)); });
+      });
+    }
+  });
+  msg(1, () => {
+    num(1, 1);
+    str(2, '/host:CPU');
+    line(1, 'python3', [0, 1, 2].map((k) => [1, k * 100 * us, 90 * us, []]));
+    // Out of start order, so the line has to be sorted.
+    line(2, 'tf_XLAEigen', [...ops].reverse());
+    line(3, 'tf_pjrt', [0, 1, 2].map((k) => [2, k * 100 * us + 10 * us, 5 * us, []]));
+    const names = ['StepMarker', 'ExecuteComputation', 'dot.1', 'call.2', 'fusion.3'];
+    names.forEach((n, k) => msg(4, () => {
+      num(1, k + 1);
+      msg(2, () => { num(1, k + 1); str(2, n); if (n === 'fusion.3') msg(5, () => { num(1, 5); num(7, 20); }); });
+    }));
+    const statNames: [number, string][] = [[1, 'hlo_op'], [2, 'hlo_module'], [3, 'flops'], [4, '_pt'], [5, 'hlo_category'], [10, 'dot.1'], [11, 'call.2'], [12, 'fusion.3'], [20, 'loop fusion']];
+    for (const [id, n] of statNames) msg(5, () => { num(1, id); msg(2, () => { num(1, id); str(2, n); }); });
+  });
+  str(4, 'vm');
+  return w.finish();
+}
+
+describe('streaming decoder', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tpw-stream-'));
+  const buf = syntheticXSpace();
+  const file = path.join(dir, 'synthetic.xplane.pb');
+  writeFileSync(file, buf);
+  const workerJs = path.join(dir, 'profile-worker.js');
+  buildSync({ entryPoints: [path.join(repo, 'extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
+
+  it('gives the same summary as decoding the whole file, for any read size', () => {
+    const whole = analyzeXSpace(decodeXSpace(buf));
+    assert.equal(whole.steps.length, 3);
+    assert.deepEqual(whole.hosts, ['vm']);
+    const call = whole.ops.find((o) => o.name === 'call.2');
+    const dot = whole.ops.find((o) => o.name === 'dot.1');
+    const fusion = whole.ops.find((o) => o.name === 'fusion.3');
+    assert.ok(call && dot && fusion);
+    assert.deepEqual([call.count, call.totalUs, call.selfUs], [3, 30, 21], 'self time leaves out the nested dot');
+    assert.deepEqual([dot.flops, dot.module, fusion.category], [3000, 'SyncTensorsGraph.7', 'loop fusion']);
+    // Reads smaller than a tag, than a line, than the plane, and bigger than the file: lines and the plane straddle reads.
+    for (const chunkSize of [16, 37, 100, 256, buf.length - 1, 1 << 20]) {
+      assert.deepEqual(analyzeProfileFile(file, { chunkSize }), whole, `chunk ${chunkSize}`);
+    }
+  });
+
+  it('names the file and the byte offset when the file is truncated or corrupt', () => {
+    for (const cut of [1, 7, Math.floor(buf.length / 2), buf.length - 3]) {
+      const f = path.join(dir, `cut-${cut}.xplane.pb`);
+      writeFileSync(f, buf.subarray(0, cut));
+      assert.throws(() => analyzeProfileFile(f, { chunkSize: 64 }), (e: Error) => {
+        assert.ok(e instanceof ProfileFormatError, String(e));
+        assert.match(e.message, new RegExp(`^${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*truncated or corrupt.* byte \\d+`));
+        return true;
+      });
+    }
+    const bad = path.join(dir, 'bad.xplane.pb');
+    writeFileSync(bad, Buffer.from('this is not a protobuf at all'));
+    assert.throws(() => analyzeProfileFile(bad), ProfileFormatError);
+    const empty = path.join(dir, 'empty.xplane.pb');
+    writeFileSync(empty, '');
+    assert.throws(() => analyzeProfileFile(empty), /empty/);
+  });
+
+  it('gives the same summary on two threads, and the same errors', async () => {
+    // Three copies: three planes, split 1 + 2 (by bytes) between this thread and the helper.
+    const three = path.join(dir, 'three.xplane.pb');
+    writeFileSync(three, Buffer.concat([buf, buf, buf]));
+    const one = analyzeProfileFile(three);
+    assert.equal(one.planes.length, 3);
+    assert.deepEqual(await analyzeProfileFileParallel(three, workerJs, { minParallelBytes: 0, threads: 2, chunkSize: 64 }), one);
+    const cut = path.join(dir, 'three-cut.xplane.pb');
+    writeFileSync(cut, Buffer.concat([buf, buf, buf]).subarray(0, 2 * buf.length + 40));
+    await assert.rejects(analyzeProfileFileParallel(cut, workerJs, { minParallelBytes: 0, threads: 2 }), (e: Error) => e instanceof ProfileFormatError && e.message.startsWith(`${cut}: `) && /truncated or corrupt.*byte \d+/.test(e.message));
+    // A bad wire type inside the last plane's first line: the helper thread meets it, and reports it as one thread would.
+    const bad = Buffer.concat([buf, buf, buf]);
+    const at = bad.lastIndexOf(Buffer.from('python3')) + 7;
+    assert.equal(bad[at], 0x18, 'the timestamp_ns tag follows the line name');
+    bad[at] = 0x0f; // field 1 (id, skipped) with wire type 7, which does not exist
+    const badFile = path.join(dir, 'three-bad.xplane.pb');
+    writeFileSync(badFile, bad);
+    assert.throws(() => analyzeProfileFile(badFile), (e: Error) => e instanceof ProfileFormatError && e.message.startsWith(`${badFile}: not a valid XSpace profile`) && /at byte \d+/.test(e.message));
+    const expected = (() => { try { analyzeProfileFile(badFile); } catch (e) { return (e as Error).message; } return ''; })();
+    await assert.rejects(analyzeProfileFileParallel(badFile, workerJs, { minParallelBytes: 0, threads: 2 }), (e: Error) => e instanceof ProfileFormatError && e.message === expected);
+  });
+
+  it('exports the same Chrome trace streamed as from the decoded file', async () => {
+    const n = exportChromeTraceFile(file, path.join(dir, 'a.json'), { chunkSize: 32 });
+    assert.equal(await writeChromeTrace(decodeXSpace(buf), path.join(dir, 'b.json')), n);
+    assert.equal(n, 15);
+    assert.equal(readFileSync(path.join(dir, 'a.json'), 'utf8'), readFileSync(path.join(dir, 'b.json'), 'utf8'));
   });
 });
 

@@ -1,44 +1,22 @@
 /**
- * From a decoded XSpace to what the run view shows: step-time breakdown, op profile, and a compact
- * timeline. Plain data out (no Maps), so results can cross worker_threads and postMessage as they are.
+ * From an XSpace to what the run view shows: step-time breakdown, op profile, and a compact timeline.
+ * Plain data out (no Maps), so results can cross worker_threads and postMessage as they are.
+ *
+ * The analysis is one pass over the lines (an XSpaceVisitor): each line is sorted once (captures are almost
+ * always already in order, then nothing is sorted), and the same walk computes nesting depth, self time of
+ * HLO ops, device-busy intervals, step intervals and the timeline columns. Nothing per event is kept but the
+ * timeline's four columns, so it runs on the streaming decoder without holding the capture.
  */
 import type { OpRow, ProfileSummary, StepBreakdown, TimelineLine } from '../../../../webview/src/protocol';
-import { eventStat, type LineData, type PlaneData, type XSpaceData } from './xplane';
-
+import { Kind, kindOf, mergeIntervals, StepIntervals, stepBreakdown } from './steps';
+import { streamXSpaceFile, type StreamOptions } from './stream';
+import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
+import type { XSpaceData } from './xplane';
 
 export type { OpRow, ProfileSummary, StepBreakdown, TimelineLine };
 
-const COMPILE = /Compile/i;
-const EXECUTE = /ExecuteComputation|ExecuteReplicated/;
-const TRANSFER = /TransferToDevice|TransferFromDevice|TransferToServer|TransferFromServer/;
-
-/** Absolute start (ns) of event i. timestampNs is a double: ~256 ns precision at 2026 epochs, fine for display. */
-function startNs(line: LineData, i: number): number {
-  return line.timestampNs + line.offsetPs[i] / 1000;
-}
-
-/** Per-event "parent" depth for events sorted by start, with a stack of open end times. */
-function depths(line: LineData, order: Uint32Array): Uint8Array {
-  const d = new Uint8Array(line.count);
-  const ends: number[] = [];
-  for (const i of order) {
-    const s = line.offsetPs[i];
-    while (ends.length && ends[ends.length - 1] <= s) ends.pop();
-    d[i] = Math.min(ends.length, 255);
-    ends.push(s + line.durationPs[i]);
-  }
-  return d;
-}
-
-function sortedOrder(line: LineData): Uint32Array {
-  const order = new Uint32Array(line.count);
-  for (let i = 0; i < line.count; i++) order[i] = i;
-  let sorted = true;
-  for (let i = 1; i < line.count && sorted; i++) sorted = line.offsetPs[i - 1] <= line.offsetPs[i];
-  // Longer first on equal starts, so a parent precedes the child it begins with.
-  if (!sorted) order.sort((a, b) => line.offsetPs[a] - line.offsetPs[b] || line.durationPs[b] - line.durationPs[a]);
-  return order;
-}
+/** Events shorter than this are left out of the timeline when a capture is huge; the op profile still counts them. */
+const TIMELINE_MAX_EVENTS = 4_000_000;
 
 /** XLA on CPU does not record hlo_category; derive a coarse one from the op name as xprof's categories read. */
 function categoryFromName(op: string): string {
@@ -52,199 +30,349 @@ function categoryFromName(op: string): string {
   return 'elementwise';
 }
 
-function num(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+function finite(x: number | undefined): number {
+  return x !== undefined && Number.isFinite(x) ? x : 0;
 }
 
-function opProfile(plane: PlaneData, out: Map<string, OpRow>): void {
-  for (const line of plane.lines) {
-    const order = sortedOrder(line);
-    // Self time = own duration minus the durations of direct children (events nested inside it on this line).
-    const stack: { i: number; end: number; childPs: number }[] = [];
-    const flush = (upTo: number): void => {
-      while (stack.length && stack[stack.length - 1].end <= upTo) {
-        const top = stack.pop()!;
-        addOp(plane, line, top.i, top.childPs, out);
-        if (stack.length) stack[stack.length - 1].childPs += line.durationPs[top.i];
-      }
-    };
-    for (const i of order) {
-      if (eventStat(plane, line, i, 'hlo_op') === undefined) continue;
-      flush(line.offsetPs[i]);
-      stack.push({ i, end: line.offsetPs[i] + line.durationPs[i], childPs: 0 });
-    }
-    flush(Infinity);
-  }
-}
-
-function addOp(plane: PlaneData, line: LineData, i: number, childPs: number, out: Map<string, OpRow>): void {
-  const meta = plane.eventMeta.get(line.metaId[i]);
-  const name = String(eventStat(plane, line, i, 'hlo_op') ?? meta?.name ?? '?');
-  const module = String(eventStat(plane, line, i, 'hlo_module') ?? '');
-  const key = `${module}\u0000${name}`;
-  let row = out.get(key);
-  if (!row) {
-    const cat = meta?.stats.get('hlo_category') ?? eventStat(plane, line, i, 'hlo_category');
-    row = { name, module, category: typeof cat === 'string' ? cat : categoryFromName(name), count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0 };
-    out.set(key, row);
-  }
-  const dur = line.durationPs[i];
-  row.count++;
-  row.totalUs += dur / 1e6;
-  row.selfUs += Math.max(0, dur - childPs) / 1e6;
-  row.flops += num(meta?.stats.get('flops') ?? eventStat(plane, line, i, 'flops'));
-  row.bytes += num(meta?.stats.get('bytes_accessed') ?? eventStat(plane, line, i, 'bytes_accessed'));
+/** `a`, or a copy at least twice as long when `need` exceeds it (stacks and interval lists kept across lines). */
+function grown<T extends Float64Array | Int32Array>(a: T, need: number): T {
+  if (need <= a.length) return a;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(need, a.length * 2));
+  b.set(a);
+  return b;
 }
 
 /**
- * Steps are the windows between consecutive XLA program dispatches (ExecuteComputation / ExecuteReplicated):
- * torch_xla's mark_step dispatches one program per training step. StepMarker events are not used as
- * boundaries because execution is asynchronous: a step's program often starts after its marker ended,
- * inside the next marker (the trainer's final sync before stop_trace is such a marker, with nothing to run).
+ * What an Analyzer saw of some of the planes (all of them, or one thread's share), in plain data: op sums in
+ * raw units (5 per row: count, total ps, self ps, flops, bytes), timeline starts in absolute µs.
  */
-function stepBreakdown(space: XSpaceData): StepBreakdown[] {
-  const host = space.planes.find((p) => p.name.startsWith('/host:CPU'));
-  if (!host) return [];
-  type Iv = { s: number; e: number; kind: 'marker' | 'compile' | 'execute' | 'transfer' | 'host' };
-  const ivs: Iv[] = [];
-  for (const line of host.lines) {
-    const order = sortedOrder(line);
-    const depth = depths(line, order);
-    for (let i = 0; i < line.count; i++) {
-      const name = host.eventMeta.get(line.metaId[i])?.name ?? '';
-      const s = startNs(line, i) / 1000;
-      const e = s + line.durationPs[i] / 1e6;
-      if (name === 'StepMarker') ivs.push({ s, e, kind: 'marker' });
-      else if (COMPILE.test(name) && depth[i] <= 8) ivs.push({ s, e, kind: 'compile' });
-      else if (EXECUTE.test(name) && depth[i] === 0) ivs.push({ s, e, kind: 'execute' });
-      else if (TRANSFER.test(name)) ivs.push({ s, e, kind: 'transfer' });
-      else if (/^(SyncTensorsGraphInternal|RunPostOrder|ExtractIRAndPrepareXlaData_|CollectSyncTensors)$/.test(name)) ivs.push({ s, e, kind: 'host' });
-    }
-  }
-  const device = deviceBusy(space);
-  // An execution dispatched before the capture's first StepMarker belongs to a step that began before the
-  // capture (dispatch is asynchronous, so the previous step's program can start just after tracing did): partial, left out.
-  const firstMarker = Math.min(...ivs.filter((v) => v.kind === 'marker').map((v) => v.s));
-  const starts = ivs.filter((v) => v.kind === 'execute' && !(v.s < firstMarker)).map((v) => v.s).sort((a, b) => a - b);
-  const lastEnd = Math.max(device.at(-1) ?? 0, ...ivs.filter((v) => v.kind === 'execute').map((v) => v.e));
-  const steps: StepBreakdown[] = [];
-  for (let k = 0; k < starts.length; k++) {
-    const win = { s: starts[k], e: k + 1 < starts.length ? starts[k + 1] : lastEnd };
-    const sum = (kind: Iv['kind']): number => ivs.filter((v) => v.kind === kind && v.s >= win.s && v.s < win.e).reduce((a, v) => a + (Math.min(v.e, win.e) - v.s), 0);
-    // Executing is asynchronous on the host (ExecuteComputation only dispatches): the time the device spent is
-    // the union of HLO op intervals in the window, on every device or XLA thread.
-    const executeUs = Math.max(overlap(device, win.s, win.e), sum('execute'));
-    const compileUs = sum('compile');
-    const transferUs = sum('transfer');
-    const totalUs = win.e - win.s;
-    // Compile runs inside SyncTensorsGraphInternal: count it once, as compile.
-    const hostUs = Math.max(0, sum('host') - compileUs);
-    steps.push({ index: k + 1, startUs: win.s, totalUs, compileUs, executeUs, transferUs, hostUs, otherUs: Math.max(0, totalUs - compileUs - executeUs - transferUs - hostUs) });
-  }
-  return steps;
+export interface PartialSummary {
+  eventCount: number;
+  t0: number;
+  t1: number;
+  planes: ProfileSummary['planes'];
+  rows: { name: string; module: string; category: string }[];
+  rowAcc: Float64Array;
+  names: string[];
+  /** undefined once the events passed TIMELINE_MAX_EVENTS. */
+  timeline: TimelineLine[] | undefined;
+  /** Index of the first /host:CPU plane seen, or -1; its step intervals are stepS/stepE (by Kind). */
+  hostIndex: number;
+  stepS: number[][];
+  stepE: number[][];
+  /** Union of the intervals in which an HLO op ran, flat [s0, e0, s1, e1, ...], sorted. */
+  busy: Float64Array;
 }
 
-/** Merged [start, end] µs intervals in which any HLO op ran, anywhere in the capture. */
-function deviceBusy(space: XSpaceData): number[] {
-  const iv: [number, number][] = [];
-  for (const plane of space.planes) {
-    const hloOp = [...plane.statMeta.values()].find((m) => m.name === 'hlo_op')?.id;
-    if (hloOp === undefined) continue;
-    for (const line of plane.lines) {
-      for (let i = 0; i < line.count; i++) {
-        for (let k = line.statStart[i]; k < line.statStart[i + 1]; k++) {
-          if (line.statMeta[k] !== hloOp) continue;
-          const s = startNs(line, i) / 1000;
-          iv.push([s, s + line.durationPs[i] / 1e6]);
-          break;
-        }
-      }
-    }
-  }
-  iv.sort((a, b) => a[0] - b[0]);
-  const merged: number[] = [];
-  for (const [s, e] of iv) {
-    const n = merged.length;
-    if (n && s <= merged[n - 1]) merged[n - 1] = Math.max(merged[n - 1], e);
-    else merged.push(s, e);
-  }
-  return merged;
+/** Union of several flat sorted interval unions. */
+function unionOf(lists: Float64Array[]): number[] {
+  const n = lists.reduce((a, l) => a + l.length / 2, 0);
+  const s = new Float64Array(n);
+  const e = new Float64Array(n);
+  let k = 0;
+  for (const l of lists) for (let j = 0; j < l.length; j += 2, k++) { s[k] = l[j]; e[k] = l[j + 1]; }
+  return mergeIntervals(s, e);
 }
 
-/** Length of [s, e) covered by the merged intervals (flat [s0, e0, s1, e1, ...]). */
-function overlap(merged: number[], s: number, e: number): number {
-  let total = 0;
-  for (let k = 0; k < merged.length; k += 2) {
-    const a = Math.max(s, merged[k]);
-    const b = Math.min(e, merged[k + 1]);
-    if (b > a) total += b - a;
-  }
-  return total;
-}
-
-/** Events shorter than this are left out of the timeline when a capture is huge; the op profile still counts them. */
-const TIMELINE_MAX_EVENTS = 4_000_000;
-
-function timeline(space: XSpaceData, t0Us: number): ProfileSummary['timeline'] {
-  const names: string[] = [];
-  const index = new Map<string, number>();
-  const lines: TimelineLine[] = [];
-  for (const plane of space.planes) {
-    for (const line of plane.lines) {
-      if (line.count === 0) continue;
-      const order = sortedOrder(line);
-      const depth = depths(line, order);
-      const tl: TimelineLine = {
-        plane: plane.name, name: line.displayName || line.name,
-        start: new Float64Array(line.count), dur: new Float64Array(line.count), name_: new Int32Array(line.count), depth: new Uint8Array(line.count),
-      };
-      let k = 0;
-      for (const i of order) {
-        const n = plane.eventMeta.get(line.metaId[i])?.name ?? '?';
-        let id = index.get(n);
-        if (id === undefined) { id = names.length; names.push(n); index.set(n, id); }
-        tl.start[k] = startNs(line, i) / 1000 - t0Us;
-        tl.dur[k] = line.durationPs[i] / 1e6;
-        tl.name_[k] = id;
-        tl.depth[k] = depth[i];
-        k++;
-      }
-      lines.push(tl);
-    }
-  }
-  return { names, lines };
-}
-
-export function analyzeXSpace(space: XSpaceData): ProfileSummary {
+/** The summary of partials that cover consecutive planes, in plane order. */
+export function mergePartials(parts: PartialSummary[], info: SpaceInfo): ProfileSummary {
   let eventCount = 0;
   let t0 = Infinity;
   let t1 = -Infinity;
-  for (const p of space.planes) {
-    for (const l of p.lines) {
-      eventCount += l.count;
-      for (let i = 0; i < l.count; i++) {
-        const s = startNs(l, i) / 1000;
-        if (s < t0) t0 = s;
-        const e = s + l.durationPs[i] / 1e6;
-        if (e > t1) t1 = e;
-      }
-    }
+  const planes: ProfileSummary['planes'] = [];
+  let host: PartialSummary | undefined;
+  for (const p of parts) {
+    eventCount += p.eventCount;
+    t0 = Math.min(t0, p.t0);
+    t1 = Math.max(t1, p.t1);
+    planes.push(...p.planes);
+    if (p.hostIndex >= 0 && (!host || p.hostIndex < host.hostIndex)) host = p;
   }
   if (!Number.isFinite(t0)) { t0 = 0; t1 = 0; }
-  const ops = new Map<string, OpRow>();
-  for (const p of space.planes) opProfile(p, ops);
-  const warnings = [...space.errors, ...space.warnings];
-  const steps = stepBreakdown(space).map((s) => ({ ...s, startUs: s.startUs - t0 }));
-  const tl = eventCount <= TIMELINE_MAX_EVENTS ? timeline(space, t0) : { names: [], lines: [] };
-  if (eventCount > TIMELINE_MAX_EVENTS) warnings.push(`The capture has ${eventCount} events; the timeline shows none above ${TIMELINE_MAX_EVENTS}. Export the Chrome trace to see them in Perfetto.`);
+  // Op rows: the first part to see a (module, name) gives its category, as one analyzer would.
+  const ops: OpRow[] = [];
+  const index = new Map<string, Map<string, OpRow>>();
+  for (const p of parts) {
+    p.rows.forEach((r, k) => {
+      let byName = index.get(r.module);
+      if (!byName) index.set(r.module, (byName = new Map()));
+      let row = byName.get(r.name);
+      if (!row) {
+        row = { ...r, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0 };
+        byName.set(r.name, row);
+        ops.push(row);
+      }
+      const a = p.rowAcc;
+      row.count += a[5 * k];
+      row.totalUs += a[5 * k + 1] / 1e6;
+      row.selfUs += a[5 * k + 2] / 1e6;
+      row.flops += a[5 * k + 3];
+      row.bytes += a[5 * k + 4];
+    });
+  }
+  const busy = parts.length === 1 ? Array.from(parts[0].busy) : unionOf(parts.map((p) => p.busy));
+  const steps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy).map((s) => ({ ...s, startUs: s.startUs - t0 })) : [];
+  const warnings = [...info.errors, ...info.warnings];
+  const timeline: ProfileSummary['timeline'] = { names: [], lines: [] };
+  if (eventCount <= TIMELINE_MAX_EVENTS && parts.every((p) => p.timeline)) {
+    const ids = new Map<string, number>();
+    for (const p of parts) {
+      // Name ids are per part: renumber into one table (the first part's are already in order).
+      const remap = p.names.map((n) => {
+        let id = ids.get(n);
+        if (id === undefined) { id = timeline.names.length; timeline.names.push(n); ids.set(n, id); }
+        return id;
+      });
+      const identity = remap.every((id, k) => id === k);
+      for (const line of p.timeline ?? []) {
+        for (let k = 0; k < line.start.length; k++) line.start[k] -= t0;
+        if (!identity) for (let k = 0; k < line.name_.length; k++) line.name_[k] = remap[line.name_[k]];
+        timeline.lines.push(line);
+      }
+    }
+  } else {
+    warnings.push(`The capture has ${eventCount} events; the timeline shows none above ${TIMELINE_MAX_EVENTS}. Export the Chrome trace to see them in Perfetto.`);
+  }
   return {
-    hosts: space.hostnames,
-    planes: space.planes.map((p) => ({ name: p.name, lines: p.lines.length, events: p.lines.reduce((a, l) => a + l.count, 0) })),
-    eventCount,
-    spanUs: t1 - t0,
-    steps,
-    ops: [...ops.values()].sort((a, b) => b.selfUs - a.selfUs),
-    timeline: tl,
-    warnings,
+    hosts: info.hostnames, planes, eventCount, spanUs: t1 - t0, steps,
+    ops: ops.sort((a, b) => b.selfUs - a.selfUs),
+    timeline, warnings,
   };
+}
+
+export class Analyzer implements XSpaceVisitor {
+  private eventCount = 0;
+  private t0 = Infinity;
+  private t1 = -Infinity;
+  /** Op rows by module, then name (nested, not a concatenated key: each plane brings fresh strings, and a
+   * concatenation would have to be flattened and hashed for every one); sums live in rowAcc until mergePartials(). */
+  private readonly ops = new Map<string, Map<string, number>>();
+  private readonly rowList: { name: string; module: string; category: string }[] = [];
+  private rowAcc = new Float64Array(5 * 256);
+  private readonly planes: ProfileSummary['planes'] = [];
+  private names: string[] = [];
+  private readonly nameIndex = new Map<string, number>();
+  private timeline: TimelineLine[] | undefined = [];
+  /** Steps come from the first /host:CPU plane. */
+  private hostIndex = -1;
+  private readonly stepIv = new StepIntervals();
+  private busyS = new Float64Array(1024);
+  private busyE = new Float64Array(1024);
+  private nBusy = 0;
+  // Per-plane caches: metadata ids resolve once per plane, not once per event. Arrays, not Maps: XLA's
+  // metadata ids are small and dense (a sparse or negative id still works, as a slower dictionary entry).
+  private nameOf: number[] = [];
+  private kindOf: Kind[] = [];
+  private metaOf: (EventInfo | null)[] = [];
+  /** (hlo_op, hlo_module) string indexes → row; key op * 2^26 + module + 1. */
+  private rows = new Map<number, number>();
+  /** The last row of each hlo_op string index, and its module: an op name nearly always has one module per plane. */
+  private rowOfOp: number[] = [];
+  private modOfOp: number[] = [];
+  // Scratch reused across lines.
+  private order = new Uint32Array(1024);
+  private depthEnd = new Float64Array(64);
+  private opI = new Int32Array(64);
+  private opEnd = new Float64Array(64);
+  private opChild = new Float64Array(64);
+
+  plane(p: PlaneView): void {
+    this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
+    if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
+    this.nameOf = [];
+    this.kindOf = [];
+    this.metaOf = [];
+    this.rows = new Map();
+    this.rowOfOp = [];
+    this.modOfOp = [];
+  }
+
+  line(p: PlaneView, l: LineView): void {
+    const n = l.count;
+    if (n === 0) return;
+    this.planes[this.planes.length - 1].events += n;
+    this.eventCount += n;
+    if (this.timeline && this.eventCount > TIMELINE_MAX_EVENTS) {
+      this.timeline = undefined;
+      this.names = [];
+    }
+    const order = this.sortedOrder(l);
+    // Hoisted into locals: the loop runs once per event of the capture, and calls out (addOp) would
+    // otherwise make the compiler reload every field.
+    const tl: TimelineLine | undefined = this.timeline && {
+      plane: p.name, name: l.displayName || l.name,
+      start: new Float64Array(n), dur: new Float64Array(n), name_: new Int32Array(n), depth: new Uint8Array(n),
+    };
+    if (tl) this.timeline?.push(tl);
+    const tStart = tl?.start, tDur = tl?.dur, tName = tl?.name_, tDepth = tl?.depth;
+    const isHost = p.index === this.hostIndex;
+    const { offsetPs, durationPs, op, metaId, timestampNs } = l;
+    const nameOf = this.nameOf;
+    let depthEnd = this.depthEnd;
+    let opI = this.opI, opEnd = this.opEnd, opChild = this.opChild;
+    let dTop = 0, oTop = 0;
+    let busyS = NaN, busyE = NaN;
+    let t0 = this.t0, t1 = this.t1;
+    for (let k = 0; k < n; k++) {
+      const i = order ? order[k] : k;
+      const off = offsetPs[i];
+      const dur = durationPs[i];
+      while (dTop && depthEnd[dTop - 1] <= off) dTop--;
+      const depth = dTop < 255 ? dTop : 255;
+      if (dTop === depthEnd.length) depthEnd = this.depthEnd = grown(depthEnd, dTop + 1);
+      depthEnd[dTop++] = off + dur;
+      const sUs = (timestampNs + off / 1000) / 1000;
+      const eUs = sUs + dur / 1e6;
+      if (sUs < t0) t0 = sUs;
+      if (eUs > t1) t1 = eUs;
+      if (tStart && tDur && tName && tDepth) {
+        tStart[k] = sUs;
+        tDur[k] = dur / 1e6;
+        const nid = nameOf[metaId[i]];
+        tName[k] = nid !== undefined ? nid : this.nameId(p, metaId[i]);
+        tDepth[k] = depth;
+      }
+      if (isHost) {
+        const kind = this.kindOfMeta(p, metaId[i]);
+        if (kind !== Kind.None && (kind !== Kind.Compile || depth <= 8) && (kind !== Kind.Execute || depth === 0)) this.stepIv.add(kind, sUs, eUs);
+      }
+      if (op[i] < 0) continue;
+      // Self time = own duration minus the durations of direct HLO-op children nested inside it on this line.
+      while (oTop && opEnd[oTop - 1] <= off) {
+        oTop--;
+        this.addOp(p, l, opI[oTop], opChild[oTop]);
+        if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
+      }
+      if (oTop === opI.length) {
+        opI = this.opI = grown(opI, oTop + 1);
+        opEnd = this.opEnd = grown(opEnd, oTop + 1);
+        opChild = this.opChild = grown(opChild, oTop + 1);
+      }
+      opI[oTop] = i;
+      opEnd[oTop] = off + dur;
+      opChild[oTop++] = 0;
+      // Device-busy intervals, merged along the line (events come sorted by start).
+      if (sUs <= busyE) { if (eUs > busyE) busyE = eUs; }
+      else {
+        if (busyE === busyE) this.busy(busyS, busyE);
+        busyS = sUs;
+        busyE = eUs;
+      }
+    }
+    while (oTop) {
+      oTop--;
+      this.addOp(p, l, opI[oTop], opChild[oTop]);
+      if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
+    }
+    if (busyE === busyE) this.busy(busyS, busyE);
+    this.t0 = t0;
+    this.t1 = t1;
+  }
+
+  private busy(s: number, e: number): void {
+    if (this.nBusy === this.busyS.length) {
+      this.busyS = grown(this.busyS, this.nBusy + 1);
+      this.busyE = grown(this.busyE, this.nBusy + 1);
+    }
+    this.busyS[this.nBusy] = s;
+    this.busyE[this.nBusy++] = e;
+  }
+
+  /** What this analyzer saw, as plain data (it crosses worker_threads; mergePartials makes the summary). */
+  partial(): PartialSummary {
+    return {
+      eventCount: this.eventCount, t0: this.t0, t1: this.t1, planes: this.planes,
+      rows: this.rowList.map(({ name, module, category }) => ({ name, module, category })),
+      rowAcc: this.rowAcc.slice(0, 5 * this.rowList.length),
+      names: this.names, timeline: this.timeline, hostIndex: this.hostIndex,
+      stepS: this.stepIv.s, stepE: this.stepIv.e,
+      // Merged here, on the thread that collected them: the union is usually far shorter than the list.
+      busy: Float64Array.from(mergeIntervals(this.busyS.subarray(0, this.nBusy), this.busyE.subarray(0, this.nBusy))),
+    };
+  }
+
+  /** Events in start order, longer first on equal starts (a parent precedes the child it begins with); undefined when already so. */
+  private sortedOrder(l: LineView): Uint32Array | undefined {
+    const { offsetPs: o, durationPs: d, count: n } = l;
+    let sorted = true;
+    for (let i = 1; i < n && sorted; i++) sorted = o[i - 1] < o[i] || (o[i - 1] === o[i] && d[i - 1] >= d[i]);
+    if (sorted) return undefined;
+    if (this.order.length < n) this.order = new Uint32Array(Math.max(n, this.order.length * 2));
+    const order = this.order.subarray(0, n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    return order.sort((a, b) => o[a] - o[b] || d[b] - d[a]);
+  }
+
+  private nameId(p: PlaneView, metaId: number): number {
+    const known = this.nameOf[metaId];
+    if (known !== undefined) return known;
+    const name = this.meta(p, metaId)?.name ?? '?';
+    let id = this.nameIndex.get(name);
+    if (id === undefined || this.names[id] !== name) {
+      id = this.names.length;
+      this.names.push(name);
+      this.nameIndex.set(name, id);
+    }
+    this.nameOf[metaId] = id;
+    return id;
+  }
+
+  private kindOfMeta(p: PlaneView, metaId: number): Kind {
+    let k = this.kindOf[metaId];
+    if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta(p, metaId)?.name ?? '');
+    return k;
+  }
+
+  private meta(p: PlaneView, metaId: number): EventInfo | null {
+    let m = this.metaOf[metaId];
+    if (m === undefined) m = this.metaOf[metaId] = p.meta.get(metaId) ?? null;
+    return m;
+  }
+
+  private addOp(p: PlaneView, l: LineView, i: number, childPs: number): void {
+    const opK = l.op[i];
+    const modK = l.module[i];
+    const meta = this.meta(p, l.metaId[i]);
+    let row = this.modOfOp[opK] === modK ? this.rowOfOp[opK] : undefined;
+    if (row === undefined) row = this.rows.get(opK * 2 ** 26 + modK + 1);
+    if (row === undefined) {
+      const name = p.strings[opK];
+      const module = modK >= 0 ? p.strings[modK] : '';
+      let byName = this.ops.get(module);
+      if (!byName) this.ops.set(module, (byName = new Map()));
+      row = byName.get(name);
+      if (row === undefined) {
+        const category = meta?.category ?? (l.category[i] >= 0 ? p.strings[l.category[i]] : categoryFromName(name));
+        row = this.rowList.length;
+        this.rowList.push({ name, module, category });
+        this.rowAcc = grown(this.rowAcc, 5 * (row + 1));
+        byName.set(name, row);
+      }
+      this.rows.set(opK * 2 ** 26 + modK + 1, row);
+    }
+    this.rowOfOp[opK] = row;
+    this.modOfOp[opK] = modK;
+    const dur = l.durationPs[i];
+    const acc = this.rowAcc;
+    const a = 5 * row;
+    acc[a]++;
+    acc[a + 1] += dur;
+    acc[a + 2] += dur > childPs ? dur - childPs : 0;
+    acc[a + 3] += finite(meta?.flops ?? l.flops[i]);
+    acc[a + 4] += finite(meta?.bytes ?? l.bytes[i]);
+  }
+}
+
+/** Analyzes an already decoded XSpace (tests, small files). */
+export function analyzeXSpace(space: XSpaceData): ProfileSummary {
+  const a = new Analyzer();
+  const info = visitXSpace(space, a);
+  return mergePartials([a.partial()], info);
+}
+
+/** Streams `file` through the analysis without holding it in memory (what the extension's worker runs). */
+export function analyzeProfileFile(file: string, opts?: StreamOptions): ProfileSummary {
+  const a = new Analyzer();
+  const info = streamXSpaceFile(file, a, opts);
+  return mergePartials([a.partial()], info);
 }

@@ -1,54 +1,100 @@
 /**
- * XSpace → Chrome trace event JSON (the format Perfetto and chrome://tracing open), written as a stream so a
- * capture with millions of events never becomes one giant string.
+ * XSpace → Chrome trace event JSON (the format Perfetto and chrome://tracing open), written in 1 MB pieces so a
+ * capture with millions of events never becomes one giant string. A file is streamed twice (the first pass
+ * only finds the earliest event, which timestamps are relative to), so it is never held whole either.
  */
-import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { streamXSpaceFile, type StreamOptions } from './stream';
+import { visitXSpace, type LineView, type PlaneView, type XSpaceVisitor } from './view';
 import type { XSpaceData } from './xplane';
 
-/** Writes `space` to `file`; returns the number of trace events written. */
-export async function writeChromeTrace(space: XSpaceData, file: string): Promise<number> {
-  const out = createWriteStream(file, { encoding: 'utf8' });
-  let buffered: string[] = [];
-  let size = 0;
-  let count = 0;
-  const push = async (s: string): Promise<void> => {
-    buffered.push(s);
-    size += s.length;
-    if (size < 1 << 20) return;
-    const chunk = buffered.join('');
-    buffered = [];
-    size = 0;
-    if (!out.write(chunk)) await once(out, 'drain');
-  };
-  let t0 = Infinity;
-  for (const p of space.planes) for (const l of p.lines) for (let i = 0; i < l.count; i++) t0 = Math.min(t0, l.timestampNs + l.offsetPs[i] / 1000);
-  if (!Number.isFinite(t0)) t0 = 0;
-  await push('{"displayTimeUnit":"ns","traceEvents":[');
-  let first = true;
-  const sep = (): string => (first ? ((first = false), '') : ',\n');
-  for (let pid = 0; pid < space.planes.length; pid++) {
-    const plane = space.planes[pid];
-    await push(`${sep()}{"ph":"M","name":"process_name","pid":${pid},"args":{"name":${JSON.stringify(plane.name)}}}`);
-    for (let tid = 0; tid < plane.lines.length; tid++) {
-      const line = plane.lines[tid];
-      await push(`${sep()}{"ph":"M","name":"thread_name","pid":${pid},"tid":${tid},"args":{"name":${JSON.stringify(line.displayName || line.name)}}}`);
-      // Names repeat millions of times: quote each once.
-      const quoted = new Map<number, string>();
-      for (let i = 0; i < line.count; i++) {
-        let name = quoted.get(line.metaId[i]);
-        if (name === undefined) {
-          name = JSON.stringify(plane.eventMeta.get(line.metaId[i])?.name ?? `event#${line.metaId[i]}`);
-          quoted.set(line.metaId[i], name);
-        }
-        const ts = ((line.timestampNs - t0) + line.offsetPs[i] / 1000) / 1000;
-        await push(`${sep()}{"ph":"X","pid":${pid},"tid":${tid},"name":${name},"ts":${ts.toFixed(3)},"dur":${(line.durationPs[i] / 1e6).toFixed(3)}}`);
-        count++;
+/** Earliest event start (ns) over all lines. */
+class FirstEvent implements XSpaceVisitor {
+  t0 = Infinity;
+  plane(): void {}
+  line(_p: PlaneView, l: LineView): void {
+    for (let i = 0; i < l.count; i++) this.t0 = Math.min(this.t0, l.timestampNs + l.offsetPs[i] / 1000);
+  }
+}
+
+class TraceWriter implements XSpaceVisitor {
+  count = 0;
+  private buffered: string[] = [];
+  private size = 0;
+  private first = true;
+  private tid = 0;
+
+  constructor(private readonly fd: number, private readonly t0: number) {
+    this.push('{"displayTimeUnit":"ns","traceEvents":[');
+  }
+
+  plane(p: PlaneView): void {
+    this.tid = 0;
+    this.push(`${this.sep()}{"ph":"M","name":"process_name","pid":${p.index},"args":{"name":${JSON.stringify(p.name)}}}`);
+  }
+
+  line(p: PlaneView, l: LineView): void {
+    const pid = p.index;
+    const tid = this.tid++;
+    this.push(`${this.sep()}{"ph":"M","name":"thread_name","pid":${pid},"tid":${tid},"args":{"name":${JSON.stringify(l.displayName || l.name)}}}`);
+    // Names repeat millions of times: quote each once.
+    const quoted = new Map<number, string>();
+    for (let i = 0; i < l.count; i++) {
+      let name = quoted.get(l.metaId[i]);
+      if (name === undefined) {
+        name = JSON.stringify(p.meta.get(l.metaId[i])?.name ?? `event#${l.metaId[i]}`);
+        quoted.set(l.metaId[i], name);
       }
+      const ts = ((l.timestampNs - this.t0) + l.offsetPs[i] / 1000) / 1000;
+      this.push(`${this.sep()}{"ph":"X","pid":${pid},"tid":${tid},"name":${name},"ts":${ts.toFixed(3)},"dur":${(l.durationPs[i] / 1e6).toFixed(3)}}`);
+      this.count++;
     }
   }
-  await push(']}\n');
-  out.end(buffered.join(''));
-  await once(out, 'finish');
-  return count;
+
+  end(): void {
+    this.push(']}\n');
+    this.flush();
+  }
+
+  private sep(): string {
+    if (!this.first) return ',\n';
+    this.first = false;
+    return '';
+  }
+
+  private push(s: string): void {
+    this.buffered.push(s);
+    this.size += s.length;
+    if (this.size >= 1 << 20) this.flush();
+  }
+
+  private flush(): void {
+    writeSync(this.fd, this.buffered.join(''));
+    this.buffered = [];
+    this.size = 0;
+  }
+}
+
+function write(out: string, walk: (v: XSpaceVisitor) => void): number {
+  const first = new FirstEvent();
+  walk(first);
+  const fd = openSync(out, 'w');
+  try {
+    const w = new TraceWriter(fd, Number.isFinite(first.t0) ? first.t0 : 0);
+    walk(w);
+    w.end();
+    return w.count;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes a decoded `space` to `file`; returns the number of trace events written. */
+export async function writeChromeTrace(space: XSpaceData, file: string): Promise<number> {
+  return write(file, (v) => visitXSpace(space, v));
+}
+
+/** Streams the profile `src` to Chrome trace JSON in `out` (what the extension's worker runs); returns the event count. */
+export function exportChromeTraceFile(src: string, out: string, opts?: StreamOptions): number {
+  return write(out, (v) => streamXSpaceFile(src, v, opts));
 }

@@ -12,6 +12,11 @@ export type WorkerReply =
   | { id: number; ok: true; summary?: ProfileSummary; events?: number }
   | { id: number; ok: false; error: string };
 
+/** The streaming decoder's errors already start with the file's path; fs errors name it too, but not first. */
+function named(file: string, error: string): string {
+  return error.startsWith(`${file}:`) ? error : `${file}: ${error}`;
+}
+
 export class ProfileParser {
   private worker: Worker | undefined;
   private next = 1;
@@ -53,14 +58,14 @@ export class ProfileParser {
 
   async analyze(file: string): Promise<ProfileSummary> {
     const r = await this.call({ op: 'analyze', file });
-    if (!r.ok) throw new ProfileFormatError(`${file}: ${r.error}`);
+    if (!r.ok) throw new ProfileFormatError(named(file, r.error));
     return r.summary!;
   }
 
   /** Writes the Chrome trace JSON of `file` to `out`; returns the number of events. */
   async exportChromeTrace(file: string, out: string): Promise<number> {
     const r = await this.call({ op: 'export', file, out });
-    if (!r.ok) throw new ProfileFormatError(`${file}: ${r.error}`);
+    if (!r.ok) throw new ProfileFormatError(named(file, r.error));
     return r.events ?? 0;
   }
 

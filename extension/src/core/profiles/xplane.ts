@@ -69,7 +69,34 @@ export interface XSpaceData {
 }
 
 /** A 64-bit varint as a double: exact below 2^53, which covers ids, picosecond offsets and durations. */
-function varint64(r: Reader): number {
+export function varint64(r: Reader): number {
+  const buf = r.buf;
+  let pos = r.pos;
+  if (pos + 10 <= r.len) {
+    // Fast path, away from the end of the buffer (no bounds check per byte): the first 28 bits with integer
+    // arithmetic, as ids and most durations fit there; this runs several times per event.
+    let b = buf[pos++];
+    let v = b & 0x7f;
+    if (b < 0x80) { r.pos = pos; return v; }
+    b = buf[pos++]; v |= (b & 0x7f) << 7;
+    if (b < 0x80) { r.pos = pos; return v; }
+    b = buf[pos++]; v |= (b & 0x7f) << 14;
+    if (b < 0x80) { r.pos = pos; return v; }
+    b = buf[pos++]; v |= (b & 0x7f) << 21;
+    if (b < 0x80) { r.pos = pos; return v; }
+    let result = v;
+    let scale = 2 ** 28;
+    for (let i = 4; i < 10; i++) {
+      b = buf[pos++];
+      result += (b & 0x7f) * scale;
+      if (b < 0x80) {
+        r.pos = pos;
+        return i === 9 && result >= 2 ** 63 ? result - 2 ** 64 : result;
+      }
+      scale *= 128;
+    }
+    throw new ProfileFormatError('invalid varint');
+  }
   let result = 0;
   let scale = 1;
   for (let i = 0; i < 10; i++) {

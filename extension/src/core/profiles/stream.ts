@@ -1,0 +1,403 @@
+/**
+ * Streaming XSpace decoder: reads a `*.xplane.pb` from disk through a fixed window and decodes it one XLine at
+ * a time, so the file is never held whole. Field numbers from tsl/profiler/protobuf/xplane.proto.
+ *
+ * Layout it relies on (any field order is accepted): XSpace = repeated planes (1), errors (2), warnings (3),
+ * hostnames (4). XPlane = id (1), name (2), lines (3), event_metadata (4), stat_metadata (5), stats (6).
+ * Serializers write an XPlane's lines *before* its metadata, so a plane is read in two steps: a scan of its
+ * fields (noting where each line lies, decoding the metadata), then each line from its file offset. Peak
+ * memory is the window (or the largest line, if bigger) plus what the visitor keeps.
+ *
+ * Messages are decoded with protobufjs's Reader; only the stats the run view shows (hlo_op, hlo_module,
+ * hlo_category, flops, bytes_accessed) are materialized (the others are skipped by their length), and metadata ids are resolved once per plane, not per event.
+ */
+import { closeSync, openSync } from 'node:fs';
+import protobuf from 'protobufjs/minimal.js';
+import { FileWindow } from './file-window';
+import { eventInfo, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
+import { ProfileFormatError, varint64, type StatValue } from './xplane';
+
+type Reader = protobuf.Reader;
+
+/** Default read window. Lines up to this size are decoded in place; bigger ones get a buffer of their own. */
+export const DEFAULT_CHUNK = 8 << 20;
+
+const utf8 = new TextDecoder('utf-8');
+
+/** The field being scanned; one object, reused (a 200 MB capture has millions of fields). */
+const f = { field: 0, wire: 0, start: 0, end: 0 };
+type Field = typeof f;
+
+/** Scans the field at `off` into `f`: for length-delimited fields [start, end) is the payload; the next field begins at end. */
+function field(w: FileWindow, off: number, limit: number): Field {
+  const tag = w.varint(off);
+  f.field = Math.floor(tag / 8);
+  f.wire = tag & 7;
+  if (f.field === 0 || f.wire === 3 || f.wire === 4 || f.wire > 5) throw w.corrupt(off, `invalid field tag ${tag}`);
+  f.start = f.end = w.next;
+  if (f.wire === 0) { w.varint(f.start); f.end = w.next; }
+  else if (f.wire === 1) f.end += 8;
+  else if (f.wire === 5) f.end += 4;
+  else {
+    const len = w.varint(f.start);
+    f.start = w.next;
+    f.end = f.start + len;
+  }
+  if (f.end > limit) throw f.end > w.size ? w.truncated(off) : w.overrun(off);
+  return f;
+}
+
+/** Reusable, growable columns of the line being decoded. */
+class LineColumns implements LineView {
+  name = '';
+  displayName = '';
+  timestampNs = 0;
+  count = 0;
+  metaId = new Int32Array(1024);
+  offsetPs = new Float64Array(1024);
+  durationPs = new Float64Array(1024);
+  op = new Int32Array(1024);
+  module = new Int32Array(1024);
+  category = new Int32Array(1024);
+  flops = new Float64Array(1024);
+  bytes = new Float64Array(1024);
+
+  grow(): void {
+    const n = this.metaId.length * 2;
+    const g = <T extends Int32Array | Float64Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(n);
+      b.set(a);
+      return b;
+    };
+    this.metaId = g(this.metaId); this.offsetPs = g(this.offsetPs); this.durationPs = g(this.durationPs);
+    this.op = g(this.op); this.module = g(this.module); this.category = g(this.category);
+    this.flops = g(this.flops); this.bytes = g(this.bytes);
+  }
+}
+
+/** Per-plane decoding context: which stat metadata ids are the kept stats, and the plane's string table. */
+class PlaneCtx {
+  /** Kept code (Kept) by stat metadata id: one typed-array load per stat tells whether to skip it. */
+  kept = new Uint8Array(0);
+  readonly statNames = new Map<number, string>();
+  private readonly intern = new Map<string, number>();
+  /** ref id → string index; an array, as XLA's stat metadata ids are small and dense. */
+  private readonly refs: number[] = [];
+
+  constructor(readonly view: PlaneView) {}
+
+  resolveIds(): void {
+    const codes = new Map<string, Kept>([['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes]]);
+    let max = -1;
+    for (const [id, name] of this.statNames) if (codes.has(name) && id >= 0 && id < 1 << 24) max = Math.max(max, id);
+    this.kept = new Uint8Array(max + 1);
+    for (const [id, name] of this.statNames) {
+      const k = codes.get(name);
+      if (k !== undefined && id >= 0 && id < 1 << 24) this.kept[id] = k;
+    }
+  }
+
+  str(s: string): number {
+    let k = this.intern.get(s);
+    if (k === undefined) { k = this.view.strings.length; this.view.strings.push(s); this.intern.set(s, k); }
+    return k;
+  }
+
+  /** ref_value: the id of a stat metadata entry whose name is the value (XLA interns op names so). */
+  ref(id: number): number {
+    const k = this.refs[id];
+    return k !== undefined ? k : (this.refs[id] = this.str(this.statNames.get(id) ?? `stat#${id}`));
+  }
+}
+
+/** A metadata-level XStat; ref is set when value is a ref_value id, named once all stat metadata is read. */
+interface RawStat { meta: number; value: StatValue | undefined; ref: boolean }
+
+/** Decodes one XStat (any field order); bytes values are skipped, not copied. */
+function readStat(r: Reader, end: number): RawStat {
+  const s: RawStat = { meta: 0, value: undefined, ref: false };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: s.meta = varint64(r); break;
+      case 2: s.value = r.double(); break;
+      case 3: case 4: s.value = varint64(r); break;
+      case 5: s.value = r.string(); break;
+      case 7: s.value = varint64(r); s.ref = true; break;
+      default: r.skipType(tag & 7);
+    }
+  }
+  return s;
+}
+
+function decodeEventMeta(r: Reader): { id: number; name: string; stats: RawStat[] | undefined } {
+  let key = 0;
+  let id = 0;
+  let name = '';
+  // Most metadata has no stats (on CPU, none does): no array for them.
+  let stats: RawStat[] | undefined;
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    if (tag >>> 3 === 1 && (tag & 7) === 0) { key = varint64(r); continue; }
+    if (tag >>> 3 !== 2) { r.skipType(tag & 7); continue; }
+    const end = r.uint32() + r.pos;
+    while (r.pos < end) {
+      const t = r.uint32();
+      switch (t >>> 3) {
+        case 1: id = varint64(r); break;
+        case 2: name = r.string(); break;
+        // Stats are named once the plane's stat metadata is all known (it may follow).
+        case 5: { const e = r.uint32() + r.pos; (stats ??= []).push(readStat(r, e)); break; }
+        default: r.skipType(t & 7); // display_name (4, unused here), metadata bytes (3), child_id (6)
+      }
+    }
+  }
+  return { id: id || key, name, stats };
+}
+
+function decodeStatMeta(r: Reader): { id: number; name: string } {
+  let key = 0;
+  let id = 0;
+  let name = '';
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    if (tag >>> 3 === 1 && (tag & 7) === 0) { key = varint64(r); continue; }
+    if (tag >>> 3 !== 2) { r.skipType(tag & 7); continue; }
+    const end = r.uint32() + r.pos;
+    while (r.pos < end) {
+      const t = r.uint32();
+      if (t >>> 3 === 1) id = varint64(r);
+      else if (t >>> 3 === 2) name = r.string();
+      else r.skipType(t & 7);
+    }
+  }
+  return { id: id || key, name };
+}
+
+function decodeLine(r: Reader, c: LineColumns, ctx: PlaneCtx): void {
+  c.name = ''; c.displayName = ''; c.timestampNs = 0; c.count = 0;
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 2: c.name = r.string(); break;
+      case 3: c.timestampNs = varint64(r); break;
+      case 4: { const e = r.uint32() + r.pos; decodeEvent(r, e, c, ctx); break; }
+      case 11: c.displayName = r.string(); break;
+      default: r.skipType(tag & 7); // id (1), duration_ps (9), display_id (10)
+    }
+  }
+  c.displayName ||= c.name;
+}
+
+const enum Kept { No = 0, Op, Module, Category, Flops, Bytes }
+
+function decodeEvent(r: Reader, end: number, c: LineColumns, ctx: PlaneCtx): void {
+  if (c.count === c.metaId.length) c.grow();
+  const i = c.count;
+  const kept = ctx.kept;
+  let meta = 0, offset = 0, dur = 0, op = -1, mod = -1, cat = -1, flops = NaN, bytes = NaN;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1: meta = varint64(r); break;
+      case 2: offset = varint64(r); break;
+      case 3: dur = varint64(r); break;
+      case 4: {
+        const e = r.uint32() + r.pos;
+        // metadata_id comes first in serialized stats: most stats are not kept, and are skipped whole.
+        let k: number = Kept.No;
+        while (r.pos < e) {
+          const t = r.uint32();
+          const f = t >>> 3;
+          if (f === 1) {
+            const m = varint64(r);
+            k = m < kept.length ? kept[m] : Kept.No;
+            if (k === Kept.No) { r.pos = e; break; }
+            continue;
+          }
+          let num = NaN;
+          let s = -1;
+          if (f === 2) num = r.double();
+          else if (f === 3 || f === 4) num = varint64(r);
+          else if (f === 5) s = ctx.str(r.string());
+          else if (f === 7) s = ctx.ref(varint64(r));
+          else { r.skipType(t & 7); continue; }
+          if (s < 0 && k !== Kept.No && k <= Kept.Category) s = ctx.str(String(num));
+          if (k === Kept.Op) op = s;
+          else if (k === Kept.Module) mod = s;
+          else if (k === Kept.Category) cat = s;
+          else if (k === Kept.Flops) flops = num;
+          else if (k === Kept.Bytes) bytes = num;
+        }
+        if (r.pos > e) throw new RangeError('index out of range');
+        break;
+      }
+      default: r.skipType(tag & 7); // num_occurrences (5): aggregated events, no timing.
+    }
+  }
+  c.metaId[i] = meta; c.offsetPs[i] = offset; c.durationPs[i] = dur;
+  c.op[i] = op; c.module[i] = mod; c.category[i] = cat; c.flops[i] = flops; c.bytes[i] = bytes;
+  c.count++;
+}
+
+export interface StreamOptions {
+  /** Read window in bytes (tests use a small one to split planes and lines across reads). */
+  chunkSize?: number;
+}
+
+/** Where one XPlane lies in the file: its payload [start, end), and its position among the planes. */
+export interface PlaneRange { index: number; start: number; end: number }
+
+/**
+ * The top level of `file`: where each plane lies, and the space's hostnames, errors and warnings. Reads only
+ * the top-level tags (through a small window: the planes in between are not read).
+ */
+export function scanXSpaceFile(file: string): { planes: PlaneRange[]; info: SpaceInfo; size: number } {
+  const fd = openSync(file, 'r');
+  try {
+    const w = new FileWindow(fd, file, 64);
+    if (w.size === 0) throw new ProfileFormatError(`${file}: the profile file is empty`);
+    const info: SpaceInfo = { hostnames: [], errors: [], warnings: [] };
+    const planes: PlaneRange[] = [];
+    for (let off = 0; off < w.size;) {
+      field(w, off, w.size);
+      off = f.end;
+      if (f.wire === 2 && f.field === 1) planes.push({ index: planes.length, start: f.start, end: f.end });
+      else if (f.wire === 2 && f.field >= 2 && f.field <= 4) {
+        const s = utf8.decode(w.bytes(f.start, f.end - f.start));
+        (f.field === 2 ? info.errors : f.field === 3 ? info.warnings : info.hostnames).push(s);
+      }
+    }
+    if (planes.length === 0) throw new ProfileFormatError(`${file}: no planes in the profile: not an XSpace file, or an empty capture`);
+    return { planes, info, size: w.size };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Decodes the given planes of `file` (from scanXSpaceFile) line by line into `visitor`. */
+export function streamPlanes(file: string, planes: PlaneRange[], visitor: XSpaceVisitor, opts: StreamOptions = {}): void {
+  const fd = openSync(file, 'r');
+  try {
+    const w = new FileWindow(fd, file, opts.chunkSize ?? DEFAULT_CHUNK);
+    const cols = new LineColumns();
+    for (const p of planes) readPlane(w, p.start, p.end, p.index, visitor, cols);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Decodes `file` line by line into `visitor`. Throws ProfileFormatError naming the file and the byte offset on
+ * truncated or corrupt input, and fs errors (ENOENT, …) as they are.
+ */
+export function streamXSpaceFile(file: string, visitor: XSpaceVisitor, opts: StreamOptions = {}): SpaceInfo {
+  const { planes, info } = scanXSpaceFile(file);
+  streamPlanes(file, planes, visitor, opts);
+  return info;
+}
+
+/**
+ * One plane's fields other than its lines, decoded in the first step; each handler gets a Reader bounded to
+ * the field's payload. Lines are only located (their events are decoded once the metadata is known).
+ */
+class PlaneScan {
+  readonly lines: number[] = [];
+  readonly view: PlaneView;
+  readonly ctx: PlaneCtx;
+  private readonly withStats: { id: number; name: string; stats: RawStat[] }[] = [];
+
+  constructor(index: number) {
+    this.view = { index, name: '', lineCount: 0, meta: new Map<number, EventInfo>(), strings: [] };
+    this.ctx = new PlaneCtx(this.view);
+  }
+
+  /** Length-delimited field `field` whose payload is [r.pos, r.len) of `r`, at file offset base + r.pos. */
+  field(field: number, r: Reader, base: number): void {
+    if (field === 3) this.lines.push(base + r.pos, base + r.len);
+    else if (field === 2) this.view.name = utf8.decode(r.buf.subarray(r.pos, r.len));
+    else if (field === 4) {
+      const m = decodeEventMeta(r);
+      if (m.stats) this.withStats.push({ id: m.id, name: m.name, stats: m.stats });
+      else this.view.meta.set(m.id, { name: m.name, category: undefined, flops: undefined, bytes: undefined });
+    } else if (field === 5) {
+      const m = decodeStatMeta(r);
+      this.ctx.statNames.set(m.id, m.name);
+    }
+  }
+
+  /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
+  done(): void {
+    for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m.stats, m.name, this.ctx.statNames));
+    this.ctx.resolveIds();
+    this.view.lineCount = this.lines.length / 2;
+  }
+}
+
+function readPlane(w: FileWindow, start: number, end: number, index: number, visitor: XSpaceVisitor, cols: LineColumns): void {
+  const scan = new PlaneScan(index);
+  if (end - start <= w.capacity) {
+    // The usual case: the plane fits in the window, and one Reader walks all of its fields.
+    const r = w.reader(start, end - start);
+    const base = w.readerBase;
+    const len = r.len;
+    try {
+      while (r.pos < len) {
+        const tag = r.uint32();
+        const wire = tag & 7;
+        if (tag >>> 3 === 0 || wire === 3 || wire === 4 || wire > 5) throw new ProfileFormatError(`invalid field tag ${tag}`);
+        if (wire !== 2) { r.skipType(wire); continue; }
+        const e = r.uint32() + r.pos;
+        if (e > len) throw new RangeError('index out of range');
+        r.len = e;
+        scan.field(tag >>> 3, r, base);
+        r.pos = e;
+        r.len = len;
+      }
+    } catch (e) {
+      throw asFormatError(w, e, base + r.pos);
+    }
+  } else {
+    // A plane bigger than the window: field by field from the file, each with a Reader of its own.
+    for (let off = start; off < end;) {
+      field(w, off, end);
+      off = f.end;
+      if (f.wire !== 2) continue;
+      const r = w.reader(f.start, f.end - f.start);
+      try {
+        scan.field(f.field, r, w.readerBase);
+      } catch (e) {
+        throw asFormatError(w, e, w.readerBase + r.pos);
+      }
+    }
+  }
+  scan.done();
+  const { view, ctx, lines } = scan;
+  visitor.plane(view);
+  for (let k = 0; k < lines.length; k += 2) {
+    const s = lines[k];
+    const r = w.reader(s, lines[k + 1] - s);
+    try {
+      decodeLine(r, cols, ctx);
+    } catch (e) {
+      throw asFormatError(w, e, w.readerBase + r.pos);
+    }
+    visitor.line(view, cols);
+  }
+}
+
+function metaInfo(stats: RawStat[], name: string, names: Map<number, string>): EventInfo {
+  const statName = (id: number): string => names.get(id) ?? `stat#${id}`;
+  return eventInfo(name, (n) => {
+    for (const s of stats) if (statName(s.meta) === n) return s.ref ? statName(Number(s.value)) : s.value;
+    return undefined;
+  });
+}
+
+/** protobufjs throws RangeError("index out of range") when a length runs past the end of its buffer. */
+function asFormatError(w: FileWindow, e: unknown, at: number): Error {
+  if (e instanceof ProfileFormatError) return w.corrupt(at, e.message);
+  // protobufjs's own "at offset N" counts from the start of the read window, not of the file: replaced by `at`.
+  const why = (e instanceof Error ? e.message : String(e)).replace(/ at offset \d+/, '');
+  return /index out of range/.test(why) ? w.overrun(at) : w.corrupt(at, why);
+}

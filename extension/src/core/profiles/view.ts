@@ -1,0 +1,115 @@
+/**
+ * The narrow view of an XSpace that the analysis and the Chrome trace export consume, one line at a time.
+ *
+ * Why a visitor over lines and not a decoded XSpace: a 200 MB capture decoded whole (every stat of every
+ * event) costs several times the file in memory. The streaming decoder (stream.ts) fills one line's columns,
+ * hands them over, and reuses them for the next line; it keeps only the stats the run view shows (hlo_op,
+ * hlo_module, hlo_category, flops, bytes_accessed). visitXSpace adapts an already decoded XSpaceData (tests,
+ * small files) to the same interface, so there is one analysis for both paths.
+ */
+import { eventStat, type LineData, type PlaneData, type StatValue, type XSpaceData } from './xplane';
+
+/** What the analysis needs of one event metadata entry, resolved once per plane. */
+export interface EventInfo {
+  name: string;
+  /** Metadata-level stats (TPU captures carry these per op, not per event). */
+  category: string | undefined;
+  flops: number | undefined;
+  bytes: number | undefined;
+}
+
+export interface PlaneView {
+  /** Position of the plane in the file (0-based). */
+  index: number;
+  name: string;
+  /** Number of XLine fields of the plane, known before its first line is visited. */
+  lineCount: number;
+  meta: Map<number, EventInfo>;
+  /** Interned stat string values of this plane; LineView.op/module/category index into it. */
+  strings: string[];
+}
+
+/**
+ * One line's events, columnar. The arrays may be longer than `count` (they are reused between lines): only
+ * [0, count) is valid, and only during the visitor call.
+ */
+export interface LineView {
+  name: string;
+  displayName: string;
+  timestampNs: number;
+  count: number;
+  metaId: Int32Array;
+  /** Relative to timestampNs. */
+  offsetPs: Float64Array;
+  durationPs: Float64Array;
+  /** Index into PlaneView.strings of the event's hlo_op / hlo_module / hlo_category stat, or -1. */
+  op: Int32Array;
+  module: Int32Array;
+  category: Int32Array;
+  /** The event's flops / bytes_accessed stat, or NaN. */
+  flops: Float64Array;
+  bytes: Float64Array;
+}
+
+export interface SpaceInfo {
+  hostnames: string[];
+  errors: string[];
+  warnings: string[];
+}
+
+export interface XSpaceVisitor {
+  /** A plane's metadata is known; its lines follow. */
+  plane(p: PlaneView): void;
+  line(p: PlaneView, l: LineView): void;
+}
+
+export function eventInfo(name: string, stat: (n: string) => StatValue | undefined): EventInfo {
+  const cat = stat('hlo_category');
+  const flops = stat('flops');
+  const bytes = stat('bytes_accessed');
+  return {
+    name,
+    category: typeof cat === 'string' ? cat : undefined,
+    flops: typeof flops === 'number' ? flops : undefined,
+    bytes: typeof bytes === 'number' ? bytes : undefined,
+  };
+}
+
+/** Walks a decoded XSpace as the streaming decoder would; returns its top-level strings. */
+export function visitXSpace(space: XSpaceData, v: XSpaceVisitor): SpaceInfo {
+  space.planes.forEach((plane, index) => {
+    const meta = new Map<number, EventInfo>();
+    for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, (n) => m.stats.get(n)));
+    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings: [] };
+    v.plane(view);
+    const intern = new Map<string, number>();
+    const str = (x: StatValue | undefined): number => {
+      if (x === undefined) return -1;
+      const s = String(x);
+      let k = intern.get(s);
+      if (k === undefined) { k = view.strings.length; view.strings.push(s); intern.set(s, k); }
+      return k;
+    };
+    for (const line of plane.lines) v.line(view, lineView(plane, line, str));
+  });
+  return { hostnames: space.hostnames, errors: space.errors, warnings: space.warnings };
+}
+
+function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefined) => number): LineView {
+  const n = line.count;
+  const l: LineView = {
+    name: line.name, displayName: line.displayName, timestampNs: line.timestampNs, count: n,
+    metaId: line.metaId, offsetPs: line.offsetPs, durationPs: line.durationPs,
+    op: new Int32Array(n), module: new Int32Array(n), category: new Int32Array(n), flops: new Float64Array(n), bytes: new Float64Array(n),
+  };
+  const numOr = (x: StatValue | undefined): number => (typeof x === 'number' ? x : NaN);
+  for (let i = 0; i < n; i++) {
+    l.op[i] = str(eventStat(plane, line, i, 'hlo_op'));
+    l.module[i] = str(eventStat(plane, line, i, 'hlo_module'));
+    const cat = eventStat(plane, line, i, 'hlo_category');
+    l.category[i] = typeof cat === 'string' ? str(cat) : -1;
+    l.flops[i] = numOr(eventStat(plane, line, i, 'flops'));
+    l.bytes[i] = numOr(eventStat(plane, line, i, 'bytes_accessed'));
+  }
+  return l;
+}
