@@ -176,6 +176,12 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
       const lines = output.trimEnd().split('\n');
       const summary = lines[lines.length - 1];
       assert.match(summary, /4\/4/, `summary line reports 4/4 workers ok: "${summary}"`);
+      // One distributed job, not four: the workers train data-parallel over gloo, so every worker logs the
+      // same loss at each logged step.
+      const losses = new Map<string, Set<string>>();
+      for (const m of output.matchAll(/^\[w\d\] step (\d+) loss (\S+)/gm)) losses.set(m[1], (losses.get(m[1]) ?? new Set()).add(m[2]));
+      assert.ok(losses.size >= 3, `logged steps in the output (${[...losses.keys()].join(', ')})`);
+      for (const [stepNo, values] of losses) assert.equal(values.size, 1, `step ${stepNo}: the workers disagree on the loss (${[...values].join(', ')})`);
 
       // And what the user sees: the panel shows the summary at the bottom of the "TPU Run" channel.
       await wb.page.locator('.part.panel .output-view .view-lines').getByText(summary.slice(0, 40)).first().waitFor({ timeout: 15_000 });
