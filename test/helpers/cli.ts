@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../extension/src/cli/main';
+import { Emulator } from '../../extension/src/core/emulator/emulator';
 
 export interface CliResult {
   code: number;
@@ -28,4 +30,56 @@ export function writeRecipeIn(ws: string, name: string, text: string): string {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, text);
   return path.relative(ws, file);
+}
+
+export interface EmulatorPod {
+  /** TPW_HOME of the test (set in process.env while the fixture lives). */
+  readonly home: string;
+  /** The workspace the CLI runs in. */
+  readonly ws: string;
+  tpw(...argv: string[]): Promise<CliResult>;
+  writeRecipe(name: string, text: string): string;
+}
+
+/**
+ * Registers before/after hooks that start an emulator (SSH workers on `addressPrefix`.x) under a fresh TPW_HOME
+ * and create the 4-worker VM `pod`; the CLI tests that run recipes on it share this.
+ */
+export function emulatorPodFixture(
+  label: string,
+  addressPrefix: string,
+  hooks: { before: (fn: () => Promise<void>) => void; after: (fn: () => Promise<void>) => void },
+): EmulatorPod {
+  let home = '';
+  let ws = '';
+  let emu: Emulator | undefined;
+  const savedHome = process.env.TPW_HOME;
+  const pod: EmulatorPod = {
+    get home() {
+      return home;
+    },
+    get ws() {
+      return ws;
+    },
+    tpw: (...argv) => runTpw(ws, argv),
+    writeRecipe: (name, text) => writeRecipeIn(ws, name, text),
+  };
+  hooks.before(async () => {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), `tpw-${label}-`));
+    ws = fs.mkdtempSync(path.join(os.tmpdir(), `tpw-${label}-ws-`));
+    process.env.TPW_HOME = home;
+    const e = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix });
+    emu = e;
+    await e.start();
+    const c = await pod.tpw('vm', 'create', 'pod', '--type', 'v5litepod-16');
+    if (c.code !== 0) throw new Error(`creating the test VM failed: ${c.err.join('\n')}`);
+  });
+  hooks.after(async () => {
+    await emu?.stop();
+    fs.rmSync(ws, { recursive: true, force: true });
+    fs.rmSync(home, { recursive: true, force: true });
+    if (savedHome === undefined) delete process.env.TPW_HOME;
+    else process.env.TPW_HOME = savedHome;
+  });
+  return pod;
 }

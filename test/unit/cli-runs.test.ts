@@ -4,43 +4,13 @@
  * "process": a fresh ConnectionManager per invocation) until the end, `tpw stop RUN` leaves nothing running.
  */
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { runTpw, writeRecipeIn, type CliResult } from '../helpers/cli';
+import { emulatorPodFixture } from '../helpers/cli';
 
-let home: string;
-let ws: string;
-let emu: Emulator | undefined;
-const savedHome = process.env.TPW_HOME;
-
-function tpw(...argv: string[]): Promise<CliResult> {
-  return runTpw(ws, argv);
-}
-
-function writeRecipe(name: string, text: string): string {
-  return writeRecipeIn(ws, name, text);
-}
-
-before(async () => {
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cliruns-'));
-  ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cliruns-ws-'));
-  process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.11' });
-  await emu.start();
-  const c = await tpw('vm', 'create', 'pod', '--type', 'v5litepod-16');
-  assert.equal(c.code, 0, c.err.join('\n'));
-});
-
-after(async () => {
-  await emu?.stop();
-  fs.rmSync(ws, { recursive: true, force: true });
-  if (savedHome === undefined) delete process.env.TPW_HOME;
-  else process.env.TPW_HOME = savedHome;
-});
+const pod = emulatorPodFixture('cliruns', '127.0.11', { before, after });
+const tpw = pod.tpw;
+const writeRecipe = pod.writeRecipe;
 
 test('run --detach, runs, logs, logs --follow: the run outlives the command that started it', async () => {
   const recipe = writeRecipe('slow.sh', `bash -c 'echo "start $TPU_WORKER_ID"; sleep 2; for i in 1 2 3; do echo "step $i"; done'\n`);
@@ -69,7 +39,7 @@ test('run --detach, runs, logs, logs --follow: the run outlives the command that
     assert.deepEqual(mine, [`[w${w}] start ${w}`, `[w${w}] step 1`, `[w${w}] step 2`, `[w${w}] step 3`]);
   }
   assert.match(follow.out.at(-1) ?? '', /4\/4 workers ok/);
-  const rec = loadRun(runId, home);
+  const rec = loadRun(runId, pod.home);
   assert.equal(rec.status, 'succeeded');
   assert.deepEqual(rec.exitCodes, [0, 0, 0, 0]);
   assert.equal(JSON.stringify(rec).includes('PRIVATE KEY'), false, 'no key in the record');
@@ -84,11 +54,11 @@ test('stop RUN from another invocation ends it on every worker', async () => {
   const s = await tpw('stop', runId);
   assert.equal(s.code, 0, s.err.join('\n'));
   assert.match(s.out[0], /stopped on 4 workers \(cancelled\)/);
-  assert.equal(loadRun(runId, home).status, 'cancelled');
+  assert.equal(loadRun(runId, pod.home).status, 'cancelled');
   // Following a stopped run ends at once with what the log has.
   const f = await tpw('logs', runId, '--follow');
   assert.ok(f.out.includes('[w0] up'), f.out.join('\n'));
-  assert.equal(loadRun(runId, home).status, 'cancelled', 'a later watch does not rewrite how it ended');
+  assert.equal(loadRun(runId, pod.home).status, 'cancelled', 'a later watch does not rewrite how it ended');
 
   const bad = await tpw('logs', 'nope');
   assert.equal(bad.code, 1);

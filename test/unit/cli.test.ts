@@ -84,9 +84,12 @@ test('with the emulator: create, list, run on every worker, and the bad inputs',
     const r = await tpw('run', recipe, '--vm', 'pod');
     assert.equal(r.code, 1);
     assert.ok(Date.now() - started < 25_000, 'the others were stopped, not waited for');
-    const summary = r.out.at(-1) ?? '';
+    const at = r.out.findIndex((l) => /^run \S+: \d\/4 workers ok/.test(l));
+    const summary = r.out[at] ?? r.out.join('\n');
     assert.match(summary, /w2=7 \(failed\)/);
     assert.match(summary, /w0=stopped/);
+    // Then which worker failed first, why, and what it said last.
+    assert.deepEqual(r.out.slice(at + 1), ['w2 failed first: exit code 7. Its last line:', '  [w2] boom']);
   });
 
   await t.test('unknown VM, missing recipe, malformed recipe', async () => {

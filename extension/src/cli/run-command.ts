@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../core/errors';
 import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
-import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { prefixLine } from '../core/run/runner';
+import { RunTails } from '../core/run/summary';
 import { passthroughEnv } from '../core/run/secrets';
 import { findNode } from '../core/tpu/find';
 import { openCliBackend } from './backend-from-args';
@@ -33,6 +34,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   process.on('SIGINT', onSigint);
   try {
     const { node } = await findNode(backend, vm, ctx.globals.zone);
+    const tails = new RunTails();
     const result = await runRecipe({
       backend,
       node,
@@ -46,16 +48,16 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
       passEnv: passthroughEnv(process.env),
       onStarted: (runId) => ctx.err(`Run ${runId} started on every worker (\`tpw logs ${runId} --follow\`, \`tpw stop ${runId}\`).`),
       signal: abort.signal,
-      listener: {
+      listener: tails.wrap({
         onPhase: (_phase, detail) => ctx.err(detail),
         onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line)),
-      },
+      }),
     });
     if (result.detached) {
       ctx.out(result.runId);
       return 0;
     }
-    ctx.out(formatRunSummary(result));
+    for (const line of tails.report(result)) ctx.out(line);
     if (result.cancelled) return 130;
     return result.ok ? 0 : 1;
   } finally {

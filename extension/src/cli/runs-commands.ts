@@ -1,7 +1,8 @@
 import { TpwError } from '../core/errors';
 import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
 import { isGoneState, recreateNode } from '../core/run/preemption';
-import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { prefixLine } from '../core/run/runner';
+import { firstFailure, RunTails } from '../core/run/summary';
 import { passthroughEnv } from '../core/run/secrets';
 import { parseNodeName } from '../core/tpu/models';
 import { formatDuration, listRuns, loadRun, resolveRunId, type RunRecord } from '../core/run/registry';
@@ -52,7 +53,8 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
   const onSigint = () => detach.abort();
   process.on('SIGINT', onSigint);
   try {
-    const result = await watchRecordedRun(backend, conns, runId, { onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }, {
+    const tails = new RunTails();
+    const result = await watchRecordedRun(backend, conns, runId, tails.wrap({ onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }), {
       follow,
       signal: detach.signal,
       onNotice: (w, m) => ctx.err(`tpw: w${w}: ${m}`),
@@ -60,13 +62,17 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
     if (!follow) {
       const rec = loadRun(runId);
       ctx.err(`run ${runId}: ${rec.status}${rec.exitCodes ? ` — ${exitCodes(rec)}` : ''}`);
+      // A finished failed run: name the worker that failed first and quote its last lines (just printed above,
+      // but interleaved with every other worker's).
+      const first = rec.status === 'failed' ? firstFailure(result, rec.failedWorker) : undefined;
+      if (first) for (const line of tails.report(result, first.index).slice(1)) ctx.err(line);
       return 0;
     }
     if (result.detached) {
       ctx.err(`Stopped following; run ${runId} goes on.`);
       return 0;
     }
-    ctx.out(formatRunSummary(result));
+    for (const line of tails.report(result, loadRun(runId).failedWorker)) ctx.out(line);
     return result.ok ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);
@@ -102,6 +108,7 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
     let node = await backend.api.getNode(parseNodeName(rec.node));
     if (isGoneState(node.state)) node = await recreateNode(backend.api, node, (m) => ctx.err(m));
     else if (node.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${rec.vm} is ${node.state}; it must be READY (or PREEMPTED, to recreate it).`);
+    const tails = new RunTails();
     const result = await runRecipe({
       backend,
       node,
@@ -112,9 +119,9 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
       hostKeys: hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])),
       passEnv: passthroughEnv(process.env),
       onStarted: (id) => ctx.err(`Run ${id} resumes ${runId} on ${rec.vm}.`),
-      listener: { onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) },
+      listener: tails.wrap({ onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }),
     });
-    ctx.out(formatRunSummary(result));
+    for (const line of tails.report(result)) ctx.out(line);
     return result.ok ? 0 : 1;
   } finally {
     await backend.close();

@@ -5,6 +5,8 @@ import { runRecipe } from '../core/run/pipeline';
 import { stopRecordedRun, watchRecordedRun } from '../core/run/session';
 import { ConnectionManager } from '../core/ssh/connection';
 import { formatRunSummary, prefixLine } from '../core/run/runner';
+import { firstFailure, RunTails } from '../core/run/summary';
+import { loadRun } from '../core/run/registry';
 import type { RunResult } from '../core/run/types';
 import type { RunPhase } from '../core/run/pipeline-types';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
@@ -17,9 +19,7 @@ import { nodeFromArg, pickNode } from './vmCommands';
 import { listAllNodes, type VmTreeProvider } from './vmTree';
 import { runViewFeed } from './runView/hook';
 import { PreparedRecipe } from './prepareWorkers';
-
-/** Output is flushed to the channel in batches: a chatty trainer on 64 workers would otherwise send thousands of IPC messages a second. */
-const FLUSH_MS = 100;
+import { RunChannels, type RunOutput } from './runOutput';
 
 interface ActiveRun {
   label: string;
@@ -28,56 +28,89 @@ interface ActiveRun {
   /** Aborting stops watching only (VS Code closing): the run goes on and is reattached on the next start. */
   detach: AbortController;
   runId?: string;
+  /** Full node name of a run started here: one run per VM at a time (its chips are not shared). */
+  node?: string;
+  out: RunOutput;
 }
 
 /**
- * "Run on TPU": one run at a time, its output in the "TPU Run" channel (every line prefixed `[wN]`),
- * a cancellable progress notification, and a status bar item while it runs.
+ * "Run on TPU": one run per VM at a time, each run's output in its own channel (see runOutput.ts; every line
+ * prefixed `[wN]`), a cancellable progress notification, and a status bar item while runs are watched.
  */
 export class RunManager implements vscode.Disposable {
-  readonly output: vscode.OutputChannel;
+  private readonly channels = new RunChannels();
   private readonly status: vscode.StatusBarItem;
-  private active: ActiveRun | undefined;
+  private readonly active = new Set<ActiveRun>();
 
   constructor(
     private readonly ctx: Ctx,
     private readonly tree: VmTreeProvider,
   ) {
-    this.output = vscode.window.createOutputChannel('TPU Run');
     this.status = vscode.window.createStatusBarItem('tpuWorkbench.run', vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'TPU Run';
     this.status.command = { command: 'tpuWorkbench.showRunOutput', title: 'Show Run Output' };
   }
 
-  showOutput(): void {
-    this.output.show(true);
+  /** "Show Run Output": the run's channel, or a pick when several runs have one. */
+  showOutput(): Promise<void> {
+    return this.channels.show();
   }
 
-  /** The run being watched, if any (its id once started). */
-  get activeRunId(): string | undefined {
-    return this.active?.runId;
+  /** Shows the output of `runId` if it is being watched here; false if it is not. */
+  showIfWatched(runId: string): boolean {
+    const out = this.channels.live(runId);
+    out?.show();
+    return out !== undefined;
   }
 
-  /** Stops the watched run on every worker; false if `runId` is not the one being watched. */
+  /** Stops a watched run on every worker; false if `runId` is not being watched here. */
   stopActive(runId: string): boolean {
-    if (this.active?.runId !== runId) return false;
-    this.active.controller.abort();
-    return true;
+    const run = [...this.active].find((a) => a.runId === runId);
+    run?.controller.abort();
+    return run !== undefined;
+  }
+
+  private onVm(nodeName: string): ActiveRun | undefined {
+    return [...this.active].find((a) => a.node === nodeName);
+  }
+
+  private watching(run: ActiveRun): void {
+    this.active.add(run);
+    this.updateStatus();
+  }
+
+  private unwatched(run: ActiveRun): void {
+    run.out.end();
+    this.active.delete(run);
+    this.updateStatus();
+  }
+
+  private updateStatus(): void {
+    const runs = [...this.active];
+    this.ctx.setContext('running', runs.length > 0);
+    if (runs.length === 0) {
+      this.status.hide();
+      return;
+    }
+    this.status.text = runs.length === 1 ? `$(sync~spin) TPU: ${runs[0].label}` : `$(sync~spin) TPU: ${runs.length} runs`;
+    this.status.tooltip = `${runs.map((r) => r.label).join('\n')}\nClick to show the output.`;
+    this.status.show();
   }
 
   /** `extraOverrides` go after the recipe's own hydra overrides, one argv entry each (see runRecipe). */
   async run(arg: unknown, nodeOverride?: TpuNode, resume = false, extraOverrides: string[] = []): Promise<void> {
-    if (this.active) {
-      const choice = await vscode.window.showInformationMessage(`A run is already in progress (${this.active.label}).`, 'Show output', 'Stop it');
-      if (choice === 'Show output') this.showOutput();
-      if (choice === 'Stop it') this.active.controller.abort();
-      return;
-    }
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
     const backend = await this.ctx.backend();
     const node = nodeOverride ?? (await this.resolveNode(arg));
     if (!node) return;
+    const other = this.onVm(node.name);
+    if (other) {
+      const choice = await vscode.window.showInformationMessage(`A run is already in progress on ${shortName(node.name)} (${other.label}).`, 'Show output', 'Stop it');
+      if (choice === 'Show output') other.out.show();
+      if (choice === 'Stop it') other.controller.abort();
+      return;
+    }
     if (node.state !== 'READY') {
       throw new TpwError('FAILED_PRECONDITION', `TPU VM ${shortName(node.name)} is ${node.state}; it must be READY to run on it.`);
     }
@@ -89,24 +122,20 @@ export class RunManager implements vscode.Disposable {
     await vscode.workspace.saveAll(false);
 
     // Re-checked after the awaits above: a second invocation may have started meanwhile.
-    const busy = this.active as ActiveRun | undefined;
-    if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress (${busy.label}).`);
+    const busy = this.onVm(node.name);
+    if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${shortName(node.name)} (${busy.label}).`);
     const vm = shortName(node.name);
     const recipeName = path.basename(recipe.fsPath);
     const label = `${recipeName} on ${vm}`;
     const controller = new AbortController();
-    const active: ActiveRun = { label, controller, detach: new AbortController() };
-    this.active = active;
-    this.ctx.setContext('running', true);
-    this.status.text = `$(sync~spin) TPU: ${label}`;
-    this.status.tooltip = `Running ${recipeName} on every worker of ${vm} (${node.acceleratorType}). Click to show the output.`;
-    this.status.show();
+    const out = this.channels.open(label);
+    const active: ActiveRun = { label, controller, detach: new AbortController(), node: node.name, out };
+    this.watching(active);
+    const tails = new RunTails();
 
-    const out = new LineBuffer(this.output);
     const view = runViewFeed(this.ctx, label, node.networkEndpoints.length);
-    this.output.clear();
-    this.output.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${node.networkEndpoints.length} workers) from ${folder.uri.fsPath}`);
-    this.showOutput();
+    out.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${node.networkEndpoints.length} workers) from ${folder.uri.fsPath}`);
+    out.show();
     this.ctx.log.info(`run ${label}: start`);
 
     try {
@@ -128,9 +157,10 @@ export class RunManager implements vscode.Disposable {
             detachSignal: active.detach.signal,
             onStarted: (runId) => {
               active.runId = runId;
+              out.runId = runId;
               this.onRunsChanged();
             },
-            listener: {
+            listener: tails.wrap({
               onLine: (worker, _stream, line) => {
                 out.push(prefixLine(worker, line));
                 view.onLine(worker, line);
@@ -145,69 +175,61 @@ export class RunManager implements vscode.Disposable {
                 view.onWorkerExit(w);
                 this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`);
               },
-            },
+            }),
           });
         },
       );
-      out.flush();
       view.done(result);
-      this.output.appendLine(formatRunSummary(result));
-      this.report(label, result);
+      this.report(label, result, out, tails);
     } catch (e) {
-      out.flush();
       view.failed(e, controller.signal.aborted);
-      this.output.appendLine(`Run failed: ${describeError(e)}`);
+      out.appendLine(`Run failed: ${describeError(e)}`);
       if (controller.signal.aborted) {
         void vscode.window.showInformationMessage(`Run cancelled: ${label}.`);
         return;
       }
       throw e;
     } finally {
-      out.dispose();
-      this.active = undefined;
-      this.ctx.setContext('running', false);
-      this.status.hide();
+      this.unwatched(active);
       // A failed run may mean the VM was preempted; let the tree show it.
       this.tree.refresh();
       this.onRunsChanged();
     }
   }
 
-  /** Follows a recorded run (after a VS Code restart, or from the Runs view) into the output channel. */
-  async attach(runId: string, label: string): Promise<void> {
-    if (this.active) {
-      if (this.active.runId !== runId) throw new TpwError('FAILED_PRECONDITION', `Another run is being watched (${this.active.label}).`);
-      this.showOutput();
-      return;
-    }
-    const backend = await this.ctx.backend();
-    const active: ActiveRun = { label, controller: new AbortController(), detach: new AbortController(), runId };
-    this.active = active;
-    this.ctx.setContext('running', true);
-    this.status.text = `$(sync~spin) TPU: ${label}`;
-    this.status.show();
-    const out = new LineBuffer(this.output);
-    this.output.clear();
-    this.output.appendLine(`Reattached to run ${runId} (${label}); the log continues from the start of each worker's file.`);
-    const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+  /** Follows a recorded run (after a VS Code restart, or from the Runs view) into its output channel. */
+  async attach(runId: string, label: string, reveal = false): Promise<void> {
+    if (this.showIfWatched(runId)) return;
+    // The channel first, before any await: runs reattached together get channels in the order asked for.
+    const out = this.channels.open(label, runId);
+    // Its VM counts as busy while it is watched: "Run on TPU" there asks first, as for a run started here.
+    let node: string | undefined;
     try {
-      active.controller.signal.addEventListener('abort', () => void stopRecordedRun(backend, conns, runId).catch((e: unknown) => this.ctx.log.warn(`stop ${runId}: ${describeError(e)}`)), { once: true });
-      const result = await watchRecordedRun(backend, conns, runId, { onLine: (w, _s, line) => out.push(prefixLine(w, line)) }, {
+      node = loadRun(runId).node;
+    } catch {
+      // no record: watchRecordedRun below says so
+    }
+    const active: ActiveRun = { label, controller: new AbortController(), detach: new AbortController(), runId, node, out };
+    this.watching(active);
+    out.appendLine(`Reattached to run ${runId} (${label}); the log continues from the start of each worker's file.`);
+    // Shown when the user asked for this run; a reattach at start-up does not pop the panel open.
+    if (reveal) out.show();
+    const tails = new RunTails();
+    let conns: ConnectionManager | undefined;
+    try {
+      const backend = await this.ctx.backend();
+      const cm = (conns = new ConnectionManager(vscodeHostKeys(backend.kind)));
+      active.controller.signal.addEventListener('abort', () => void stopRecordedRun(backend, cm, runId).catch((e: unknown) => this.ctx.log.warn(`stop ${runId}: ${describeError(e)}`)), { once: true });
+      const result = await watchRecordedRun(backend, cm, runId, tails.wrap({ onLine: (w, _s, line) => out.push(prefixLine(w, line)) }), {
         follow: true,
         signal: active.detach.signal,
         onNotice: (w, m) => out.push(`tpw: w${w}: ${m}`),
       });
-      out.flush();
-      if (!result.detached) {
-        this.output.appendLine(formatRunSummary(result));
-        this.report(label, result);
-      }
+      // A run that ended before this watch began: the registry knows who failed first, not this watch.
+      if (!result.detached) this.report(label, result, out, tails, loadRun(runId).failedWorker);
     } finally {
-      out.dispose();
-      conns.dispose();
-      if (this.active === active) this.active = undefined;
-      this.ctx.setContext('running', false);
-      this.status.hide();
+      conns?.dispose();
+      this.unwatched(active);
       this.onRunsChanged();
     }
   }
@@ -215,14 +237,17 @@ export class RunManager implements vscode.Disposable {
   /** Set by the Runs view so that starts and ends show up at once. */
   onRunsChanged: () => void = () => undefined;
 
-  private report(label: string, result: RunResult): void {
+  /** The summary (and for a failure, the first failing worker's last lines) into the run's channel, and a notification. */
+  private report(label: string, result: RunResult, out: RunOutput, tails: RunTails, failedFirst?: number): void {
+    const lines = tails.report(result, failedFirst);
+    for (const line of lines) out.appendLine(line);
     this.ctx.log.info(`run ${label}: ${formatRunSummary(result)}`);
     if (result.detached) return; // still running on the workers; the Runs view shows it
     if (result.preempted) {
       const message = `Run preempted: ${label} (${result.preemptedReason ?? 'the VM was preempted'}).`;
       this.ctx.log.warn(message);
       void vscode.window.showWarningMessage(message, 'Recreate and resume', 'Show output').then((c) => {
-        if (c === 'Show output') this.showOutput();
+        if (c === 'Show output') out.show();
         if (c === 'Recreate and resume') void vscode.commands.executeCommand('tpuWorkbench.resumeRun', result.runId);
       });
       return;
@@ -233,17 +258,19 @@ export class RunManager implements vscode.Disposable {
     }
     if (result.ok) {
       void vscode.window.showInformationMessage(`Run finished: ${label}, all ${result.workers.length} workers ok.`, 'Show output').then((c) => {
-        if (c) this.showOutput();
+        if (c) out.show();
       });
       return;
     }
     const failed = result.workers.filter((w) => !w.stopped && (w.error !== undefined || w.exitCode !== 0));
-    const first = failed[0];
-    const why = first ? (first.error ?? (first.exitCode !== null ? `exit code ${first.exitCode}` : `signal ${first.signal ?? '?'}`)) : 'see the output';
-    const message = `Run failed: ${label}: ${failed.length} of ${result.workers.length} workers failed${first ? ` (w${first.index}: ${why})` : ''}.`;
+    const first = firstFailure(result, failedFirst);
+    // The last thing the failing worker said is usually the reason (a Python traceback's last line).
+    const lastLine = first ? tails.last(first.index).filter((l) => l.trim()).pop() : undefined;
+    const quoted = lastLine ? `; last line: "${lastLine.length > 160 ? `${lastLine.slice(0, 157)}...` : lastLine}"` : '';
+    const message = `Run failed: ${label}: ${Math.max(failed.length, first ? 1 : 0)} of ${result.workers.length} workers failed${first ? ` (w${first.index} first: ${first.why}${quoted})` : ''}.`;
     this.ctx.log.error(message);
     void vscode.window.showErrorMessage(message, 'Show output', 'Show log').then((c) => {
-      if (c === 'Show output') this.showOutput();
+      if (c === 'Show output') out.show();
       if (c === 'Show log') this.ctx.log.show(true);
     });
   }
@@ -262,9 +289,9 @@ export class RunManager implements vscode.Disposable {
 
   dispose(): void {
     // Closing VS Code must not stop a week-long run: stop watching; the next start reattaches.
-    this.active?.detach.abort();
+    for (const run of this.active) run.detach.abort();
     this.status.dispose();
-    this.output.dispose();
+    this.channels.dispose();
   }
 }
 
@@ -295,29 +322,4 @@ async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
     { title: 'Run on TPU: recipe', placeHolder: 'Recipe to run' },
   );
   return picked?.uri;
-}
-
-/** Collects lines and appends them to the channel in batches. */
-class LineBuffer implements vscode.Disposable {
-  private lines: string[] = [];
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly channel: vscode.OutputChannel) {}
-
-  push(line: string): void {
-    this.lines.push(line);
-    this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
-  }
-
-  flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.lines.length === 0) return;
-    this.channel.appendLine(this.lines.join('\n'));
-    this.lines = [];
-  }
-
-  dispose(): void {
-    this.flush();
-  }
 }

@@ -27,12 +27,8 @@ const labelOf = (r: RunRecord) => `${path.basename(r.recipe)} on ${r.vm}`;
 
 export async function showRun(runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
-  if (runs.activeRunId === rec.runId) {
-    runs.showOutput();
-    return;
-  }
-  runs.showOutput();
-  await runs.attach(rec.runId, labelOf(rec));
+  // attach shows the run's channel if it is watched already, else opens one and follows it there.
+  await runs.attach(rec.runId, labelOf(rec), true);
 }
 
 export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
@@ -74,13 +70,12 @@ export async function downloadLogs(ctx: Ctx, arg: unknown): Promise<void> {
   }
 }
 
-/** After a restart: follow the newest active run (one output channel, one run at a time). */
+/** After a restart: follow every active run, the newest in "TPU Run" and the others in channels of their own. */
 export function reattachOnStart(ctx: Ctx, runs: RunManager, tree: RunsTreeProvider): void {
-  const active = tree.activeRuns();
-  if (active.length === 0) return;
-  const rec = active[0];
-  ctx.log.info(`reattaching to run ${rec.runId} (${labelOf(rec)})`);
-  runs.attach(rec.runId, labelOf(rec)).catch((e: unknown) => ctx.log.warn(`reattach ${rec.runId}: ${describeError(e)}`));
+  for (const rec of tree.activeRuns()) {
+    ctx.log.info(`reattaching to run ${rec.runId} (${labelOf(rec)})`);
+    runs.attach(rec.runId, labelOf(rec)).catch((e: unknown) => ctx.log.warn(`reattach ${rec.runId}: ${describeError(e)}`));
+  }
 }
 
 /** "Recreate and resume": a preempted VM is deleted and created again (same spec), then the run restarts with resume=auto. */

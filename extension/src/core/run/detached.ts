@@ -111,6 +111,7 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
   let cancelled = false;
   let stopping: Promise<unknown> | undefined;
   const results = new Map<number, WorkerResult>();
+  let firstFailed: number | undefined;
 
   const stopAll = (): Promise<unknown> => {
     if (!stopping) {
@@ -131,6 +132,8 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
     }
     // The trainer's "preempted" status is not a failure to stop the others for: they are going down too.
     const failed = r.error !== undefined || (r.exitCode !== 0 && r.exitCode !== undefined && r.exitCode !== PREEMPTED_EXIT);
+    // Workers end in the order their tails see the exit: the first failure is the cause, the rest its echo.
+    if (failed && !result.stopped && firstFailed === undefined) firstFailed = w.index;
     if (failed && follow && failFast && !result.stopped && !cancelled && !opts.signal?.aborted) void stopAll();
   };
 
@@ -199,7 +202,7 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
     const list = workers.map((w) => results.get(w.index) ?? { index: w.index, host: w.host, exitCode: null, stopped: stopped.has(w.index) });
     const detached = list.some((w) => !results.has(w.index));
     const ok = !detached && !cancelled && list.every((w) => w.exitCode === 0 && !w.error);
-    return { runId, workers: list, durationMs: Date.now() - t0, cancelled, ok, detached };
+    return { runId, workers: list, durationMs: Date.now() - t0, cancelled, ok, detached, firstFailed };
   });
 
   return {

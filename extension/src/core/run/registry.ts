@@ -30,6 +30,8 @@ export interface RunRecord {
   exitCodes?: Array<number | null>;
   /** One line: which worker failed first and why. */
   reason?: string;
+  /** The index of that worker (a later reattach cannot tell who failed first from who was stopped). */
+  failedWorker?: number;
 }
 
 export function runsDir(home = tpwHome()): string {

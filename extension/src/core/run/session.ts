@@ -11,6 +11,7 @@ import { attachRun, stopDetached, type AttachHandle, type AttachOptions } from '
 import { checkPreempted, watchNodeState } from './preemption';
 import { bashCommand, runDirWord } from './remote-script';
 import { isActive, loadRun, updateRun, type RunRecord, type RunStatus } from './registry';
+import { firstFailure } from './summary';
 import type { RunListener, RunResult } from './types';
 
 /**
@@ -41,9 +42,8 @@ export function statusOf(result: RunResult): RunStatus {
 
 /** `w2: exit code 7` — the first worker that failed on its own (not one we stopped). */
 export function failureReason(result: RunResult): string | undefined {
-  const first = result.workers.find((w) => !w.stopped && (w.error !== undefined || (w.exitCode !== 0 && w.exitCode !== null) || w.signal));
-  if (!first) return undefined;
-  return `w${first.index}: ${first.error ?? (first.exitCode !== null ? `exit code ${first.exitCode}` : `signal ${first.signal ?? '?'}`)}`;
+  const first = firstFailure(result);
+  return first && `w${first.index}: ${first.why}`;
 }
 
 /** Records a finished (or detached) watch in the registry; a run someone else already finalized stays as it is. */
@@ -61,6 +61,7 @@ export function recordResult(runId: string, result: RunResult, home?: string): R
       endedAt: new Date().toISOString(),
       exitCodes: [...result.workers].sort((a, b) => a.index - b.index).map((w) => w.exitCode),
       reason: result.preempted ? result.preemptedReason : failureReason(result),
+      failedWorker: result.preempted ? undefined : firstFailure(result)?.index,
     },
     home,
   );

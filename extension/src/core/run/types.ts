@@ -48,6 +48,8 @@ export interface RunResult {
   preempted?: boolean;
   /** Why it was judged preempted, for the summary. */
   preemptedReason?: string;
+  /** The worker seen failing first on its own (before fail-fast stopped the others), when one did. */
+  firstFailed?: number;
 }
 
 export interface RunListener {

@@ -106,6 +106,12 @@ const SOCKET_REASONS: Record<string, string> = {
   EADDRNOTAVAIL: 'address not available',
 };
 
+/** A host key refusal names the address; on a pod the worker's index is what the user knows it by. */
+function namingTarget(t: SshTarget, e: TpwError): TpwError {
+  const label = targetLabel(t);
+  return e.message.startsWith(label) ? e : new TpwError(e.code, `${label}: ${e.message}`, { cause: e });
+}
+
 /** Turns whatever ssh2 or the socket threw into a sentence that names the worker. */
 export function connectError(t: SshTarget, err: unknown): TpwError {
   if (err instanceof TpwError) return err;
@@ -391,7 +397,7 @@ export class ConnectionManager {
         if (settled) return;
         settled = true;
         client.destroy();
-        reject(hostKeyError ?? connectError(target, err));
+        reject(hostKeyError ? namingTarget(target, hostKeyError) : connectError(target, err));
       };
       client.once('ready', () => {
         if (settled) return;
