@@ -19,7 +19,8 @@ import { launchBrowser, Workbench } from './workbench';
 const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 
-describe('run view in VS Code (code-server)', { timeout: 10 * 60_000, skip: !fs.existsSync(path.join(VENV, 'bin/python3')) && 'trainer venv missing' }, () => {
+describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
+  before(() => assert.ok(fs.existsSync(path.join(VENV, 'bin/python3')), `the trainer's venv is missing at ${VENV}: run bash scripts/setup.sh`));
   let root: string;
   let procs: ProcessTracker;
   let browser: Browser | undefined;

@@ -1,6 +1,7 @@
 /**
  * What every e2e file that drives one VS Code window needs around its steps: a step runner (steps share the
- * window, so a failed step skips the rest unless it says it leaves the window usable; a failure leaves a
+ * window, so after a failed step the rest fail at once (not skipped: nothing unrun may pass for run) unless it
+ * said it leaves the window usable; a failure leaves a
  * screenshot) and the teardown (browser, code-server, the emulator daemon and anything else left with the test's
  * TPW_HOME; on failure the logs are kept under test-artifacts/e2e/).
  */
@@ -36,11 +37,8 @@ export function stepper(prefix: string, shot: (file: string) => Promise<unknown>
       return failed;
     },
     step(name, fn, opts = {}) {
-      test(name, { timeout: opts.timeout ?? defaultTimeout }, async (t) => {
-        if (blocked) {
-          t.skip('an earlier step failed');
-          return;
-        }
+      test(name, { timeout: opts.timeout ?? defaultTimeout }, async () => {
+        if (blocked) throw new Error('not run: an earlier step failed and left the window unusable');
         try {
           await fn();
         } catch (e) {

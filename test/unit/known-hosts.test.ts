@@ -96,7 +96,8 @@ describe('known_hosts parsing and matching', () => {
   });
 });
 
-describe('host key policy against real sshd', { skip: !sshdAvailable() && 'no /usr/sbin/sshd' }, () => {
+describe('host key policy against real sshd', () => {
+  before(() => assert.ok(sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
   let first: SshdInstance;
   const host = '127.0.2.30';
 

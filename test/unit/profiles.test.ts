@@ -30,7 +30,8 @@ function findXplane(dir: string): string | undefined {
   return undefined;
 }
 
-describe('profiles from a real torch_xla run', { skip: !existsSync(venvPython) && 'trainer venv missing (scripts/setup.sh)' }, () => {
+describe('profiles from a real torch_xla run', () => {
+  before(() => assert.ok(existsSync(venvPython), `the trainer's venv is missing at ${venvPython}: run bash scripts/setup.sh`));
   const out = mkdtempSync(path.join(tmpdir(), 'tpw-profile-'));
   // The worker runs from a bundle, as in the extension (dist/profile-worker.js): worker threads do not get tsx's loader.
   const workerJs = path.join(out, 'profile-worker.js');

@@ -117,7 +117,8 @@ describe('shQuote / shJoin', () => {
   });
 });
 
-describe('quoting through a real OpenSSH sshd', { skip: !sshdAvailable() && 'no /usr/sbin/sshd' }, () => {
+describe('quoting through a real OpenSSH sshd', () => {
+  before(() => assert.ok(sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
   let sshd: SshdInstance;
   let conns: ConnectionManager;
 

@@ -146,7 +146,8 @@ function assertNothingSurvives(fleet: Fleet, runId: string): void {
 const SLEEPER = 'sleep 1000 & sleep 1000; wait';
 
 for (const make of [sshdFleet, emulatorFleet]) {
-  describe(`runner against ${make === sshdFleet ? 'real sshd' : 'the emulator'}`, { skip: make === sshdFleet && !sshdAvailable() && 'no sshd' }, () => {
+  describe(`runner against ${make === sshdFleet ? 'real sshd' : 'the emulator'}`, () => {
+    before(() => assert.ok(make !== sshdFleet || sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
     let fleet: Fleet;
     let conns: ConnectionManager;
     const spec = (runId: string, argv: string[], extra: Partial<RunSpec> = {}): RunSpec => ({
@@ -324,7 +325,8 @@ for (const make of [sshdFleet, emulatorFleet]) {
   });
 }
 
-describe('connection manager against real sshd', { skip: !sshdAvailable() && 'no sshd' }, () => {
+describe('connection manager against real sshd', () => {
+  before(() => assert.ok(sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
   let sshd: SshdInstance;
   before(async () => {
     sshd = await startSshd({ host: '127.0.2.10' });

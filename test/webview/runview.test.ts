@@ -143,7 +143,8 @@ describe('run view webview (built bundle, headless Chromium)', () => {
 
 const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
 
-describe('profile views from a real torch_xla capture', { skip: !existsSync(venvPython) && 'trainer venv missing' }, () => {
+describe('profile views from a real torch_xla capture', () => {
+  before(() => assert.ok(existsSync(venvPython), `the trainer's venv is missing at ${venvPython}: run bash scripts/setup.sh`));
   let browser: Browser;
   let page: Page;
   const out = mkdtempSync(path.join(tmpdir(), 'tpw-webview-profile-'));
