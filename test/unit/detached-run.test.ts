@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
 import { isTpwError } from '../../extension/src/core/errors';
 import { attachRun, startDetached, stopDetached } from '../../extension/src/core/run/detached';
@@ -69,8 +69,8 @@ async function sshdFleet(): Promise<Fleet> {
 }
 
 async function emulatorFleet(): Promise<Fleet> {
-  const hostKey = utils.generateKeyPairSync('ed25519');
-  const clientKey = utils.generateKeyPairSync('ed25519');
+  const hostKey = generateEd25519KeyPair();
+  const clientKey = generateEd25519KeyPair();
   const addresses = [1, 2, 3].map((i) => `127.0.5.${i}`);
   const port = await freePort(addresses[0]);
   const pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });

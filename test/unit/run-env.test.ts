@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { main } from '../../extension/src/cli/main';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
@@ -87,8 +87,8 @@ describe('hostile strings arrive byte for byte', () => {
   });
 
   it('over the emulator’s workers', async () => {
-    const hostKey = utils.generateKeyPairSync('ed25519');
-    const clientKey = utils.generateKeyPairSync('ed25519');
+    const hostKey = generateEd25519KeyPair();
+    const clientKey = generateEd25519KeyPair();
     const addresses = ['127.0.7.11', '127.0.7.12'];
     const port = await freePort(addresses[0]);
     const pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
 import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
@@ -27,8 +27,8 @@ describe('run artifacts from the workers (emulator SSH)', () => {
   const capture = crypto.randomBytes(300_000);
 
   before(async () => {
-    const hostKey = utils.generateKeyPairSync('ed25519');
-    const clientKey = utils.generateKeyPairSync('ed25519');
+    const hostKey = generateEd25519KeyPair();
+    const clientKey = generateEd25519KeyPair();
     const addresses = ['127.0.6.1', '127.0.6.2'];
     const port = await freePort(addresses[0]);
     const username = os.userInfo().username;

@@ -6,7 +6,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
 import { isTpwError } from '../../extension/src/core/errors';
 import { formatRunSummary, prefixLine, startRun } from '../../extension/src/core/run/runner';
@@ -111,8 +111,8 @@ async function sshdFleet(): Promise<Fleet & { sshds: SshdInstance[] }> {
 }
 
 async function emulatorFleet(): Promise<Fleet & { pool: SshWorkerPool; port: number; clientKey: string }> {
-  const hostKey = utils.generateKeyPairSync('ed25519');
-  const clientKey = utils.generateKeyPairSync('ed25519');
+  const hostKey = generateEd25519KeyPair();
+  const clientKey = generateEd25519KeyPair();
   const addresses = [1, 2, 3, 4].map((i) => `127.0.3.${i}`);
   const port = await freePort(addresses[0]);
   const pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });
@@ -397,7 +397,7 @@ describe('connection manager against real sshd', () => {
   it('auth failure is reported as such', async () => {
     const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-auth') });
     try {
-      const wrongKey = utils.generateKeyPairSync('ed25519').private;
+      const wrongKey = generateEd25519KeyPair().private;
       await assert.rejects(conns.get({ ...target(), privateKey: wrongKey, index: 5 } as WorkerTarget), (e: unknown) =>
         isTpwError(e, 'SSH_CONNECT') && e.message === `worker 5 (${sshd.host}:${sshd.port}): authentication failed for user "${sshd.username}" (the server did not accept the SSH key)`,
       );
@@ -413,7 +413,7 @@ describe('emulated workers (SshWorkerPool)', () => {
     const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-pool') });
     try {
       const w0 = fleet.workers[0];
-      const wrongKey = utils.generateKeyPairSync('ed25519').private;
+      const wrongKey = generateEd25519KeyPair().private;
       await assert.rejects(conns.get({ ...w0, privateKey: wrongKey }), /authentication failed/);
       await assert.rejects(conns.get({ ...w0, username: 'someone-else' }), /authentication failed/);
 

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { utils } from 'ssh2';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
 import { ConnectionManager, type SshConnection } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
@@ -77,8 +77,8 @@ describe('delta sync to the emulator’s workers', () => {
   };
 
   before(async () => {
-    const hostKey = utils.generateKeyPairSync('ed25519');
-    const clientKey = utils.generateKeyPairSync('ed25519');
+    const hostKey = generateEd25519KeyPair();
+    const clientKey = generateEd25519KeyPair();
     const addresses = [1, 2, 3].map((i) => `127.0.6.${i}`);
     const port = await freePort(addresses[0]);
     pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });

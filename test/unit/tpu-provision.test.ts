@@ -12,12 +12,11 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { utils as sshUtils } from 'ssh2';
 import { DEFAULT_ZONES } from '../../extension/src/core/emulator/catalog';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
-import { addKeyToNode } from '../../extension/src/core/ssh/keys';
+import { addKeyToNode, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { TpuApi } from '../../extension/src/core/tpu/api';
 import { CloudTpuApi, emulatorTpuApi } from '../../extension/src/core/tpu/cloud';
 import type { NodeId, QueuedResource, QueuedResourceStateName } from '../../extension/src/core/tpu/models';
@@ -162,7 +161,7 @@ describe('create options', () => {
 
   it('adds an ssh key through UpdateNode(updateMask=metadata) and keeps the startup script', async () => {
     const node = await api.createNode({ project: P, zone: Z, nodeId: 'keyed', acceleratorType: 'v5litepod-1', runtimeVersion: RT, startupScript: 'echo boot' });
-    const key = sshUtils.generateKeyPairSync('ed25519', { comment: 'alice@laptop' }).public.trim();
+    const key = generateEd25519KeyPair('alice@laptop').public.trim();
     const updated = await addKeyToNode(api, node, 'alice', key);
     assert.equal(updated.metadata['startup-script'], 'echo boot');
     assert.match(updated.metadata['ssh-keys'], new RegExp(`^alice:${key.split(' ').slice(0, 2).join(' ').replace(/[+/]/g, '\\$&')}`, 'm'));

@@ -2,9 +2,9 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { utils as sshUtils } from 'ssh2';
 import { TpwError } from '../errors';
 import { emulatorDir } from '../paths';
+import { generateEd25519KeyPair } from '../ssh/keys';
 import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
 import { endpointFile, type EmulatorEndpoint } from './endpoint';
@@ -297,7 +297,7 @@ export function ensureKeys(dir: string): EmulatorKeys {
     const priv = path.join(keysDir, base);
     const pub = `${priv}.pub`;
     if (!fs.existsSync(priv) || !fs.existsSync(pub)) {
-      const k = sshUtils.generateKeyPairSync('ed25519', { comment });
+      const k = generateEd25519KeyPair(comment);
       writeFileAtomic(priv, k.private);
       writeFileAtomic(pub, `${k.public.trim()}\n`);
     }

@@ -19,6 +19,23 @@ export interface KeyPair {
   publicKey: string;
 }
 
+/**
+ * A fresh ed25519 key pair in OpenSSH formats. ssh2's generateKeyPairSync drops a leading zero byte of the
+ * 32-byte public key (about 1 key in 300), which leaves a key that neither ssh2 nor OpenSSH will parse; such a
+ * pair is thrown away and another drawn, so every key this returns parses, and both halves agree.
+ */
+export function generateEd25519KeyPair(comment?: string): { private: string; public: string } {
+  for (let attempt = 0; attempt < 32; attempt++) {
+    const pair = utils.generateKeyPairSync('ed25519', comment === undefined ? undefined : { comment });
+    const pub = utils.parseKey(pair.public);
+    const priv = utils.parseKey(pair.private);
+    if (pub instanceof Error || priv instanceof Error) continue;
+    const [p1, p2] = [Array.isArray(pub) ? pub[0] : pub, Array.isArray(priv) ? priv[0] : priv];
+    if (p1.getPublicSSH().equals(p2.getPublicSSH())) return pair;
+  }
+  throw new Error('could not generate a well-formed ed25519 key pair');
+}
+
 export function extensionKeyPath(home = tpwHome()): string {
   return path.join(home, 'id_ed25519');
 }
@@ -27,7 +44,7 @@ export function extensionKeyPath(home = tpwHome()): string {
 export function ensureExtensionKey(home = tpwHome()): KeyPair {
   const file = extensionKeyPath(home);
   if (!fs.existsSync(file)) {
-    const pair = utils.generateKeyPairSync('ed25519', { comment: `tpu-workbench@${os.hostname()}` });
+    const pair = generateEd25519KeyPair(`tpu-workbench@${os.hostname()}`);
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     // wx: two first uses at once must not overwrite each other's key.
     try {
