@@ -2,6 +2,7 @@
 
     python test/bench/cce_bench.py                       # 8192 tokens, hidden 2048, vocab 128256 and 256000
     python test/bench/cce_bench.py --tokens 1024 --vocabs 32000 --json /tmp/cce.json   # quick
+    python test/bench/cce_bench.py --device cuda --repeats 5    # on a GPU: allocator peak, synchronised time
 
 The peer is `logits = h @ W.T; F.cross_entropy(logits, y)` (fp32), measured in the
 same invocation. Every measurement runs in a fresh child process so one loss's
@@ -38,17 +39,30 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int, limit_gib: float) -> dict:
+def _loss_fn(impl: str):
+    """"cce", "cce:N" (chunks of N logits), or "naive"."""
+    import functools
+
+    from tpu_trainer.losses import cut_cross_entropy, naive_linear_cross_entropy
+
+    if impl == "naive":
+        return naive_linear_cross_entropy
+    _, _, elems = impl.partition(":")
+    return functools.partial(cut_cross_entropy, chunk_elems=int(elems)) if elems else cut_cross_entropy
+
+
+def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int, limit_gib: float,
+          device: str = "cpu") -> dict:
+    if device == "cuda":
+        return child_cuda(impl, tokens, hidden, vocab, repeats)
     if limit_gib > 0:
         lim = int(limit_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
     import torch
 
-    from tpu_trainer.losses import cut_cross_entropy, naive_linear_cross_entropy
-
     if threads:
         torch.set_num_threads(threads)
-    fn = cut_cross_entropy if impl == "cce" else naive_linear_cross_entropy
+    fn = _loss_fn(impl)
     g = torch.Generator().manual_seed(0)
     h = torch.randn(tokens, hidden, generator=g).requires_grad_(True)
     w = (torch.randn(vocab, hidden, generator=g) * 0.02).requires_grad_(True)
@@ -71,10 +85,43 @@ def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads
             "threads": torch.get_num_threads()}
 
 
-def measure(impl, tokens, hidden, vocab, repeats, threads, limit_gib) -> dict:
+def child_cuda(impl: str, tokens: int, hidden: int, vocab: int, repeats: int) -> dict:
+    """The same measurement on a CUDA device: memory from the caching allocator's high-water mark
+    (torch.cuda.max_memory_allocated, reset once the inputs exist), time between synchronisations."""
+    import torch
+
+    fn = _loss_fn(impl)
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(0)
+    h = torch.randn(tokens, hidden, generator=g, device=dev).requires_grad_(True)
+    w = (torch.randn(vocab, hidden, generator=g, device=dev) * 0.02).requires_grad_(True)
+    y = torch.randint(0, vocab, (tokens,), generator=g, device=dev)
+    torch.cuda.synchronize()
+    times, peaks = [], []
+    base = torch.cuda.memory_allocated()
+    for i in range(repeats + 1):  # the first is a warm-up (kernel selection, allocator growth)
+        h.grad = w.grad = None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        loss = fn(h, w, y)
+        loss.backward()
+        torch.cuda.synchronize()
+        if i > 0:
+            times.append(time.perf_counter() - t0)
+            peaks.append(torch.cuda.max_memory_allocated() - base)
+    grads = (h.numel() + w.numel()) * 4
+    peak = max(peaks)
+    return {"impl": impl, "tokens": tokens, "hidden": hidden, "vocab": vocab, "loss": loss.item(),
+            "time_s": min(times), "time_median_s": sorted(times)[len(times) // 2], "peak_mib": peak / 2**20,
+            "work_mib": (peak - grads) / 2**20, "device": torch.cuda.get_device_name(),
+            "tf32": torch.backends.cuda.matmul.allow_tf32}
+
+
+def measure(impl, tokens, hidden, vocab, repeats, threads, limit_gib, device="cpu") -> dict:
     cmd = [sys.executable, str(HERE), "--child", impl, "--tokens", str(tokens), "--hidden", str(hidden),
            "--vocabs", str(vocab), "--repeats", str(repeats), "--threads", str(threads),
-           "--mem-limit-gib", str(limit_gib)]
+           "--mem-limit-gib", str(limit_gib), "--device", device]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         if p.returncode in (-9, 137):
@@ -96,18 +143,20 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--mem-limit-gib", type=float, default=16.0)
+    ap.add_argument("--chunk-elems", type=int, default=0, help="logits per chunk for ours (0: its default)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--json")
     ap.add_argument("--child")
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads, a.mem_limit_gib)))
+        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads, a.mem_limit_gib, a.device)))
         return
     rows = []
     print(f"{'vocab':>7} {'tokens':>6} {'naive s':>8} {'cce s':>7} {'time x':>6} {'naive MiB':>10} {'cce MiB':>8} "
           f"{'mem /':>6} {'naive work':>10} {'cce work':>8} {'work /':>7}", flush=True)
     for vocab in (int(v) for v in a.vocabs.split(",")):
-        cce = measure("cce", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib)
-        naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib)
+        cce = measure(f"cce:{a.chunk_elems}" if a.chunk_elems else "cce", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib, a.device)
+        naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib, a.device)
         row = {"vocab": vocab, "tokens": a.tokens, "hidden": a.hidden, "cce": cce, "naive": naive}
         if "error" not in cce and "error" not in naive:
             row.update(time_ratio=cce["time_s"] / naive["time_s"], mem_ratio=naive["peak_mib"] / cce["peak_mib"],

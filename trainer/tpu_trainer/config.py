@@ -191,7 +191,8 @@ class LossConfig:
     z_loss: float = opt(0.0, "Weight of the z-loss term z * logsumexp(logits)^2.", minimum=0.0)
     focal_gamma: float = opt(2.0, "Focal loss exponent gamma.", minimum=0.0)
     ignore_index: int = opt(-100, "Targets with this id are excluded from the loss.")
-    chunk_elems: int = opt(1 << 25, "cut_cross_entropy: max logits elements per token chunk.", minimum=1)
+    chunk_elems: int = opt(0, "cut_cross_entropy: max logits elements per token chunk; 0 = automatic "
+                           "(2^26 elements, at least 512 tokens).", minimum=0)
 
 
 @dataclass

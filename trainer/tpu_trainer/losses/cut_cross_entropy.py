@@ -21,21 +21,26 @@ t predicts label t+1). No Triton: plain tensor ops, so the same code traces on
 torch_xla (the chunk loop unrolls into one static graph) and runs on CPU/CUDA.
 Vocab is not chunked: with the gradient fused into the forward, a vocab split
 would need a second pass for the logsumexp, i.e. a fourth matmul; the token
-chunk is sized from `chunk_elems` instead so one chunk's logits stay small.
+chunk is sized from `chunk_elems` instead (0: automatic) so one chunk's logits stay small.
 """
 
 from typing import Optional
 
 import torch
 
-# One chunk's logits hold at most this many fp32 elements (128 MiB), the one large
-# buffer of a chunk (logits, then probabilities, then d loss / d logits, in place).
-# Smaller chunks save little more memory but cost time: every chunk reads and
-# writes the whole fp32 dW accumulator (vocab x hidden) once.
-DEFAULT_CHUNK_ELEMS = 1 << 25
+# A chunk's logits buffer (logits, then probabilities, then d loss / d logits, in place) is the one
+# large buffer of the loss. Its size trades memory for time: every chunk reads and writes the whole fp32
+# dW accumulator (vocab x hidden), and a chunk of few tokens turns the three matmuls into skinny ones that
+# multicore CPUs and GPUs run well below their speed (on 16 cores, 131-token chunks of a 256k vocabulary
+# ran the matmuls 1.7x slower per token than 1,024-token ones). The automatic size (chunk_elems=0): 2^26
+# logits (256 MiB fp32), and never fewer than 512 tokens; test/bench/cce_bench.py measures it.
+AUTO_CHUNK_ELEMS = 1 << 26
+AUTO_MIN_ROWS = 512
 
 
 def _chunk_rows(n_tokens: int, vocab: int, chunk_elems: int) -> int:
+    if chunk_elems <= 0:
+        return max(1, min(n_tokens, max(AUTO_MIN_ROWS, AUTO_CHUNK_ELEMS // max(1, vocab))))
     return max(1, min(n_tokens, chunk_elems // max(1, vocab)))
 
 
@@ -52,13 +57,18 @@ class _LinearCrossEntropy(torch.autograd.Function):
         dw = torch.zeros((v, w.shape[1]), dtype=torch.float32, device=w.device) if need_grad else None
         rows = _chunk_rows(n, v, chunk_elems)
         eps = label_smoothing
+        # Eager devices reuse one logits buffer for every chunk: a fresh (rows x vocab) allocation per chunk
+        # is a fresh mapping the kernel must fault in and zero each time, which on CPU costs as much as a
+        # fifth of the loss. Under XLA the loop is traced into one graph and the compiler places buffers.
+        eager = h.device.type in ("cpu", "cuda")
+        buf = torch.empty((rows, v), dtype=torch.float32, device=h.device) if eager else None
         for start in range(0, n, rows):
             end = min(n, start + rows)
             hc = h[start:end].float()
             tc = targets[start:end]
             vc = valid[start:end]
             safe_t = torch.where(vc, tc, torch.zeros_like(tc))  # ignored rows gather index 0, then masked
-            logits = hc @ wf.t()
+            logits = torch.mm(hc, wf.t(), out=buf[: end - start]) if buf is not None else hc @ wf.t()
             tgt_logit = logits.gather(1, safe_t[:, None]).squeeze(1)
             mean_logit = logits.mean(dim=-1) if eps > 0 else None
             # One exp pass serves both the loss and the gradient: probs = exp(logits - max) / sum,
@@ -83,7 +93,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
             if eps > 0:
                 probs.sub_((eps / v * scale)[:, None])
             probs.scatter_add_(1, safe_t[:, None], (-(1 - eps) * scale)[:, None])
-            dh[start:end] = probs @ wf
+            if eager:
+                torch.mm(probs, wf, out=dh[start:end])
+            else:
+                dh[start:end] = probs @ wf
             dw.addmm_(probs.t(), hc)
         ctx.save_for_backward(dh, dw)
         ctx.dtypes, ctx.used = (h.dtype, w.dtype), False
@@ -111,7 +124,7 @@ def cut_cross_entropy(
     label_smoothing: float = 0.0,
     z_loss: float = 0.0,
     shift: bool = False,
-    chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+    chunk_elems: int = 0,
 ) -> torch.Tensor:
     """Mean cross-entropy of `hidden @ weight.T` against `targets`, never materialising all logits.
 
