@@ -10,9 +10,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { utils as sshUtils } from 'ssh2';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator, ensureKeys } from '../../extension/src/core/emulator/emulator';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { ensureExtensionKey, generateEd25519KeyPair, withSshKey } from '../../extension/src/core/ssh/keys';
@@ -97,6 +98,37 @@ test('every generated ed25519 key pair is well formed (ssh2 alone drops a leadin
     fs.writeFileSync(path.join(dir, 'k'), pair.private, { mode: 0o600 });
     const derived = execFileSync('ssh-keygen', ['-y', '-f', path.join(dir, 'k')], { encoding: 'utf8' });
     assert.equal(derived.trim().split(' ').slice(0, 2).join(' '), pair.public.trim().split(' ').slice(0, 2).join(' '));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a key pair with a malformed public half (from an earlier version) is set aside and replaced', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-badkey-'));
+  try {
+    let bad: { private: string; public: string } | undefined;
+    for (let i = 0; i < 20_000 && !bad; i++) {
+      const k = sshUtils.generateKeyPairSync('ed25519');
+      if (sshUtils.parseKey(k.public) instanceof Error) bad = k;
+    }
+    assert.ok(bad, 'the raw generator made a malformed key');
+    fs.writeFileSync(path.join(dir, 'id_ed25519'), bad.private, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, 'id_ed25519.pub'), `${bad.public}\n`);
+    const pair = ensureExtensionKey(dir);
+    assert.ok(!(sshUtils.parseKey(pair.publicKey) instanceof Error), 'the new key parses');
+    assert.notEqual(pair.publicKey, bad.public.trim());
+    const aside = fs.readdirSync(dir).filter((f) => f.includes('.malformed-')).sort();
+    assert.equal(aside.length, 2, aside.join(', '));
+    assert.equal(fs.readFileSync(path.join(dir, aside[0]), 'utf8'), bad.private, 'the old private key is kept');
+    assert.equal(ensureExtensionKey(dir).publicKey, pair.publicKey, 'a good key stays');
+
+    // The emulator's own keys, likewise: a malformed client key would stop the emulator from starting.
+    fs.mkdirSync(path.join(dir, 'emu', 'keys'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'emu', 'keys', 'client_ed25519'), bad.private, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, 'emu', 'keys', 'client_ed25519.pub'), `${bad.public}\n`);
+    const keys = ensureKeys(path.join(dir, 'emu'));
+    assert.ok(!(sshUtils.parseKey(keys.clientPublicKey) instanceof Error));
+    assert.equal(ensureKeys(path.join(dir, 'emu')).clientPublicKey, keys.clientPublicKey, 'and then kept');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

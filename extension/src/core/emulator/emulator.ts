@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { utils as sshUtils } from 'ssh2';
 import { TpwError } from '../errors';
 import { emulatorDir } from '../paths';
 import { generateEd25519KeyPair } from '../ssh/keys';
@@ -296,7 +297,8 @@ export function ensureKeys(dir: string): EmulatorKeys {
   const pair = (base: string, comment: string) => {
     const priv = path.join(keysDir, base);
     const pub = `${priv}.pub`;
-    if (!fs.existsSync(priv) || !fs.existsSync(pub)) {
+    // A pair with ssh2's malformed public half (written before generateEd25519KeyPair) never worked: replaced.
+    if (!fs.existsSync(priv) || !fs.existsSync(pub) || sshUtils.parseKey(fs.readFileSync(pub, 'utf8').trim()) instanceof Error) {
       const k = generateEd25519KeyPair(comment);
       writeFileAtomic(priv, k.private);
       writeFileAtomic(pub, `${k.public.trim()}\n`);

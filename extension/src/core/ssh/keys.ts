@@ -43,6 +43,7 @@ export function extensionKeyPath(home = tpwHome()): string {
 /** The key pair, created if it does not exist yet. */
 export function ensureExtensionKey(home = tpwHome()): KeyPair {
   const file = extensionKeyPath(home);
+  setAsideIfMalformed(file);
   if (!fs.existsSync(file)) {
     const pair = generateEd25519KeyPair(`tpu-workbench@${os.hostname()}`);
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -55,6 +56,24 @@ export function ensureExtensionKey(home = tpwHome()): KeyPair {
     }
   }
   return { privateKeyPath: file, privateKey: fs.readFileSync(file, 'utf8'), publicKey: fs.readFileSync(`${file}.pub`, 'utf8').trim() };
+}
+
+/**
+ * A key pair written by an earlier version with ssh2's malformed public half (see generateEd25519KeyPair) can
+ * never have worked: no server parses it. It is renamed to `id_ed25519.malformed-<time>` (kept, not deleted)
+ * so a good one is made in its place.
+ */
+function setAsideIfMalformed(file: string): void {
+  let pub: string;
+  try {
+    pub = fs.readFileSync(`${file}.pub`, 'utf8');
+  } catch {
+    return;
+  }
+  if (!fs.existsSync(file) || !(utils.parseKey(pub.trim()) instanceof Error)) return;
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  fs.renameSync(file, `${file}.malformed-${stamp}`);
+  fs.renameSync(`${file}.pub`, `${file}.pub.malformed-${stamp}`);
 }
 
 /** The metadata `ssh-keys` value with `user:publicKey` added (once); other users' and other keys' lines are kept. */
