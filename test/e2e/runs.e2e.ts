@@ -28,7 +28,7 @@ const VM = 'pod';
 const SIDE = 'side';
 const LINES = 90;
 /** A numbered line every 0.5 s for 45 s on every worker: long enough to reload the window (slow on 2 cores) mid-run. */
-const COUNT_RECIPE = `#!/usr/bin/env bash\n# e2e: a slow run with numbered lines.\nbash -c 'for i in $(seq 1 ${LINES}); do echo "count $i"; sleep 0.5; done'\n`;
+const COUNT_RECIPE = `#!/usr/bin/env bash\n# e2e: a slow run with numbered lines, and a metrics.jsonl line (loss 200 - i) for each.\nbash -c 'mkdir -p "$TPW_RUN_DIR/output"; for i in $(seq 1 ${LINES}); do echo "count $i"; echo "{\\"step\\":$i,\\"loss\\":$((200 - i))}" >> "$TPW_RUN_DIR/output/metrics.jsonl"; sleep 0.5; done'\n`;
 /** Says whether HF_TOKEN is set and its sha256 (never the value), then stays up long enough for ps to look. */
 const SECRET_RECIPE = `#!/usr/bin/env bash\n# e2e: is HF_TOKEN there?\nbash -c 'if [ -n "$HF_TOKEN" ]; then echo "HF_TOKEN set: yes sha256=$(printf %s "$HF_TOKEN" | sha256sum | cut -d" " -f1)"; else echo "HF_TOKEN set: no"; fi; sleep 8'\n`;
 
@@ -227,6 +227,51 @@ describe('Runs in VS Code (code-server): reattach, run again, download logs, hos
     for (let w = 0; w < 4; w++) assert.equal(fs.readFileSync(path.join(dir, `w${w}.log`), 'utf8'), expected, `w${w}.log is that worker's whole log`);
     // And worker 0's is opened.
     await wb.page.locator('.tabs-container .tab.active[aria-label^="w0.log"]').waitFor({ timeout: 15_000 });
+  });
+
+  step('"Open Run View" on a running run: every worker\'s log from its first line, metrics charted while it runs', async () => {
+    // Earlier runs' panels (hidden tabs keep their webviews) would be found first: start from none.
+    const webviews = wb.page.locator('iframe.webview.ready');
+    await wb.runCommand('View: Close All Editors');
+    for (const deadline = Date.now() + 30_000; (await webviews.count()) > 0; await delay(250)) {
+      if (Date.now() > deadline) throw new Error(`${await webviews.count()} webviews left after closing every editor`);
+    }
+    await openRunsPane();
+    await wb.contextMenu(runsRow(/count\.sh on pod.*succeeded/).first(), 'Run Again');
+    const started = await waitFor('the run registry', () => JSON.stringify(runsJson()), /"status": ?"running"/, 90_000);
+    const runId = (JSON.parse(started) as RunJson[])[0].runId;
+    await waitFor('"TPU Run"', () => newestChannel('TPU Run'), /^\[w3\] count 3$/m, 60_000);
+    // The run started here has its panel already: "Open Run View" shows that one, it opens no second.
+    await webviews.first().waitFor({ timeout: 30_000 });
+    await wb.contextMenu(runsRow(/count\.sh on pod.*running/).first(), 'Open Run View');
+    await delay(1500);
+    assert.equal(await webviews.count(), 1, 'one run view for the run');
+    // Closed, then opened from the Runs view: a panel that follows the recorded run on its own, from each log's first byte.
+    await wb.runCommand('View: Close All Editors');
+    await webviews.first().waitFor({ state: 'detached', timeout: 30_000 });
+    await wb.contextMenu(runsRow(/count\.sh on pod.*running/).first(), 'Open Run View');
+    // VS Code nests the webview in two iframes.
+    const view = webviews.first().contentFrame().locator('iframe#active-frame').contentFrame();
+    await view.locator('.chips .chip').nth(3).waitFor({ timeout: 60_000 });
+    await view.locator('#tab-metrics').click();
+    await view.locator('figure.chart[data-metric="loss"]').waitFor({ timeout: 30_000 });
+    const legend = await view.locator('figure.chart[data-metric="loss"] .u-legend').innerText();
+    for (let w = 0; w < 4; w++) assert.match(legend, new RegExp(`w${w}`), `worker ${w} is charted`);
+    assert.equal(runsJson().find((r) => r.runId === runId)?.status, 'running', 'the chart came while the run was still going: live');
+    await wb.settle();
+    await shot('runs-runview-live.png');
+    // The panel's own watch ends with the run: every worker's chip says exit 0 over all its lines, none lost.
+    await view.locator('#tab-logs').click();
+    for (let w = 0; w < 4; w++) {
+      const chip = view.locator('.chips .chip').nth(w);
+      for (const deadline = Date.now() + 90_000; !(await chip.getAttribute('title'))?.startsWith(`Worker ${w}: exit 0, ${LINES} lines`); await delay(500)) {
+        if (Date.now() > deadline) throw new Error(`worker ${w}'s chip: ${await chip.getAttribute('title')}`);
+      }
+    }
+    await waitFor('the run registry', () => runsJson().map((r) => r.status).join(' '), /^succeeded( succeeded)+$/, 60_000);
+    await shot('runs-runview-done.png');
+    await wb.page.keyboard.press('Escape');
+    await wb.runCommand('View: Close All Editors');
   });
 
   step('a changed host key for worker 1 is refused with a message naming the worker', async () => {

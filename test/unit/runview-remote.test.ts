@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { MetricsTail, type MetricsLine } from '../../extension/src/core/profiles/metrics-tail';
 import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
@@ -69,5 +70,23 @@ describe('run artifacts from the workers (emulator SSH)', () => {
     const local = path.join(dest, 'c.xplane.pb');
     await fetchCapture(workers[0], conns, w0.captures[0].remotePath, local);
     assert.ok(fs.readFileSync(local).equals(capture), 'the capture arrives byte for byte');
+  });
+
+  it('tails every worker\'s metrics.jsonl live: whole lines once each, a torn line when it ends, a rewritten file again', async () => {
+    const run2 = '20260101-000001-beef';
+    const file = (i: number): string => path.join(sandbox(i), '.tpw', 'runs', run2, 'output', 'metrics.jsonl');
+    const tail = new MetricsTail(run2, workers, conns);
+    assert.deepEqual(await tail.poll(), [], 'no file yet: nothing, and no error');
+    for (const i of [0, 1]) fs.mkdirSync(path.dirname(file(i)), { recursive: true });
+    fs.writeFileSync(file(0), '{"step":1,"loss":3}\nnot json\n{"step":2,"loss":2.75}\n{"step":3,"lo');
+    fs.writeFileSync(file(1), '{"step":1,"loss":3.5}\n');
+    const steps = (lines: MetricsLine[]) => lines.map((l) => `w${l.worker}:${l.step}:${String(l.loss)}`).sort();
+    assert.deepEqual(steps(await tail.poll()), ['w0:1:3', 'w0:2:2.75', 'w1:1:3.5']);
+    assert.equal(tail.offset(0), fs.statSync(file(0)).size);
+    fs.appendFileSync(file(0), 'ss":2.5}\n{"step":4,"loss":2.25}\n');
+    assert.deepEqual(steps(await tail.poll()), ['w0:3:2.5', 'w0:4:2.25'], 'the torn line completes; nothing repeats');
+    assert.deepEqual(await tail.poll(), [], 'nothing new');
+    fs.writeFileSync(file(0), '{"step":1,"loss":9}\n'); // shorter than what was read: a new file
+    assert.deepEqual(steps(await tail.poll()), ['w0:1:9']);
   });
 });

@@ -139,6 +139,25 @@ describe('run view webview (built bundle, headless Chromium)', () => {
     await page.screenshot({ path: path.join(artifacts, 'metrics.png') });
     assert.deepEqual(await cspViolations(page), [], 'logs and charts run under the panel\'s CSP');
   });
+
+  it('charts only the metrics some worker logs, in the usual order as they appear', async () => {
+    const fresh = await openHarness();
+    try {
+      const p = fresh.page;
+      await p.click('#tab-metrics');
+      await post(p, { type: 'metrics', records: [1, 2, 3].map((step) => ({ step, worker: 0, loss: 5 - step })) });
+      await p.waitForSelector('.chart canvas');
+      const metrics = () => p.$$eval('.chart', (els) => els.map((e) => (e as HTMLElement).dataset.metric));
+      assert.deepEqual(await metrics(), ['loss'], 'no empty charts for what nobody logs');
+      await post(p, { type: 'metrics', records: [{ step: 4, worker: 1, loss: 1, mem_bytes: 1e9, lr: 1e-3 }] });
+      await p.waitForFunction(() => document.querySelectorAll('.chart').length >= 3);
+      await p.waitForTimeout(100);
+      assert.deepEqual(await metrics(), ['loss', 'lr', 'mem_bytes'], 'a new worker rebuilds the charts without leaving the old ones');
+      assert.equal(await p.$$eval('.chart[data-metric="loss"] .u-legend .u-series', (e) => e.length), 1 + 2, 'step + w0 + w1');
+    } finally {
+      await fresh.browser.close();
+    }
+  });
 });
 
 const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
@@ -179,6 +198,44 @@ describe('profile views from a real torch_xla capture', () => {
     assert.deepEqual(await cspViolations(page), [], 'profile views run under the panel\'s CSP');
     await page.click('text=Export Chrome trace JSON…');
     assert.deepEqual((await posted(page)).at(-1), { type: 'exportTrace', id: 'c1' });
+  });
+
+  it('the timeline works from the keyboard, and outlines events in high contrast', async () => {
+    await page.focus('.timeline canvas');
+    await page.keyboard.press('ArrowDown');
+    const first = await page.textContent('.timeline .readout');
+    assert.match(first ?? '', /^.+ — .+ at .+ · .+ \(event \d+ of \d+\)$/, `read out: ${first}`);
+    assert.equal(await page.getAttribute('.timeline .readout', 'role'), 'status');
+    await page.keyboard.press(']');
+    const second = await page.textContent('.timeline .readout');
+    const nth = (t: string | null) => Number(/event (\d+) of/.exec(t ?? '')?.[1]);
+    assert.equal(nth(second), Math.min(nth(first) + 1, Number(/of (\d+)\)/.exec(first ?? '')?.[1])), `${first} → ${second}`);
+    await page.keyboard.press('Enter'); // zooms to it: the event fills most of the view
+    await page.keyboard.press('ArrowDown');
+    assert.notEqual(await page.textContent('.timeline .readout'), second, 'another line');
+
+    // High contrast: VS Code marks the body and sets its colours; the events get the contrast border.
+    const countBorderPixels = async () => {
+      await page.focus('.timeline canvas');
+      await page.keyboard.press('0'); // the whole capture again (and a redraw)
+      return page.evaluate(() => new Promise<number>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => {
+        const c = document.querySelector('.timeline canvas') as HTMLCanvasElement;
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] === 243 && d[i + 1] === 133 && d[i + 2] === 24) n++;
+        resolve(n);
+      }))));
+    };
+    assert.equal(await countBorderPixels(), 0, 'no orange before the theme changes');
+    await page.evaluate(() => {
+      document.body.classList.add('vscode-high-contrast');
+      document.body.style.setProperty('--vscode-contrastBorder', '#f38518');
+      document.body.style.setProperty('--vscode-editor-background', '#000000');
+    });
+    const orange = await countBorderPixels();
+    assert.ok(orange > 100, `events outlined in the contrast border: ${orange} pixels`);
+    await page.screenshot({ path: path.join(artifacts, 'profile-high-contrast.png'), fullPage: true });
+    await page.evaluate(() => document.body.classList.remove('vscode-high-contrast'));
   });
 
   it('shows a clear error for a broken capture', async () => {

@@ -78,6 +78,13 @@ export class MetricsView {
     for (const p of this.plots.values()) p.setSize({ width: this.width(), height: 200 });
   }
 
+  /** Removes a chart: its figure first (destroy() detaches uPlot's root, after which the figure is unreachable). */
+  private drop(key: Key, plot: uPlot): void {
+    plot.root.parentElement?.remove();
+    plot.destroy();
+    this.plots.delete(key);
+  }
+
   private draw(): void {
     this.frame = 0;
     if (this.byWorker.size === 0) return;
@@ -93,9 +100,13 @@ export class MetricsView {
       }));
       const data: uPlot.AlignedData = [steps, ...ys];
       let plot = this.plots.get(c.key);
+      // A metric nobody logs (a program's own metrics.jsonl, or a CPU run's MFU) gets no empty chart.
+      if (ys.every((y) => y.every((v) => v === null))) {
+        if (plot) this.drop(c.key, plot);
+        continue;
+      }
       if (plot && rebuild) {
-        plot.destroy();
-        plot.root.parentElement?.remove();
+        this.drop(c.key, plot);
         plot = undefined;
       }
       if (!plot) {
@@ -105,7 +116,9 @@ export class MetricsView {
         const cap = el('figcaption');
         cap.textContent = c.title;
         box.append(cap);
-        this.root.append(box);
+        // In CHARTS order, whichever appear first.
+        const later = CHARTS.slice(CHARTS.indexOf(c) + 1).map((k) => this.plots.get(k.key)?.root.parentElement).find((e) => e);
+        this.root.insertBefore(box, later ?? null);
         const fg = cssVar('--vscode-foreground', '#ccc');
         const grid = cssVar('--vscode-charts-lines', 'rgba(128,128,128,0.3)');
         const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };

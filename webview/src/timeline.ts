@@ -3,6 +3,10 @@
  * dragging or with the arrow keys, 0 resets. Only events in the visible range are visited (binary search on
  * sorted starts), and events narrower than a pixel that fall on an already painted pixel are skipped, so
  * millions of events draw in a frame.
+ *
+ * Keyboard users inspect events too: Up/Down pick a line, [ and ] step through its events (the view follows),
+ * Enter zooms to the picked one; its name, duration and start are read out in a live region. In high-contrast
+ * themes events are outlined with the theme's contrast border and labelled in its foreground colour.
  */
 import type { ProfileSummary, TimelineLine } from './protocol';
 import { el, fmtUs } from './dom';
@@ -40,6 +44,9 @@ export class Timeline {
   readonly root = el('div', 'timeline');
   private readonly canvas = el('canvas');
   private readonly tip = el('div', 'tip');
+  /** What the keyboard picked, read out by screen readers (role=status). */
+  private readonly readout = el('div', 'readout');
+  private sel: { band: number; index: number } | undefined;
   private bands: Band[] = [];
   private names: string[] = [];
   private colours: string[] = [];
@@ -53,9 +60,11 @@ export class Timeline {
   constructor() {
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-label', 'Trace timeline. Plus and minus zoom, arrow keys pan, 0 resets.');
+    this.canvas.setAttribute('aria-label', 'Trace timeline. Plus and minus zoom, left and right pan, 0 resets; up and down pick a line, [ and ] step through its events, Enter zooms to the event.');
+    this.readout.setAttribute('role', 'status');
+    this.readout.setAttribute('aria-live', 'polite');
     this.tip.hidden = true;
-    this.root.append(this.canvas, this.tip);
+    this.root.append(this.canvas, this.tip, this.readout);
     this.canvas.addEventListener('wheel', (e) => {
       e.preventDefault();
       const x = this.timeAt(e.offsetX);
@@ -80,6 +89,9 @@ export class Timeline {
       else if (e.key === 'ArrowLeft') this.setRange(this.t0 - w * 0.2, this.t1 - w * 0.2);
       else if (e.key === 'ArrowRight') this.setRange(this.t0 + w * 0.2, this.t1 + w * 0.2);
       else if (e.key === '0') this.setRange(0, this.span);
+      else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') this.pickLine(e.key === 'ArrowDown' ? 1 : -1);
+      else if (e.key === ']' || e.key === '[') this.pickEvent(e.key === ']' ? 1 : -1);
+      else if (e.key === 'Enter' && this.sel) this.zoomToPicked();
       else return;
       e.preventDefault();
     });
@@ -103,7 +115,52 @@ export class Timeline {
       return b;
     });
     this.span = Math.max(summary.spanUs, 1);
+    this.sel = undefined;
+    this.readout.textContent = '';
     this.setRange(0, this.span);
+  }
+
+  /** The picked event's description (what the live region says). */
+  get picked(): string {
+    return this.readout.textContent ?? '';
+  }
+
+  /** Next/previous line that has events; its first event at or after the middle of the view. */
+  private pickLine(dir: 1 | -1): void {
+    if (this.bands.length === 0) return;
+    let b = this.sel ? this.sel.band : dir > 0 ? -1 : this.bands.length;
+    do b += dir;
+    while (b >= 0 && b < this.bands.length && this.bands[b].line.start.length === 0);
+    if (b < 0 || b >= this.bands.length) return;
+    const { start } = this.bands[b].line;
+    const i = Math.min(start.length - 1, lowerBound(start, (this.t0 + this.t1) / 2));
+    this.select(b, i);
+  }
+
+  /** Next/previous event of the picked line, in start order (all depths). */
+  private pickEvent(dir: 1 | -1): void {
+    if (!this.sel) return this.pickLine(1);
+    const n = this.bands[this.sel.band].line.start.length;
+    this.select(this.sel.band, Math.max(0, Math.min(n - 1, this.sel.index + dir)));
+  }
+
+  private select(band: number, index: number): void {
+    this.sel = { band, index };
+    const { line } = this.bands[band];
+    const s0 = line.start[index];
+    const s1 = s0 + line.dur[index];
+    // Keep it in view: pan (never zoom) when it lies outside.
+    const w = this.t1 - this.t0;
+    if (s1 < this.t0 || s0 > this.t1) this.setRange(s0 - w * 0.1, s0 - w * 0.1 + w);
+    else this.schedule();
+    this.readout.textContent = `${this.names[line.name_[index]]} — ${fmtUs(line.dur[index])} at ${fmtUs(s0)} · ${line.plane} · ${line.name} (event ${index + 1} of ${line.start.length})`;
+  }
+
+  private zoomToPicked(): void {
+    const { line } = this.bands[this.sel!.band];
+    const s0 = line.start[this.sel!.index];
+    const d = Math.max(line.dur[this.sel!.index], 0.01);
+    this.setRange(s0 - d * 0.25, s0 + d * 1.25);
   }
 
   private plotWidth(): number {
@@ -145,6 +202,12 @@ export class Timeline {
     g.scale(dpr, dpr);
     const css = getComputedStyle(document.body);
     const fg = css.getPropertyValue('--vscode-foreground').trim() || '#ccc';
+    // High contrast: events are outlined in the theme's contrast border on its background, labels in its
+    // foreground, instead of mid-tone fills that carry black text.
+    const hc = document.body.classList.contains('vscode-high-contrast') || document.body.classList.contains('vscode-high-contrast-light');
+    const border = css.getPropertyValue('--vscode-contrastBorder').trim() || fg;
+    const bg = css.getPropertyValue('--vscode-editor-background').trim() || '#000';
+    const focus = css.getPropertyValue('--vscode-focusBorder').trim() || fg;
     const font = css.getPropertyValue('--vscode-font-family').trim() || 'sans-serif';
     g.font = `11px ${font}`;
     g.textBaseline = 'middle';
@@ -169,13 +232,30 @@ export class Timeline {
         // Sub-pixel events on a pixel already painted in this row add nothing visible.
         if (w < 1 && Math.floor(x) <= lastPx[d]) continue;
         lastPx[d] = Math.floor(x + Math.max(w, 1));
-        g.fillStyle = this.colours[name_[i]];
-        g.fillRect(x, top + d * ROW, Math.max(w, 1), ROW - 1);
+        if (hc) {
+          g.fillStyle = w >= 3 ? bg : border;
+          g.fillRect(x, top + d * ROW, Math.max(w, 1), ROW - 1);
+          if (w >= 3) {
+            g.strokeStyle = border;
+            g.lineWidth = 1;
+            g.strokeRect(x + 0.5, top + d * ROW + 0.5, w - 1, ROW - 2);
+          }
+        } else {
+          g.fillStyle = this.colours[name_[i]];
+          g.fillRect(x, top + d * ROW, Math.max(w, 1), ROW - 1);
+        }
         this.drawn++;
         if (w > 40) {
-          g.fillStyle = '#000';
+          g.fillStyle = hc ? fg : '#000';
           g.fillText(this.names[name_[i]], Math.max(x, LABEL_W) + 2, top + d * ROW + ROW / 2, w - 4);
         }
+      }
+      if (this.sel && this.bands[this.sel.band] === b) {
+        const i = this.sel.index;
+        const x = LABEL_W + (start[i] - this.t0) * scale;
+        g.strokeStyle = focus;
+        g.lineWidth = 2;
+        g.strokeRect(x - 1, top + Math.min(depth[i], b.rows - 1) * ROW - 1, Math.max(dur[i] * scale, 1) + 2, ROW + 1);
       }
       g.restore();
     }

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { startEmulator } from './emulator';
 import type { RunManager } from './run';
-import { downloadLogs, resumeRun, runAgain, showRun, stopRun } from './runActions';
+import { downloadLogs, openRunViewOfRun, resumeRun, runAgain, showRun, stopRun } from './runActions';
 import type { RunsTreeProvider } from './runsView';
 import { setSecret } from './secrets';
 import { createVm, deleteQueuedResource, deleteVm, nodeFromArg, pickNode, startVm, stopVm } from './vmCommands';
@@ -92,6 +92,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   'tpuWorkbench.stopRun': { title: 'Stop Run', handler: ({ ctx, runs }, arg) => stopRun(ctx, runs, arg) },
   'tpuWorkbench.runAgain': { title: 'Run Again', handler: ({ ctx, runs }, arg) => runAgain(ctx, runs, arg) },
   'tpuWorkbench.downloadLogs': { title: 'Download Logs', handler: ({ ctx }, arg) => downloadLogs(ctx, arg) },
+  'tpuWorkbench.openRunViewOfRun': { title: 'Open Run View', handler: ({ ctx }, arg) => openRunViewOfRun(ctx, arg) },
   'tpuWorkbench.resumeRun': { title: 'Recreate and Resume', handler: ({ ctx, runs }, arg) => resumeRun(ctx, runs, arg) },
   'tpuWorkbench.addMyKey': {
     title: 'Add My Key to This VM',

@@ -158,6 +158,7 @@ export class RunManager implements vscode.Disposable {
             onStarted: (runId) => {
               active.runId = runId;
               out.runId = runId;
+              view.started(runId);
               this.onRunsChanged();
             },
             listener: tails.wrap({

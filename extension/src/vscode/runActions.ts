@@ -11,6 +11,7 @@ import type { Ctx } from './ctx';
 import { vscodeHostKeys } from './hostKeys';
 import type { RunManager } from './run';
 import { RunItem, type RunsTreeProvider } from './runsView';
+import { openRecordedRunView } from './runView/recorded';
 
 /**
  * Commands of the Runs view: show (reattach), stop, run again, download logs; and reattaching active runs
@@ -29,6 +30,11 @@ export async function showRun(runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
   // attach shows the run's channel if it is watched already, else opens one and follows it there.
   await runs.attach(rec.runId, labelOf(rec), true);
+}
+
+/** "Open Run View": the run's logs, live metrics and profiles in a panel, for any run the Runs view lists. */
+export async function openRunViewOfRun(ctx: Ctx, arg: unknown): Promise<void> {
+  await openRecordedRunView(ctx, recordOf(arg));
 }
 
 export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {

@@ -4,13 +4,15 @@ import { formatRunSummary } from '../../core/run/runner';
 import type { RunResult, WorkerResult } from '../../core/run/types';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
-import { loadRemoteArtifacts } from './remote';
+import { liveMetrics, loadRemoteArtifacts, type LiveMetrics } from './remote';
 
 /**
  * The run view's side of a run, as one object the run code calls into: kept here so the hook in run.ts
  * stays a few lines (runs are being reworked in parallel there).
  */
 export interface RunViewFeed {
+  /** The run has its id (it started on every worker): live metrics begin. */
+  started(runId: string): void;
   onLine(worker: number, line: string): void;
   onWorkerExit(w: WorkerResult): void;
   done(result: RunResult): void;
@@ -22,7 +24,12 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
   // Beside the editor, without focus: the recipe stays where it was, and the run shows next to it.
   const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers });
   view.setStatus('running');
+  let live: LiveMetrics | undefined;
   return {
+    started: (runId) => {
+      view.aliasRunId(runId);
+      live ??= liveMetrics(ctx, view, runId);
+    },
     onLine: (worker, line) => view.appendLines(worker, [line]),
     onWorkerExit: (w) => {
       const state = w.stopped ? 'stopped' : w.error !== undefined || w.exitCode !== 0 ? 'failed' : 'exited';
@@ -32,9 +39,15 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
       view.setStatus(result.cancelled ? 'cancelled' : result.ok ? 'succeeded' : 'failed', formatRunSummary(result));
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
-      if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
+      const runId = result.runId;
+      void (live?.stop() ?? Promise.resolve()).then(() => {
+        if (runId && !result.detached) return loadRemoteArtifacts(ctx, view, runId);
+      });
     },
-    failed: (e, cancelled) => view.setStatus(cancelled ? 'cancelled' : 'failed', describeError(e)),
+    failed: (e, cancelled) => {
+      void live?.stop();
+      view.setStatus(cancelled ? 'cancelled' : 'failed', describeError(e));
+    },
   };
 }
 

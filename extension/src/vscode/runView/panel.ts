@@ -35,6 +35,7 @@ export class RunViewPanel implements vscode.Disposable {
   /** Local captures have a file; remote ones a fetch that copies them here on first open. */
   private readonly captures = new Map<string, { file?: string; fetch?: () => Promise<string>; capture: ProfileCapture }>();
   private disposed = false;
+  private readonly aliases: string[] = [];
 
   /** Shows (or reveals) the panel of `info.runId`. */
   static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column: vscode.ViewColumn = vscode.ViewColumn.Beside): RunViewPanel {
@@ -52,6 +53,18 @@ export class RunViewPanel implements vscode.Disposable {
     RunViewPanel.panels.set(info.runId, view);
     RunViewPanel.last = view;
     return view;
+  }
+
+  /** The open panel of a run, if any. */
+  static get(runId: string): RunViewPanel | undefined {
+    return RunViewPanel.panels.get(runId);
+  }
+
+  /** A run started here gets its id only once it started: from then on "Open Run View" on it finds this panel. */
+  aliasRunId(runId: string): void {
+    if (this.disposed || RunViewPanel.panels.has(runId)) return;
+    RunViewPanel.panels.set(runId, this);
+    this.aliases.push(runId);
   }
 
   /** The most recently opened panel, for "TPU: Open Run View". */
@@ -204,7 +217,7 @@ export class RunViewPanel implements vscode.Disposable {
     if (this.disposed) return;
     this.disposed = true;
     if (this.timer) clearTimeout(this.timer);
-    RunViewPanel.panels.delete(this.info.runId);
+    for (const id of [this.info.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
     this.panel.dispose();
   }
 }

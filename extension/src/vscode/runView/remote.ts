@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { MetricsTail } from '../../core/profiles/metrics-tail';
 import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
 import { loadRun } from '../../core/run/registry';
 import { workersOfRecord } from '../../core/run/session';
@@ -7,6 +8,7 @@ import { ConnectionManager } from '../../core/ssh/connection';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
 import { vscodeHostKeys } from '../hostKeys';
+import type { MetricRecord } from '../../../../webview/src/protocol';
 import type { RunViewPanel } from './panel';
 
 /** Local cache of what was fetched from workers, per run. */
@@ -49,4 +51,64 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
   } finally {
     conns.dispose();
   }
+}
+
+/** How often a live run's metrics.jsonl is read on every worker (one short exec each). */
+export const LIVE_METRICS_MS = 3000;
+
+export interface LiveMetrics {
+  /** One last read (what was written since the previous one), then no more. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Live charts while a run goes on: every worker's metrics.jsonl read from where the last read stopped, every
+ * LIVE_METRICS_MS, into the panel; it stops with the panel, or when stop() is called at the end of the run.
+ */
+export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, everyMs = LIVE_METRICS_MS): LiveMetrics {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let conns: ConnectionManager | undefined;
+  const ready = (async () => {
+    const backend = await ctx.backend();
+    const workers = await workersOfRecord(backend, loadRun(runId));
+    conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+    return new MetricsTail(runId, workers, conns);
+  })();
+  const poll = async (): Promise<void> => {
+    const records = await (await ready).poll();
+    if (records.length) view.setMetrics(records as MetricRecord[]);
+  };
+  const loop = (): void => {
+    timer = setTimeout(() => {
+      poll()
+        .catch((e: unknown) => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`))
+        .finally(() => {
+          if (!stopped) loop();
+        });
+    }, everyMs);
+  };
+  const end = (): void => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+  const disposed = view.panel.onDidDispose(() => {
+    end();
+    conns?.dispose();
+  });
+  ready.then(loop, (e: unknown) => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`));
+  return {
+    async stop() {
+      if (stopped) return;
+      end();
+      disposed.dispose();
+      try {
+        await poll();
+      } catch (e) {
+        ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`);
+      } finally {
+        conns?.dispose();
+      }
+    },
+  };
 }
