@@ -13,7 +13,7 @@ import { buildSync } from 'esbuild';
 import protobuf from 'protobufjs/minimal.js';
 import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
 import { exportChromeTraceFile, writeChromeTrace } from '../../extension/src/core/profiles/chrome-trace';
-import { analyzeProfileFileParallel } from '../../extension/src/core/profiles/parallel';
+import { analyzeProfileFileParallel, defaultThreads } from '../../extension/src/core/profiles/parallel';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseQuantity, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
@@ -247,5 +247,14 @@ describe('metrics report health', () => {
     assert.match(f[0].detail, /step 5/);
     assert.match(f[1].title, /40 host syncs.*4\.0 per step/);
     assert.match(f[2].detail, /aten::nonzero \(7×\)/);
+  });
+});
+
+describe('profile threads', () => {
+  it('uses a second thread when a core is free: more than two cores, or two with a 1-minute load under one', () => {
+    assert.equal(defaultThreads(8, 7.5), 2);
+    assert.equal(defaultThreads(2, 0.3), 2);
+    assert.equal(defaultThreads(2, 1.2), 1, 'a busy 2-core machine');
+    assert.equal(defaultThreads(1, 0), 1);
   });
 });

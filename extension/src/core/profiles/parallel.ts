@@ -5,11 +5,12 @@
  *
  * Why: decoding is CPU-bound (a 200 MB capture is ~2 M events) and the profile worker already runs off the
  * extension host; a second core cuts the wait when the machine has one free. Small files stay on one thread,
- * as a helper costs tens of milliseconds to start, and so do machines with two cores or fewer: there the editor
- * itself keeps one busy, and measured on a shared 2-core VM the two threads were slower than one (1.35–1.78 s
- * against 1.07–1.52 s for a 200 MB capture) and held 45 MB more.
+ * as a helper costs tens of milliseconds to start. Machines with more than two cores always use two threads;
+ * a 2-core machine only while its 1-minute load leaves a core free: on a shared 2-core VM under load two threads
+ * were slower than one (1.35–1.78 s against 1.07–1.52 s for a 200 MB capture, and 45 MB more), while on the
+ * same VM idle they were faster (median 1.04 s against 1.32 s over 14 runs each).
  */
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Analyzer, mergePartials, type PartialSummary, type ProfileSummary } from './analyze';
 import { scanXSpaceFile, streamPlanes, type PlaneRange, type StreamOptions } from './stream';
@@ -44,9 +45,15 @@ function transferList(p: PartialSummary): ArrayBuffer[] {
  * Analyzes `file`, on two threads when it is large. `workerFile` is the bundled worker script that calls
  * runShardIfHelper() first (dist/profile-worker.js); the helper thread runs it.
  */
+/** Two threads when a second core is free: more than two cores, or two with a 1-minute load under one. */
+export function defaultThreads(cores = availableParallelism(), load1m = loadavg()[0]): 1 | 2 {
+  if (cores > 2) return 2;
+  return cores === 2 && load1m < 1 ? 2 : 1;
+}
+
 export async function analyzeProfileFileParallel(file: string, workerFile: string, opts: ParallelOptions = {}): Promise<ProfileSummary> {
   const { planes, info, size } = scanXSpaceFile(file);
-  const threads = opts.threads ?? (availableParallelism() > 2 ? 2 : 1);
+  const threads = opts.threads ?? defaultThreads();
   if (threads < 2 || size < (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) || planes.length < 2) {
     return mergePartials([analyzePlanes(file, planes, opts)], info);
   }
