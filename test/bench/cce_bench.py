@@ -51,6 +51,17 @@ def _loss_fn(impl: str):
     return functools.partial(cut_cross_entropy, chunk_elems=int(elems)) if elems else cut_cross_entropy
 
 
+def _inputs(tokens: int, hidden: int, vocab: int, dev):
+    """h [tokens, hidden], W [vocab, hidden] (both requiring grad) and targets, seeded, on `dev`."""
+    import torch
+
+    g = torch.Generator(device=dev).manual_seed(0)
+    h = torch.randn(tokens, hidden, generator=g, device=dev).requires_grad_(True)
+    w = (torch.randn(vocab, hidden, generator=g, device=dev) * 0.02).requires_grad_(True)
+    y = torch.randint(0, vocab, (tokens,), generator=g, device=dev)
+    return h, w, y
+
+
 def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads: int, limit_gib: float,
           device: str = "cpu") -> dict:
     if device == "cuda":
@@ -63,10 +74,7 @@ def child(impl: str, tokens: int, hidden: int, vocab: int, repeats: int, threads
     if threads:
         torch.set_num_threads(threads)
     fn = _loss_fn(impl)
-    g = torch.Generator().manual_seed(0)
-    h = torch.randn(tokens, hidden, generator=g).requires_grad_(True)
-    w = (torch.randn(vocab, hidden, generator=g) * 0.02).requires_grad_(True)
-    y = torch.randint(0, vocab, (tokens,), generator=g)
+    h, w, y = _inputs(tokens, hidden, vocab, torch.device("cpu"))
     base = _rss()
     times = []
     runs = repeats + (1 if repeats > 1 else 0)
@@ -92,10 +100,7 @@ def child_cuda(impl: str, tokens: int, hidden: int, vocab: int, repeats: int) ->
 
     fn = _loss_fn(impl)
     dev = torch.device("cuda")
-    g = torch.Generator(device=dev).manual_seed(0)
-    h = torch.randn(tokens, hidden, generator=g, device=dev).requires_grad_(True)
-    w = (torch.randn(vocab, hidden, generator=g, device=dev) * 0.02).requires_grad_(True)
-    y = torch.randint(0, vocab, (tokens,), generator=g, device=dev)
+    h, w, y = _inputs(tokens, hidden, vocab, dev)
     torch.cuda.synchronize()
     times, peaks = [], []
     base = torch.cuda.memory_allocated()

@@ -120,11 +120,6 @@ export class Timeline {
     this.setRange(0, this.span);
   }
 
-  /** The picked event's description (what the live region says). */
-  get picked(): string {
-    return this.readout.textContent ?? '';
-  }
-
   /** Next/previous line that has events; its first event at or after the middle of the view. */
   private pickLine(dir: 1 | -1): void {
     if (this.bands.length === 0) return;

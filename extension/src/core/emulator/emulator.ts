@@ -2,10 +2,9 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { utils as sshUtils } from 'ssh2';
 import { TpwError } from '../errors';
 import { emulatorDir } from '../paths';
-import { generateEd25519KeyPair } from '../ssh/keys';
+import { generateEd25519KeyPair, parsesAsPublicKey } from '../ssh/keys';
 import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
 import { endpointFile, type EmulatorEndpoint } from './endpoint';
@@ -298,7 +297,7 @@ export function ensureKeys(dir: string): EmulatorKeys {
     const priv = path.join(keysDir, base);
     const pub = `${priv}.pub`;
     // A pair with ssh2's malformed public half (written before generateEd25519KeyPair) never worked: replaced.
-    if (!fs.existsSync(priv) || !fs.existsSync(pub) || sshUtils.parseKey(fs.readFileSync(pub, 'utf8').trim()) instanceof Error) {
+    if (!fs.existsSync(priv) || !fs.existsSync(pub) || !parsesAsPublicKey(fs.readFileSync(pub, 'utf8'))) {
       const k = generateEd25519KeyPair(comment);
       writeFileAtomic(priv, k.private);
       writeFileAtomic(pub, `${k.public.trim()}\n`);

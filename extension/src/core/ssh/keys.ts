@@ -36,6 +36,11 @@ export function generateEd25519KeyPair(comment?: string): { private: string; pub
   throw new Error('could not generate a well-formed ed25519 key pair');
 }
 
+/** Whether `text` is an SSH public key that parses (ssh2's parser, which agrees with OpenSSH on these). */
+export function parsesAsPublicKey(text: string): boolean {
+  return !(utils.parseKey(text.trim()) instanceof Error);
+}
+
 export function extensionKeyPath(home = tpwHome()): string {
   return path.join(home, 'id_ed25519');
 }
@@ -70,7 +75,7 @@ function setAsideIfMalformed(file: string): void {
   } catch {
     return;
   }
-  if (!fs.existsSync(file) || !(utils.parseKey(pub.trim()) instanceof Error)) return;
+  if (!fs.existsSync(file) || parsesAsPublicKey(pub)) return;
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   fs.renameSync(file, `${file}.malformed-${stamp}`);
   fs.renameSync(`${file}.pub`, `${file}.pub.malformed-${stamp}`);

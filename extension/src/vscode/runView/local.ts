@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { parseMetricsLines } from '../../core/profiles/metrics-tail';
 import type { MetricRecord } from '../../../../webview/src/protocol';
 
 export interface LocalCapture {
@@ -28,18 +29,7 @@ export function findCaptures(dir: string, depth = 6): LocalCapture[] {
 
 /** metrics.jsonl → records; a torn last line (the trainer is still writing) is skipped. */
 export function readMetricsJsonl(file: string): MetricRecord[] {
-  if (!existsSync(file)) return [];
-  const out: MetricRecord[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const r = JSON.parse(line) as MetricRecord;
-      if (typeof r.step === 'number') out.push(r);
-    } catch {
-      // torn write
-    }
-  }
-  return out;
+  return existsSync(file) ? (parseMetricsLines(readFileSync(file, 'utf8')) as MetricRecord[]) : [];
 }
 
 /** The output folder of a run folder (`<run>/output`) or the folder itself when it holds the files. */

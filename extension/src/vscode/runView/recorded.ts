@@ -2,15 +2,12 @@ import * as path from 'node:path';
 import { describeError } from '../../core/errors';
 import { attachRun } from '../../core/run/detached';
 import { isActive, loadRun, type RunRecord } from '../../core/run/registry';
-import { workersOfRecord } from '../../core/run/session';
-import type { RunResult } from '../../core/run/types';
 import { formatRunSummary } from '../../core/run/runner';
-import { ConnectionManager } from '../../core/ssh/connection';
 import type { RunStateMessage } from '../../../../webview/src/protocol';
 import type { Ctx } from '../ctx';
-import { vscodeHostKeys } from '../hostKeys';
 import { RunViewPanel } from './panel';
-import { liveMetrics, loadRemoteArtifacts } from './remote';
+import { resultState, workerState } from './hook';
+import { liveMetrics, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
 
 /**
  * "Open Run View" on a run of the Runs view — one started in an earlier VS Code session, reattached after a
@@ -27,34 +24,41 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
   const view = RunViewPanel.show(ctx, { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length }, false);
   const active = isActive(rec.status);
   view.setStatus(active ? 'running' : stateOf(rec), active ? undefined : rec.reason);
-  const backend = await ctx.backend();
-  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
   const closed = new AbortController();
   view.panel.onDidDispose(() => closed.abort());
-  const live = active ? liveMetrics(ctx, view, rec.runId) : undefined;
+  let source: RunSource;
   try {
-    const workers = await workersOfRecord(backend, rec);
-    const handle = attachRun(rec.runId, workers, conns, {
-      onLine: (w, _stream, line) => view.appendLines(w, [line]),
-      onWorkerExit: (w) => view.setWorkerStatus(w.index, w.stopped ? 'stopped' : w.error !== undefined || w.exitCode !== 0 ? 'failed' : 'exited', w.exitCode),
-    }, { follow: active, failFast: false, signal: closed.signal });
-    const result = await handle.result;
-    if (result.detached) return; // the panel was closed
-    // The registry knows how a run that ended before this watch ended (who failed first, preemption).
-    const now = loadRun(rec.runId);
-    if (now.status === 'preempted' || result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
-    view.setStatus(isActive(now.status) ? resultState(result) : stateOf(now), now.reason ?? formatRunSummary(result));
+    source = await openRunSource(ctx, rec.runId);
   } catch (e) {
     view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
-  } finally {
-    await live?.stop();
-    conns.dispose();
+    return;
   }
-  if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId);
-}
+  // One connection per worker for everything this panel reads: the log watch, live metrics, then artifacts.
+  const live = active ? liveMetrics(ctx, view, rec.runId, source) : undefined;
+  try {
+    await follow();
+    await live?.stop();
+    if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId, source);
+  } finally {
+    source.conns.dispose();
+  }
 
-function resultState(r: RunResult): RunStateMessage['state'] {
-  return r.cancelled ? 'cancelled' : r.ok ? 'succeeded' : 'failed';
+  async function follow(): Promise<void> {
+    try {
+      const handle = attachRun(rec.runId, source.workers, source.conns, {
+        onLine: (w, _stream, line) => view.appendLines(w, [line]),
+        onWorkerExit: (w) => view.setWorkerStatus(w.index, workerState(w), w.exitCode),
+      }, { follow: active, failFast: false, signal: closed.signal });
+      const result = await handle.result;
+      if (result.detached) return; // the panel was closed
+      // The registry knows how a run that ended before this watch ended (who failed first, preemption).
+      const now = loadRun(rec.runId);
+      if (now.status === 'preempted' || result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
+      view.setStatus(isActive(now.status) ? resultState(result) : stateOf(now), now.reason ?? formatRunSummary(result));
+    } catch (e) {
+      view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
+    }
+  }
 }
 
 /** The panel's run states; preempted and unknown runs read as failed, with the reason beside. */

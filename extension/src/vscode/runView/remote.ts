@@ -5,6 +5,7 @@ import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
 import { loadRun } from '../../core/run/registry';
 import { workersOfRecord } from '../../core/run/session';
 import { ConnectionManager } from '../../core/ssh/connection';
+import type { WorkerTarget } from '../../core/ssh/types';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
 import { vscodeHostKeys } from '../hostKeys';
@@ -16,16 +17,27 @@ function cacheDir(runId: string): string {
   return path.join(os.tmpdir(), 'tpu-workbench-runview', runId);
 }
 
+/** A run's workers and the SSH connections to reach them, resolved once and shared by what a panel reads. */
+export interface RunSource {
+  workers: WorkerTarget[];
+  conns: ConnectionManager;
+}
+
+/** Resolves a recorded run's workers (one API call) and opens a connection manager for them; the caller disposes it. */
+export async function openRunSource(ctx: Ctx, runId: string): Promise<RunSource> {
+  const backend = await ctx.backend();
+  const workers = await workersOfRecord(backend, loadRun(runId));
+  return { workers, conns: new ConnectionManager(vscodeHostKeys(backend.kind)) };
+}
+
 /**
  * After a run (or when its panel opens for a recorded run): fetch every worker's metrics.jsonl and torch_xla
  * metrics report into the panel (metrics + health), and list the profile captures on the workers; a capture
- * is copied here only when the user opens it.
+ * is copied here only when the user opens it. `source`: the caller's workers and connections (else its own).
  */
-export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: string): Promise<void> {
+export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: string, source?: RunSource): Promise<void> {
   const backend = await ctx.backend();
-  const rec = loadRun(runId);
-  const workers = await workersOfRecord(backend, rec);
-  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
+  const { workers, conns } = source ?? (await openRunSource(ctx, runId));
   try {
     const found = await fetchRunArtifacts(workers, conns, runId, cacheDir(runId));
     for (const a of found) {
@@ -49,7 +61,7 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
   } catch (e) {
     ctx.log.warn(`run view: fetching metrics and profiles of ${runId}: ${describeError(e)}`);
   } finally {
-    conns.dispose();
+    if (!source) conns.dispose();
   }
 }
 
@@ -64,29 +76,22 @@ export interface LiveMetrics {
 /**
  * Live charts while a run goes on: every worker's metrics.jsonl read from where the last read stopped, every
  * LIVE_METRICS_MS, into the panel; it stops with the panel, or when stop() is called at the end of the run.
+ * `source`: the caller's workers and connections (shared with its log watch); else it resolves and owns its own.
  */
-export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, everyMs = LIVE_METRICS_MS): LiveMetrics {
+export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?: RunSource, everyMs = LIVE_METRICS_MS): LiveMetrics {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  let conns: ConnectionManager | undefined;
-  const ready = (async () => {
-    const backend = await ctx.backend();
-    const workers = await workersOfRecord(backend, loadRun(runId));
-    conns = new ConnectionManager(vscodeHostKeys(backend.kind));
-    return new MetricsTail(runId, workers, conns);
-  })();
+  const own = source ? undefined : openRunSource(ctx, runId);
+  const release = (): void => void own?.then((s) => s.conns.dispose(), () => undefined);
+  const tail = (source ? Promise.resolve(source) : own!).then((s) => new MetricsTail(runId, s.workers, s.conns));
   const poll = async (): Promise<void> => {
-    const records = await (await ready).poll();
+    const records = await (await tail).poll();
     if (records.length) view.setMetrics(records as MetricRecord[]);
   };
+  const warn = (e: unknown): void => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`);
   const loop = (): void => {
-    timer = setTimeout(() => {
-      poll()
-        .catch((e: unknown) => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`))
-        .finally(() => {
-          if (!stopped) loop();
-        });
-    }, everyMs);
+    if (stopped) return;
+    timer = setTimeout(() => void poll().catch(warn).finally(loop), everyMs);
   };
   const end = (): void => {
     stopped = true;
@@ -94,21 +99,16 @@ export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, everyMs
   };
   const disposed = view.panel.onDidDispose(() => {
     end();
-    conns?.dispose();
+    release();
   });
-  ready.then(loop, (e: unknown) => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`));
+  tail.then(loop, warn);
   return {
     async stop() {
       if (stopped) return;
       end();
       disposed.dispose();
-      try {
-        await poll();
-      } catch (e) {
-        ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`);
-      } finally {
-        conns?.dispose();
-      }
+      await poll().catch(warn);
+      release();
     },
   };
 }
