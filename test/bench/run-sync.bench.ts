@@ -12,7 +12,8 @@
  *
  *   node --import tsx test/bench/run-sync.bench.ts      (or: bash scripts/bench.sh run-sync)
  *   env: BENCH_FANOUT_HOSTS ("1,4,16,64"), BENCH_REPS (5), BENCH_SYNC_HOSTS (16), BENCH_SYNC_FILES (5000),
- *        BENCH_SYNC_MB (200), BENCH_SYNC_REPS (3), BENCH_SKIP (fanout|sync)
+ *        BENCH_SYNC_MB (200), BENCH_SYNC_REPS (3), BENCH_SKIP (fanout|sync), BENCH_LOGIN_RC (1: keep ~/.bashrc),
+ *        BENCH_SYNC_DEST (/dev/shm: where the hosts' copies go)
  *
  * Prints markdown tables; writes every sample to test-artifacts/bench/run-sync.json.
  */
@@ -37,6 +38,16 @@ const SYNC_FILES = Number(env('BENCH_SYNC_FILES', '5000'));
 const SYNC_MB = Number(env('BENCH_SYNC_MB', '200'));
 const SYNC_REPS = Number(env('BENCH_SYNC_REPS', '3'));
 const SKIP = env('BENCH_SKIP', '');
+// sshd runs every command as `$SHELL -c CMD`, and Debian's bash then sources ~/.bashrc (it sees SSH_CLIENT). On
+// a dev box that rc can be slow (root's here runs `pyenv init`: ~0.2 s of CPU per session, 64 sessions at once
+// on 2 cores) and would swamp both tools alike; a TPU VM's stock rc is not. SHLVL=1 makes that bash a nested
+// shell, which skips the rc — as in the `fanout` bench. BENCH_LOGIN_RC=1 keeps the login user's rc.
+const LOGIN_RC = env('BENCH_LOGIN_RC', '') === '1';
+// Where the 16 "hosts" write their copies. They share one disk here (a pod's hosts each have their own), and
+// a rep writes 2 × 16 × 200 MB: past the kernel's dirty-page limit, writeback throttling lands on whichever tool
+// writes second and swamps what is measured (first syncs of 19-38 s for the same work). tmpfs takes the
+// shared disk out, for both tools alike; BENCH_SYNC_DEST=<dir> puts the copies elsewhere.
+const SYNC_DEST = env('BENCH_SYNC_DEST', fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir());
 const OUT = path.resolve(__dirname, '..', '..', 'test-artifacts', 'bench', 'run-sync.json');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-bench-rs-'));
 
@@ -67,7 +78,7 @@ async function fleet(n: number, clientKey: string, hostKey: string): Promise<Ssh
   const out: SshdInstance[] = [];
   // A few at a time: 64 sshd starting at once on 2 cores time out their own readiness checks.
   for (let i = 0; i < n; i += 8) {
-    const batch = await Promise.all(Array.from({ length: Math.min(8, n - i) }, (_, j) => startSshd({ host: `127.0.20.${i + j + 1}`, clientKeyFile: clientKey, hostKeyFile: hostKey, extraConfig: ['MaxStartups 200'] })));
+    const batch = await Promise.all(Array.from({ length: Math.min(8, n - i) }, (_, j) => startSshd({ host: `127.0.20.${i + j + 1}`, clientKeyFile: clientKey, hostKeyFile: hostKey, extraConfig: ['MaxStartups 200', ...(LOGIN_RC ? [] : ['SetEnv SHLVL=1'])] })));
     out.push(...batch);
   }
   return out;
@@ -119,11 +130,12 @@ async function benchSync(clientKey: string, hostKey: string, results: Record<str
   makeWorkspace(ws);
   const sshds = await fleet(SYNC_HOSTS, clientKey, hostKey);
   const ts = targets(sshds);
+  const destRoot = fs.mkdtempSync(path.join(SYNC_DEST, 'tpw-bench-rs-dest-'));
   const rows: Record<string, { ours: number[]; rsync: number[] }> = { first: { ours: [], rsync: [] }, 'no change': { ours: [], rsync: [] }, 'one file changed': { ours: [], rsync: [] } };
   try {
     for (let r = 0; r < SYNC_REPS; r++) {
-      const oursDest = (w: WorkerTarget) => path.join(tmp, `ours-${r}`, `h${w.index}`);
-      const rsyncDest = (i: number) => path.join(tmp, `rsync-${r}`, `h${i}`);
+      const oursDest = (w: WorkerTarget) => path.join(destRoot, `ours-${r}`, `h${w.index}`);
+      const rsyncDest = (i: number) => path.join(destRoot, `rsync-${r}`, `h${i}`);
       const home = path.join(tmp, `home-${r}`); // a fresh hash cache: the first sync hashes everything
       const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, `kh-sync-${r}`) });
       const ours = () => deltaSync({ root: ws, files: listWorkspaceFiles(ws).files, dest: oursDest, workers: ts, conns, home });
@@ -150,10 +162,11 @@ async function benchSync(clientKey: string, hostKey: string, results: Record<str
         }
       }
       conns.dispose();
-      fs.rmSync(path.join(tmp, `ours-${r}`), { recursive: true, force: true });
-      fs.rmSync(path.join(tmp, `rsync-${r}`), { recursive: true, force: true });
+      fs.rmSync(path.join(destRoot, `ours-${r}`), { recursive: true, force: true });
+      fs.rmSync(path.join(destRoot, `rsync-${r}`), { recursive: true, force: true });
     }
   } finally {
+    fs.rmSync(destRoot, { recursive: true, force: true });
     await Promise.all(sshds.map((s) => s.stop()));
   }
   results.sync = { hosts: SYNC_HOSTS, files: SYNC_FILES, mb: SYNC_MB, rows };
