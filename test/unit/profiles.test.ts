@@ -13,7 +13,7 @@ import { buildSync } from 'esbuild';
 import protobuf from 'protobufjs/minimal.js';
 import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
 import { exportChromeTraceFile, writeChromeTrace } from '../../extension/src/core/profiles/chrome-trace';
-import { analyzeProfileFileParallel, defaultThreads } from '../../extension/src/core/profiles/parallel';
+import { analyzeProfileFileParallel, chunkPlanes, defaultThreads } from '../../extension/src/core/profiles/parallel';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseQuantity, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
@@ -251,10 +251,67 @@ describe('metrics report health', () => {
 });
 
 describe('profile threads', () => {
-  it('uses a second thread when a core is free: more than two cores, or two with a 1-minute load under one', () => {
-    assert.equal(defaultThreads(8, 7.5), 2);
-    assert.equal(defaultThreads(2, 0.3), 2);
-    assert.equal(defaultThreads(2, 1.2), 1, 'a busy 2-core machine');
-    assert.equal(defaultThreads(1, 0), 1);
+  it('uses a second thread on any machine with two cores or more', () => {
+    assert.equal(defaultThreads(8), 2);
+    assert.equal(defaultThreads(2), 2);
+    assert.equal(defaultThreads(1), 1);
+  });
+
+  it('cuts the planes into runs of about equal bytes, each plane once and in order', () => {
+    const planes = [10, 10, 10, 10, 50, 5, 5, 5, 5, 5, 5].map((n, index, a) => {
+      const start = a.slice(0, index).reduce((x, y) => x + y, 0);
+      return { index, start, end: start + n };
+    });
+    const chunks = chunkPlanes(planes, 4);
+    assert.deepEqual(chunks.flat().map((p) => p.index), planes.map((p) => p.index));
+    assert.deepEqual(chunks.map((c) => c.map((p) => p.index)), [[0, 1, 2], [3], [4], [5, 6, 7, 8, 9, 10]]);
+    assert.deepEqual(chunkPlanes(planes, 1).map((c) => c.length), [11]);
+    assert.equal(chunkPlanes(planes, 100).length, 11, 'never more chunks than planes');
+  });
+});
+
+describe('profile chunks on two threads', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tpw-chunks-'));
+  const buf = syntheticXSpace();
+  const workerJs = path.join(dir, 'profile-worker.js');
+  buildSync({ entryPoints: [path.join(repo, 'extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
+  const twelve = path.join(dir, 'twelve.xplane.pb');
+  writeFileSync(twelve, Buffer.concat(Array.from({ length: 12 }, () => buf)));
+
+  it('merges twelve chunks taken by two threads into the one-thread summary', async () => {
+    const one = analyzeProfileFile(twelve);
+    assert.equal(one.planes.length, 12);
+    for (const chunks of [2, 5, 12]) {
+      for (const helperFirst of [false, true]) assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks, helperFirst }), one, `${chunks} chunks`);
+    }
+  });
+
+  it('finishes the chunks of a helper thread that died holding them', async () => {
+    const one = analyzeProfileFile(twelve);
+    assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks: 12, helperDiesAfterClaim: true }), one);
+    // And a helper that cannot start at all.
+    assert.deepEqual(await analyzeProfileFileParallel(twelve, path.join(dir, 'no-such-worker.js'), { minParallelBytes: 0, threads: 2, chunks: 12 }), one);
+  });
+
+  it('reports the first corrupt place in file order, whichever thread met it', async () => {
+    // Two bad lines, in planes 5 and 9: one thread reading front to back stops at plane 5's.
+    const bad = Buffer.concat(Array.from({ length: 12 }, () => buf));
+    const marks: number[] = [];
+    for (let at = bad.indexOf('python3'); at >= 0; at = bad.indexOf('python3', at + 1)) marks.push(at + 7);
+    assert.equal(marks.length, 12);
+    for (const k of [5, 9]) {
+      assert.equal(bad[marks[k]], 0x18);
+      bad[marks[k]] = 0x0f;
+    }
+    const badFile = path.join(dir, 'twelve-bad.xplane.pb');
+    writeFileSync(badFile, bad);
+    const expected = (() => { try { analyzeProfileFile(badFile); } catch (e) { return (e as Error).message; } return ''; })();
+    const at = Number(/at byte (\d+)/.exec(expected)?.[1]);
+    assert.ok(at >= 5 * buf.length && at < 6 * buf.length, `${expected}: not in the sixth copy`);
+    // Two chunks, the helper first: it takes planes 0-5 and meets plane 5's error, while this thread takes 6-11
+    // and meets plane 9's; then twelve chunks.
+    for (const chunks of [2, 12]) {
+      await assert.rejects(analyzeProfileFileParallel(badFile, workerJs, { minParallelBytes: 0, threads: 2, chunks, helperFirst: true }), (e: Error) => e instanceof ProfileFormatError && e.message === expected);
+    }
   });
 });

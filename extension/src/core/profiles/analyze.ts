@@ -16,7 +16,7 @@ import type { XSpaceData } from './xplane';
 export type { OpRow, ProfileSummary, StepBreakdown, TimelineLine };
 
 /** Events shorter than this are left out of the timeline when a capture is huge; the op profile still counts them. */
-const TIMELINE_MAX_EVENTS = 4_000_000;
+export const TIMELINE_MAX_EVENTS = 4_000_000;
 
 /** XLA on CPU does not record hlo_category; derive a coarse one from the op name as xprof's categories read. */
 function categoryFromName(op: string): string {
@@ -152,7 +152,7 @@ export class Analyzer implements XSpaceVisitor {
   private readonly planes: ProfileSummary['planes'] = [];
   private names: string[] = [];
   private readonly nameIndex = new Map<string, number>();
-  private timeline: TimelineLine[] | undefined = [];
+  private timeline: TimelineLine[] | undefined;
   /** Steps come from the first /host:CPU plane. */
   private hostIndex = -1;
   private readonly stepIv = new StepIntervals();
@@ -175,6 +175,11 @@ export class Analyzer implements XSpaceVisitor {
   private opI = new Int32Array(64);
   private opEnd = new Float64Array(64);
   private opChild = new Float64Array(64);
+
+  /** keepTimeline false: collect no timeline (a chunk of a capture already known to be past TIMELINE_MAX_EVENTS). */
+  constructor(keepTimeline = true) {
+    this.timeline = keepTimeline ? [] : undefined;
+  }
 
   plane(p: PlaneView): void {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });

@@ -1,39 +1,52 @@
 /**
- * Analysis of a large capture on two threads: the planes are split in two runs of about equal bytes, a helper
- * thread streams the second run while this thread streams the first, and the two partial summaries are merged
- * in plane order (mergePartials), so the result is the one a single thread gives.
+ * Analysis of a large capture on two threads. The planes are cut into runs of about equal bytes ("chunks");
+ * this thread and a helper thread each take the next unclaimed chunk (one shared atomic counter) until none is
+ * left, so a thread that gets less CPU simply takes fewer chunks. Each chunk has its own partial summary, and
+ * the partials are merged in chunk order (mergePartials), so the result is the one a single thread gives.
  *
  * Why: decoding is CPU-bound (a 200 MB capture is ~2 M events) and the profile worker already runs off the
- * extension host; a second core cuts the wait when the machine has one free. Small files stay on one thread,
- * as a helper costs tens of milliseconds to start. Machines with more than two cores always use two threads;
- * a 2-core machine only while its 1-minute load leaves a core free: on a shared 2-core VM under load two threads
- * were slower than one (1.35–1.78 s against 1.07–1.52 s for a 200 MB capture, and 45 MB more), while on the
- * same VM idle they were faster (median 1.04 s against 1.32 s over 14 runs each).
+ * extension host; a second core cuts the wait when it is free. An earlier version split the planes in two
+ * fixed halves and then had to guess whether a core was free (the 1-minute load on 2-core machines): a guess
+ * that lags, and a wrong one left the whole run waiting for the slower half. Small files stay on one thread,
+ * as a helper costs tens of milliseconds to start.
  */
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { Analyzer, mergePartials, type PartialSummary, type ProfileSummary } from './analyze';
-import { scanXSpaceFile, streamPlanes, type PlaneRange, type StreamOptions } from './stream';
+import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, type PartialSummary, type ProfileSummary } from './analyze';
+import { PlaneFile, scanXSpaceFile, type PlaneRange, type StreamOptions } from './stream';
 import { ProfileFormatError } from './xplane';
 
 /** Below this file size the helper's start-up costs more than it saves. */
 const MIN_PARALLEL_BYTES = 16 << 20;
+/** Chunks per thread, about: enough for the faster thread to make up for a slower one, few enough to merge cheaply. */
+const CHUNKS_PER_THREAD = 12;
 
 export interface ParallelOptions extends StreamOptions {
   /** Files smaller than this are analyzed on the calling thread (tests set 0 to exercise the split). */
   minParallelBytes?: number;
-  /** 1 or 2; default 2 when the machine has more than two cores. */
+  /** 1 or 2; default 2 on machines with two cores or more. */
   threads?: number;
+  /** Number of chunks (default about 12 per thread); tests use it to exercise the claiming. */
+  chunks?: number;
+  /** Tests: this thread starts taking chunks only once the helper has taken one (else a small file is all done here first). */
+  helperFirst?: boolean;
+  /** Tests: the helper thread dies right after taking its first chunk (implies helperFirst). */
+  helperDiesAfterClaim?: boolean;
 }
 
-interface ShardRequest { file: string; planes: PlaneRange[]; chunkSize?: number }
-type ShardReply = { ok: true; part: PartialSummary } | { ok: false; error: string; format: boolean };
+interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; dieAfterClaim?: boolean }
+/** A chunk's partial summary, or why it could not be read. */
+type ChunkResult = { index: number; part: PartialSummary } | { index: number; error: string; format: boolean };
+type ShardReply = { results: ChunkResult[] };
 
-function analyzePlanes(file: string, planes: PlaneRange[], opts: StreamOptions): PartialSummary {
-  const a = new Analyzer();
-  streamPlanes(file, planes, a, opts);
-  return a.partial();
-}
+/**
+ * Slots of the shared claims array: the next chunk to take; 1 once a chunk failed (nobody takes more); events
+ * analyzed so far, so that chunks stop collecting timeline columns once the capture is past the timeline's limit.
+ */
+const NEXT = 0;
+const FAILED = 1;
+const EVENTS = 2;
+const CLAIM_SLOTS = 3;
 
 function transferList(p: PartialSummary): ArrayBuffer[] {
   const out = [p.rowAcc.buffer, p.busy.buffer] as ArrayBuffer[];
@@ -41,58 +54,127 @@ function transferList(p: PartialSummary): ArrayBuffer[] {
   return out;
 }
 
+/** Runs of consecutive planes of about `size / n` bytes each (a plane bigger than that is a run of its own). */
+export function chunkPlanes(planes: readonly PlaneRange[], n: number): PlaneRange[][] {
+  const total = planes.reduce((a, p) => a + p.end - p.start, 0);
+  const target = total / Math.max(1, n);
+  const out: PlaneRange[][] = [];
+  let cur: PlaneRange[] = [];
+  let bytes = 0;
+  for (const p of planes) {
+    if (cur.length && bytes + (p.end - p.start) / 2 > target) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(p);
+    bytes += p.end - p.start;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/**
+ * Takes chunks until none is left (or one failed anywhere), analyzing each into its own partial. Chunks are
+ * claimed in increasing order, so when chunk k fails every chunk before it was already taken by someone.
+ */
+function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: StreamOptions, dieAfterClaim = false): ChunkResult[] {
+  const results: ChunkResult[] = [];
+  let f: PlaneFile | undefined;
+  try {
+    for (;;) {
+      if (Atomics.load(claims, FAILED)) break;
+      const index = Atomics.add(claims, NEXT, 1);
+      if (index >= chunks.length) break;
+      Atomics.notify(claims, NEXT);
+      if (dieAfterClaim) process.exit(70);
+      try {
+        f ??= new PlaneFile(file, opts);
+        const a = new Analyzer(Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS);
+        f.stream(chunks[index], a);
+        const part = a.partial();
+        // Capped, so the int32 cannot wrap: past the limit is all that matters.
+        if (Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS) Atomics.add(claims, EVENTS, Math.min(part.eventCount, TIMELINE_MAX_EVENTS + 1));
+        results.push({ index, part });
+      } catch (e) {
+        results.push({ index, error: e instanceof Error ? e.message : String(e), format: e instanceof ProfileFormatError });
+        Atomics.store(claims, FAILED, 1);
+        break;
+      }
+    }
+  } finally {
+    f?.close();
+  }
+  return results;
+}
+
+/** Two threads on machines with two cores or more (a busy second core only means the helper takes fewer chunks). */
+export function defaultThreads(cores = availableParallelism()): 1 | 2 {
+  return cores >= 2 ? 2 : 1;
+}
+
 /**
  * Analyzes `file`, on two threads when it is large. `workerFile` is the bundled worker script that calls
  * runShardIfHelper() first (dist/profile-worker.js); the helper thread runs it.
  */
-/** Two threads when a second core is free: more than two cores, or two with a 1-minute load under one. */
-export function defaultThreads(cores = availableParallelism(), load1m = loadavg()[0]): 1 | 2 {
-  if (cores > 2) return 2;
-  return cores === 2 && load1m < 1 ? 2 : 1;
-}
-
 export async function analyzeProfileFileParallel(file: string, workerFile: string, opts: ParallelOptions = {}): Promise<ProfileSummary> {
   const { planes, info, size } = scanXSpaceFile(file);
   const threads = opts.threads ?? defaultThreads();
-  if (threads < 2 || size < (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) || planes.length < 2) {
-    return mergePartials([analyzePlanes(file, planes, opts)], info);
+  const parallel = threads >= 2 && size >= (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) && planes.length >= 2;
+  const chunks = parallel ? chunkPlanes(planes, opts.chunks ?? CHUNKS_PER_THREAD * 2) : [planes];
+  const claims = new Int32Array(new SharedArrayBuffer(4 * CLAIM_SLOTS));
+  let theirs: Promise<ChunkResult[]> = Promise.resolve([]);
+  let helper: Worker | undefined;
+  if (parallel && chunks.length > 1) {
+    helper = new Worker(workerFile, {
+      workerData: { tpwProfileShard: { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, dieAfterClaim: opts.helperDiesAfterClaim } satisfies ShardRequest },
+    });
+    const h = helper;
+    theirs = new Promise<ChunkResult[]>((resolve, reject) => {
+      h.once('message', (m: ShardReply) => resolve(m.results));
+      h.once('error', reject);
+      h.once('exit', (code) => reject(new Error(`profile helper thread exited (code ${code})`)));
+    });
+    theirs.catch(() => undefined);
   }
-  // The first run of planes up to half the bytes stays here; the rest goes to the helper.
-  let k = 1;
-  for (let bytes = planes[0].end - planes[0].start; k < planes.length - 1 && bytes + planes[k].end - planes[k].start <= size / 2; k++) {
-    bytes += planes[k].end - planes[k].start;
-  }
-  const helper = new Worker(workerFile, { workerData: { tpwProfileShard: { file, planes: planes.slice(k), chunkSize: opts.chunkSize } satisfies ShardRequest } });
-  const theirs = new Promise<PartialSummary>((resolve, reject) => {
-    helper.once('message', (m: ShardReply) => (m.ok ? resolve(m.part) : reject(m.format ? new ProfileFormatError(m.error) : new Error(m.error))));
-    helper.once('error', reject);
-    helper.once('exit', (code) => reject(new Error(`profile helper thread exited (code ${code})`)));
-  });
   try {
-    const mine = analyzePlanes(file, planes.slice(0, k), opts);
-    return mergePartials([mine, await theirs], info);
-  } catch (e) {
-    // An error in the first planes comes first in the file: it is the one to report.
-    void theirs.catch(() => undefined);
-    throw e;
+    if (helper && (opts.helperFirst || opts.helperDiesAfterClaim)) Atomics.wait(claims, NEXT, 0, 20_000);
+    const results = drain(file, chunks, claims, opts);
+    // A helper that died took chunks with it: those are done here (the claims say which were handed out).
+    const helped = await theirs.catch(() => [] as ChunkResult[]);
+    results.push(...helped);
+    const failed = results.filter((r): r is Extract<ChunkResult, { error: string }> => 'error' in r).sort((a, b) => a.index - b.index);
+    const seen = new Set(results.map((r) => r.index));
+    const lost = chunks.map((_, k) => k).filter((k) => !seen.has(k) && (failed.length === 0 || k < failed[0].index));
+    if (lost.length) {
+      const again = drainOnly(file, chunks, lost, Atomics.load(claims, EVENTS), opts);
+      results.push(...again);
+      failed.push(...again.filter((r): r is Extract<ChunkResult, { error: string }> => 'error' in r));
+      failed.sort((a, b) => a.index - b.index);
+    }
+    // The first failure in file order is the one to report, as one thread reading front to back would.
+    if (failed.length) throw failed[0].format ? new ProfileFormatError(failed[0].error) : new Error(failed[0].error);
+    const parts = (results as Extract<ChunkResult, { part: PartialSummary }>[]).sort((a, b) => a.index - b.index).map((r) => r.part);
+    return mergePartials(parts, info);
   } finally {
-    void helper.terminate();
+    void helper?.terminate();
   }
 }
 
-/** In a helper thread started by analyzeProfileFileParallel: analyze its planes, answer, and return true. */
+/** Analyzes the given chunks here, in order, stopping at the first failure. */
+function drainOnly(file: string, chunks: PlaneRange[][], which: number[], eventsSoFar: number, opts: StreamOptions): ChunkResult[] {
+  const claims = new Int32Array(CLAIM_SLOTS);
+  claims[EVENTS] = eventsSoFar;
+  const sub = which.map((k) => chunks[k]);
+  return drain(file, sub, claims, opts).map((r) => ({ ...r, index: which[r.index] }));
+}
+
+/** In a helper thread started by analyzeProfileFileParallel: take chunks, answer, and return true. */
 export function runShardIfHelper(): boolean {
   const req = (workerData as { tpwProfileShard?: ShardRequest } | null)?.tpwProfileShard;
   if (isMainThread || !req || !parentPort) return false;
-  let reply: ShardReply;
-  let transfer: ArrayBuffer[] = [];
-  try {
-    const part = analyzePlanes(req.file, req.planes, { chunkSize: req.chunkSize });
-    reply = { ok: true, part };
-    transfer = transferList(part);
-  } catch (e) {
-    reply = { ok: false, error: e instanceof Error ? e.message : String(e), format: e instanceof ProfileFormatError };
-  }
-  parentPort.postMessage(reply, transfer);
+  const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize }, req.dieAfterClaim);
+  const transfer = results.flatMap((r) => ('part' in r ? transferList(r.part) : []));
+  parentPort.postMessage({ results } satisfies ShardReply, transfer);
   return true;
 }

@@ -277,13 +277,36 @@ export function scanXSpaceFile(file: string): { planes: PlaneRange[]; info: Spac
 
 /** Decodes the given planes of `file` (from scanXSpaceFile) line by line into `visitor`. */
 export function streamPlanes(file: string, planes: PlaneRange[], visitor: XSpaceVisitor, opts: StreamOptions = {}): void {
-  const fd = openSync(file, 'r');
+  const f = new PlaneFile(file, opts);
   try {
-    const w = new FileWindow(fd, file, opts.chunkSize ?? DEFAULT_CHUNK);
-    const cols = new LineColumns();
-    for (const p of planes) readPlane(w, p.start, p.end, p.index, visitor, cols);
+    f.stream(planes, visitor);
   } finally {
-    closeSync(fd);
+    f.close();
+  }
+}
+
+/** One open file, read window and set of line columns for several runs of planes (a thread taking chunk after chunk). */
+export class PlaneFile {
+  private readonly fd: number;
+  private readonly w: FileWindow;
+  private readonly cols = new LineColumns();
+
+  constructor(file: string, opts: StreamOptions = {}) {
+    this.fd = openSync(file, 'r');
+    try {
+      this.w = new FileWindow(this.fd, file, opts.chunkSize ?? DEFAULT_CHUNK);
+    } catch (e) {
+      closeSync(this.fd);
+      throw e;
+    }
+  }
+
+  stream(planes: readonly PlaneRange[], visitor: XSpaceVisitor): void {
+    for (const p of planes) readPlane(this.w, p.start, p.end, p.index, visitor, this.cols);
+  }
+
+  close(): void {
+    closeSync(this.fd);
   }
 }
 
