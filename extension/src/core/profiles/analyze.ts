@@ -64,6 +64,11 @@ export interface PartialSummary {
   busy: Float64Array;
 }
 
+/** The timeline columns' buffers, to transfer (not copy) a summary across threads. */
+export function timelineBuffers(lines: readonly TimelineLine[]): ArrayBuffer[] {
+  return lines.flatMap((l) => [l.start.buffer, l.dur.buffer, l.name_.buffer, l.depth.buffer] as ArrayBuffer[]);
+}
+
 /** Union of several flat sorted interval unions. */
 function unionOf(lists: Float64Array[]): number[] {
   const n = lists.reduce((a, l) => a + l.length / 2, 0);

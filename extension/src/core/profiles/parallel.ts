@@ -12,7 +12,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, type PartialSummary, type ProfileSummary } from './analyze';
+import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, timelineBuffers, type PartialSummary, type ProfileSummary } from './analyze';
 import { PlaneFile, scanXSpaceFile, type PlaneRange, type StreamOptions } from './stream';
 import { ProfileFormatError } from './xplane';
 
@@ -36,7 +36,9 @@ export interface ParallelOptions extends StreamOptions {
 
 interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; dieAfterClaim?: boolean }
 /** A chunk's partial summary, or why it could not be read. */
-type ChunkResult = { index: number; part: PartialSummary } | { index: number; error: string; format: boolean };
+type ChunkFailure = { index: number; error: string; format: boolean };
+type ChunkResult = { index: number; part: PartialSummary } | ChunkFailure;
+const isFailure = (r: ChunkResult): r is ChunkFailure => 'error' in r;
 type ShardReply = { results: ChunkResult[] };
 
 /**
@@ -49,9 +51,7 @@ const EVENTS = 2;
 const CLAIM_SLOTS = 3;
 
 function transferList(p: PartialSummary): ArrayBuffer[] {
-  const out = [p.rowAcc.buffer, p.busy.buffer] as ArrayBuffer[];
-  for (const l of p.timeline ?? []) out.push(l.start.buffer as ArrayBuffer, l.dur.buffer as ArrayBuffer, l.name_.buffer as ArrayBuffer, l.depth.buffer as ArrayBuffer);
-  return out;
+  return [p.rowAcc.buffer as ArrayBuffer, p.busy.buffer as ArrayBuffer, ...timelineBuffers(p.timeline ?? [])];
 }
 
 /** Runs of consecutive planes of about `size / n` bytes each (a plane bigger than that is a run of its own). */
@@ -140,21 +140,17 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
   try {
     if (helper && (opts.helperFirst || opts.helperDiesAfterClaim)) Atomics.wait(claims, NEXT, 0, 20_000);
     const results = drain(file, chunks, claims, opts);
-    // A helper that died took chunks with it: those are done here (the claims say which were handed out).
-    const helped = await theirs.catch(() => [] as ChunkResult[]);
-    results.push(...helped);
-    const failed = results.filter((r): r is Extract<ChunkResult, { error: string }> => 'error' in r).sort((a, b) => a.index - b.index);
+    results.push(...(await theirs.catch(() => [] as ChunkResult[])));
+    // A helper that died took chunks with it: those before any failure are done here (nothing after one is read).
+    const firstFailed = Math.min(chunks.length, ...results.filter(isFailure).map((r) => r.index));
     const seen = new Set(results.map((r) => r.index));
-    const lost = chunks.map((_, k) => k).filter((k) => !seen.has(k) && (failed.length === 0 || k < failed[0].index));
-    if (lost.length) {
-      const again = drainOnly(file, chunks, lost, Atomics.load(claims, EVENTS), opts);
-      results.push(...again);
-      failed.push(...again.filter((r): r is Extract<ChunkResult, { error: string }> => 'error' in r));
-      failed.sort((a, b) => a.index - b.index);
-    }
+    const lost = chunks.map((_, k) => k).filter((k) => k < firstFailed && !seen.has(k));
+    if (lost.length) results.push(...drainOnly(file, chunks, lost, Atomics.load(claims, EVENTS), opts));
+    results.sort((a, b) => a.index - b.index);
     // The first failure in file order is the one to report, as one thread reading front to back would.
-    if (failed.length) throw failed[0].format ? new ProfileFormatError(failed[0].error) : new Error(failed[0].error);
-    const parts = (results as Extract<ChunkResult, { part: PartialSummary }>[]).sort((a, b) => a.index - b.index).map((r) => r.part);
+    const failed = results.find(isFailure);
+    if (failed) throw failed.format ? new ProfileFormatError(failed.error) : new Error(failed.error);
+    const parts = results.map((r) => (r as Exclude<ChunkResult, ChunkFailure>).part);
     return mergePartials(parts, info);
   } finally {
     void helper?.terminate();

@@ -5,7 +5,7 @@
  * then answers with the summary (typed arrays transferred, not copied).
  */
 import { parentPort } from 'node:worker_threads';
-import type { ProfileSummary } from './analyze';
+import { timelineBuffers, type ProfileSummary } from './analyze';
 import { exportChromeTraceFile } from './chrome-trace';
 import { analyzeProfileFileParallel, runShardIfHelper } from './parallel';
 import type { WorkerReply, WorkerRequest } from './parse';
@@ -24,11 +24,7 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
 if (!runShardIfHelper()) {
   parentPort?.on('message', (req: WorkerRequest) => {
     void handle(req).then((reply) => {
-      const transfer: ArrayBuffer[] = [];
-      if (reply.ok && reply.summary) {
-        for (const l of reply.summary.timeline.lines) transfer.push(l.start.buffer as ArrayBuffer, l.dur.buffer as ArrayBuffer, l.name_.buffer as ArrayBuffer, l.depth.buffer as ArrayBuffer);
-      }
-      parentPort?.postMessage(reply, transfer);
+      parentPort?.postMessage(reply, reply.ok && reply.summary ? timelineBuffers(reply.summary.timeline.lines) : []);
     });
   });
 }
