@@ -246,6 +246,11 @@ describe('Runs in VS Code (code-server): reattach, run again, download logs, hos
     await wb.contextMenu(runsRow(/count\.sh on pod.*running/).first(), 'Open Run View');
     await delay(1500);
     assert.equal(await webviews.count(), 1, 'one run view for the run');
+    // Its live metrics come over the run's own connections (no second set per worker).
+    const own = webviews.first().contentFrame().locator('iframe#active-frame').contentFrame();
+    await own.locator('#tab-metrics').click();
+    await own.locator('figure.chart[data-metric="loss"]').waitFor({ timeout: 30_000 });
+    assert.equal(runsJson().find((r) => r.runId === runId)?.status, 'running', 'the run\'s own panel charts while it runs');
     // Closed, then opened from the Runs view: a panel that follows the recorded run on its own, from each log's first byte.
     await wb.runCommand('View: Close All Editors');
     await webviews.first().waitFor({ state: 'detached', timeout: 30_000 });

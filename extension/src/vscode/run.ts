@@ -155,10 +155,10 @@ export class RunManager implements vscode.Disposable {
             extraOverrides,
             signal: controller.signal,
             detachSignal: active.detach.signal,
-            onStarted: (runId) => {
+            onStarted: (runId, source) => {
               active.runId = runId;
               out.runId = runId;
-              view.started(runId);
+              view.started(runId, source);
               this.onRunsChanged();
             },
             listener: tails.wrap({

@@ -1,7 +1,14 @@
 import type { Backend } from '../backend';
-import type { ConnectionManagerOptions } from '../ssh/connection';
+import type { ConnectionManager, ConnectionManagerOptions } from '../ssh/connection';
+import type { WorkerTarget } from '../ssh/types';
 import type { TpuNode } from '../tpu/models';
 import type { RunListener } from './types';
+
+/** A run's workers and the connections that reach them. */
+export interface RunConnections {
+  workers: WorkerTarget[];
+  conns: ConnectionManager;
+}
 
 export type RunPhase = 'resolve' | 'sync' | 'start' | 'run' | 'done';
 
@@ -35,7 +42,10 @@ export interface RecipeRunRequest {
   hostKeys?: Pick<ConnectionManagerOptions, 'hostKeyPolicy' | 'confirmHostKey'>;
   /** Overrides TPW_HOME for the run registry (tests). */
   tpwHome?: string;
-  /** Called once the run is started on every worker and recorded. */
-  onStarted?(runId: string): void;
+  /**
+   * Called once the run is started on every worker and recorded, with the run's workers and its connections
+   * (to read more from the workers while the run goes on; they close when runRecipe returns).
+   */
+  onStarted?(runId: string, source: RunConnections): void;
   listener: RunListener & { onPhase?(phase: RunPhase, detail: string): void };
 }

@@ -97,7 +97,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
       throw e;
     }
     updateRun(runId, { status: 'running' }, req.tpwHome);
-    req.onStarted?.(runId);
+    req.onStarted?.(runId, { workers, conns });
     if (req.detach) {
       phase('done', `Run ${runId} started on every worker; follow it with \`tpw logs ${runId} --follow\``);
       return { runId, workers: workers.map((w) => ({ index: w.index, host: w.host, exitCode: null, stopped: false })), durationMs: 0, cancelled: false, ok: true, detached: true };

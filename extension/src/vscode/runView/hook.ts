@@ -5,15 +5,15 @@ import type { RunResult, WorkerResult } from '../../core/run/types';
 import type { RunStateMessage, WorkerState } from '../../../../webview/src/protocol';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
-import { liveMetrics, loadRemoteArtifacts, type LiveMetrics } from './remote';
+import { liveMetrics, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
 
 /**
  * The run view's side of a run, as one object the run code calls into: kept here so the hook in run.ts
  * stays a few lines (runs are being reworked in parallel there).
  */
 export interface RunViewFeed {
-  /** The run has its id (it started on every worker): live metrics begin. */
-  started(runId: string): void;
+  /** The run has its id (it started on every worker): live metrics begin, over the run's own connections. */
+  started(runId: string, source: RunSource): void;
   onLine(worker: number, line: string): void;
   onWorkerExit(w: WorkerResult): void;
   done(result: RunResult): void;
@@ -37,9 +37,9 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
   view.setStatus('running');
   let live: LiveMetrics | undefined;
   return {
-    started: (runId) => {
+    started: (runId, source) => {
       view.aliasRunId(runId);
-      live ??= liveMetrics(ctx, view, runId);
+      live ??= liveMetrics(ctx, view, runId, source);
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
     onWorkerExit: (w) => view.setWorkerStatus(w.index, workerState(w), w.exitCode),
@@ -47,13 +47,12 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
       view.setStatus(resultState(result), formatRunSummary(result));
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
-      const runId = result.runId;
-      void (live?.stop() ?? Promise.resolve()).then(() => {
-        if (runId && !result.detached) return loadRemoteArtifacts(ctx, view, runId);
-      });
+      // No last live read: the run's connections closed with it, and the whole file is fetched next.
+      void live?.stop(false);
+      if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
     },
     failed: (e, cancelled) => {
-      void live?.stop();
+      void live?.stop(false);
       view.setStatus(cancelled ? 'cancelled' : 'failed', describeError(e));
     },
   };

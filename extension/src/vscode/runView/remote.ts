@@ -5,7 +5,7 @@ import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
 import { loadRun } from '../../core/run/registry';
 import { workersOfRecord } from '../../core/run/session';
 import { ConnectionManager } from '../../core/ssh/connection';
-import type { WorkerTarget } from '../../core/ssh/types';
+import type { RunConnections } from '../../core/run/pipeline-types';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
 import { vscodeHostKeys } from '../hostKeys';
@@ -18,10 +18,7 @@ function cacheDir(runId: string): string {
 }
 
 /** A run's workers and the SSH connections to reach them, resolved once and shared by what a panel reads. */
-export interface RunSource {
-  workers: WorkerTarget[];
-  conns: ConnectionManager;
-}
+export type RunSource = RunConnections;
 
 /** Resolves a recorded run's workers (one API call) and opens a connection manager for them; the caller disposes it. */
 export async function openRunSource(ctx: Ctx, runId: string): Promise<RunSource> {
@@ -69,8 +66,8 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
 export const LIVE_METRICS_MS = 3000;
 
 export interface LiveMetrics {
-  /** One last read (what was written since the previous one), then no more. */
-  stop(): Promise<void>;
+  /** No more reads; `finalRead` (default true): one last read first, of what was written since the previous one. */
+  stop(finalRead?: boolean): Promise<void>;
 }
 
 /**
@@ -103,11 +100,11 @@ export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?
   });
   tail.then(loop, warn);
   return {
-    async stop() {
+    async stop(finalRead = true) {
       if (stopped) return;
       end();
       disposed.dispose();
-      await poll().catch(warn);
+      if (finalRead) await poll().catch(warn);
       release();
     },
   };
