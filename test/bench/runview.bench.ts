@@ -151,53 +151,32 @@ void parser.analyze(process.argv[3]).then((s) => {
     },
     outfile: script,
   });
-  const timed = (cmd: string, args: string[]): { wallMs: number; maxRssMB: number; out: string } => {
-    const t = Date.now();
-    const r = execFileSync('bash', ['-c', `/usr/bin/time -f 'MAXRSS %M' "$@" 2>&1`, '_', cmd, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
-    const rss = Number(/MAXRSS (\d+)/.exec(r)?.[1] ?? 0) / 1024;
-    return { wallMs: Date.now() - t, maxRssMB: rss, out: r };
-  };
   const py = process.env.BENCH_XPROF_PYTHON;
   const withPeer = py !== undefined && existsSync(py);
   const conv = `import sys\nfrom xprof.convert import raw_to_tool_data as r\nd,_=r.xspace_to_tool_data([sys.argv[1]],'trace_viewer',{'use_saved_result': False})\nprint(len(d))`;
   // Ours and the peer alternate, BENCH_PROFILE_REPS times each, so that both see the same load (this machine is
-  // shared); every pair is printed, and the medians.
+  // shared): profile_pairs.py times each process (wall, peak RSS) and prints every rep, the medians and the
+  // median of the per-rep ratios. The same script runs on machines without node_modules (BENCHMARKS.md).
   const reps = Number(process.env.BENCH_PROFILE_REPS ?? 3);
-  const pairs: { ours: { wallMs: number; maxRssMB: number }; peer?: { wallMs: number; maxRssMB: number } }[] = [];
-  let events = 0;
-  for (let k = 0; k < reps; k++) {
-    const ours = timed('node', [script, workerJs, big]);
-    events = (JSON.parse(/\{.*\}/.exec(ours.out)?.[0] ?? '{}') as { events?: number }).events ?? 0;
-    let peer: { wallMs: number; maxRssMB: number } | undefined;
-    if (withPeer) {
-      try {
-        peer = timed(py, ['-c', conv, big]);
-      } catch (e) {
-        console.log(`xprof failed: ${String(e).split('\n')[0]}`);
-      }
-    }
-    pairs.push({ ours, peer });
-  }
+  const out = path.join(repo, 'test-artifacts/bench/runview-profile.json');
+  mkdirSync(path.dirname(out), { recursive: true });
+  const q = (a: string[]): string => a.map((x) => `'${x.replace(/'/g, `'\\''`)}'`).join(' ');
+  const cmds = [`ours=${q(['node', script, workerJs, big])}`];
+  if (withPeer) cmds.push(`xprof=${q([py, '-c', conv, big])}`);
   const fileMB = statSync(big).size / 1e6;
-  console.log(`\n### Profiles: stream + analyze ${fileMB.toFixed(0)} MB xplane.pb (${events.toLocaleString()} events)\n`);
-  console.log('| rep | ours wall ms | ours max RSS MB | xprof wall ms | xprof max RSS MB | time xprof/ours | memory xprof/ours |\n|---|---|---|---|---|---|---|');
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const row = (label: string, o: { wallMs: number; maxRssMB: number }, p?: { wallMs: number; maxRssMB: number }): void => {
-    const peerCols = p ? `${p.wallMs} | ${p.maxRssMB.toFixed(0)} | ${(p.wallMs / o.wallMs).toFixed(2)}× | ${(p.maxRssMB / o.maxRssMB).toFixed(2)}×` : 'not run (set BENCH_XPROF_PYTHON) | | | ';
-    console.log(`| ${label} | ${o.wallMs.toFixed(0)} | ${o.maxRssMB.toFixed(0)} | ${peerCols} |`);
-  };
-  pairs.forEach((x, k) => row(String(k + 1), x.ours, x.peer));
-  const med = (f: (x: (typeof pairs)[number]) => number | undefined): number => median(pairs.map(f).filter((v): v is number => v !== undefined));
-  const oursMed = { wallMs: med((x) => x.ours.wallMs), maxRssMB: med((x) => x.ours.maxRssMB) };
-  const peerMed = pairs.every((x) => x.peer) ? { wallMs: med((x) => x.peer?.wallMs), maxRssMB: med((x) => x.peer?.maxRssMB) } : undefined;
-  row('median', oursMed, peerMed);
-  const res: Record<string, number> = { fileMB, events, reps, oursWallMs: oursMed.wallMs, oursMaxRssMB: oursMed.maxRssMB };
-  if (peerMed) {
-    res.peerWallMs = peerMed.wallMs;
-    res.peerMaxRssMB = peerMed.maxRssMB;
-    res.timeRatioMedian = median(pairs.map((x) => (x.peer?.wallMs ?? 0) / x.ours.wallMs));
-    res.memoryRatioMedian = median(pairs.map((x) => (x.peer?.maxRssMB ?? 0) / x.ours.maxRssMB));
-    console.log(`\nmedian of the per-rep ratios: ${res.timeRatioMedian.toFixed(2)}× faster, ${res.memoryRatioMedian.toFixed(2)}× less memory (goal: ≥ 5× both)`);
+  console.log(`\n### Profiles: stream + analyze ${fileMB.toFixed(0)} MB xplane.pb\n`);
+  if (!withPeer) console.log('(xprof not run: set BENCH_XPROF_PYTHON to a python with xprof)\n');
+  const table = execFileSync('python3', [path.join(repo, 'test/bench/profile_pairs.py'), '--reps', String(reps), '--json', out, ...cmds.flatMap((c) => ['--cmd', c])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  console.log(table);
+  const r = JSON.parse(readFileSync(out, 'utf8')) as { samples: Record<string, { out: string }[]>; medians: Record<string, { wallMs: number; maxRssMB: number }>; ratios: Record<string, { time: number; memory: number }> };
+  const events = (JSON.parse(/\{.*\}/.exec(r.samples.ours[0].out)?.[0] ?? '{}') as { events?: number }).events ?? 0;
+  console.log(`${events.toLocaleString()} events (the capture repeated to ${fileMB.toFixed(0)} MB)`);
+  const res: Record<string, number> = { fileMB, events, reps, oursWallMs: r.medians.ours.wallMs, oursMaxRssMB: r.medians.ours.maxRssMB };
+  if (r.medians.xprof) {
+    res.peerWallMs = r.medians.xprof.wallMs;
+    res.peerMaxRssMB = r.medians.xprof.maxRssMB;
+    res.timeRatioMedian = r.ratios.xprof.time;
+    res.memoryRatioMedian = r.ratios.xprof.memory;
   }
   return res;
 }

@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, FrameLocator } from 'playwright-core';
+import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
 import { installExtension, REPO, startCodeServer } from './code-server';
 import { ProcessTracker } from './processes';
 import { launchBrowser, Workbench } from './workbench';
@@ -87,6 +88,14 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
     await view().locator('.steps tbody tr').first().waitFor({ timeout: 60_000 });
     assert.equal(await view().locator('.steps tbody tr').count(), 2, 'two profiled steps');
     assert.ok((await view().locator('.ops details summary').allTextContents()).some((t) => t.startsWith('convolution')));
+    // The timeline's columns are views into a few shared buffers (slabs): each line must still arrive as its own
+    // events through VS Code's postMessage. Pick a line from the keyboard: its event count is a line's, from the file.
+    const lineLengths = new Set(decodeXSpace(fs.readFileSync(xplane)).planes.flatMap((p) => p.lines.map((l) => l.count)));
+    await view().locator('.timeline canvas').focus();
+    await wb.page.keyboard.press('ArrowDown');
+    const readout = (await view().locator('.timeline .readout').textContent()) ?? '';
+    const m = /^(.+?) — .* \(event \d+ of (\d+)\)$/.exec(readout);
+    assert.ok(m && m[1] !== 'undefined' && lineLengths.has(Number(m[2])), `readout "${readout}": a named event of a line of ${[...lineLengths].join('/')} events`);
     await wb.settle();
     await wb.screenshot(path.join(ARTIFACTS, 'runview-profile.png'));
   });

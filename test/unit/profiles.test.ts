@@ -251,10 +251,8 @@ describe('metrics report health', () => {
 });
 
 describe('profile threads', () => {
-  it('uses a second thread on any machine with two cores or more', () => {
-    assert.equal(defaultThreads(8), 2);
-    assert.equal(defaultThreads(2), 2);
-    assert.equal(defaultThreads(1), 1);
+  it('uses one thread below four cores, then half the cores, at most four', () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 8, 16, 64].map((c) => defaultThreads(c)), [1, 1, 1, 2, 2, 3, 4, 4, 4]);
   });
 
   it('cuts the planes into runs of about equal bytes, each plane once and in order', () => {
@@ -270,7 +268,7 @@ describe('profile threads', () => {
   });
 });
 
-describe('profile chunks on two threads', () => {
+describe('profile chunks on several threads', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'tpw-chunks-'));
   const buf = syntheticXSpace();
   const workerJs = path.join(dir, 'profile-worker.js');
@@ -278,17 +276,19 @@ describe('profile chunks on two threads', () => {
   const twelve = path.join(dir, 'twelve.xplane.pb');
   writeFileSync(twelve, Buffer.concat(Array.from({ length: 12 }, () => buf)));
 
-  it('merges twelve chunks taken by two threads into the one-thread summary', async () => {
+  it('merges twelve chunks taken by two or four threads into the one-thread summary', async () => {
     const one = analyzeProfileFile(twelve);
     assert.equal(one.planes.length, 12);
-    for (const chunks of [2, 5, 12]) {
-      for (const helperFirst of [false, true]) assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks, helperFirst }), one, `${chunks} chunks`);
+    for (const threads of [2, 4]) {
+      for (const chunks of [2, 5, 12]) {
+        for (const helperFirst of [false, true]) assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads, chunks, helperFirst }), one, `${threads} threads, ${chunks} chunks`);
+      }
     }
   });
 
   it('finishes the chunks of a helper thread that died holding them', async () => {
     const one = analyzeProfileFile(twelve);
-    assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks: 12, helperDiesAfterClaim: true }), one);
+    for (const threads of [2, 4]) assert.deepEqual(await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads, chunks: 12, helperDiesAfterClaim: true }), one);
     // And a helper that cannot start at all.
     assert.deepEqual(await analyzeProfileFileParallel(twelve, path.join(dir, 'no-such-worker.js'), { minParallelBytes: 0, threads: 2, chunks: 12 }), one);
   });

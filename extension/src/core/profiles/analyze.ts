@@ -8,7 +8,10 @@
  * timeline's four columns, so it runs on the streaming decoder without holding the capture.
  */
 import type { OpRow, ProfileSummary, StepBreakdown, TimelineLine } from '../../../../webview/src/protocol';
-import { Kind, kindOf, mergeIntervals, StepIntervals, stepBreakdown } from './steps';
+import { IntervalUnion } from './intervals';
+import { ColumnSlabs } from './slabs';
+import { Kind, kindOf, StepIntervals, stepBreakdown } from './steps';
+import { IdTable } from './intern';
 import { streamXSpaceFile, type StreamOptions } from './stream';
 import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import type { XSpaceData } from './xplane';
@@ -42,6 +45,14 @@ function grown<T extends Float64Array | Int32Array>(a: T, need: number): T {
   return b;
 }
 
+/** `a`, or a copy at least twice as long, its new entries -1, when `need` exceeds it (caches by id or key). */
+function grownFilled(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
+  if (need <= a.length) return a;
+  const b = new Int32Array(Math.max(need, a.length * 2)).fill(-1);
+  b.set(a);
+  return b;
+}
+
 /**
  * What an Analyzer saw of some of the planes (all of them, or one thread's share), in plain data: op sums in
  * raw units (5 per row: count, total ps, self ps, flops, bytes), timeline starts in absolute µs.
@@ -64,19 +75,9 @@ export interface PartialSummary {
   busy: Float64Array;
 }
 
-/** The timeline columns' buffers, to transfer (not copy) a summary across threads. */
+/** The timeline columns' buffers, each once (columns share slabs), to transfer (not copy) a summary across threads. */
 export function timelineBuffers(lines: readonly TimelineLine[]): ArrayBuffer[] {
-  return lines.flatMap((l) => [l.start.buffer, l.dur.buffer, l.name_.buffer, l.depth.buffer] as ArrayBuffer[]);
-}
-
-/** Union of several flat sorted interval unions. */
-function unionOf(lists: Float64Array[]): number[] {
-  const n = lists.reduce((a, l) => a + l.length / 2, 0);
-  const s = new Float64Array(n);
-  const e = new Float64Array(n);
-  let k = 0;
-  for (const l of lists) for (let j = 0; j < l.length; j += 2, k++) { s[k] = l[j]; e[k] = l[j + 1]; }
-  return mergeIntervals(s, e);
+  return [...new Set(lines.flatMap((l) => [l.start.buffer, l.dur.buffer, l.name_.buffer, l.depth.buffer] as ArrayBuffer[]))];
 }
 
 /** The summary of partials that cover consecutive planes, in plane order. */
@@ -115,7 +116,12 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
       row.bytes += a[5 * k + 4];
     });
   }
-  const busy = parts.length === 1 ? Array.from(parts[0].busy) : unionOf(parts.map((p) => p.busy));
+  let busy = parts[0]?.busy ?? new Float64Array(0);
+  if (parts.length > 1) {
+    const u = new IntervalUnion();
+    for (const p of parts) u.pushRun(p.busy);
+    busy = u.result();
+  }
   const steps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy).map((s) => ({ ...s, startUs: s.startUs - t0 })) : [];
   const warnings = [...info.errors, ...info.warnings];
   const timeline: ProfileSummary['timeline'] = { names: [], lines: [] };
@@ -149,8 +155,8 @@ export class Analyzer implements XSpaceVisitor {
   private eventCount = 0;
   private t0 = Infinity;
   private t1 = -Infinity;
-  /** Op rows by module, then name (nested, not a concatenated key: each plane brings fresh strings, and a
-   * concatenation would have to be flattened and hashed for every one); sums live in rowAcc until mergePartials(). */
+  /** Op rows by module, then name (nested, not a concatenated key, which would have to be built and hashed
+   * for every lookup); sums live in rowAcc until mergePartials(). */
   private readonly ops = new Map<string, Map<string, number>>();
   private readonly rowList: { name: string; module: string; category: string }[] = [];
   private rowAcc = new Float64Array(5 * 256);
@@ -161,19 +167,21 @@ export class Analyzer implements XSpaceVisitor {
   /** Steps come from the first /host:CPU plane. */
   private hostIndex = -1;
   private readonly stepIv = new StepIntervals();
-  private busyS = new Float64Array(1024);
-  private busyE = new Float64Array(1024);
-  private nBusy = 0;
-  // Per-plane caches: metadata ids resolve once per plane, not once per event. Arrays, not Maps: XLA's
-  // metadata ids are small and dense (a sparse or negative id still works, as a slower dictionary entry).
-  private nameOf: number[] = [];
+  /** Intervals in which an HLO op ran: one sorted run per line. */
+  private readonly busy = new IntervalUnion();
+  /** The plane being visited's metadata. */
+  private meta = new IdTable<EventInfo>();
+  /** The string table of the planes seen last; the caches below are by its keys, kept while it is the same. */
+  private strings: string[] | undefined;
+  /** Timeline name id by metadata id, this plane (-1: not resolved yet); by name key, across planes. */
+  private nameOf = new Int32Array(1024).fill(-1);
+  private nameOfUsed = 0;
+  private nameOfKey = new Int32Array(1024).fill(-1);
+  /** Step-interval kind by metadata id, host plane only. */
   private kindOf: Kind[] = [];
-  private metaOf: (EventInfo | null)[] = [];
-  /** (hlo_op, hlo_module) string indexes → row; key op * 2^26 + module + 1. */
-  private rows = new Map<number, number>();
-  /** The last row of each hlo_op string index, and its module: an op name nearly always has one module per plane. */
-  private rowOfOp: number[] = [];
-  private modOfOp: number[] = [];
+  /** The last row of each hlo_op key (-1: none), and its module key: an op name nearly always has one module. */
+  private rowOfOp = new Int32Array(256).fill(-1);
+  private modOfOp = new Int32Array(256);
   // Scratch reused across lines.
   private order = new Uint32Array(1024);
   private depthEnd = new Float64Array(64);
@@ -181,20 +189,26 @@ export class Analyzer implements XSpaceVisitor {
   private opEnd = new Float64Array(64);
   private opChild = new Float64Array(64);
 
-  /** keepTimeline false: collect no timeline (a chunk of a capture already known to be past TIMELINE_MAX_EVENTS). */
-  constructor(keepTimeline = true) {
+  /**
+   * keepTimeline false: collect no timeline (a chunk of a capture already known to be past TIMELINE_MAX_EVENTS).
+   * slabs: where the timeline columns are cut from (shared by the analyzers of one thread).
+   */
+  constructor(keepTimeline = true, private readonly slabs = new ColumnSlabs()) {
     this.timeline = keepTimeline ? [] : undefined;
   }
 
   plane(p: PlaneView): void {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
     if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
-    this.nameOf = [];
+    this.meta = p.meta;
+    this.nameOf.fill(-1, 0, this.nameOfUsed);
+    this.nameOfUsed = 0;
     this.kindOf = [];
-    this.metaOf = [];
-    this.rows = new Map();
-    this.rowOfOp = [];
-    this.modOfOp = [];
+    if (p.strings !== this.strings) {
+      this.strings = p.strings;
+      this.nameOfKey.fill(-1);
+      this.rowOfOp.fill(-1);
+    }
   }
 
   line(p: PlaneView, l: LineView): void {
@@ -211,13 +225,13 @@ export class Analyzer implements XSpaceVisitor {
     // otherwise make the compiler reload every field.
     const tl: TimelineLine | undefined = this.timeline && {
       plane: p.name, name: l.displayName || l.name,
-      start: new Float64Array(n), dur: new Float64Array(n), name_: new Int32Array(n), depth: new Uint8Array(n),
+      start: this.slabs.f64.take(n), dur: this.slabs.f64.take(n), name_: this.slabs.i32.take(n), depth: this.slabs.u8.take(n),
     };
     if (tl) this.timeline?.push(tl);
     const tStart = tl?.start, tDur = tl?.dur, tName = tl?.name_, tDepth = tl?.depth;
     const isHost = p.index === this.hostIndex;
     const { offsetPs, durationPs, op, metaId, timestampNs } = l;
-    const nameOf = this.nameOf;
+    let nameOf = this.nameOf;
     let depthEnd = this.depthEnd;
     let opI = this.opI, opEnd = this.opEnd, opChild = this.opChild;
     let dTop = 0, oTop = 0;
@@ -238,19 +252,24 @@ export class Analyzer implements XSpaceVisitor {
       if (tStart && tDur && tName && tDepth) {
         tStart[k] = sUs;
         tDur[k] = dur / 1e6;
-        const nid = nameOf[metaId[i]];
-        tName[k] = nid !== undefined ? nid : this.nameId(p, metaId[i]);
+        const m = metaId[i];
+        let nid = m >= 0 && m < nameOf.length ? nameOf[m] : -1;
+        if (nid < 0) {
+          nid = this.nameId(m);
+          nameOf = this.nameOf;
+        }
+        tName[k] = nid;
         tDepth[k] = depth;
       }
       if (isHost) {
-        const kind = this.kindOfMeta(p, metaId[i]);
+        const kind = this.kindOfMeta(metaId[i]);
         if (kind !== Kind.None && (kind !== Kind.Compile || depth <= 8) && (kind !== Kind.Execute || depth === 0)) this.stepIv.add(kind, sUs, eUs);
       }
       if (op[i] < 0) continue;
       // Self time = own duration minus the durations of direct HLO-op children nested inside it on this line.
       while (oTop && opEnd[oTop - 1] <= off) {
         oTop--;
-        this.addOp(p, l, opI[oTop], opChild[oTop]);
+        this.addOp(p.strings, l, opI[oTop], opChild[oTop]);
         if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
       }
       if (oTop === opI.length) {
@@ -264,28 +283,20 @@ export class Analyzer implements XSpaceVisitor {
       // Device-busy intervals, merged along the line (events come sorted by start).
       if (sUs <= busyE) { if (eUs > busyE) busyE = eUs; }
       else {
-        if (busyE === busyE) this.busy(busyS, busyE);
+        if (busyE === busyE) this.busy.push(busyS, busyE);
         busyS = sUs;
         busyE = eUs;
       }
     }
     while (oTop) {
       oTop--;
-      this.addOp(p, l, opI[oTop], opChild[oTop]);
+      this.addOp(p.strings, l, opI[oTop], opChild[oTop]);
       if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
     }
-    if (busyE === busyE) this.busy(busyS, busyE);
+    if (busyE === busyE) this.busy.push(busyS, busyE);
+    this.busy.endRun();
     this.t0 = t0;
     this.t1 = t1;
-  }
-
-  private busy(s: number, e: number): void {
-    if (this.nBusy === this.busyS.length) {
-      this.busyS = grown(this.busyS, this.nBusy + 1);
-      this.busyE = grown(this.busyE, this.nBusy + 1);
-    }
-    this.busyS[this.nBusy] = s;
-    this.busyE[this.nBusy++] = e;
   }
 
   /** What this analyzer saw, as plain data (it crosses worker_threads; mergePartials makes the summary). */
@@ -297,7 +308,7 @@ export class Analyzer implements XSpaceVisitor {
       names: this.names, timeline: this.timeline, hostIndex: this.hostIndex,
       stepS: this.stepIv.s, stepE: this.stepIv.e,
       // Merged here, on the thread that collected them: the union is usually far shorter than the list.
-      busy: Float64Array.from(mergeIntervals(this.busyS.subarray(0, this.nBusy), this.busyE.subarray(0, this.nBusy))),
+      busy: this.busy.result(),
     };
   }
 
@@ -313,55 +324,63 @@ export class Analyzer implements XSpaceVisitor {
     return order.sort((a, b) => o[a] - o[b] || d[b] - d[a]);
   }
 
-  private nameId(p: PlaneView, metaId: number): number {
-    const known = this.nameOf[metaId];
-    if (known !== undefined) return known;
-    const name = this.meta(p, metaId)?.name ?? '?';
-    let id = this.nameIndex.get(name);
-    if (id === undefined || this.names[id] !== name) {
-      id = this.names.length;
-      this.names.push(name);
-      this.nameIndex.set(name, id);
+  /** The timeline name id of an event's metadata, cached by metadata id for this plane and by name key for its string table. */
+  private nameId(metaId: number): number {
+    const info = this.meta.get(metaId);
+    const key = info ? info.key : -1;
+    let id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
+    if (id < 0) {
+      const name = info?.name ?? '?';
+      id = this.nameIndex.get(name) ?? -1;
+      if (id < 0 || this.names[id] !== name) {
+        id = this.names.length;
+        this.names.push(name);
+        this.nameIndex.set(name, id);
+      }
+      if (key >= 0 && key < 1 << 24) {
+        this.nameOfKey = grownFilled(this.nameOfKey, key + 1);
+        this.nameOfKey[key] = id;
+      }
     }
-    this.nameOf[metaId] = id;
+    if (metaId >= 0 && metaId < 1 << 24) {
+      this.nameOf = grownFilled(this.nameOf, metaId + 1);
+      this.nameOf[metaId] = id;
+      this.nameOfUsed = Math.max(this.nameOfUsed, metaId + 1);
+    }
     return id;
   }
 
-  private kindOfMeta(p: PlaneView, metaId: number): Kind {
+  private kindOfMeta(metaId: number): Kind {
     let k = this.kindOf[metaId];
-    if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta(p, metaId)?.name ?? '');
+    if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta.get(metaId)?.name ?? '');
     return k;
   }
 
-  private meta(p: PlaneView, metaId: number): EventInfo | null {
-    let m = this.metaOf[metaId];
-    if (m === undefined) m = this.metaOf[metaId] = p.meta.get(metaId) ?? null;
-    return m;
-  }
-
-  private addOp(p: PlaneView, l: LineView, i: number, childPs: number): void {
+  private addOp(strings: string[], l: LineView, i: number, childPs: number): void {
     const opK = l.op[i];
     const modK = l.module[i];
-    const meta = this.meta(p, l.metaId[i]);
-    let row = this.modOfOp[opK] === modK ? this.rowOfOp[opK] : undefined;
-    if (row === undefined) row = this.rows.get(opK * 2 ** 26 + modK + 1);
-    if (row === undefined) {
-      const name = p.strings[opK];
-      const module = modK >= 0 ? p.strings[modK] : '';
+    const meta = this.meta.get(l.metaId[i]);
+    let row = opK < this.rowOfOp.length && this.modOfOp[opK] === modK ? this.rowOfOp[opK] : -1;
+    if (row < 0) {
+      const name = strings[opK];
+      const module = modK >= 0 ? strings[modK] : '';
       let byName = this.ops.get(module);
       if (!byName) this.ops.set(module, (byName = new Map()));
-      row = byName.get(name);
-      if (row === undefined) {
-        const category = meta?.category ?? (l.category[i] >= 0 ? p.strings[l.category[i]] : categoryFromName(name));
+      row = byName.get(name) ?? -1;
+      if (row < 0) {
+        const category = meta?.category ?? (l.category[i] >= 0 ? strings[l.category[i]] : categoryFromName(name));
         row = this.rowList.length;
         this.rowList.push({ name, module, category });
         this.rowAcc = grown(this.rowAcc, 5 * (row + 1));
         byName.set(name, row);
       }
-      this.rows.set(opK * 2 ** 26 + modK + 1, row);
+      if (opK < 1 << 24) {
+        this.rowOfOp = grownFilled(this.rowOfOp, opK + 1);
+        this.modOfOp = grown(this.modOfOp, opK + 1);
+        this.rowOfOp[opK] = row;
+        this.modOfOp[opK] = modK;
+      }
     }
-    this.rowOfOp[opK] = row;
-    this.modOfOp[opK] = modK;
     const dur = l.durationPs[i];
     const acc = this.rowAcc;
     const a = 5 * row;

@@ -1,22 +1,24 @@
 /**
- * Analysis of a large capture on two threads. The planes are cut into runs of about equal bytes ("chunks");
- * this thread and a helper thread each take the next unclaimed chunk (one shared atomic counter) until none is
- * left, so a thread that gets less CPU simply takes fewer chunks. Each chunk has its own partial summary, and
+ * Analysis of a large capture on several threads. The planes are cut into runs of about equal bytes ("chunks");
+ * this thread and its helper threads each take the next unclaimed chunk (one shared atomic counter) until none
+ * is left, so a thread that gets less CPU simply takes fewer chunks. Each chunk has its own partial summary, and
  * the partials are merged in chunk order (mergePartials), so the result is the one a single thread gives.
  *
- * Why: decoding is CPU-bound (a 200 MB capture is ~2 M events) and the profile worker already runs off the
- * extension host; a second core cuts the wait when it is free. An earlier version split the planes in two
- * fixed halves and then had to guess whether a core was free (the 1-minute load on 2-core machines): a guess
- * that lags, and a wrong one left the whole run waiting for the slower half. Small files stay on one thread,
- * as a helper costs tens of milliseconds to start.
- */
+ * Why: decoding is CPU-bound (a 200 MB capture is ~2.4 M events) and the profile worker already runs off the
+ * extension host; free cores cut the wait. Less than one would hope, though: every helper is a fresh V8 isolate
+ * that starts and compiles the decoder on its own, and most of its share of a 200 MB file runs before its code
+ * is optimized (on a 16-core machine, four threads took 0.75× the time of one; BENCHMARKS.md). An earlier
+ * version split the planes in two fixed halves and had to guess whether a core was free: a wrong guess left the
+ * whole run waiting for the slower half. Small files stay on one thread, as a helper costs tens of milliseconds
+ * to start. */
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, timelineBuffers, type PartialSummary, type ProfileSummary } from './analyze';
+import { ColumnSlabs } from './slabs';
 import { PlaneFile, scanXSpaceFile, type PlaneRange, type StreamOptions } from './stream';
 import { ProfileFormatError } from './xplane';
 
-/** Below this file size the helper's start-up costs more than it saves. */
+/** Below this file size a helper's start-up costs more than it saves. */
 const MIN_PARALLEL_BYTES = 16 << 20;
 /** Chunks per thread, about: enough for the faster thread to make up for a slower one, few enough to merge cheaply. */
 const CHUNKS_PER_THREAD = 12;
@@ -24,13 +26,13 @@ const CHUNKS_PER_THREAD = 12;
 export interface ParallelOptions extends StreamOptions {
   /** Files smaller than this are analyzed on the calling thread (tests set 0 to exercise the split). */
   minParallelBytes?: number;
-  /** 1 or 2; default 2 on machines with two cores or more. */
+  /** This thread and threads - 1 helpers; default defaultThreads(). */
   threads?: number;
   /** Number of chunks (default about 12 per thread); tests use it to exercise the claiming. */
   chunks?: number;
-  /** Tests: this thread starts taking chunks only once the helper has taken one (else a small file is all done here first). */
+  /** Tests: this thread starts taking chunks only once a helper has taken one (else a small file is all done here first). */
   helperFirst?: boolean;
-  /** Tests: the helper thread dies right after taking its first chunk (implies helperFirst). */
+  /** Tests: the first helper thread dies right after taking its first chunk (implies helperFirst). */
   helperDiesAfterClaim?: boolean;
 }
 
@@ -50,8 +52,9 @@ const FAILED = 1;
 const EVENTS = 2;
 const CLAIM_SLOTS = 3;
 
-function transferList(p: PartialSummary): ArrayBuffer[] {
-  return [p.rowAcc.buffer as ArrayBuffer, p.busy.buffer as ArrayBuffer, ...timelineBuffers(p.timeline ?? [])];
+/** Every buffer of the partials, once (their timeline columns share slabs). */
+function transferList(parts: PartialSummary[]): ArrayBuffer[] {
+  return [...new Set(parts.flatMap((p) => [p.rowAcc.buffer as ArrayBuffer, p.busy.buffer as ArrayBuffer, ...timelineBuffers(p.timeline ?? [])]))];
 }
 
 /** Runs of consecutive planes of about `size / n` bytes each (a plane bigger than that is a run of its own). */
@@ -81,6 +84,7 @@ export function chunkPlanes(planes: readonly PlaneRange[], n: number): PlaneRang
 function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: StreamOptions, dieAfterClaim = false): ChunkResult[] {
   const results: ChunkResult[] = [];
   let f: PlaneFile | undefined;
+  const slabs = new ColumnSlabs();
   try {
     for (;;) {
       if (Atomics.load(claims, FAILED)) break;
@@ -90,7 +94,7 @@ function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: S
       if (dieAfterClaim) process.exit(70);
       try {
         f ??= new PlaneFile(file, opts);
-        const a = new Analyzer(Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS);
+        const a = new Analyzer(Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS, slabs);
         f.stream(chunks[index], a);
         const part = a.partial();
         // Capped, so the int32 cannot wrap: past the limit is all that matters.
@@ -108,39 +112,48 @@ function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: S
   return results;
 }
 
-/** Two threads on machines with two cores or more (a busy second core only means the helper takes fewer chunks). */
-export function defaultThreads(cores = availableParallelism()): 1 | 2 {
-  return cores >= 2 ? 2 : 1;
+/**
+ * Threads for a large capture on a machine with `cores` cores: one below four cores, then half the cores, at most
+ * MAX_THREADS. Half, because the extension host and VS Code's renderer keep running; below four, because on a
+ * 2-vCPU VM the two vCPUs are one core's hyperthreads, and a second thread there made each thread ~1.7× slower
+ * per byte, plus its start and its own JIT warm-up: the same run took longer on two threads than on one.
+ */
+export function defaultThreads(cores = availableParallelism()): number {
+  return cores < 4 ? 1 : Math.min(MAX_THREADS, Math.floor(cores / 2));
 }
 
+const MAX_THREADS = 4;
+
 /**
- * Analyzes `file`, on two threads when it is large. `workerFile` is the bundled worker script that calls
- * runShardIfHelper() first (dist/profile-worker.js); the helper thread runs it.
+ * Analyzes `file`, on several threads when it is large. `workerFile` is the bundled worker script that calls
+ * runShardIfHelper() first (dist/profile-worker.js); the helper threads run it.
  */
 export async function analyzeProfileFileParallel(file: string, workerFile: string, opts: ParallelOptions = {}): Promise<ProfileSummary> {
   const { planes, info, size } = scanXSpaceFile(file);
-  const threads = opts.threads ?? defaultThreads();
+  const threads = Math.max(1, Math.floor(opts.threads ?? defaultThreads()));
   const parallel = threads >= 2 && size >= (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) && planes.length >= 2;
-  const chunks = parallel ? chunkPlanes(planes, opts.chunks ?? CHUNKS_PER_THREAD * 2) : [planes];
+  const chunks = parallel ? chunkPlanes(planes, opts.chunks ?? CHUNKS_PER_THREAD * threads) : [planes];
   const claims = new Int32Array(new SharedArrayBuffer(4 * CLAIM_SLOTS));
-  let theirs: Promise<ChunkResult[]> = Promise.resolve([]);
-  let helper: Worker | undefined;
-  if (parallel && chunks.length > 1) {
-    helper = new Worker(workerFile, {
-      workerData: { tpwProfileShard: { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, dieAfterClaim: opts.helperDiesAfterClaim } satisfies ShardRequest },
-    });
-    const h = helper;
-    theirs = new Promise<ChunkResult[]>((resolve, reject) => {
+  const helpers: Worker[] = [];
+  const theirs: Promise<ChunkResult[]>[] = [];
+  const nHelpers = parallel ? Math.min(threads, chunks.length) - 1 : 0;
+  for (let k = 0; k < nHelpers; k++) {
+    // Only the first helper is made to die, in the tests that ask for it.
+    const request: ShardRequest = { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, dieAfterClaim: k === 0 && opts.helperDiesAfterClaim };
+    const h = new Worker(workerFile, { workerData: { tpwProfileShard: request } });
+    helpers.push(h);
+    const done = new Promise<ChunkResult[]>((resolve, reject) => {
       h.once('message', (m: ShardReply) => resolve(m.results));
       h.once('error', reject);
       h.once('exit', (code) => reject(new Error(`profile helper thread exited (code ${code})`)));
     });
-    theirs.catch(() => undefined);
+    // A helper that fails is not an error: its chunks are finished here.
+    theirs.push(done.catch(() => []));
   }
   try {
-    if (helper && (opts.helperFirst || opts.helperDiesAfterClaim)) Atomics.wait(claims, NEXT, 0, 20_000);
+    if (helpers.length && (opts.helperFirst || opts.helperDiesAfterClaim)) Atomics.wait(claims, NEXT, 0, 20_000);
     const results = drain(file, chunks, claims, opts);
-    results.push(...(await theirs.catch(() => [] as ChunkResult[])));
+    for (const r of await Promise.all(theirs)) results.push(...r);
     // A helper that died took chunks with it: those before any failure are done here (nothing after one is read).
     const firstFailed = Math.min(chunks.length, ...results.filter(isFailure).map((r) => r.index));
     const seen = new Set(results.map((r) => r.index));
@@ -153,7 +166,7 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
     const parts = results.map((r) => (r as Exclude<ChunkResult, ChunkFailure>).part);
     return mergePartials(parts, info);
   } finally {
-    void helper?.terminate();
+    for (const h of helpers) void h.terminate();
   }
 }
 
@@ -170,7 +183,7 @@ export function runShardIfHelper(): boolean {
   const req = (workerData as { tpwProfileShard?: ShardRequest } | null)?.tpwProfileShard;
   if (isMainThread || !req || !parentPort) return false;
   const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize }, req.dieAfterClaim);
-  const transfer = results.flatMap((r) => ('part' in r ? transferList(r.part) : []));
+  const transfer = transferList(results.flatMap((r) => ('part' in r ? [r.part] : [])));
   parentPort.postMessage({ results } satisfies ShardReply, transfer);
   return true;
 }

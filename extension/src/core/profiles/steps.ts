@@ -38,31 +38,6 @@ export class StepIntervals {
   }
 }
 
-/**
- * Union of intervals given as separate start and end lists: sorting the two lists independently and sweeping
- * a counter gives the same union as sorting pairs, with native numeric sorts. Flat [s0, e0, s1, e1, ...].
- */
-export function mergeIntervals(starts: Float64Array, ends: Float64Array): number[] {
-  starts.sort();
-  ends.sort();
-  const out: number[] = [];
-  let open = 0;
-  let j = 0;
-  for (let i = 0; i < starts.length; i++) {
-    // Ends strictly before this start close intervals; touching intervals (end == start) merge.
-    while (j < ends.length && ends[j] < starts[i]) {
-      if (--open === 0) out.push(ends[j]);
-      j++;
-    }
-    if (open++ === 0) out.push(starts[i]);
-  }
-  while (j < ends.length) {
-    if (--open === 0) out.push(ends[j]);
-    j++;
-  }
-  return out;
-}
-
 /** First index k with a[k] >= x (a sorted). */
 function lowerBound(a: ArrayLike<number>, x: number, stride = 1, at = 0): number {
   let lo = 0;
@@ -76,7 +51,7 @@ function lowerBound(a: ArrayLike<number>, x: number, stride = 1, at = 0): number
 }
 
 /** Length of [s, e) covered by the merged intervals (flat, sorted). */
-function overlap(merged: number[], s: number, e: number): number {
+function overlap(merged: ArrayLike<number>, s: number, e: number): number {
   let total = 0;
   for (let k = lowerBound(merged, s, 2, 1) * 2; k < merged.length && merged[k] < e; k += 2) {
     const a = Math.max(s, merged[k]);
@@ -94,13 +69,13 @@ function sortedKind(iv: StepLists, kind: Kind): { s: Float64Array; e: Float64Arr
 }
 
 /** Steps from the host intervals; `busy` = merged intervals in which any HLO op ran, anywhere in the capture. */
-export function stepBreakdown(iv: StepLists, busy: number[]): StepBreakdown[] {
+export function stepBreakdown(iv: StepLists, busy: ArrayLike<number>): StepBreakdown[] {
   // An execution dispatched before the capture's first StepMarker belongs to a step that began before the
   // capture (dispatch is asynchronous, so the previous step's program can start just after tracing did): partial, left out.
   let firstMarker = Infinity;
   for (const s of iv.s[Kind.Marker]) firstMarker = Math.min(firstMarker, s);
   const starts = iv.s[Kind.Execute].filter((s) => !(s < firstMarker)).sort((a, b) => a - b);
-  let lastEnd = busy.at(-1) ?? 0;
+  let lastEnd = busy.length ? busy[busy.length - 1] : 0;
   for (const e of iv.e[Kind.Execute]) lastEnd = Math.max(lastEnd, e);
   const byKind = [Kind.Compile, Kind.Execute, Kind.Transfer, Kind.Host].map((k) => sortedKind(iv, k));
   const [compile, execute, transfer, host] = byKind;

@@ -8,13 +8,18 @@
  * fields (noting where each line lies, decoding the metadata), then each line from its file offset. Peak
  * memory is the window (or the largest line, if bigger) plus what the visitor keeps.
  *
- * Messages are decoded with protobufjs's Reader; only the stats the run view shows (hlo_op, hlo_module,
- * hlo_category, flops, bytes_accessed) are materialized (the others are skipped by their length), and metadata ids are resolved once per plane, not per event.
+ * Messages are decoded with protobufjs's Reader (the events' own loop, where the time goes, is in xevent.ts).
+ * Only the stats the run view shows (hlo_op, hlo_module, hlo_category, flops, bytes_accessed) are materialized
+ * (the others are skipped by their length); metadata ids are resolved once per plane, not per event; strings are
+ * interned from their bytes into one table per thread (intern.ts), so a plane that names what an earlier one
+ * named creates no new strings.
  */
 import { closeSync, openSync } from 'node:fs';
 import protobuf from 'protobufjs/minimal.js';
 import { FileWindow } from './file-window';
-import { eventInfo, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
+import { IdTable, Utf8Interner } from './intern';
+import { decodeLine, Kept, LineColumns, type StatStrings } from './xevent';
+import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import { ProfileFormatError, varint64, type StatValue } from './xplane';
 
 type Reader = protobuf.Reader;
@@ -47,66 +52,91 @@ function field(w: FileWindow, off: number, limit: number): Field {
   return f;
 }
 
-/** Reusable, growable columns of the line being decoded. */
-class LineColumns implements LineView {
-  name = '';
-  displayName = '';
-  timestampNs = 0;
-  count = 0;
-  metaId = new Int32Array(1024);
-  offsetPs = new Float64Array(1024);
-  durationPs = new Float64Array(1024);
-  op = new Int32Array(1024);
-  module = new Int32Array(1024);
-  category = new Int32Array(1024);
-  flops = new Float64Array(1024);
-  bytes = new Float64Array(1024);
+/** The stats the run view shows, by name; all others are skipped by their length. */
+const KEPT_STATS = new Map<string, Kept>([['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes]]);
 
-  grow(): void {
-    const n = this.metaId.length * 2;
-    const g = <T extends Int32Array | Float64Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(n);
-      b.set(a);
-      return b;
-    };
-    this.metaId = g(this.metaId); this.offsetPs = g(this.offsetPs); this.durationPs = g(this.durationPs);
-    this.op = g(this.op); this.module = g(this.module); this.category = g(this.category);
-    this.flops = g(this.flops); this.bytes = g(this.bytes);
+/** What one thread keeps across the planes it decodes: one string table, and what is derived per string. */
+class ThreadStrings {
+  readonly table = new Utf8Interner();
+  /** The EventInfo of a metadata entry without stats, by name key: one object for every plane that names it. */
+  private readonly plain: (EventInfo | undefined)[] = [];
+  /** Kept code by key of a stat name, or -1 if not known yet. */
+  private keptOfKey = new Int8Array(256).fill(-1);
+
+  /** The key of the length-delimited string at r.pos (bounds checked as protobufjs's Reader.string() is). */
+  read(r: Reader): number {
+    const len = r.uint32();
+    const start = r.pos;
+    const end = start + len;
+    if (end > r.len) throw new RangeError('index out of range');
+    r.pos = end;
+    return this.table.intern(r.buf, start, end);
+  }
+
+  plainInfo(key: number): EventInfo {
+    return (this.plain[key] ??= { name: this.table.strings[key], key, category: undefined, flops: undefined, bytes: undefined });
+  }
+
+  kept(key: number): Kept {
+    if (key >= this.keptOfKey.length) {
+      const k = new Int8Array(Math.max(key + 1, 2 * this.keptOfKey.length)).fill(-1);
+      k.set(this.keptOfKey);
+      this.keptOfKey = k;
+    }
+    let c = this.keptOfKey[key];
+    if (c < 0) c = this.keptOfKey[key] = KEPT_STATS.get(this.table.strings[key]) ?? Kept.No;
+    return c;
   }
 }
 
-/** Per-plane decoding context: which stat metadata ids are the kept stats, and the plane's string table. */
-class PlaneCtx {
+/** Per-plane decoding context: which stat metadata ids are the kept stats, and the stats' names. */
+class PlaneCtx implements StatStrings {
   /** Kept code (Kept) by stat metadata id: one typed-array load per stat tells whether to skip it. */
   kept = new Uint8Array(0);
-  readonly statNames = new Map<number, string>();
-  private readonly intern = new Map<string, number>();
-  /** ref id → string index; an array, as XLA's stat metadata ids are small and dense. */
-  private readonly refs: number[] = [];
+  /** Stat metadata id → key of its name, in the order read. */
+  private readonly statIds: number[] = [];
+  private readonly statKeys: number[] = [];
+  private readonly statKey = new IdTable<number>();
 
-  constructor(readonly view: PlaneView) {}
+  constructor(readonly s: ThreadStrings) {}
+
+  addStat(id: number, key: number): void {
+    this.statIds.push(id);
+    this.statKeys.push(key);
+    this.statKey.set(id, key);
+  }
 
   resolveIds(): void {
-    const codes = new Map<string, Kept>([['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes]]);
     let max = -1;
-    for (const [id, name] of this.statNames) if (codes.has(name) && id >= 0 && id < 1 << 24) max = Math.max(max, id);
+    const { statIds, statKeys } = this;
+    for (let k = 0; k < statIds.length; k++) {
+      const id = statIds[k];
+      if (id >= 0 && id < 1 << 24 && this.s.kept(statKeys[k]) !== Kept.No) max = Math.max(max, id);
+    }
     this.kept = new Uint8Array(max + 1);
-    for (const [id, name] of this.statNames) {
-      const k = codes.get(name);
-      if (k !== undefined && id >= 0 && id < 1 << 24) this.kept[id] = k;
+    for (let k = 0; k < statIds.length; k++) {
+      const id = statIds[k];
+      if (id >= 0 && id <= max) this.kept[id] = this.s.kept(statKeys[k]);
     }
   }
 
-  str(s: string): number {
-    let k = this.intern.get(s);
-    if (k === undefined) { k = this.view.strings.length; this.view.strings.push(s); this.intern.set(s, k); }
-    return k;
+  read(r: Reader): number {
+    return this.s.read(r);
+  }
+
+  number(n: number): number {
+    return this.s.table.internString(String(n));
   }
 
   /** ref_value: the id of a stat metadata entry whose name is the value (XLA interns op names so). */
   ref(id: number): number {
-    const k = this.refs[id];
-    return k !== undefined ? k : (this.refs[id] = this.str(this.statNames.get(id) ?? `stat#${id}`));
+    const k = this.statKey.get(id);
+    return k !== undefined ? k : this.s.table.internString(`stat#${id}`);
+  }
+
+  statName(id: number): string {
+    const k = this.statKey.get(id);
+    return k !== undefined ? this.s.table.strings[k] : `stat#${id}`;
   }
 }
 
@@ -130,12 +160,16 @@ function readStat(r: Reader, end: number): RawStat {
   return s;
 }
 
-function decodeEventMeta(r: Reader): { id: number; name: string; stats: RawStat[] | undefined } {
+/** The metadata entry being decoded; one object, reused (a plane has thousands). */
+const em = { id: 0, key: -1, stats: undefined as RawStat[] | undefined };
+
+/** An XEventMetadata map entry (key 1, value 2) into `em`. */
+function decodeEventMeta(r: Reader, s: ThreadStrings): typeof em {
   let key = 0;
   let id = 0;
-  let name = '';
+  em.key = -1;
   // Most metadata has no stats (on CPU, none does): no array for them.
-  let stats: RawStat[] | undefined;
+  em.stats = undefined;
   while (r.pos < r.len) {
     const tag = r.uint32();
     if (tag >>> 3 === 1 && (tag & 7) === 0) { key = varint64(r); continue; }
@@ -145,20 +179,23 @@ function decodeEventMeta(r: Reader): { id: number; name: string; stats: RawStat[
       const t = r.uint32();
       switch (t >>> 3) {
         case 1: id = varint64(r); break;
-        case 2: name = r.string(); break;
+        case 2: em.key = s.read(r); break;
         // Stats are named once the plane's stat metadata is all known (it may follow).
-        case 5: { const e = r.uint32() + r.pos; (stats ??= []).push(readStat(r, e)); break; }
+        case 5: { const e = r.uint32() + r.pos; (em.stats ??= []).push(readStat(r, e)); break; }
         default: r.skipType(t & 7); // display_name (4, unused here), metadata bytes (3), child_id (6)
       }
     }
   }
-  return { id: id || key, name, stats };
+  em.id = id || key;
+  if (em.key < 0) em.key = s.table.internString('');
+  return em;
 }
 
-function decodeStatMeta(r: Reader): { id: number; name: string } {
+/** An XStatMetadata map entry: [id, key of its name]. */
+function decodeStatMeta(r: Reader, s: ThreadStrings, ctx: PlaneCtx): void {
   let key = 0;
   let id = 0;
-  let name = '';
+  let name = -1;
   while (r.pos < r.len) {
     const tag = r.uint32();
     if (tag >>> 3 === 1 && (tag & 7) === 0) { key = varint64(r); continue; }
@@ -167,77 +204,11 @@ function decodeStatMeta(r: Reader): { id: number; name: string } {
     while (r.pos < end) {
       const t = r.uint32();
       if (t >>> 3 === 1) id = varint64(r);
-      else if (t >>> 3 === 2) name = r.string();
+      else if (t >>> 3 === 2) name = s.read(r);
       else r.skipType(t & 7);
     }
   }
-  return { id: id || key, name };
-}
-
-function decodeLine(r: Reader, c: LineColumns, ctx: PlaneCtx): void {
-  c.name = ''; c.displayName = ''; c.timestampNs = 0; c.count = 0;
-  while (r.pos < r.len) {
-    const tag = r.uint32();
-    switch (tag >>> 3) {
-      case 2: c.name = r.string(); break;
-      case 3: c.timestampNs = varint64(r); break;
-      case 4: { const e = r.uint32() + r.pos; decodeEvent(r, e, c, ctx); break; }
-      case 11: c.displayName = r.string(); break;
-      default: r.skipType(tag & 7); // id (1), duration_ps (9), display_id (10)
-    }
-  }
-  c.displayName ||= c.name;
-}
-
-const enum Kept { No = 0, Op, Module, Category, Flops, Bytes }
-
-function decodeEvent(r: Reader, end: number, c: LineColumns, ctx: PlaneCtx): void {
-  if (c.count === c.metaId.length) c.grow();
-  const i = c.count;
-  const kept = ctx.kept;
-  let meta = 0, offset = 0, dur = 0, op = -1, mod = -1, cat = -1, flops = NaN, bytes = NaN;
-  while (r.pos < end) {
-    const tag = r.uint32();
-    switch (tag >>> 3) {
-      case 1: meta = varint64(r); break;
-      case 2: offset = varint64(r); break;
-      case 3: dur = varint64(r); break;
-      case 4: {
-        const e = r.uint32() + r.pos;
-        // metadata_id comes first in serialized stats: most stats are not kept, and are skipped whole.
-        let k: number = Kept.No;
-        while (r.pos < e) {
-          const t = r.uint32();
-          const f = t >>> 3;
-          if (f === 1) {
-            const m = varint64(r);
-            k = m < kept.length ? kept[m] : Kept.No;
-            if (k === Kept.No) { r.pos = e; break; }
-            continue;
-          }
-          let num = NaN;
-          let s = -1;
-          if (f === 2) num = r.double();
-          else if (f === 3 || f === 4) num = varint64(r);
-          else if (f === 5) s = ctx.str(r.string());
-          else if (f === 7) s = ctx.ref(varint64(r));
-          else { r.skipType(t & 7); continue; }
-          if (s < 0 && k !== Kept.No && k <= Kept.Category) s = ctx.str(String(num));
-          if (k === Kept.Op) op = s;
-          else if (k === Kept.Module) mod = s;
-          else if (k === Kept.Category) cat = s;
-          else if (k === Kept.Flops) flops = num;
-          else if (k === Kept.Bytes) bytes = num;
-        }
-        if (r.pos > e) throw new RangeError('index out of range');
-        break;
-      }
-      default: r.skipType(tag & 7); // num_occurrences (5): aggregated events, no timing.
-    }
-  }
-  c.metaId[i] = meta; c.offsetPs[i] = offset; c.durationPs[i] = dur;
-  c.op[i] = op; c.module[i] = mod; c.category[i] = cat; c.flops[i] = flops; c.bytes[i] = bytes;
-  c.count++;
+  ctx.addStat(id || key, name >= 0 ? name : s.table.internString(''));
 }
 
 export interface StreamOptions {
@@ -290,6 +261,7 @@ export class PlaneFile {
   private readonly fd: number;
   private readonly w: FileWindow;
   private readonly cols = new LineColumns();
+  private readonly strings = new ThreadStrings();
 
   constructor(file: string, opts: StreamOptions = {}) {
     this.fd = openSync(file, 'r');
@@ -302,7 +274,7 @@ export class PlaneFile {
   }
 
   stream(planes: readonly PlaneRange[], visitor: XSpaceVisitor): void {
-    for (const p of planes) readPlane(this.w, p.start, p.end, p.index, visitor, this.cols);
+    for (const p of planes) readPlane(this.w, p.start, p.end, p.index, visitor, this.cols, this.strings);
   }
 
   close(): void {
@@ -328,11 +300,11 @@ class PlaneScan {
   readonly lines: number[] = [];
   readonly view: PlaneView;
   readonly ctx: PlaneCtx;
-  private readonly withStats: { id: number; name: string; stats: RawStat[] }[] = [];
+  private readonly withStats: { id: number; key: number; stats: RawStat[] }[] = [];
 
-  constructor(index: number) {
-    this.view = { index, name: '', lineCount: 0, meta: new Map<number, EventInfo>(), strings: [] };
-    this.ctx = new PlaneCtx(this.view);
+  constructor(index: number, private readonly s: ThreadStrings) {
+    this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings };
+    this.ctx = new PlaneCtx(s);
   }
 
   /** Length-delimited field `field` whose payload is [r.pos, r.len) of `r`, at file offset base + r.pos. */
@@ -340,25 +312,22 @@ class PlaneScan {
     if (field === 3) this.lines.push(base + r.pos, base + r.len);
     else if (field === 2) this.view.name = utf8.decode(r.buf.subarray(r.pos, r.len));
     else if (field === 4) {
-      const m = decodeEventMeta(r);
-      if (m.stats) this.withStats.push({ id: m.id, name: m.name, stats: m.stats });
-      else this.view.meta.set(m.id, { name: m.name, category: undefined, flops: undefined, bytes: undefined });
-    } else if (field === 5) {
-      const m = decodeStatMeta(r);
-      this.ctx.statNames.set(m.id, m.name);
-    }
+      const m = decodeEventMeta(r, this.s);
+      if (m.stats) this.withStats.push({ id: m.id, key: m.key, stats: m.stats });
+      else this.view.meta.set(m.id, this.s.plainInfo(m.key));
+    } else if (field === 5) decodeStatMeta(r, this.s, this.ctx);
   }
 
   /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
   done(): void {
-    for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m.stats, m.name, this.ctx.statNames));
+    for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m.stats, m.key, this.ctx, this.s.table.strings));
     this.ctx.resolveIds();
     this.view.lineCount = this.lines.length / 2;
   }
 }
 
-function readPlane(w: FileWindow, start: number, end: number, index: number, visitor: XSpaceVisitor, cols: LineColumns): void {
-  const scan = new PlaneScan(index);
+function readPlane(w: FileWindow, start: number, end: number, index: number, visitor: XSpaceVisitor, cols: LineColumns, strings: ThreadStrings): void {
+  const scan = new PlaneScan(index, strings);
   if (end - start <= w.capacity) {
     // The usual case: the plane fits in the window, and one Reader walks all of its fields.
     const r = w.reader(start, end - start);
@@ -401,7 +370,7 @@ function readPlane(w: FileWindow, start: number, end: number, index: number, vis
     const s = lines[k];
     const r = w.reader(s, lines[k + 1] - s);
     try {
-      decodeLine(r, cols, ctx);
+      decodeLine(r, cols, ctx.kept, ctx);
     } catch (e) {
       throw asFormatError(w, e, w.readerBase + r.pos);
     }
@@ -409,10 +378,9 @@ function readPlane(w: FileWindow, start: number, end: number, index: number, vis
   }
 }
 
-function metaInfo(stats: RawStat[], name: string, names: Map<number, string>): EventInfo {
-  const statName = (id: number): string => names.get(id) ?? `stat#${id}`;
-  return eventInfo(name, (n) => {
-    for (const s of stats) if (statName(s.meta) === n) return s.ref ? statName(Number(s.value)) : s.value;
+function metaInfo(stats: RawStat[], key: number, ctx: PlaneCtx, strings: string[]): EventInfo {
+  return eventInfo(strings[key], key, (n) => {
+    for (const s of stats) if (ctx.statName(s.meta) === n) return s.ref ? ctx.statName(Number(s.value)) : s.value;
     return undefined;
   });
 }

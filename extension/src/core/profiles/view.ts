@@ -7,11 +7,14 @@
  * hlo_module, hlo_category, flops, bytes_accessed). visitXSpace adapts an already decoded XSpaceData (tests,
  * small files) to the same interface, so there is one analysis for both paths.
  */
+import { IdTable } from './intern';
 import { eventStat, type LineData, type PlaneData, type StatValue, type XSpaceData } from './xplane';
 
-/** What the analysis needs of one event metadata entry, resolved once per plane. */
+/** What the analysis needs of one event metadata entry, resolved once per plane (and shared by planes that name it alike). */
 export interface EventInfo {
   name: string;
+  /** Index of `name` in PlaneView.strings. */
+  key: number;
   /** Metadata-level stats (TPU captures carry these per op, not per event). */
   category: string | undefined;
   flops: number | undefined;
@@ -24,8 +27,13 @@ export interface PlaneView {
   name: string;
   /** Number of XLine fields of the plane, known before its first line is visited. */
   lineCount: number;
-  meta: Map<number, EventInfo>;
-  /** Interned stat string values of this plane; LineView.op/module/category index into it. */
+  /** Event metadata by id. */
+  meta: IdTable<EventInfo>;
+  /**
+   * Interned strings: metadata names and stat string values; EventInfo.key and LineView.op/module/category
+   * index into it. Several planes may share one (the streaming decoder's planes on one thread do): an index
+   * names the same string in all of them, so what is derived from a string can be kept by index.
+   */
   strings: string[];
 }
 
@@ -63,12 +71,12 @@ export interface XSpaceVisitor {
   line(p: PlaneView, l: LineView): void;
 }
 
-export function eventInfo(name: string, stat: (n: string) => StatValue | undefined): EventInfo {
+export function eventInfo(name: string, key: number, stat: (n: string) => StatValue | undefined): EventInfo {
   const cat = stat('hlo_category');
   const flops = stat('flops');
   const bytes = stat('bytes_accessed');
   return {
-    name,
+    name, key,
     category: typeof cat === 'string' ? cat : undefined,
     flops: typeof flops === 'number' ? flops : undefined,
     bytes: typeof bytes === 'number' ? bytes : undefined,
@@ -78,18 +86,19 @@ export function eventInfo(name: string, stat: (n: string) => StatValue | undefin
 /** Walks a decoded XSpace as the streaming decoder would; returns its top-level strings. */
 export function visitXSpace(space: XSpaceData, v: XSpaceVisitor): SpaceInfo {
   space.planes.forEach((plane, index) => {
-    const meta = new Map<number, EventInfo>();
-    for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, (n) => m.stats.get(n)));
-    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings: [] };
-    v.plane(view);
+    const strings: string[] = [];
     const intern = new Map<string, number>();
     const str = (x: StatValue | undefined): number => {
       if (x === undefined) return -1;
       const s = String(x);
       let k = intern.get(s);
-      if (k === undefined) { k = view.strings.length; view.strings.push(s); intern.set(s, k); }
+      if (k === undefined) { k = strings.length; strings.push(s); intern.set(s, k); }
       return k;
     };
+    const meta = new IdTable<EventInfo>();
+    for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, str(m.name), (n) => m.stats.get(n)));
+    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings };
+    v.plane(view);
     for (const line of plane.lines) v.line(view, lineView(plane, line, str));
   });
   return { hostnames: space.hostnames, errors: space.errors, warnings: space.warnings };

@@ -1,8 +1,7 @@
 /**
- * worker_threads entry: decodes a profile off the extension host's main thread (a large capture takes seconds
- * of CPU), streaming it from disk line by line (on two threads when large and cores allow: this same script is
- * the helper),
- * then answers with the summary (typed arrays transferred, not copied).
+ * worker_threads entry: decodes a profile off the extension host's main thread (a large capture takes a second
+ * of CPU or more), streaming it from disk line by line (on several threads when it is large and cores allow:
+ * this same script is the helpers'), then answers with the summary (typed arrays transferred, not copied).
  */
 import { parentPort } from 'node:worker_threads';
 import { timelineBuffers, type ProfileSummary } from './analyze';
