@@ -22,15 +22,19 @@ import sys
 import time
 
 
+class Failed(Exception):
+    pass
+
+
 def run(argv):
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)
     wall_ms = (time.perf_counter() - t) * 1000
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        sys.exit(f"{argv[0]} failed ({p.returncode}): {out.decode(errors='replace')[-2000:]}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise Failed(f"{argv[0]} exited with {code}: {out.decode(errors='replace')[-2000:]}")
     # ru_maxrss is in KiB on Linux.
     return {"wallMs": round(wall_ms, 1), "maxRssMB": round(usage.ru_maxrss / 1024, 1), "out": out.decode(errors="replace")[-400:]}
 
@@ -49,8 +53,17 @@ def main():
         cmds.append((name, shlex.split(line)))
     samples = {name: [] for name, _ in cmds}
     for rep in range(args.reps):
-        for name, argv in cmds:
-            s = run(argv)
+        for name, argv in list(cmds):
+            try:
+                s = run(argv)
+            except Failed as e:
+                # The reference failing ends the bench; a peer that fails is reported and left out.
+                if name == cmds[0][0]:
+                    sys.exit(f"{name} failed: {e}")
+                print(f"{name} failed, left out: {e}", file=sys.stderr, flush=True)
+                cmds.remove((name, argv))
+                del samples[name]
+                continue
             samples[name].append(s)
             print(f"rep {rep + 1} {name}: {s['wallMs']:.0f} ms, {s['maxRssMB']:.0f} MB", file=sys.stderr, flush=True)
     ref = cmds[0][0]

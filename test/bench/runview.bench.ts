@@ -130,8 +130,9 @@ function profileBench(): Record<string, number> | undefined {
     writeFileSync(big, Buffer.concat(Array.from({ length: n }, () => one)));
   }
   // Ours runs as the extension runs it: ProfileParser.analyze → the bundled profile worker (dist/profile-worker.js
-  // is this same esbuild bundle), which streams the file (chunks of planes taken by it and a helper thread on
-  // machines with two cores or more). Plain node, no tsx: its on-the-fly TypeScript compile is a dev-only cost.
+  // is this same esbuild bundle), which streams the file (on one thread below four cores; above, chunks of planes
+  // taken in turn by it and its helper threads). Plain node, no tsx: its on-the-fly TypeScript compile is a
+  // dev-only cost.
   const dir = path.join(tmpdir(), 'tpw-bench-profile');
   const workerJs = path.join(dir, 'profile-worker.js');
   const script = path.join(dir, 'drive.js');

@@ -95,8 +95,10 @@ describe('IntervalUnion', () => {
  * order, num_occurrences, unknown fields (a multi-byte tag, a length-delimited one), stats of every value type,
  * 5- to 10-byte varints.
  */
-function oddXSpace(corrupt = false): Uint8Array {
+function oddXSpace(corrupt?: 'event' | 'stat'): Uint8Array {
   const w = protobuf.Writer.create();
+  /** A length-delimited field whose payload is given byte by byte (overlong tags, broken varints). */
+  const raw = (field: number, bytes: number[]): void => { w.uint32((field << 3) | 2).bytes(new Uint8Array(bytes)); };
   const msg = (field: number, body: () => void): void => { w.uint32((field << 3) | 2).fork(); body(); w.ldelim(); };
   const num = (field: number, v: number): void => { w.uint32(field << 3).uint64(v); };
   const str = (field: number, v: string): void => { w.uint32((field << 3) | 2).string(v); };
@@ -123,11 +125,15 @@ function oddXSpace(corrupt = false): Uint8Array {
         msg(4, () => { num(1, 1); str(5, 'fusion.5900'); });
         msg(4, () => { num(1, 2); str(5, 'jit_step'); });
       });
-      if (corrupt) {
-        // An event that says it is 3 bytes long, whose offset varint runs on past them.
+      // Overlong (two-byte) tags for metadata_id, duration_ps, a stat and its metadata_id: the same fields.
+      raw(4, [0x88, 0x00, 3, 0x10, 0x80, 0x80, 0x80, 0x80, 0x02, 0x98, 0x00, 0x90, 0x4e, 0xa2, 0x00, 10, 0x88, 0x00, 1, 0x2a, 5, ...Buffer.from('dot.7')]);
+      // An event that says it is 3 bytes long, whose offset varint runs on past them.
+      if (corrupt === 'event') {
         w.uint32((4 << 3) | 2).uint32(3);
         w.uint32(2 << 3).uint32(0xffffffff);
       }
+      // A stat whose metadata_id varint runs past the stat (into the event's next field).
+      if (corrupt === 'stat') raw(4, [0x08, 3, 0x22, 2, 0x08, 0x85, 0x10, 0x01]);
     });
     ['', '', '', 'fusion', 'copy'].forEach((n, id) => { if (n) msg(4, () => { num(1, id); msg(2, () => { num(1, id); str(2, n); }); }); });
     const stats: [number, string][] = [[1, 'hlo_op'], [2, 'hlo_module'], [3, 'flops'], [5, 'blob'], [6, 'bytes_accessed'], [11, 'jit_train']];
@@ -145,15 +151,21 @@ describe('XEvent loop', () => {
     writeFileSync(file, buf);
     const whole = analyzeXSpace(decodeXSpace(buf));
     for (const chunkSize of [16, 1 << 20]) assert.deepEqual(analyzeProfileFile(file, { chunkSize }), whole);
-    assert.equal(whole.eventCount, 2);
+    assert.equal(whole.eventCount, 3);
     const rows = whole.ops.map((o) => [o.name, o.module, o.count, o.flops, o.bytes]);
-    assert.deepEqual(rows.sort(), [['fusion.5900', 'jit_step', 1, 0, 0], ['fusion.923', 'jit_train', 1, 1.5e9, 123456789]]);
-    assert.equal(whole.timeline.lines[0].dur[0], 5, 'µs');
+    assert.deepEqual(rows.sort(), [['dot.7', '', 1, 0, 0], ['fusion.5900', 'jit_step', 1, 0, 0], ['fusion.923', 'jit_train', 1, 1.5e9, 123456789]]);
+    assert.deepEqual(whole.timeline.names, ['fusion', 'copy'], 'the overlong-tagged event names its metadata (3: fusion)');
+    assert.deepEqual(Array.from(whole.timeline.lines[0].dur), [0.01, 5, 2], 'µs, in start order');
   });
 
-  it('reports a varint that runs past its event as a truncated or corrupt file, with the byte', () => {
-    const file = path.join(dir, 'odd-bad.xplane.pb');
-    writeFileSync(file, oddXSpace(true));
-    assert.throws(() => analyzeProfileFile(file), (e: Error) => e instanceof ProfileFormatError && e.message.startsWith(`${file}: the profile is truncated or corrupt`) && /byte \d+/.test(e.message));
+  it('reports a varint that runs past its event or its stat as a truncated or corrupt file, at the field', () => {
+    for (const corrupt of ['event', 'stat'] as const) {
+      const buf = oddXSpace(corrupt);
+      const file = path.join(dir, `odd-bad-${corrupt}.xplane.pb`);
+      writeFileSync(file, buf);
+      // The field where the broken varint begins: the offset tag (0x10) of the 3-byte event, the stat's id tag.
+      const at = corrupt === 'event' ? Buffer.from(buf).indexOf(Buffer.from([0x22, 3, 0x10, 0xff])) + 2 : Buffer.from(buf).indexOf(Buffer.from([0x08, 0x85]));
+      assert.throws(() => analyzeProfileFile(file), (e: Error) => e instanceof ProfileFormatError && e.message === `${file}: the profile is truncated or corrupt: a field at byte ${at} runs past the end of its message`, corrupt);
+    }
   });
 });

@@ -10,7 +10,8 @@
  * its timeline name) can be cached by key.
  */
 
-const utf8 = new TextDecoder('utf-8');
+// ignoreBOM: a leading U+FEFF stays part of the string, as protobufjs's own string reads keep it.
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 const EMPTY = -1;
 
@@ -97,8 +98,9 @@ function grow(a: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
 }
 
 /**
- * A table keyed by XPlane metadata id: an array for the small dense ids XLA writes, a Map for anything else
- * (ids are int64 in the proto; a negative or huge one still works, as a slower entry).
+ * A table keyed by XPlane metadata id: an array for the small dense ids XLA writes (counting from 1), a Map
+ * for any other number, as a slower entry. (The proto's ids are int64; the decoder's line columns keep an
+ * event's metadata id as an int32, which XLA's ids never outgrow.)
  */
 export class IdTable<T> {
   private readonly dense: (T | undefined)[] = [];

@@ -4,7 +4,7 @@
  *
  * Why runs and not one sort at the end: a 200 MB capture has ~440,000 busy intervals over ~1,800 lines, and
  * sorting them all (starts and ends) took ~8% of the analysis. Runs are merged pairwise as they come, the way a
- * merge sort merges its runs (the run below is kept at least twice as long as the one above it, so every
+ * merge sort merges its runs (the run below is kept more than twice as long as the one above it, so every
  * interval takes part in O(log n) linear merges), and a merge that overlaps shrinks: many lines that cover the
  * same busy time (threads of one device, planes of a repeated capture) stay one short run.
  */
@@ -28,7 +28,7 @@ export class IntervalUnion {
     this.e[this.n++] = e;
   }
 
-  /** Closes the open run (an empty one is dropped) and merges runs while the one below is not twice as long. */
+  /** Closes the open run (an empty one is dropped) and merges runs while the one below is not more than twice as long. */
   endRun(): void {
     if (this.n > this.open) {
       this.runs.push(this.open);

@@ -6,11 +6,12 @@
  * Why this loop reads the bytes itself: a 200 MB capture is ~2.4 M events and ~5 M stats, and this is where the
  * decoder spends its time. Going through protobufjs's Reader for every tag and varint (a call, and a load and a
  * store of reader.pos, each) cost about a third more than this loop (decoding alone, the 200 MB bench file:
- * ~360 ms against ~265 ms once compiled), which keeps the position in a local and reads the single-byte tags of
- * the fields it knows in place. The Reader still owns the buffer and does everything else: anything unexpected
- * (another field, another wire type, a multi-byte tag) and every value of a kept stat is read or skipped
- * through it, so unknown fields and wire types are handled exactly as protobufjs handles them. Bounds: a varint that runs past its message is caught after it is read (reads past the buffer's
- * end give undefined, which ends no varint), and reported as protobufjs reports it, "index out of range".
+ * ~360 ms against ~265 ms once compiled), which keeps the position in a local, compares tags whole (a one-byte
+ * tag as it lies) and reads varints in place. The Reader still owns the buffer and does everything else: fields
+ * this loop does not know, other wire types, and kept stats' doubles and strings are read or skipped through it,
+ * so unknown fields and wire types are handled as protobufjs handles them. Bounds: a varint that runs past its
+ * message is caught once read (reads past the buffer's end give undefined, which ends no varint), and reported
+ * as protobufjs reports it, "index out of range", at the field where it began.
  */
 import protobuf from 'protobufjs/minimal.js';
 import { ProfileFormatError } from './xplane';
@@ -105,14 +106,16 @@ function varintTail(buf: Uint8Array, pos: number, low: number): number {
   throw new ProfileFormatError('invalid varint');
 }
 
-/** Skips the field whose tag starts at buf[pos] through the Reader (fields and wire types this loop does not read); returns the position after it. */
-function skipField(r: Reader, pos: number): number {
-  r.pos = pos;
-  const tag = r.uint32();
+/** Skips the value of a field whose tag (already read) ended at `pos`, through the Reader; returns the position after it. */
+function skipValue(r: Reader, pos: number, tag: number): number {
   if (tag >>> 3 === 0) throw new ProfileFormatError(`invalid field tag ${tag}`);
+  r.pos = pos;
   r.skipType(tag & 7);
   return r.pos;
 }
+
+/** Where the field being read began: errors are reported there (the in-place reads do not move reader.pos). */
+let fieldAt = 0;
 
 /** Decodes the XLine payload [r.pos, r.len) into `c`, keeping the stats `kept` marks (by stat metadata id). */
 export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings: StatStrings): void {
@@ -120,6 +123,7 @@ export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings:
   const buf = r.buf;
   const len = r.len;
   while (r.pos < len) {
+    const at = r.pos;
     const tag = r.uint32();
     switch (tag) {
       case (2 << 3) | 2: c.name = r.string(); break;
@@ -127,8 +131,13 @@ export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings:
       case (4 << 3) | 2: {
         const n = varintAt(buf, r.pos);
         const end = after + n;
-        if (end > len) throw new RangeError('index out of range');
-        r.pos = decodeEvent(buf, after, end, c, kept, strings, r);
+        if (end > len) { r.pos = at; throw new RangeError('index out of range'); }
+        try {
+          r.pos = decodeEvent(buf, after, end, c, kept, strings, r);
+        } catch (e) {
+          r.pos = fieldAt;
+          throw e;
+        }
         break;
       }
       case (11 << 3) | 2: c.displayName = r.string(); break;
@@ -136,45 +145,59 @@ export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings:
         if (tag >>> 3 === 0) throw new ProfileFormatError(`invalid field tag ${tag}`);
         r.skipType(tag & 7); // id (1), duration_ps (9), display_id (10)
     }
-    if (r.pos > len) throw new RangeError('index out of range');
+    if (r.pos > len) { r.pos = at; throw new RangeError('index out of range'); }
   }
   c.displayName ||= c.name;
 }
 
-/** One XEvent at buf[pos, end) into row c.count; returns end. */
+/**
+ * One XEvent at buf[pos, end) into row c.count; returns end. Tags are compared whole: a one-byte tag as it
+ * lies, a longer one (a field past 15, or an overlong encoding of a small one) decoded first.
+ */
 function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, kept: Uint8Array, strings: StatStrings, r: Reader): number {
   if (c.count === c.metaId.length) c.grow();
   let meta = 0, offset = 0, dur = 0, op = -1, mod = -1, cat = -1, flops = NaN, bytes = NaN;
   while (pos < end) {
-    const tag = buf[pos];
-    if (tag === ((1 << 3) | 0)) { meta = varintAt(buf, pos + 1); pos = after; }
-    else if (tag === ((2 << 3) | 0)) { offset = varintAt(buf, pos + 1); pos = after; }
-    else if (tag === ((3 << 3) | 0)) { dur = varintAt(buf, pos + 1); pos = after; }
+    fieldAt = pos;
+    let tag = buf[pos++];
+    if (tag >= 0x80) { tag = varintAt(buf, pos - 1); pos = after; }
+    if (tag === ((1 << 3) | 0)) { meta = varintAt(buf, pos); pos = after; }
+    else if (tag === ((2 << 3) | 0)) { offset = varintAt(buf, pos); pos = after; }
+    else if (tag === ((3 << 3) | 0)) { dur = varintAt(buf, pos); pos = after; }
     else if (tag === ((4 << 3) | 2)) {
-      const e = varintAt(buf, pos + 1) + after;
+      const e = varintAt(buf, pos) + after;
       pos = after;
       if (e > end) throw new RangeError('index out of range');
       // metadata_id comes first in serialized stats: most stats are not kept, and are skipped whole.
       let k: number = Kept.No;
       while (pos < e) {
-        const t = buf[pos];
+        fieldAt = pos;
+        let t = buf[pos++];
+        if (t >= 0x80) { t = varintAt(buf, pos - 1); pos = after; }
         if (t === ((1 << 3) | 0)) {
-          const m = varintAt(buf, pos + 1);
-          pos = after;
+          const m = varintAt(buf, pos);
+          if (after > e) throw new RangeError('index out of range');
           k = m < kept.length ? kept[m] : Kept.No;
           if (k === Kept.No) { pos = e; break; }
+          pos = after;
           continue;
         }
-        // A kept stat's value: through the Reader.
-        r.pos = pos + 1;
+        // A kept stat's value: varints read here, anything else through the Reader.
         let num = NaN;
         let s = -1;
-        if (t === ((2 << 3) | 1)) num = r.double();
-        else if (t === ((3 << 3) | 0) || t === ((4 << 3) | 0)) { num = varintAt(buf, r.pos); r.pos = after; }
-        else if (t === ((5 << 3) | 2)) s = strings.read(r);
-        else if (t === ((7 << 3) | 0)) { s = strings.ref(varintAt(buf, r.pos)); r.pos = after; }
-        else { pos = skipField(r, pos); continue; }
-        pos = r.pos;
+        if (t === ((3 << 3) | 0) || t === ((4 << 3) | 0)) { num = varintAt(buf, pos); pos = after; }
+        else if (t === ((7 << 3) | 0)) {
+          const id = varintAt(buf, pos);
+          pos = after;
+          s = strings.ref(id);
+        }
+        else {
+          r.pos = pos;
+          if (t === ((2 << 3) | 1)) num = r.double();
+          else if (t === ((5 << 3) | 2)) s = strings.read(r);
+          else { pos = skipValue(r, pos, t); continue; }
+          pos = r.pos;
+        }
         if (s < 0 && k !== Kept.No && k <= Kept.Category) s = strings.number(num);
         if (k === Kept.Op) op = s;
         else if (k === Kept.Module) mod = s;
@@ -183,7 +206,7 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
         else if (k === Kept.Bytes) bytes = num;
       }
       if (pos > e) throw new RangeError('index out of range');
-    } else pos = skipField(r, pos); // num_occurrences (5): aggregated events, no timing.
+    } else pos = skipValue(r, pos, tag); // num_occurrences (5): aggregated events, no timing.
   }
   if (pos > end) throw new RangeError('index out of range');
   const i = c.count++;
