@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { buildSync } from 'esbuild';
 import type { Page } from 'playwright-core';
+import { shJoin } from '../../extension/src/core/ssh/quote';
 import { openHarness, repo } from '../webview/harness';
 
 const WORKERS = 64;
@@ -161,9 +162,8 @@ void parser.analyze(process.argv[3]).then((s) => {
   const reps = Number(process.env.BENCH_PROFILE_REPS ?? 3);
   const out = path.join(repo, 'test-artifacts/bench/runview-profile.json');
   mkdirSync(path.dirname(out), { recursive: true });
-  const q = (a: string[]): string => a.map((x) => `'${x.replace(/'/g, `'\\''`)}'`).join(' ');
-  const cmds = [`ours=${q(['node', script, workerJs, big])}`];
-  if (withPeer) cmds.push(`xprof=${q([py, '-c', conv, big])}`);
+  const cmds = [`ours=${shJoin(['node', script, workerJs, big])}`];
+  if (withPeer) cmds.push(`xprof=${shJoin([py, '-c', conv, big])}`);
   const fileMB = statSync(big).size / 1e6;
   console.log(`\n### Profiles: stream + analyze ${fileMB.toFixed(0)} MB xplane.pb\n`);
   if (!withPeer) console.log('(xprof not run: set BENCH_XPROF_PYTHON to a python with xprof)\n');

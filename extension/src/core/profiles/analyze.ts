@@ -14,7 +14,7 @@ import { Kind, kindOf, StepIntervals, stepBreakdown } from './steps';
 import { IdTable } from './intern';
 import { streamXSpaceFile, type StreamOptions } from './stream';
 import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
-import type { XSpaceData } from './xplane';
+import { grown, type XSpaceData } from './xplane';
 
 export type { OpRow, ProfileSummary, StepBreakdown, TimelineLine };
 
@@ -35,22 +35,6 @@ function categoryFromName(op: string): string {
 
 function finite(x: number | undefined): number {
   return x !== undefined && Number.isFinite(x) ? x : 0;
-}
-
-/** `a`, or a copy at least twice as long when `need` exceeds it (stacks and interval lists kept across lines). */
-function grown<T extends Float64Array | Int32Array>(a: T, need: number): T {
-  if (need <= a.length) return a;
-  const b = new (a.constructor as new (n: number) => T)(Math.max(need, a.length * 2));
-  b.set(a);
-  return b;
-}
-
-/** `a`, or a copy at least twice as long, its new entries -1, when `need` exceeds it (caches by id or key). */
-function grownFilled(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
-  if (need <= a.length) return a;
-  const b = new Int32Array(Math.max(need, a.length * 2)).fill(-1);
-  b.set(a);
-  return b;
 }
 
 /**
@@ -173,9 +157,7 @@ export class Analyzer implements XSpaceVisitor {
   private meta = new IdTable<EventInfo>();
   /** The string table of the planes seen last; the caches below are by its keys, kept while it is the same. */
   private strings: string[] | undefined;
-  /** Timeline name id by metadata id, this plane (-1: not resolved yet); by name key, across planes. */
-  private nameOf = new Int32Array(1024).fill(-1);
-  private nameOfUsed = 0;
+  /** Timeline name id by name key (-1: not resolved yet), across the planes that share a string table. */
   private nameOfKey = new Int32Array(1024).fill(-1);
   /** Step-interval kind by metadata id, host plane only. */
   private kindOf: Kind[] = [];
@@ -201,8 +183,6 @@ export class Analyzer implements XSpaceVisitor {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
     if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
     this.meta = p.meta;
-    this.nameOf.fill(-1, 0, this.nameOfUsed);
-    this.nameOfUsed = 0;
     this.kindOf = [];
     if (p.strings !== this.strings) {
       this.strings = p.strings;
@@ -231,7 +211,6 @@ export class Analyzer implements XSpaceVisitor {
     const tStart = tl?.start, tDur = tl?.dur, tName = tl?.name_, tDepth = tl?.depth;
     const isHost = p.index === this.hostIndex;
     const { offsetPs, durationPs, op, metaId, timestampNs } = l;
-    let nameOf = this.nameOf;
     let depthEnd = this.depthEnd;
     let opI = this.opI, opEnd = this.opEnd, opChild = this.opChild;
     let dTop = 0, oTop = 0;
@@ -252,13 +231,7 @@ export class Analyzer implements XSpaceVisitor {
       if (tStart && tDur && tName && tDepth) {
         tStart[k] = sUs;
         tDur[k] = dur / 1e6;
-        const m = metaId[i];
-        let nid = m >= 0 && m < nameOf.length ? nameOf[m] : -1;
-        if (nid < 0) {
-          nid = this.nameId(m);
-          nameOf = this.nameOf;
-        }
-        tName[k] = nid;
+        tName[k] = this.nameId(metaId[i]);
         tDepth[k] = depth;
       }
       if (isHost) {
@@ -324,28 +297,25 @@ export class Analyzer implements XSpaceVisitor {
     return order.sort((a, b) => o[a] - o[b] || d[b] - d[a]);
   }
 
-  /** The timeline name id of an event's metadata, cached by metadata id for this plane and by name key for its string table. */
+  /** The timeline name id of an event's metadata, cached by the name's key. */
   private nameId(metaId: number): number {
     const info = this.meta.get(metaId);
     const key = info ? info.key : -1;
-    let id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
-    if (id < 0) {
-      const name = info?.name ?? '?';
-      id = this.nameIndex.get(name) ?? -1;
-      if (id < 0 || this.names[id] !== name) {
-        id = this.names.length;
-        this.names.push(name);
-        this.nameIndex.set(name, id);
-      }
-      if (key >= 0 && key < 1 << 24) {
-        this.nameOfKey = grownFilled(this.nameOfKey, key + 1);
-        this.nameOfKey[key] = id;
-      }
+    const id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
+    return id >= 0 ? id : this.newNameId(info, key);
+  }
+
+  private newNameId(info: EventInfo | undefined, key: number): number {
+    const name = info?.name ?? '?';
+    let id = this.nameIndex.get(name) ?? -1;
+    if (id < 0 || this.names[id] !== name) {
+      id = this.names.length;
+      this.names.push(name);
+      this.nameIndex.set(name, id);
     }
-    if (metaId >= 0 && metaId < 1 << 24) {
-      this.nameOf = grownFilled(this.nameOf, metaId + 1);
-      this.nameOf[metaId] = id;
-      this.nameOfUsed = Math.max(this.nameOfUsed, metaId + 1);
+    if (key >= 0 && key < 1 << 24) {
+      this.nameOfKey = grown(this.nameOfKey, key + 1, -1);
+      this.nameOfKey[key] = id;
     }
     return id;
   }
@@ -375,7 +345,7 @@ export class Analyzer implements XSpaceVisitor {
         byName.set(name, row);
       }
       if (opK < 1 << 24) {
-        this.rowOfOp = grownFilled(this.rowOfOp, opK + 1);
+        this.rowOfOp = grown(this.rowOfOp, opK + 1, -1);
         this.modOfOp = grown(this.modOfOp, opK + 1);
         this.rowOfOp[opK] = row;
         this.modOfOp[opK] = modK;

@@ -11,6 +11,8 @@
  */
 
 // ignoreBOM: a leading U+FEFF stays part of the string, as protobufjs's own string reads keep it.
+import { grown } from './xplane';
+
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 const encoder = new TextEncoder();
 const EMPTY = -1;
@@ -59,16 +61,10 @@ export class Utf8Interner {
     const key = this.strings.length;
     const len = end - start;
     this.strings.push(utf8.decode(buf.subarray(start, end)));
-    if (key === this.hashes.length) {
-      this.hashes = grow(this.hashes);
-      this.starts = grow(this.starts);
-      this.lengths = grow(this.lengths);
-    }
-    if (this.used + len > this.bytes.length) {
-      const b = new Uint8Array(Math.max(2 * this.bytes.length, this.used + len));
-      b.set(this.bytes.subarray(0, this.used));
-      this.bytes = b;
-    }
+    this.hashes = grown(this.hashes, key + 1);
+    this.starts = grown(this.starts, key + 1);
+    this.lengths = grown(this.lengths, key + 1);
+    this.bytes = grown(this.bytes, this.used + len);
     this.bytes.set(buf.subarray(start, end), this.used);
     this.hashes[key] = h;
     this.starts[key] = this.used;
@@ -91,12 +87,6 @@ export class Utf8Interner {
   }
 }
 
-function grow(a: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
-  const b = new Int32Array(a.length * 2);
-  b.set(a);
-  return b;
-}
-
 /**
  * A table keyed by XPlane metadata id: an array for the small dense ids XLA writes (counting from 1), a Map
  * for any other number, as a slower entry. (The proto's ids are int64; the decoder's line columns keep an
@@ -116,6 +106,11 @@ export class IdTable<T> {
       while (this.dense.length < id) this.dense.push(undefined);
       this.dense[id] = v;
     } else (this.sparse ??= new Map()).set(id, v);
+  }
+
+  forEach(f: (v: T, id: number) => void): void {
+    this.dense.forEach((v, id) => { if (v !== undefined) f(v, id); });
+    this.sparse?.forEach(f);
   }
 }
 

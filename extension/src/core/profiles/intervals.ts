@@ -8,6 +8,8 @@
  * interval takes part in O(log n) linear merges), and a merge that overlaps shrinks: many lines that cover the
  * same busy time (threads of one device, planes of a repeated capture) stay one short run.
  */
+import { grown } from './xplane';
+
 export class IntervalUnion {
   private s = new Float64Array(1024);
   private e = new Float64Array(1024);
@@ -20,10 +22,8 @@ export class IntervalUnion {
 
   /** Appends [s, e) to the open run: it must start after the run's last interval ends. */
   push(s: number, e: number): void {
-    if (this.n === this.s.length) {
-      this.s = grow(this.s, this.n + 1);
-      this.e = grow(this.e, this.n + 1);
-    }
+    this.s = grown(this.s, this.n + 1);
+    this.e = grown(this.e, this.n + 1);
     this.s[this.n] = s;
     this.e[this.n++] = e;
   }
@@ -95,10 +95,4 @@ export class IntervalUnion {
     this.n = a + m;
     this.open = this.n;
   }
-}
-
-function grow(a: Float64Array<ArrayBuffer>, need: number): Float64Array<ArrayBuffer> {
-  const b = new Float64Array(Math.max(need, 2 * a.length));
-  b.set(a);
-  return b;
 }

@@ -20,7 +20,7 @@ import { FileWindow } from './file-window';
 import { IdTable, Utf8Interner } from './intern';
 import { decodeLine, Kept, LineColumns, type StatStrings } from './xevent';
 import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
-import { ProfileFormatError, varint64, type StatValue } from './xplane';
+import { grown, ProfileFormatError, varint64, type StatValue } from './xplane';
 
 type Reader = protobuf.Reader;
 
@@ -78,11 +78,7 @@ class ThreadStrings {
   }
 
   kept(key: number): Kept {
-    if (key >= this.keptOfKey.length) {
-      const k = new Int8Array(Math.max(key + 1, 2 * this.keptOfKey.length)).fill(-1);
-      k.set(this.keptOfKey);
-      this.keptOfKey = k;
-    }
+    this.keptOfKey = grown(this.keptOfKey, key + 1, -1);
     let c = this.keptOfKey[key];
     if (c < 0) c = this.keptOfKey[key] = KEPT_STATS.get(this.table.strings[key]) ?? Kept.No;
     return c;
@@ -93,31 +89,24 @@ class ThreadStrings {
 class PlaneCtx implements StatStrings {
   /** Kept code (Kept) by stat metadata id: one typed-array load per stat tells whether to skip it. */
   kept = new Uint8Array(0);
-  /** Stat metadata id → key of its name, in the order read. */
-  private readonly statIds: number[] = [];
-  private readonly statKeys: number[] = [];
+  /** Stat metadata id → key of its name. */
   private readonly statKey = new IdTable<number>();
 
   constructor(readonly s: ThreadStrings) {}
 
   addStat(id: number, key: number): void {
-    this.statIds.push(id);
-    this.statKeys.push(key);
     this.statKey.set(id, key);
   }
 
   resolveIds(): void {
     let max = -1;
-    const { statIds, statKeys } = this;
-    for (let k = 0; k < statIds.length; k++) {
-      const id = statIds[k];
-      if (id >= 0 && id < 1 << 24 && this.s.kept(statKeys[k]) !== Kept.No) max = Math.max(max, id);
-    }
-    this.kept = new Uint8Array(max + 1);
-    for (let k = 0; k < statIds.length; k++) {
-      const id = statIds[k];
-      if (id >= 0 && id <= max) this.kept[id] = this.s.kept(statKeys[k]);
-    }
+    this.statKey.forEach((key, id) => {
+      if (id >= 0 && id < 1 << 24 && this.s.kept(key) !== Kept.No) max = Math.max(max, id);
+    });
+    const kept = (this.kept = new Uint8Array(max + 1));
+    this.statKey.forEach((key, id) => {
+      if (id >= 0 && id <= max) kept[id] = this.s.kept(key);
+    });
   }
 
   read(r: Reader): number {

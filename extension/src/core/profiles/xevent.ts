@@ -14,7 +14,7 @@
  * as protobufjs reports it, "index out of range", at the field where it began.
  */
 import protobuf from 'protobufjs/minimal.js';
-import { ProfileFormatError } from './xplane';
+import { grown, ProfileFormatError, varintAt, varintEnd as after } from './xplane';
 import type { LineView } from './view';
 
 type Reader = protobuf.Reader;
@@ -47,63 +47,11 @@ export class LineColumns implements LineView {
   bytes = new Float64Array(1024);
 
   grow(): void {
-    const n = this.metaId.length * 2;
-    const g = <T extends Int32Array | Float64Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(n);
-      b.set(a);
-      return b;
-    };
-    this.metaId = g(this.metaId); this.offsetPs = g(this.offsetPs); this.durationPs = g(this.durationPs);
-    this.op = g(this.op); this.module = g(this.module); this.category = g(this.category);
-    this.flops = g(this.flops); this.bytes = g(this.bytes);
+    const n = this.count + 1;
+    this.metaId = grown(this.metaId, n); this.offsetPs = grown(this.offsetPs, n); this.durationPs = grown(this.durationPs, n);
+    this.op = grown(this.op, n); this.module = grown(this.module, n); this.category = grown(this.category, n);
+    this.flops = grown(this.flops, n); this.bytes = grown(this.bytes, n);
   }
-}
-
-/** Position after the varint read last by varintAt (a module variable: two results, no allocation). */
-let after = 0;
-
-/** The varint at buf[pos] as a double (exact below 2^53: ids, picosecond offsets and durations); its end goes to `after`. */
-function varintAt(buf: Uint8Array, pos: number): number {
-  let b = buf[pos];
-  if (b < 0x80) { after = pos + 1; return b; }
-  let v = b & 0x7f;
-  b = buf[pos + 1]; v |= (b & 0x7f) << 7;
-  if (b < 0x80) { after = pos + 2; return v; }
-  b = buf[pos + 2]; v |= (b & 0x7f) << 14;
-  if (b < 0x80) { after = pos + 3; return v; }
-  b = buf[pos + 3]; v |= (b & 0x7f) << 21;
-  if (b < 0x80) { after = pos + 4; return v; }
-  return varintRest(buf, pos + 4, v);
-}
-
-/** Bytes 5 and 6 of a varint (offsets in picoseconds take 5 or 6), unrolled; then the rest. */
-function varintRest(buf: Uint8Array, pos: number, low: number): number {
-  let b = buf[pos];
-  let result = low + (b & 0x7f) * 2 ** 28;
-  if (b < 0x80) { after = pos + 1; return result; }
-  b = buf[pos + 1];
-  result += (b & 0x7f) * 2 ** 35;
-  if (b < 0x80) { after = pos + 2; return result; }
-  return varintTail(buf, pos + 2, result);
-}
-
-/** Bytes 7 to 10 of a varint. */
-function varintTail(buf: Uint8Array, pos: number, low: number): number {
-  let result = low;
-  let scale = 2 ** 42;
-  for (let i = 6; i < 10; i++) {
-    const b = buf[pos++];
-    result += (b & 0x7f) * scale;
-    if (b < 0x80) {
-      after = pos;
-      // A negative int64 is ten bytes of two's complement.
-      return i === 9 && result >= 2 ** 63 ? result - 2 ** 64 : result;
-    }
-    scale *= 128;
-  }
-  // Ten bytes without an end (or the buffer's end: undefined never ends a varint).
-  if (pos > buf.length) throw new RangeError('index out of range');
-  throw new ProfileFormatError('invalid varint');
 }
 
 /** Skips the value of a field whose tag (already read) ended at `pos`, through the Reader; returns the position after it. */

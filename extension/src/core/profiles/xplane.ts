@@ -68,49 +68,63 @@ export interface XSpaceData {
   warnings: string[];
 }
 
-/** A 64-bit varint as a double: exact below 2^53, which covers ids, picosecond offsets and durations. */
-export function varint64(r: Reader): number {
-  const buf = r.buf;
-  let pos = r.pos;
-  if (pos + 10 <= r.len) {
-    // Fast path, away from the end of the buffer (no bounds check per byte): the first 28 bits with integer
-    // arithmetic, as ids and most durations fit there; this runs several times per event.
-    let b = buf[pos++];
-    let v = b & 0x7f;
-    if (b < 0x80) { r.pos = pos; return v; }
-    b = buf[pos++]; v |= (b & 0x7f) << 7;
-    if (b < 0x80) { r.pos = pos; return v; }
-    b = buf[pos++]; v |= (b & 0x7f) << 14;
-    if (b < 0x80) { r.pos = pos; return v; }
-    b = buf[pos++]; v |= (b & 0x7f) << 21;
-    if (b < 0x80) { r.pos = pos; return v; }
-    let result = v;
-    let scale = 2 ** 28;
-    for (let i = 4; i < 10; i++) {
-      b = buf[pos++];
-      result += (b & 0x7f) * scale;
-      if (b < 0x80) {
-        r.pos = pos;
-        return i === 9 && result >= 2 ** 63 ? result - 2 ** 64 : result;
-      }
-      scale *= 128;
-    }
-    throw new ProfileFormatError('invalid varint');
-  }
-  let result = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (r.pos >= r.len) throw new RangeError('index out of range');
-    const b = r.buf[r.pos++];
+/** Position after the varint read last by varintAt (a module variable: two results, no allocation). */
+export let varintEnd = 0;
+
+/**
+ * The varint at buf[pos] as a double (exact below 2^53: ids, picosecond offsets and durations); its end goes to
+ * varintEnd. No bounds check per byte: the caller checks varintEnd against its message's end (reads past the
+ * buffer's end give undefined, which ends no varint, and ten bytes without an end throw).
+ */
+export function varintAt(buf: Uint8Array, pos: number): number {
+  // The first 28 bits with integer arithmetic: ids and most durations fit there, and this runs several times per event.
+  let b = buf[pos];
+  if (b < 0x80) { varintEnd = pos + 1; return b; }
+  let v = b & 0x7f;
+  b = buf[pos + 1]; v |= (b & 0x7f) << 7;
+  if (b < 0x80) { varintEnd = pos + 2; return v; }
+  b = buf[pos + 2]; v |= (b & 0x7f) << 14;
+  if (b < 0x80) { varintEnd = pos + 3; return v; }
+  b = buf[pos + 3]; v |= (b & 0x7f) << 21;
+  if (b < 0x80) { varintEnd = pos + 4; return v; }
+  return varintRest(buf, pos + 4, v);
+}
+
+/** Bytes 5 and 6 of a varint (offsets in picoseconds take 5 or 6), unrolled; then the rest. */
+function varintRest(buf: Uint8Array, pos: number, low: number): number {
+  let b = buf[pos];
+  let result = low + (b & 0x7f) * 2 ** 28;
+  if (b < 0x80) { varintEnd = pos + 1; return result; }
+  b = buf[pos + 1];
+  result += (b & 0x7f) * 2 ** 35;
+  if (b < 0x80) { varintEnd = pos + 2; return result; }
+  return varintTail(buf, pos + 2, result);
+}
+
+/** Bytes 7 to 10 of a varint. */
+function varintTail(buf: Uint8Array, pos: number, low: number): number {
+  let result = low;
+  let scale = 2 ** 42;
+  for (let i = 6; i < 10; i++) {
+    const b = buf[pos++];
     result += (b & 0x7f) * scale;
     if (b < 0x80) {
-      // Negative int64 is encoded as ten bytes of two's complement; ids and times are never negative in
-      // practice, but keep the sign right for robustness.
+      varintEnd = pos;
+      // A negative int64 is ten bytes of two's complement; ids and times are never negative in practice.
       return i === 9 && result >= 2 ** 63 ? result - 2 ** 64 : result;
     }
     scale *= 128;
   }
+  if (pos > buf.length) throw new RangeError('index out of range');
   throw new ProfileFormatError('invalid varint');
+}
+
+/** A 64-bit varint at the Reader's position, as a double (see varintAt); a varint past the Reader's end throws as protobufjs does. */
+export function varint64(r: Reader): number {
+  const v = varintAt(r.buf, r.pos);
+  if (varintEnd > r.len) throw new RangeError('index out of range');
+  r.pos = varintEnd;
+  return v;
 }
 
 /** Growable typed columns for one line while decoding. */
@@ -129,22 +143,28 @@ class LineBuilder {
   ensureEvent(): void {
     if (this.count + 1 < this.metaId.length) return;
     const n = this.metaId.length * 2;
-    this.metaId = grow(this.metaId, n);
-    this.offsetPs = grow(this.offsetPs, n);
-    this.durationPs = grow(this.durationPs, n);
-    this.statStart = grow(this.statStart, n + 1);
+    this.metaId = grown(this.metaId, n);
+    this.offsetPs = grown(this.offsetPs, n);
+    this.durationPs = grown(this.durationPs, n);
+    this.statStart = grown(this.statStart, n + 1);
   }
 
   ensureStat(): void {
     if (this.nStats < this.statMeta.length) return;
     const n = this.statMeta.length * 2;
-    this.statMeta = grow(this.statMeta, n);
-    this.statNum = grow(this.statNum, n);
+    this.statMeta = grown(this.statMeta, n);
+    this.statNum = grown(this.statNum, n);
   }
 }
 
-function grow<T extends Int32Array | Float64Array | Uint32Array>(a: T, n: number): T {
-  const b = new (a.constructor as new (n: number) => T)(n);
+/**
+ * `a`, or a copy at least twice as long when `need` exceeds it, its new entries `fill` (default 0): the columns,
+ * stacks, tables and caches of the decoders and the analysis, all grown this way.
+ */
+export function grown<T extends Int32Array | Float64Array | Uint32Array | Int8Array | Uint8Array>(a: T, need: number, fill = 0): T {
+  if (need <= a.length) return a;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(need, a.length * 2));
+  if (fill !== 0) b.fill(fill);
   b.set(a);
   return b;
 }
