@@ -124,7 +124,9 @@ describe('run view webview (built bundle, headless Chromium)', () => {
   it('draws metrics charts with one series per worker', async () => {
     await page.click('#tab-metrics');
     await post(page, { type: 'metrics', records: [{ step: 51, worker: 0, loss: 2.5, mfu: 0.41, lr: 1e-4, step_time_s: 0.07, tokens_per_s: 13000, mem_bytes: 9e8 }] });
-    await page.waitForSelector('.chart canvas');
+    // The tab click already draws the step-line records (which carry no MFU); the posted record's MFU chart
+    // comes a frame later, so wait for that chart itself.
+    await page.waitForSelector('.chart[data-metric="mfu"] canvas');
     const charts = await page.$$eval('.chart', (els) => els.map((e) => ({ metric: (e as HTMLElement).dataset.metric, series: e.querySelectorAll('.u-legend .u-series').length })));
     assert.deepEqual(charts.map((c) => c.metric), ['loss', 'lr', 'step_time_s', 'tokens_per_s', 'mfu', 'mem_bytes']);
     assert.equal(charts[0].series, 1 + 4, 'step + one series per worker that logged steps');
