@@ -320,7 +320,8 @@ async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
     found
       .sort((a, b) => a.path.localeCompare(b.path))
       .map((uri) => ({ label: path.basename(uri.fsPath), description: vscode.workspace.asRelativePath(uri), uri })),
-    { title: 'Run on TPU: recipe', placeHolder: 'Recipe to run' },
+    // Stays open when focus moves: an active run view takes focus back after the palette closes (see secrets.ts).
+    { title: 'Run on TPU: recipe', placeHolder: 'Recipe to run', ignoreFocusOut: true },
   );
   return picked?.uri;
 }

@@ -30,7 +30,8 @@ export async function pickNode(backend: Backend, title: string, filter: (n: TpuN
       description: `${node.acceleratorType} · ${zoneOf(node)} · ${node.state}`,
       node,
     })),
-    { title, placeHolder: 'TPU VM', matchOnDescription: true },
+    // Often a second step (Run on TPU: recipe, then VM); stays open when a webview takes focus (see secrets.ts).
+    { title, placeHolder: 'TPU VM', matchOnDescription: true, ignoreFocusOut: true },
   );
   return picked?.node;
 }
