@@ -4,7 +4,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { findCaptures, outputDir, readMetricsJsonl } from '../../extension/src/vscode/runView/local';
+import { findCaptures, outputDir, readMetricsJsonl } from '../../extension/src/vscode/run-view/local';
 import { parseAnsi, stripAnsi } from '../../webview/src/logs/ansi';
 import { Level, levelOf, LogStore } from '../../webview/src/logs/store';
 import { parseStepLine } from '../../webview/src/stepline';

@@ -24,7 +24,7 @@ const THEME = `--vscode-foreground:#cccccc;--vscode-editor-background:#1e1e1e;--
 export async function openHarness(): Promise<{ browser: Browser; page: Page }> {
   mkdirSync(artifacts, { recursive: true });
   const html = path.join(artifacts, 'harness.html');
-  // The same CSP as the extension's panel (runView/html.ts), with file: standing in for the webview's origin.
+  // The same CSP as the extension's panel (run-view/html.ts), with file: standing in for the webview's origin.
   writeFileSync(html, `<!doctype html><html><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src file: data:; style-src file: 'nonce-harness'; font-src file:; script-src 'nonce-harness' file:">
 <link rel="stylesheet" href="${path.join(repo, 'dist/webview.css')}">

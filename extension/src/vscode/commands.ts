@@ -2,19 +2,19 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { startEmulator } from './emulator';
 import type { RunManager } from './run';
-import { downloadLogs, openRunViewOfRun, resumeRun, runAgain, showRun, stopRun } from './runActions';
-import type { RunsTreeProvider } from './runsView';
+import { downloadLogs, openRunViewOfRun, resumeRun, runAgain, showRun, stopRun } from './run-actions';
+import type { RunsTreeProvider } from './runs-tree';
 import { setSecret } from './secrets';
-import { createVm, deleteQueuedResource, deleteVm, nodeFromArg, pickNode, startVm, stopVm } from './vmCommands';
-import { addMyKey } from './hostKeys';
-import type { LanguageService } from './languageClient';
-import { askOverrides } from './overridesPick';
+import { createVm, deleteQueuedResource, deleteVm, nodeFromArg, pickNode, startVm, stopVm } from './vm-commands';
+import { addMyKey } from './host-keys';
+import type { LanguageService } from './language-client';
+import { askOverrides } from './overrides-pick';
 import { parseNodeName, type TpuNode } from '../core/tpu/models';
-import type { VmTreeProvider } from './vmTree';
-import { prepareWorkers } from './prepareWorkers';
+import type { VmTreeProvider } from './vm-tree';
+import { prepareWorkers } from './prepare-workers';
 import type { WorkerTerminals } from './terminal';
-import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './workerActions';
-import { chooseZones } from './zonesPick';
+import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './worker-actions';
+import { chooseZones } from './zones-pick';
 
 /** What command handlers need besides the context. */
 export interface Services {

@@ -3,7 +3,7 @@ import { openBackend, type Backend } from '../core/backend';
 import { readEmulatorEndpoint } from '../core/emulator/endpoint';
 import { describeError, isTpwError } from '../core/errors';
 import * as config from './config';
-import { actionsFor } from './errorActions';
+import { actionsFor } from './error-actions';
 
 /** Context keys read by `when` clauses in package.json. */
 export type BackendState = 'loading' | 'ready' | 'emulatorStopped' | 'error';

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { startEmulatorDaemon } from '../core/emulator/daemon';
 import type { Ctx } from './ctx';
-import type { VmTreeProvider } from './vmTree';
+import type { VmTreeProvider } from './vm-tree';
 
 /**
  * "Start Local Emulator": starts the emulator as a detached daemon (the same `tpw emulator start`

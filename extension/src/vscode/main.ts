@@ -2,14 +2,14 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import * as config from './config';
 import { Ctx } from './ctx';
-import { startLanguageClient } from './languageClient';
+import { startLanguageClient } from './language-client';
 import { RunManager } from './run';
-import { reattachOnStart } from './runActions';
-import { RunsTreeProvider } from './runsView';
-import { registerRunView } from './runView/hook';
+import { reattachOnStart } from './run-actions';
+import { RunsTreeProvider } from './runs-tree';
+import { registerRunView } from './run-view/hook';
 import { WorkerTerminals } from './terminal';
-import { VmTreeProvider } from './vmTree';
-import { DetailsDocuments } from './workerActions';
+import { VmTreeProvider } from './vm-tree';
+import { DetailsDocuments } from './worker-actions';
 
 let ctx: Ctx | undefined;
 

@@ -5,7 +5,7 @@ import { createNodeRequest, createQueuedRequest, type CreateAnswers } from '../c
 import { zonesOffering } from '../core/tpu/zones';
 import { cancelledError, signalFor } from './cancel';
 import type { Ctx } from './ctx';
-import type { VmTreeProvider } from './vmTree';
+import type { VmTreeProvider } from './vm-tree';
 
 /**
  * Carries out a create wizard's answers: a VM (waiting until READY, the tree showing it CREATING meanwhile)

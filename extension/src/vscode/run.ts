@@ -14,12 +14,12 @@ import * as config from './config';
 import type { Ctx } from './ctx';
 import { signalFor } from './cancel';
 import { runEnvironment } from './secrets';
-import { vscodeHostKeys } from './hostKeys';
-import { nodeFromArg, pickNode } from './vmCommands';
-import { listAllNodes, type VmTreeProvider } from './vmTree';
-import { runViewFeed } from './runView/hook';
-import { PreparedRecipe } from './prepareWorkers';
-import { RunChannels, type RunOutput } from './runOutput';
+import { vscodeHostKeys } from './host-keys';
+import { nodeFromArg, pickNode } from './vm-commands';
+import { listAllNodes, type VmTreeProvider } from './vm-tree';
+import { runViewFeed } from './run-view/hook';
+import { PreparedRecipe } from './prepare-workers';
+import { RunChannels, type RunOutput } from './run-output';
 
 interface ActiveRun {
   label: string;
@@ -34,7 +34,7 @@ interface ActiveRun {
 }
 
 /**
- * "Run on TPU": one run per VM at a time, each run's output in its own channel (see runOutput.ts; every line
+ * "Run on TPU": one run per VM at a time, each run's output in its own channel (see run-output.ts; every line
  * prefixed `[wN]`), a cancellable progress notification, and a status bar item while runs are watched.
  */
 export class RunManager implements vscode.Disposable {

@@ -20,7 +20,7 @@ export async function runEnvironment(ctx: Ctx): Promise<Record<string, string>> 
 export async function setSecret(ctx: Ctx): Promise<void> {
   const picked = await vscode.window.showQuickPick(
     SECRET_NAMES.map((n) => ({ label: n, description: n === 'HF_TOKEN' ? 'Hugging Face token (gated models and datasets)' : 'Weights & Biases API key' })),
-    // The first of two steps: like the other multi-step inputs (quickInput.ts), it stays open when focus moves.
+    // The first of two steps: like the other multi-step inputs (quick-input.ts), it stays open when focus moves.
     // From the palette, an active webview editor (the run view) takes focus back a moment after the palette
     // closes, which would otherwise close this pick as it opens (microsoft/vscode#93950).
     { title: 'TPU: Set Secret', placeHolder: 'Which secret to store (in the OS keychain, passed to runs in a 0600 file)', ignoreFocusOut: true },

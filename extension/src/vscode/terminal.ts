@@ -6,7 +6,7 @@ import { ConnectionManager, type SshConnection } from '../core/ssh/connection';
 import type { WorkerTarget } from '../core/ssh/types';
 import { shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
-import { vscodeHostKeys } from './hostKeys';
+import { vscodeHostKeys } from './host-keys';
 
 /**
  * "Open Terminal on Worker N": an interactive login shell on a TPU worker in a VS Code terminal, over ssh2

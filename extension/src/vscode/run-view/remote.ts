@@ -8,7 +8,7 @@ import { ConnectionManager } from '../../core/ssh/connection';
 import type { RunConnections } from '../../core/run/pipeline-types';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
-import { vscodeHostKeys } from '../hostKeys';
+import { vscodeHostKeys } from '../host-keys';
 import type { MetricRecord } from '../../../../webview/src/protocol';
 import type { RunViewPanel } from './panel';
 

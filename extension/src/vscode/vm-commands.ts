@@ -4,10 +4,10 @@ import { TpwError } from '../core/errors';
 import { isMultiHost } from '../core/explorer/node-status';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../core/tpu/models';
 import { cancelledError, signalFor } from './cancel';
-import { runCreateWizard } from './createWizard';
+import { runCreateWizard } from './create-wizard';
 import type { Ctx } from './ctx';
 import { provision } from './provision';
-import { listAllNodes, QueuedItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vmTree';
+import { listAllNodes, QueuedItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /** The VM a tree command was invoked on, if any (view/item/context passes the tree item). */
 export function nodeFromArg(arg: unknown): TpuNode | undefined {

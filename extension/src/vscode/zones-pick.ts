@@ -3,7 +3,7 @@ import { describeError } from '../core/errors';
 import { zonesOffering } from '../core/tpu/zones';
 import * as config from './config';
 import type { Ctx } from './ctx';
-import type { VmTreeProvider } from './vmTree';
+import type { VmTreeProvider } from './vm-tree';
 
 /** Families offered as one-click zone sets, with a type every zone of the family offers (its smallest slice). */
 const FAMILIES: { label: string; probeType: string }[] = [

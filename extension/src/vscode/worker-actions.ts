@@ -13,7 +13,7 @@ import { shJoin } from '../core/ssh/quote';
 import type { WorkerTarget } from '../core/ssh/types';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
-import { QueuedItem, VmItem, WorkerItem } from './vmTree';
+import { QueuedItem, VmItem, WorkerItem } from './vm-tree';
 
 /**
  * Worker-level actions that need no shell of ours: copy an address or an ssh command, open a worker in

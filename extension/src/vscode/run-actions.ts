@@ -8,10 +8,10 @@ import { ConnectionManager } from '../core/ssh/connection';
 import { parseNodeName } from '../core/tpu/models';
 import { isGoneState, recreateNode } from '../core/run/preemption';
 import type { Ctx } from './ctx';
-import { vscodeHostKeys } from './hostKeys';
+import { vscodeHostKeys } from './host-keys';
 import type { RunManager } from './run';
-import { RunItem, type RunsTreeProvider } from './runsView';
-import { openRecordedRunView } from './runView/recorded';
+import { RunItem, type RunsTreeProvider } from './runs-tree';
+import { openRecordedRunView } from './run-view/recorded';
 
 /**
  * Commands of the Runs view: show (reattach), stop, run again, download logs; and reattaching active runs

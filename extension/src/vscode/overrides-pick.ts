@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import type { CompleteOverridesResult, OverrideLineItem } from '../../../language-server/src/protocol';
-import type { LanguageService } from './languageClient';
+import type { LanguageService } from './language-client';
 
 const TITLE = 'Run on TPU with Overrides';
 

@@ -19,8 +19,8 @@ import { gcloudCreateCommand, gcloudQueuedCommand } from '../core/tpu/gcloud-com
 import { TpwError } from '../core/errors';
 import { shortName } from '../core/tpu/models';
 import { costFor } from './explorer/cost';
-import { inputStep, pickStep } from './quickInput';
-import { explorerZones, zoneOf, type VmTreeProvider } from './vmTree';
+import { inputStep, pickStep } from './quick-input';
+import { explorerZones, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /**
  * "Create TPU VM": a multi-step quick pick with a working Back button. Every answer is kept when going back,
