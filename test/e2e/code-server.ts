@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { findFiles } from './files';
 import { freePort, waitForHttp } from './net';
 import type { ProcessTracker, Tracked } from './processes';
 
@@ -100,20 +101,5 @@ export async function startCodeServer(procs: ProcessTracker, opts: CodeServerOpt
 
 /** Files under the user data dir whose name ends with `suffix` (output channels are backed by log files there). */
 export function findLogs(userDataDir: string, suffix: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith(suffix)) out.push(p);
-    }
-  };
-  walk(path.join(userDataDir, 'logs'));
-  return out;
+  return findFiles(path.join(userDataDir, 'logs'), (name) => name.endsWith(suffix));
 }

@@ -11,50 +11,36 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { ProcessTracker } from './processes';
-import { launchBrowser, Workbench } from './workbench';
-
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
+import { REPO } from './code-server';
+import type { ProcessTracker } from './processes';
+import { ARTIFACTS, openVsCode, requireBuilt, teardown, testEnv, testRoot } from './session';
+import type { Workbench } from './workbench';
 
 describe('language server completion in VS Code (code-server)', { timeout: 6 * 60_000 }, () => {
   let root: string;
+  let home: string;
   let procs: ProcessTracker;
   let browser: Browser | undefined;
-  let server: CodeServer | undefined;
   let wb: Workbench;
 
   before(async () => {
-    for (const f of ['extension.js', 'language-server.js']) {
-      assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
-    }
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-lsp-'));
-    const workspace = path.join(root, 'workspace');
-    procs = new ProcessTracker(path.join(root, 'logs'));
-    fs.mkdirSync(path.join(workspace, 'recipes'), { recursive: true });
+    requireBuilt('extension.js', 'language-server.js');
+    let workspace: string;
+    ({ root, home, workspace, procs } = testRoot('lsp'));
+    fs.mkdirSync(path.join(workspace, 'recipes'));
     fs.copyFileSync(path.join(REPO, 'recipes', 'tiny-llama.sh'), path.join(workspace, 'recipes', 'tiny-llama.sh'));
     // The trainer's schema and config tree, where the language server looks for them.
     fs.mkdirSync(path.join(workspace, 'trainer', 'tpu_trainer'), { recursive: true });
     fs.copyFileSync(path.join(REPO, 'trainer', 'config.schema.json'), path.join(workspace, 'trainer', 'config.schema.json'));
     fs.cpSync(path.join(REPO, 'trainer', 'tpu_trainer', 'configs'), path.join(workspace, 'trainer', 'tpu_trainer', 'configs'), { recursive: true });
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VSCODE_'))), TPW_HOME: path.join(root, 'tpw-home'), VSCODE_CLI: '1' };
-    server = await startCodeServer(procs, { root, extensionsDir, workspace, env, settings: { 'editor.quickSuggestions': { other: false, comments: false, strings: false } } });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    const env = testEnv(home, { VSCODE_CLI: '1' });
+    ({ browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'editor.quickSuggestions': { other: false, comments: false, strings: false } } }));
   });
 
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await procs?.stopAll();
-    if (root) fs.rmSync(root, { recursive: true, force: true });
-  });
+  after(() => teardown({ browser, procs, home, root, failed: false, logsName: 'logs-completion' }));
 
   /** The editor's rendered lines in document order (Monaco reuses line elements, so DOM order is not line order). */
   const editorText = async (): Promise<string> => {

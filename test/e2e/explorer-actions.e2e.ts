@@ -12,17 +12,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker } from './processes';
-import { stepper, teardown } from './session';
-import { launchBrowser, Workbench } from './workbench';
+import { findLogs, type CodeServer } from './code-server';
+import { findFiles } from './files';
+import { delay, type ProcessTracker } from './processes';
+import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
+import type { Workbench } from './workbench';
 
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const CLI = path.join(REPO, 'dist', 'cli.js');
 const VIEW = 'TPU VMs';
 /** Where the single-host VM lives and where the capacity fault is injected. */
 const ZONE_A = 'us-east5-b';
@@ -67,7 +65,7 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
 
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
   const endpoint = (): EndpointJson => JSON.parse(fs.readFileSync(path.join(home, 'emulator', 'endpoint.json'), 'utf8')) as EndpointJson;
-  const cli = (...args: string[]): string => procs.run('cli', process.execPath, [CLI, ...args], { env, timeoutMs: 120_000 });
+  let cli: (...args: string[]) => string;
   const vmList = (): NodeJson[] => JSON.parse(cli('vm', 'list', '--json')) as NodeJson[];
   /** The emulator's test-only fault endpoint, as a test harness (or a demo) drives it over HTTP. */
   const faults = async (method: 'POST' | 'DELETE', body?: object): Promise<void> => {
@@ -81,30 +79,18 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
   };
 
   before(async () => {
-    for (const f of ['extension.js', 'cli.js']) assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-actions-'));
-    home = path.join(root, 'tpw-home');
-    const workspace = path.join(root, 'workspace');
-    fs.mkdirSync(path.join(workspace, 'setup'), { recursive: true });
+    requireBuilt('extension.js', 'cli.js');
+    let workspace: string;
+    ({ root, home, workspace, procs } = testRoot('actions'));
+    fs.mkdirSync(path.join(workspace, 'setup'));
     fs.writeFileSync(path.join(workspace, 'setup', 'prepare-workers.sh'), PREPARE_RECIPE);
     fs.writeFileSync(path.join(workspace, 'setup', 'mark.sh'), MARK_SCRIPT);
-    procs = new ProcessTracker(path.join(root, 'logs'));
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_')));
-    env = { ...inherited, TPW_HOME: home, TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) };
-    // In the foreground, so the emulator reads TPW_EMULATOR_OPTIONS; the extension and the CLI find it via TPW_HOME.
-    procs.spawn('emulator', process.execPath, [CLI, 'emulator', 'run-foreground'], { env });
-    const endpointFile = path.join(home, 'emulator', 'endpoint.json');
-    for (const deadline = Date.now() + 60_000; !fs.existsSync(endpointFile); await delay(200)) {
-      if (Date.now() > deadline) throw new Error('the emulator did not start within 60 s');
-    }
+    env = testEnv(home, { TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) });
+    cli = cliRunner(procs, env);
+    await startEmulator(procs, env);
     // The single-host VM comes from the CLI, as a user with a terminal would make it.
     cli('vm', 'create', SOLO, '--type', SOLO_TYPE, '--zone', ZONE_A, '--version', 'v2-alpha-tpuv5-lite');
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    server = await startCodeServer(procs, { root, extensionsDir, workspace, env, settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'workbench.colorTheme': 'Default Dark Modern' } }));
     // Copy actions write to the browser's clipboard; the test reads it back like a paste would.
     await wb.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
   });
@@ -297,7 +283,7 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     for (const i of [0, 1]) assert.match(output, new RegExp(`^\\[w${i}\\] prepared worker ${i}$`, 'm'), output);
     assert.match(output, /2\/2 workers ok.*w0=.*w1=/, output);
     // Each worker's sandbox home has its own marker, written there by the recipe.
-    const marks = findFiles(home, 'tpw-prepared.txt').map((f) => fs.readFileSync(f, 'utf8').trim()).sort();
+    const marks = findFiles(home, (name) => name === 'tpw-prepared.txt').map((f) => fs.readFileSync(f, 'utf8').trim()).sort();
     assert.deepEqual(marks, ['worker=0 prepared', 'worker=1 prepared']);
     await wb.settle();
     await shot('prepare-workers.png');
@@ -342,16 +328,3 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
   });
 });
 
-/** Files named `name` anywhere under `dir`. */
-function findFiles(dir: string, name: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory() && !e.isSymbolicLink()) walk(p);
-      else if (e.name === name) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
-}

@@ -9,17 +9,15 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker } from './processes';
-import { stepper, teardown } from './session';
-import { launchBrowser, Workbench } from './workbench';
+import { REPO, type CodeServer } from './code-server';
+import { findFiles } from './files';
+import { delay, type ProcessTracker } from './processes';
+import { ARTIFACTS, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
+import type { Workbench } from './workbench';
 
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const CLI = path.join(REPO, 'dist', 'cli.js');
 const VM = 'explorer-vm';
 const VIEW = 'TPU VMs';
 const ZONE = 'us-east5-b';
@@ -38,35 +36,20 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
 
   before(async () => {
-    for (const f of ['extension.js', 'cli.js']) assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-explorer-'));
-    home = path.join(root, 'tpw-home');
-    const workspace = path.join(root, 'workspace');
-    fs.mkdirSync(path.join(workspace, 'recipes'), { recursive: true });
+    requireBuilt('extension.js', 'cli.js');
+    let workspace: string;
+    ({ root, home, workspace, procs } = testRoot('explorer'));
+    fs.mkdirSync(path.join(workspace, 'recipes'));
     fs.copyFileSync(path.join(REPO, 'recipes', 'tiny-llama.sh'), path.join(workspace, 'recipes', 'tiny-llama.sh'));
-    procs = new ProcessTracker(path.join(root, 'logs'));
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_')));
-    env = { ...inherited, TPW_HOME: home, TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) };
-    // The emulator in the foreground (so it reads TPW_EMULATOR_OPTIONS; `start` passes its own); the extension
-    // finds it through TPW_HOME's endpoint file.
-    procs.spawn('emulator', process.execPath, [CLI, 'emulator', 'run-foreground'], { env });
-    const endpoint = path.join(home, 'emulator', 'endpoint.json');
-    for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
-      if (Date.now() > deadline) throw new Error('the emulator did not start within 60 s');
-    }
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    server = await startCodeServer(procs, {
+    env = testEnv(home, { TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) });
+    await startEmulator(procs, env);
+    ({ server, browser, wb } = await openVsCode(procs, {
       root,
-      extensionsDir,
       workspace,
       env,
       // The DOM renderer, so the terminal's text can be read from the page.
       settings: { 'terminal.integrated.gpuAcceleration': 'off', 'workbench.colorTheme': 'Default Dark Modern' },
-    });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-explorer' }));
@@ -205,7 +188,7 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
     // What the shell printed, read from the terminal's DOM...
     await screen.getByText('id-is-2 term-is-xterm-256color').waitFor({ timeout: 30_000 });
     // ...and what it did: the file is in worker 2's sandbox home, and no other worker's.
-    const written = findFiles(home, 'explorer-e2e.txt');
+    const written = findFiles(home, (name) => name === 'explorer-e2e.txt');
     assert.equal(written.length, 1, `one file written (${written.join(', ')})`);
     assert.equal(fs.readFileSync(written[0], 'utf8').trim(), 'worker=2');
     await wb.settle();
@@ -223,16 +206,3 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
   });
 });
 
-/** Files named `name` anywhere under `dir`. */
-function findFiles(dir: string, name: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory() && !e.isSymbolicLink()) walk(p);
-      else if (e.name === name) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
-}

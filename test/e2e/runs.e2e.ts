@@ -12,17 +12,14 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, ProcessTracker } from './processes';
-import { stepper, teardown } from './session';
-import { launchBrowser, Workbench } from './workbench';
+import { findLogs, type CodeServer } from './code-server';
+import { delay, type ProcessTracker } from './processes';
+import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
+import type { Workbench } from './workbench';
 
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const CLI = path.join(REPO, 'dist', 'cli.js');
 const VM = 'pod';
 /** A second VM, for two runs at once. */
 const SIDE = 'side';
@@ -56,7 +53,7 @@ describe('Runs in VS Code (code-server): reattach, run again, download logs, hos
   let wb: Workbench;
 
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
-  const cli = (...args: string[]): string => procs.run('cli', process.execPath, [CLI, ...args], { env, timeoutMs: 120_000 });
+  let cli: (...args: string[]) => string;
   const runsJson = (): RunJson[] => JSON.parse(cli('runs', '--json')) as RunJson[];
   /** The output channel's backing files (one per extension host that had the channel), oldest first. */
   const channelFiles = (name: string): string[] =>
@@ -104,29 +101,17 @@ describe('Runs in VS Code (code-server): reattach, run again, download logs, hos
   };
 
   before(async () => {
-    for (const f of ['extension.js', 'cli.js']) assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-runs-'));
-    home = path.join(root, 'tpw-home');
-    workspace = path.join(root, 'workspace');
-    fs.mkdirSync(path.join(workspace, 'recipes'), { recursive: true });
+    requireBuilt('extension.js', 'cli.js');
+    ({ root, home, workspace, procs } = testRoot('runs'));
+    fs.mkdirSync(path.join(workspace, 'recipes'));
     fs.writeFileSync(path.join(workspace, 'recipes', 'count.sh'), COUNT_RECIPE);
     fs.writeFileSync(path.join(workspace, 'recipes', 'secret.sh'), SECRET_RECIPE);
-    procs = new ProcessTracker(path.join(root, 'logs'));
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_') && k !== 'HF_TOKEN'));
-    env = { ...inherited, TPW_HOME: home };
-    // In the foreground (tracked and stopped with the test); the extension and the CLI find it through TPW_HOME.
-    procs.spawn('emulator', process.execPath, [CLI, 'emulator', 'run-foreground'], { env });
-    const endpointFile = path.join(home, 'emulator', 'endpoint.json');
-    for (const deadline = Date.now() + 60_000; !fs.existsSync(endpointFile); await delay(200)) {
-      if (Date.now() > deadline) throw new Error('the emulator did not start within 60 s');
-    }
+    // No HF_TOKEN of the caller's: the secret step must see only the one it stores.
+    env = testEnv(home, {}, ['HF_TOKEN']);
+    cli = cliRunner(procs, env);
+    await startEmulator(procs, env);
     cli('vm', 'create', VM, '--type', 'v5litepod-16');
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    server = await startCodeServer(procs, { root, extensionsDir, workspace, env });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-runs' }));

@@ -8,32 +8,29 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, FrameLocator } from 'playwright-core';
 import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
-import { installExtension, REPO, startCodeServer } from './code-server';
-import { ProcessTracker } from './processes';
-import { launchBrowser, Workbench } from './workbench';
-
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+import { REPO } from './code-server';
+import type { ProcessTracker } from './processes';
+import { ARTIFACTS, openVsCode, requireBuilt, teardown, testEnv, testRoot, VENV } from './session';
+import type { Workbench } from './workbench';
 
 describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
   before(() => assert.ok(fs.existsSync(path.join(VENV, 'bin/python3')), `the trainer's venv is missing at ${VENV}: run bash scripts/setup.sh`));
   let root: string;
+  let home: string;
   let procs: ProcessTracker;
   let browser: Browser | undefined;
   let wb: Workbench;
   let xplane: string;
 
   before(async () => {
-    assert.ok(fs.existsSync(path.join(REPO, 'dist', 'profile-worker.js')), 'run `npm run build` first');
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-runview-'));
-    const workspace = path.join(root, 'workspace');
-    fs.mkdirSync(path.join(workspace, 'recipes'), { recursive: true });
+    requireBuilt('extension.js', 'profile-worker.js');
+    let workspace: string;
+    ({ root, home, workspace, procs } = testRoot('runview'));
+    fs.mkdirSync(path.join(workspace, 'recipes'));
     fs.writeFileSync(path.join(workspace, 'recipes', 'noop.sh'), 'echo hi\n');
     const out = path.join(workspace, 'run1');
     execFileSync(path.join(VENV, 'bin/python3'), ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
@@ -42,19 +39,10 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
     const dir = path.join(out, 'profile/plugins/profile');
     const run = fs.readdirSync(dir)[0];
     xplane = path.join(dir, run, fs.readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
-    procs = new ProcessTracker(path.join(root, 'logs'));
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    const server = await startCodeServer(procs, { root, extensionsDir, workspace, env: { ...process.env, TPW_HOME: path.join(root, 'tpw-home') } });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    ({ browser, wb } = await openVsCode(procs, { root, workspace, env: testEnv(home) }));
   });
 
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await procs?.stopAll();
-    if (root) fs.rmSync(root, { recursive: true, force: true });
-  });
+  after(() => teardown({ browser, procs, home, root, failed: false, logsName: 'logs-runview' }));
 
   /** The run view's document: VS Code nests the webview in two iframes. */
   const view = (): FrameLocator => wb.page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');

@@ -1,20 +1,109 @@
 /**
- * What every e2e file that drives one VS Code window needs around its steps: a step runner (steps share the
- * window, so after a failed step the rest fail at once (not skipped: nothing unrun may pass for run) unless it
- * said it leaves the window usable; a failure leaves a
- * screenshot) and the teardown (browser, code-server, the emulator daemon and anything else left with the test's
+ * What every e2e file that drives one VS Code window needs around its steps: the set-up (a temp root with its own
+ * TPW_HOME and workspace, the environment, the emulator in the foreground, code-server with the built extension
+ * opened in headless Chromium), a step runner (steps share the window, so after a failed step the rest fail at
+ * once (not skipped: nothing unrun may pass for run) unless it said it leaves the window usable; a failure leaves
+ * a screenshot) and the teardown (browser, code-server, the emulator daemon and anything else left with the test's
  * TPW_HOME; on failure the logs are kept under test-artifacts/e2e/).
  */
+import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { CodeServer } from './code-server';
-import { REPO } from './code-server';
-import { sweep, type ProcessTracker } from './processes';
+import { installExtension, REPO, startCodeServer } from './code-server';
+import { delay, ProcessTracker, sweep } from './processes';
+import { launchBrowser, Workbench } from './workbench';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const CLI = path.join(REPO, 'dist', 'cli.js');
+export const CLI = path.join(REPO, 'dist', 'cli.js');
+/** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
+export const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+
+/** Fails with how to make them when the bundles a test drives are not built. */
+export function requireBuilt(...bundles: string[]): void {
+  for (const f of bundles) assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
+}
+
+export interface TestRoot {
+  /** A fresh temp folder that the teardown removes. */
+  root: string;
+  /** The test's own TPW_HOME (under root): it isolates the emulator and tags every process the test starts. */
+  home: string;
+  /** The folder VS Code opens (created empty). */
+  workspace: string;
+  /** Child processes, logging under root/logs. */
+  procs: ProcessTracker;
+}
+
+/** A temp root named `tpw-e2e-<name>-…` for one e2e file (and test-artifacts/e2e/ for its screenshots). */
+export function testRoot(name: string): TestRoot {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), `tpw-e2e-${name}-`));
+  const workspace = path.join(root, 'workspace');
+  fs.mkdirSync(workspace, { recursive: true });
+  return { root, home: path.join(root, 'tpw-home'), workspace, procs: new ProcessTracker(path.join(root, 'logs')) };
+}
+
+/**
+ * The environment for code-server (so the extension host, the CLI and the emulator): this process's without
+ * TPW_* (the test's own TPW_HOME goes in) and VSCODE_* (a test started from a VS Code terminal would pass its
+ * own), less the names in `drop`, plus `extra`.
+ */
+export function testEnv(home: string, extra: NodeJS.ProcessEnv = {}, drop: string[] = []): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_') && !drop.includes(k)));
+  return { ...inherited, TPW_HOME: home, ...extra };
+}
+
+/**
+ * The emulator in the foreground, tracked and stopped with the test (so it reads TPW_EMULATOR_OPTIONS, which
+ * `tpw emulator start` would replace with its own); the extension and the CLI find it through TPW_HOME's
+ * endpoint file, which this waits for.
+ */
+export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEnv): Promise<void> {
+  const emulator = procs.spawn('emulator', process.execPath, [CLI, 'emulator', 'run-foreground'], { env });
+  const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
+  for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
+    if (emulator.child.exitCode !== null) throw new Error(`the emulator exited (${emulator.child.exitCode}); see ${emulator.logFile}`);
+    if (Date.now() > deadline) throw new Error('the emulator did not start within 60 s');
+  }
+}
+
+/** Runs the built CLI (`tpw …`) with the test's environment and returns its output; a non-zero exit throws. */
+export function cliRunner(procs: ProcessTracker, env: NodeJS.ProcessEnv): (...args: string[]) => string {
+  return (...args) => procs.run('cli', process.execPath, [CLI, ...args], { env, timeoutMs: 120_000 });
+}
+
+export interface VsCode {
+  server: CodeServer;
+  browser: Browser;
+  wb: Workbench;
+}
+
+export interface VsCodeOptions {
+  root: string;
+  workspace: string;
+  env: NodeJS.ProcessEnv;
+  /** Extra user settings. */
+  settings?: Record<string, unknown>;
+}
+
+/** Installs the built extension, starts code-server on the workspace and opens it in headless Chromium. */
+export async function openVsCode(procs: ProcessTracker, opts: VsCodeOptions): Promise<VsCode> {
+  const extensionsDir = path.join(opts.root, 'extensions');
+  installExtension(extensionsDir);
+  const server = await startCodeServer(procs, { root: opts.root, extensionsDir, workspace: opts.workspace, env: opts.env, settings: opts.settings });
+  const browser = await launchBrowser();
+  try {
+    return { server, browser, wb: await Workbench.open(browser, server.url, opts.workspace) };
+  } catch (e) {
+    // The caller never got the browser to close.
+    await browser.close().catch(() => undefined);
+    throw e;
+  }
+}
 
 export interface StepOptions {
   timeout?: number;

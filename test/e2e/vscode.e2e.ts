@@ -10,17 +10,14 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { findLogs, installExtension, REPO, startCodeServer, type CodeServer } from './code-server';
-import { delay, pidsWithEnv, ProcessTracker } from './processes';
-import { stepper, teardown } from './session';
-import { launchBrowser, Workbench } from './workbench';
+import { findLogs, REPO, type CodeServer } from './code-server';
+import { delay, pidsWithEnv, type ProcessTracker } from './processes';
+import { ARTIFACTS, openVsCode, requireBuilt, stepper, teardown, testEnv, testRoot, VENV } from './session';
+import type { Workbench } from './workbench';
 
-const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 const VM = 'e2e-vm';
 const VIEW = 'TPU VMs';
 /** Long enough for a cold torch import on four workers sharing two cores. */
@@ -41,19 +38,13 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
   };
 
   before(async () => {
-    for (const f of ['extension.js', 'cli.js']) {
-      assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
-    }
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireBuilt('extension.js', 'cli.js');
     // Leftovers of an earlier failed run would otherwise pass for this run's.
-    for (const f of fs.readdirSync(ARTIFACTS)) {
+    for (const f of fs.existsSync(ARTIFACTS) ? fs.readdirSync(ARTIFACTS) : []) {
       if (f.startsWith('failure') || f === 'logs') fs.rmSync(path.join(ARTIFACTS, f), { recursive: true, force: true });
     }
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-e2e-'));
     // A unique TPW_HOME isolates this test's emulator and also tags every process it starts (see sweep).
-    home = path.join(root, 'tpw-home');
-    workspace = path.join(root, 'workspace');
-    procs = new ProcessTracker(path.join(root, 'logs'));
+    ({ root, home, workspace, procs } = testRoot('vscode'));
 
     // The workspace a user would open: the repo's recipes and trainer.
     for (const dir of ['recipes', 'trainer']) {
@@ -67,20 +58,10 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     // Emulated workers run commands with the emulator's environment, and the emulator is started
     // from the extension host: so code-server's environment is what the trainer sees. Python comes
     // from the project's venv (torch).
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TPW_') && !k.startsWith('VSCODE_')));
-    env = {
-      ...inherited,
-      TPW_HOME: home,
-      // No venv on PATH and no VSCODE_CLI: as when VS Code is started from the desktop, the extension host
-      // re-reads the login shell's environment. The emulator must still give its workers the venv's python3.
-      TPW_VENV: VENV,
-    };
-
-    const extensionsDir = path.join(root, 'extensions');
-    installExtension(extensionsDir);
-    server = await startCodeServer(procs, { root, extensionsDir, workspace, env });
-    browser = await launchBrowser();
-    wb = await Workbench.open(browser, server.url, workspace);
+    // No venv on PATH and no VSCODE_CLI: as when VS Code is started from the desktop, the extension host
+    // re-reads the login shell's environment. The emulator must still give its workers the venv's python3.
+    env = testEnv(home, { TPW_VENV: VENV });
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs' }));
