@@ -1,6 +1,8 @@
 /**
  * Talks to the built language server (dist/language-server.js) as an editor does: a child process over stdio,
- * JSON-RPC from vscode-languageserver-protocol. Documents are written with `|` marking the cursor.
+ * JSON-RPC from vscode-languageserver-protocol. Documents are written with `|` marking the cursor. The bundle is
+ * rebuilt first when any of its sources is newer (see test/helpers/fresh-bundle.ts), so editing
+ * language-server/src and running one test file tests the edit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
@@ -17,9 +19,14 @@ import type {
   PublishDiagnosticsParams,
 } from 'vscode-languageserver-protocol';
 import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type ProtocolConnection } from 'vscode-languageserver-protocol/node';
+import { buildAll, ensureFreshBundle, type BundleSpec } from '../helpers/fresh-bundle';
 
 export const bundle = path.join(__dirname, '..', '..', 'dist', 'language-server.js');
 export const repoRoot = path.join(__dirname, '..', '..');
+
+/** Our server's bundle: what it is built from, and how. */
+export const serverBundle: BundleSpec = { entry: path.join(repoRoot, 'language-server', 'src', 'server.ts'), outfile: bundle, build: buildAll };
+let fresh: Promise<void> | undefined;
 
 /** `text` without its `|`, and the position the `|` marked. */
 export function marked(text: string, marker = '|'): { text: string; position: Position } {
@@ -71,6 +78,7 @@ export class LspClient {
 
   /** Starts our server; `argv` starts another (the benchmark's peer, yaml-language-server). */
   static async start(root: string | null = repoRoot, initializationOptions?: object, argv = [bundle, '--stdio'], capabilities?: object): Promise<LspClient> {
+    if (argv[0] === bundle) await (fresh ??= ensureFreshBundle(serverBundle));
     const c = new LspClient(argv);
     c.init = (await c.conn.sendRequest('initialize', {
       processId: process.pid,
