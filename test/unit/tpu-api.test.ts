@@ -1,75 +1,31 @@
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as net from 'node:net';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import type { OperationProgress } from '../../extension/src/core/tpu/api';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';
 import type { NodeId } from '../../extension/src/core/tpu/models';
+import { emulatorCall, sshBanner as banner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
 
 /**
  * The real `@google-cloud/tpu` v2 client (through CloudTpuApi) against a real emulator with its real SSH
  * workers: every worker's address must answer with an SSH banner.
  */
-/** The first line a server sends: an SSH server identifies itself before anything else. */
-function banner(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ host, port });
-    let data = '';
-    s.on('data', (d) => {
-      data += d.toString();
-      if (data.includes('\n')) {
-        s.destroy();
-        resolve(data.split('\n')[0]);
-      }
-    });
-    s.on('error', reject);
-    s.on('close', () => reject(new Error(`no banner from ${host}:${port}`)));
-  });
-}
-
-function post(ep: EmulatorEndpoint, urlPath: string, body: unknown): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method: 'POST', agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
-
 const ZONE = 'us-central2-b';
 const id = (node: string): NodeId => ({ project: 'local-project', zone: ZONE, node });
 const isErr = (code: TpwError['code'], re: RegExp) => (e: unknown) => isTpwError(e, code) && re.test(e.message);
 
-let dir: string;
-let emu: Emulator;
+let fixture: EmulatorApi;
 let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
-const savedAdc = process.env.GOOGLE_APPLICATION_CREDENTIALS;
 
 before(async () => {
-  // Were the client to look for Application Default Credentials, this would make it fail loudly.
-  process.env.GOOGLE_APPLICATION_CREDENTIALS = '/nonexistent/adc.json';
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-api-'));
-  emu = new Emulator({ dir, opDelayMs: 60, addressPrefix: '127.0.1' });
-  ep = await emu.start();
-  api = emulatorTpuApi(ep);
+  fixture = await startEmulatorApi('tpw-api-', { opDelayMs: 60, addressPrefix: '127.0.1' });
+  ({ ep, api } = fixture);
 });
 
-after(async () => {
-  await api.close();
-  await emu.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-  if (savedAdc === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
-  else process.env.GOOGLE_APPLICATION_CREDENTIALS = savedAdc;
-});
+after(() => fixture.close());
 
 describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
   it('describes itself as the local emulator', () => {
@@ -134,7 +90,7 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
   });
 
   it('maps injected permission and quota faults', async () => {
-    assert.equal(await post(ep, '/emulator/v1/faults', { faults: [{ method: 'GetNode', code: 403 }, { method: 'CreateNode', code: 'RESOURCE_EXHAUSTED' }] }), 200);
+    assert.equal((await emulatorCall(ep, 'POST', '/emulator/v1/faults', { faults: [{ method: 'GetNode', code: 403 }, { method: 'CreateNode', code: 'RESOURCE_EXHAUSTED' }] })).status, 200);
     await assert.rejects(api.getNode(id('pod')), isErr('PERMISSION_DENIED', /Permission denied to get TPU VM "pod"/));
     await assert.rejects(
       api.createNode({ project: 'local-project', zone: ZONE, nodeId: 'q', acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' }),

@@ -7,7 +7,6 @@
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,6 +20,8 @@ import type { TpuApi } from '../../extension/src/core/tpu/api';
 import { CloudTpuApi, emulatorTpuApi } from '../../extension/src/core/tpu/cloud';
 import type { NodeId, QueuedResource, QueuedResourceStateName } from '../../extension/src/core/tpu/models';
 import { withRetry, zonesOffering } from '../../extension/src/core/tpu/zones';
+import { emulatorCall as call, sshBanner as banner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
+import { freePort } from '../helpers/sshd';
 
 const P = 'local-project';
 const Z = 'us-east5-b';
@@ -31,23 +32,11 @@ const isErr = (code: TpwError['code'], re: RegExp) => (e: unknown) => {
   assert.fail(`expected ${code} matching ${re}, got ${isTpwError(e) ? `${e.code}: ${e.message}` : String(e)}`);
 };
 
-let dir: string;
+let fixture: EmulatorApi;
 let emu: Emulator;
 let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
-const savedAdc = process.env.GOOGLE_APPLICATION_CREDENTIALS;
-
-function emulatorCall(method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
+const emulatorCall = (method: string, urlPath: string, body?: unknown) => call(ep, method, urlPath, body);
 
 async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 8000): Promise<QueuedResource> {
   const deadline = Date.now() + timeoutMs;
@@ -60,47 +49,12 @@ async function waitForQr(zone: string, name: string, want: QueuedResourceStateNa
   assert.fail(`queued resource ${name} did not reach ${want} (last: ${last?.state ?? 'absent'})`);
 }
 
-function banner(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ host, port });
-    let data = '';
-    s.on('data', (d) => {
-      data += d.toString();
-      if (data.includes('\n')) {
-        s.destroy();
-        resolve(data.split('\n')[0]);
-      }
-    });
-    s.on('error', reject);
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 before(async () => {
-  process.env.GOOGLE_APPLICATION_CREDENTIALS = '/nonexistent/adc.json';
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-provision-'));
-  emu = new Emulator({ dir, opDelayMs: 40, queuedStepMs: 60, addressPrefix: '127.0.15' });
-  ep = await emu.start();
-  api = emulatorTpuApi(ep);
+  fixture = await startEmulatorApi('tpw-provision-', { opDelayMs: 40, queuedStepMs: 60, addressPrefix: '127.0.15' });
+  ({ emu, ep, api } = fixture);
 });
 
-after(async () => {
-  await api.close();
-  await emu.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-  if (savedAdc === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
-  else process.env.GOOGLE_APPLICATION_CREDENTIALS = savedAdc;
-});
+after(() => fixture.close());
 
 describe('zones', () => {
   it('lists the zones from the locations API (following its pages)', async () => {
