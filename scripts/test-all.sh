@@ -27,18 +27,17 @@ step() {
 
 step typecheck npx tsc -b
 step lint npx eslint --max-warnings 0 .
-step unit node --import tsx --test --test-reporter=tap --test-concurrency=1 test/unit/*.test.ts
+# Each suite through its npm script (scripts/test-suite.sh), as a developer runs it; TAP for the counts.
+step unit npm run -s test:unit -- --test-reporter=tap
 count_node test-artifacts/unit.log
-if compgen -G 'test/lsp/*.test.ts' >/dev/null; then
-  step lsp node --import tsx --test --test-reporter=tap test/lsp/*.test.ts
-  count_node test-artifacts/lsp.log
-fi
-# The run view's bundle in headless Chromium (needs dist/: build first).
-step webview bash -c 'node scripts/build.mjs && node --import tsx --test --test-reporter=tap --test-concurrency=1 test/webview/*.test.ts'
+step lsp npm run -s test:lsp -- --test-reporter=tap
+count_node test-artifacts/lsp.log
+# The run view's bundle in headless Chromium (the suite builds dist/ first).
+step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
-step trainer python3 -m pytest -q test/trainer
+step trainer npm run -s test:trainer
 count_pytest test-artifacts/trainer.log
-step e2e node --import tsx --test --test-reporter=tap test/e2e/*.e2e.ts
+step e2e bash scripts/test-suite.sh e2e --test-reporter=tap
 count_node test-artifacts/e2e.log
 
 [ ${#broken[@]} -gt 0 ] && echo "failed steps: ${broken[*]}"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One test suite, run the way `npm run test:<suite>` and scripts/test-all.sh both run it (so they cannot drift):
+#
+#   bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e [FILE…] [OPTION…]
+#
+# With no FILE it runs every test file of the suite. An argument that names an existing file (for pytest, before
+# any `::test`) is a FILE; every other argument goes to the runner as it is (node's test runner; pytest for the
+# trainer), e.g.
+#
+#   npm run test:unit -- test/unit/recipe.test.ts
+#   npm run test:lsp -- test/lsp/flags.test.ts --test-name-pattern='did you mean'
+#   npm run test:trainer -- test/trainer/test_config.py -k schema
+#
+# The webview and e2e suites drive the built bundles, so they build first (a second and a half); the LSP harness
+# rebuilds the language server itself when its sources are newer (test/helpers/fresh-bundle.ts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+suite=${1:-}
+[ $# -gt 0 ] && shift
+files=()
+opts=()
+for a in "$@"; do
+  if [ -e "${a%%::*}" ]; then files+=("$a"); else opts+=("$a"); fi
+done
+
+node_suite() { # default files…, after the runner's own options
+  [ ${#files[@]} -gt 0 ] || files=("$@")
+  exec node --import tsx --test "${runner[@]}" ${opts[@]+"${opts[@]}"} "${files[@]}"
+}
+
+case $suite in
+  unit) runner=(--test-concurrency=1); node_suite test/unit/*.test.ts ;;
+  lsp) runner=(); node_suite test/lsp/*.test.ts ;;
+  webview) node scripts/build.mjs; runner=(--test-concurrency=1); node_suite test/webview/*.test.ts ;;
+  e2e) node scripts/build.mjs; runner=(); node_suite test/e2e/*.e2e.ts ;;
+  trainer)
+    [ ${#files[@]} -gt 0 ] || files=(test/trainer)
+    exec python3 -m pytest -q ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
+  *) echo "usage: bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
+esac
