@@ -37,7 +37,7 @@ step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
 step trainer npm run -s test:trainer
 count_pytest test-artifacts/trainer.log
-step e2e bash scripts/test-suite.sh e2e --test-reporter=tap
+step e2e npm run -s test:e2e -- --test-reporter=tap
 count_node test-artifacts/e2e.log
 
 [ ${#broken[@]} -gt 0 ] && echo "failed steps: ${broken[*]}"
