@@ -7,7 +7,7 @@
  *
  *   node --import tsx --test test/e2e/completion.e2e.ts
  *
- * Screenshots go to test-artifacts/e2e/completion-*.png. Reuses the helpers of vscode.e2e.ts.
+ * Screenshots go to test-artifacts/e2e/completion-*.png.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';

@@ -163,7 +163,8 @@ export async function teardown(p: TeardownParts): Promise<void> {
     // The emulator is a daemon outside our process groups: stop it politely, then sweep anything left with our
     // TPW_HOME (the daemon, its workers' shells, a trainer that ignored SIGINT).
     try {
-      p.procs?.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env: p.env, timeoutMs: 30_000 });
+      // TPW_HOME set here whatever env says: without it the CLI would stop the emulator of the user's own home.
+      p.procs?.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env: { ...(p.env ?? process.env), TPW_HOME: p.home }, timeoutMs: 30_000 });
     } catch {
       // not running, or already gone
     }
