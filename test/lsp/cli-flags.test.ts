@@ -28,8 +28,8 @@ test('tpw flags lint: errors fail, warnings do not; file:line:col output', () =>
     assert.equal(tpw('flags', 'lint', warnOnly).status, 0);
     const json = JSON.parse(tpw('flags', 'lint', '--json', bad).stdout) as { code: string }[];
     assert.deepEqual(json.map((x) => x.code), ['bad-value', 'unknown-flag']);
-    const seeds = fs.readdirSync('/work/shared/seeds').filter((f) => f.startsWith('001_')).map((f) => path.join('/work/shared/seeds', f));
-    const clean = tpw('flags', 'lint', ...seeds, path.join(repoRoot, 'recipes', 'tiny-llama.sh'));
+    const seeds = path.join(repoRoot, 'test', 'lsp', 'fixtures', 'torchprime-recipes.sh');
+    const clean = tpw('flags', 'lint', seeds, path.join(repoRoot, 'recipes', 'tiny-llama.sh'));
     assert.equal(clean.status, 0);
     assert.equal(clean.stdout, '', 'the seed recipes lint clean');
     assert.equal(tpw('flags', 'lint', path.join(dir, 'missing.sh')).status, 1);
