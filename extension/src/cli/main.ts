@@ -35,7 +35,7 @@ export async function main(
   const { path, values, positionals, rest } = line;
   const command = commandName(path);
   const globals: GlobalOptions = {
-    project: (values.project as string | undefined) ?? process.env.TPW_PROJECT,
+    project: (values.project as string | undefined) ?? (process.env.TPW_PROJECT || undefined),
     zone: values.zone as string | undefined,
     emulator: Boolean(values.emulator),
   };
