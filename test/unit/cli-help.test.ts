@@ -77,10 +77,10 @@ test('each command and command group has its own help', async () => {
   assert.equal(run.code, 0);
   assert.match(run.stdout, /^Usage: tpw run RECIPE --vm NAME \[options\] \[-- OVERRIDE\.\.\.\]/);
   for (const o of ['--vm NAME', '--no-fail-fast', '--detach', '--accept-new-host-keys', '--project P', '--zone Z']) assert.match(run.stdout, new RegExp(`^  ${o}`, 'm'));
-  assert.match(run.stdout, /^  -- \.\.\. +Everything after -- is taken as hydra OVERRIDEs/m);
+  assert.match(run.stdout, /^ {2}-- \.\.\. +Everything after -- is taken as hydra OVERRIDEs/m);
 
   const logs = await tpw('logs', '--help');
-  assert.match(logs.stdout, /^  -f, --follow +Follow until the run ends/m);
+  assert.match(logs.stdout, /^ {2}-f, --follow +Follow until the run ends/m);
   const explain = await tpw('flags', 'explain', '--help');
   assert.match(explain.stdout, /^Usage: tpw flags explain NAME\.\.\. \[--json\]/);
   // A help request wins over a bad option next to it, and works before the command words too.
