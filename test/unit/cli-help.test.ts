@@ -100,7 +100,7 @@ test('tpw stop --help names the signals the stop program sends, in its order', a
   assert.match(script, /kill -INT -- "-\$g" 2>\/dev\/null\nwaitgone 25\n/);
   assert.match(stop.stdout, /SIGTERM halfway through a 5 s grace period/);
   const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-  assert.match(readme, /Stop sends SIGINT, then SIGTERM halfway through the grace period, then SIGKILL/);
+  assert.match(readme.replace(/\s+/g, ' '), /`tpw stop RUN` \(SIGINT, then SIGTERM halfway through a 5 s grace period, then SIGKILL\)/);
 });
 
 test('an option a command does not take is refused, naming the option and the command (exit 2)', async () => {
