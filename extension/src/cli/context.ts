@@ -13,8 +13,6 @@ export interface GlobalOptions {
 export type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
 
 export interface CommandContext {
-  /** The command as typed, without `tpw` (e.g. `vm create`): usage errors name it. */
-  command: string;
   globals: GlobalOptions;
   values: Values;
   positionals: string[];

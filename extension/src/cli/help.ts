@@ -57,7 +57,7 @@ function optionLabel(name: string, spec: OptionSpec): string {
 /** The options a command accepts: its own, then the global ones it reads (its own description wins), then --help. */
 export function optionsOf(cmd: CommandSpec): [string, OptionSpec][] {
   const own = Object.entries(cmd.options ?? {});
-  const globals = (cmd.globals ?? []).filter((g) => !(g in (cmd.options ?? {}))).map((g): [string, OptionSpec] => [g, GLOBAL_OPTIONS[g]]);
+  const globals = (cmd.globals ?? []).filter((g) => !Object.prototype.hasOwnProperty.call(cmd.options ?? {}, g)).map((g): [string, OptionSpec] => [g, GLOBAL_OPTIONS[g]]);
   return [...own, ...globals, ['help', HELP_OPTION]];
 }
 

@@ -42,7 +42,7 @@ export async function main(
   const handler = path[path.length - 1].run;
   if (!handler) throw new TpwError('INTERNAL', `${command} has no handler`);
   try {
-    return await handler({ command: command.slice('tpw '.length), globals, values, positionals, rest, out, err });
+    return await handler({ globals, values, positionals, rest, out, err });
   } catch (e) {
     if (e instanceof UsageError) {
       err(`${command}: ${e.message}; see ${command} --help`);

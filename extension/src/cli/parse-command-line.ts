@@ -61,47 +61,56 @@ function didYouMean(word: string, names: readonly string[]): string {
   return near.length ? `; did you mean ${near.join(' or ')}?` : '';
 }
 
-export function parseCommandLine(argv: readonly string[]): CommandLine {
-  const args = [...argv];
-  const topLevel: [string, OptionSpec][] = [...Object.entries(GLOBAL_OPTIONS), ['help', HELP_OPTION], ['version', VERSION_OPTION]];
+const TOP_LEVEL: [string, OptionSpec][] = [...Object.entries(GLOBAL_OPTIONS), ['help', HELP_OPTION], ['version', VERSION_OPTION]];
+
+const has = (o: object, name: string): boolean => Object.prototype.hasOwnProperty.call(o, name);
+
+/**
+ * The command words in `args` and where they are: at each level the first positional not yet taken, before any
+ * `--`, reading the options around them as the commands below that level would (so `--type v4-8` before
+ * `create` is an option with its value, not a word). The global meaning of a name wins at every level.
+ */
+function commandWords(args: readonly string[]): { path: CommandSpec[]; at: Set<number> } {
   const path: CommandSpec[] = [];
-  const wordAt = new Set<number>();
+  const at = new Set<number>();
   let choices: readonly CommandSpec[] = COMMANDS;
-  // Walk down the command words: at each level, the first positional not yet taken (before any `--`).
   for (;;) {
-    const tokens = tokensOf(args, parseConfig([...valueOptionsUnder(choices).filter(([n]) => !(n in GLOBAL_OPTIONS) && n !== 'version'), ...topLevel]));
+    const tokens = tokensOf([...args], parseConfig([...valueOptionsUnder(choices), ...TOP_LEVEL]));
     const end = terminatorOf(tokens, args.length);
-    const word = tokens.find((t) => t.kind === 'positional' && t.index < end && !wordAt.has(t.index));
-    if (!word || word.kind !== 'positional') break;
+    const word = tokens.find((t): t is Extract<Token, { kind: 'positional' }> => t.kind === 'positional' && t.index < end && !at.has(t.index));
+    if (!word) return { path, at };
     const next = choices.find((c) => c.name === word.value);
     if (!next) {
       const names = choices.filter((c) => !c.hidden).map((c) => c.name);
-      const where = path.length ? `${commandName(path)}: unknown command "${word.value}"` : `tpw: unknown command "${word.value}"`;
-      throw new CommandLineError(`${where}${didYouMean(word.value, names)} (see ${commandName(path)} --help)`);
+      throw new CommandLineError(`${commandName(path)}: unknown command "${word.value}"${didYouMean(word.value, names)} (see ${commandName(path)} --help)`);
     }
     path.push(next);
-    wordAt.add(word.index);
-    if (!next.subcommands) break;
+    at.add(word.index);
+    if (!next.subcommands) return { path, at };
     choices = next.subcommands;
   }
-  const own = args.filter((_, i) => !wordAt.has(i));
-  const leaf = path[path.length - 1] as CommandSpec | undefined;
-  const accepted = leaf ? (leaf.subcommands ? [['help', HELP_OPTION] as [string, OptionSpec]] : optionsOf(leaf)) : topLevel;
-  const config = parseConfig(accepted);
+}
+
+export function parseCommandLine(argv: readonly string[]): CommandLine {
+  const { path, at } = commandWords(argv);
+  const own = argv.filter((_, i) => !at.has(i));
+  const leaf = path.at(-1);
+  const where = commandName(path);
+  const config = parseConfig(leaf ? (leaf.subcommands ? [['help', HELP_OPTION]] : optionsOf(leaf)) : TOP_LEVEL);
   const tokens = tokensOf(own, config);
   const end = terminatorOf(tokens, own.length);
-  const help = tokens.some((t) => t.kind === 'option' && t.index < end && t.name === 'help');
-  if (help) return { kind: 'help', path };
-  const where = commandName(path);
+  const options = tokens.filter((t): t is Extract<Token, { kind: 'option' }> => t.kind === 'option' && t.index < end);
+  // A help request wins over anything wrong beside it.
+  if (options.some((t) => t.name === 'help')) return { kind: 'help', path };
   if (leaf?.subcommands) {
     const names = leaf.subcommands.filter((c) => !c.hidden).map((c) => c.name);
     throw new CommandLineError(`${where}: missing command, one of: ${names.join(', ')} (see ${where} --help)`);
   }
-  for (const t of tokens) {
-    if (t.kind !== 'option' || t.index >= end || t.name in config) continue;
-    if (leaf && t.name in GLOBAL_OPTIONS) throw new CommandLineError(`${where}: ${t.rawName} does not apply to this command; see ${where} --help`);
-    const near = suggestions(t.name, Object.keys(config)).map((n) => `--${n}`);
-    throw new CommandLineError(`${where}: unknown option ${t.rawName}${near.length ? ` (did you mean ${near.join(' or ')}?)` : ''}; see ${where} --help`);
+  const unknown = options.find((t) => !has(config, t.name));
+  if (unknown) {
+    if (leaf && has(GLOBAL_OPTIONS, unknown.name)) throw new CommandLineError(`${where}: ${unknown.rawName} does not apply to this command; see ${where} --help`);
+    const near = suggestions(unknown.name, Object.keys(config)).map((n) => `--${n}`);
+    throw new CommandLineError(`${where}: unknown option ${unknown.rawName}${near.length ? ` (did you mean ${near.join(' or ')}?)` : ''}; see ${where} --help`);
   }
   let parsed;
   try {
@@ -110,13 +119,10 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     // Node's own message names the option (a missing value, a value given to a flag); its first line is enough.
     throw new CommandLineError(`${where}: ${String((e as Error).message).split('\n')[0]}; see ${where} --help`);
   }
-  const positionals = parsed.tokens.filter((t) => t.kind === 'positional' && t.index < end).map((t) => (t.kind === 'positional' ? t.value : ''));
-  const rest = own.slice(end + 1);
   const values = parsed.values as Values;
-  if (!leaf) {
-    if (values.version) return { kind: 'version' };
-    return { kind: 'no-command' };
-  }
+  if (!leaf) return values.version ? { kind: 'version' } : { kind: 'no-command' };
+  const positionals = parsed.tokens.flatMap((t) => (t.kind === 'positional' && t.index < end ? [t.value] : []));
+  const rest = own.slice(end + 1);
   if (rest.length > 0 && !leaf.passthrough) throw new CommandLineError(`${where}: unexpected argument "${rest[0]}" after --; see ${where} --help`);
   return { kind: 'command', path, values, positionals, rest };
 }
