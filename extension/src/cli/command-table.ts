@@ -61,7 +61,8 @@ const BACKEND: readonly GlobalOptionName[] = ['project', 'zone', 'emulator'];
 const BACKEND_SSH: readonly GlobalOptionName[] = [...BACKEND, 'accept-new-host-keys'];
 const JSON_OPTION: OptionSpec = { type: 'boolean', description: 'Print JSON instead of a table' };
 const RUN_ARG = 'RUN is a run id from `tpw runs`, or a prefix that names one run.';
-const STOP_SIGNALS = "SIGINT to the run's process group on every worker, SIGTERM halfway through a 5 s grace period, SIGKILL at its end";
+/** What the stop program (core/run/remote-script.ts) sends; the CLI uses its default 5 s grace period. */
+const stopSignals = (whose: string): string => `SIGINT to ${whose} process group on every worker, then SIGTERM halfway through a 5 s grace period, then SIGKILL at its end`;
 
 const VM: CommandSpec = {
   name: 'vm',
@@ -193,7 +194,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     usage: 'RECIPE --vm NAME [options] [-- OVERRIDE...]',
     summary: 'Sync the current folder to every worker and run the recipe on all of them',
     details: [
-      `Ctrl-C stops the run on every worker (${STOP_SIGNALS}); a second Ctrl-C exits at once.`,
+      `Ctrl-C stops the run on every worker (${stopSignals('its')}); a second Ctrl-C exits at once.`,
       'Hydra overrides go after --, and reach the recipe\'s command literally (even ones that start with -).',
     ],
     options: {
@@ -215,7 +216,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     globals: BACKEND_SSH,
     run: logsCommand,
   },
-  { name: 'stop', usage: 'RUN', summary: 'Stop a run on every worker', details: [`Sends ${STOP_SIGNALS}.`, RUN_ARG], globals: BACKEND_SSH, run: stopCommand },
+  { name: 'stop', usage: 'RUN', summary: 'Stop a run on every worker', details: [`Sends ${stopSignals("the run's")}.`, RUN_ARG], globals: BACKEND_SSH, run: stopCommand },
   {
     name: 'resume',
     usage: 'RUN',
