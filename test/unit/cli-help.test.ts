@@ -98,7 +98,7 @@ test('tpw stop --help names the signals the stop program sends, in its order', a
   assert.deepEqual(said, sent);
   // SIGTERM goes out after half the grace period (the script counts in 0.1 s steps): "halfway through a 5 s grace period".
   assert.match(script, /kill -INT -- "-\$g" 2>\/dev\/null\nwaitgone 25\n/);
-  assert.match(stop.stdout, /SIGTERM halfway through a 5 s grace period/);
+  assert.match(stop.stdout.replace(/\s+/g, ' '), /SIGTERM halfway through a 5 s grace period/);
   const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
   assert.match(readme.replace(/\s+/g, ' '), /`tpw stop RUN` \(SIGINT, then SIGTERM halfway through a 5 s grace period, then SIGKILL\)/);
 });
