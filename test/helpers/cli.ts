@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -22,6 +23,35 @@ export async function runTpw(cwd: string, argv: string[]): Promise<CliResult> {
   } finally {
     process.chdir(saved);
   }
+}
+
+export interface SpawnedTpw {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const CLI_SOURCE = path.resolve(__dirname, '../../extension/src/cli/main.ts');
+
+/**
+ * Runs the real `tpw` as a child process: the TypeScript source through tsx (so never a stale bundle), with
+ * `env` laid over this process's environment. Exit code, stdout and stderr as the user's shell would see them.
+ */
+export function spawnTpw(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SpawnedTpw> {
+  // A variable given as undefined is removed from the child's environment.
+  const env = Object.fromEntries(Object.entries({ ...process.env, ...opts.env }).filter(([, v]) => v !== undefined));
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--require', require.resolve('tsx/cjs'), CLI_SOURCE, ...argv],
+      { cwd: opts.cwd, env, encoding: 'utf8', timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? error.code : 0;
+        if (typeof code !== 'number') reject(new Error(`tpw ${argv.join(' ')} did not exit: ${String(error)}\n${stderr}`));
+        else resolve({ code, stdout, stderr });
+      },
+    );
+  });
 }
 
 /** Writes `recipes/<name>` under `ws`; returns its path relative to `ws`, as a user would type it. */

@@ -1,5 +1,5 @@
 import { openBackend, type Backend } from '../core/backend';
-import type { GlobalOptions } from './main';
+import type { GlobalOptions } from './context';
 
 /** The emulator unless a project is given (flag or $TPW_PROJECT) and --emulator is not. */
 export function openCliBackend(g: GlobalOptions): Promise<Backend> {

@@ -8,7 +8,7 @@ import { NODE_ID_PATTERN, shortName } from '../core/tpu/models';
 import { parseValidUntil } from '../core/tpu/valid-until';
 import { zonesOffering } from '../core/tpu/zones';
 import { openCliBackend } from './backend-from-args';
-import { requireArg, UsageError, type CommandContext } from './main';
+import { requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw vm create NAME --type T [--version V] [--zone Z] [--spot|--reserved] [--startup-script FILE]
@@ -24,7 +24,7 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
   const type = requireArg(ctx.values.type as string | undefined, '--type (e.g. --type v5litepod-16; see `tpw vm types`)');
   const opts = parseCreateOptions(ctx);
   const dryRun = Boolean(ctx.values['dry-run']);
-  let version = ctx.values.version_ as string | undefined;
+  let version = ctx.values.version as string | undefined;
   // A dry run with everything given needs no backend: it only prints the gcloud command.
   const backend: Backend | undefined = dryRun && ctx.globals.zone && version && ctx.globals.project ? undefined : await openCliBackend(ctx.globals);
   try {

@@ -10,7 +10,7 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import { expectedValue, FLAG_BY_NAME, FLAGS, type FlagInfo } from '../../../language-server/src/flags/catalog';
 import { flagDiagnostics } from '../../../language-server/src/service/flags';
 import { didYouMean } from '../../../language-server/src/service/fuzzy';
-import { UsageError, type CommandContext } from './main';
+import { UsageError, type CommandContext } from './context';
 
 const SEVERITY = ['', 'error', 'warning', 'info', 'hint'];
 
@@ -72,16 +72,12 @@ function explain(ctx: CommandContext, names: string[]): number {
   return status;
 }
 
-/** `tpw flags lint FILE...` | `tpw flags explain NAME...` */
-export async function flagsCommand(ctx: CommandContext): Promise<number> {
-  const [sub, ...args] = ctx.positionals;
-  switch (sub) {
-    case 'lint':
-      return lint(ctx, [...args, ...ctx.rest]);
-    case 'explain':
-      // A name written with its dashes must come after `--` (the option parser would take it otherwise).
-      return explain(ctx, [...args, ...ctx.rest]);
-    default:
-      throw new UsageError(`expected lint or explain${sub ? ` (got "${sub}")` : ''}`);
-  }
+/** `tpw flags lint FILE... [-- FILE...]` */
+export function flagsLint(ctx: CommandContext): number {
+  return lint(ctx, [...ctx.positionals, ...ctx.rest]);
+}
+
+/** `tpw flags explain NAME... [-- --NAME...]`: a name written with its dashes must come after `--` (the option parser would take it otherwise). */
+export function flagsExplain(ctx: CommandContext): number {
+  return explain(ctx, [...ctx.positionals, ...ctx.rest]);
 }

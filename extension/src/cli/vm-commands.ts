@@ -1,4 +1,5 @@
 import * as os from 'node:os';
+import type { Backend } from '../core/backend';
 import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
 import { chipsOf, formatCost, generationOf, hourlyCost, PRICE_SOURCE, pricedRegions, type PriceTier } from '../core/tpu/cost';
 import { listAllNodes, findNode } from '../core/tpu/find';
@@ -6,10 +7,7 @@ import { shortName } from '../core/tpu/models';
 import { zonesOffering } from '../core/tpu/zones';
 import { openCliBackend } from './backend-from-args';
 import { createVm } from './create-command';
-import { requireArg, UsageError, type CommandContext } from './main';
-
-const SUBCOMMANDS = ['list', 'create', 'delete', 'start', 'stop', 'types', 'add-key', 'zones', 'cost'] as const;
-type Sub = (typeof SUBCOMMANDS)[number];
+import { positionalsUpTo, requireArg, UsageError, type CommandContext } from './context';
 
 function progress(ctx: CommandContext, what: string): { onProgress: () => void; done: () => void } {
   const started = Date.now();
@@ -26,89 +24,108 @@ function progress(ctx: CommandContext, what: string): { onProgress: () => void; 
   };
 }
 
-export async function vmCommand(ctx: CommandContext): Promise<number> {
-  const [sub, name, ...extra] = ctx.positionals;
-  if (!sub || !(SUBCOMMANDS as readonly string[]).includes(sub)) {
-    throw new UsageError(`expected one of: ${SUBCOMMANDS.join(', ')}${sub ? ` (got "${sub}")` : ''}`);
-  }
-  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
-  // These two open the backend only when they need it (a dry run or a price needs no emulator, no project).
-  if (sub === 'cost') return costCommand(ctx, name);
-  if (sub === 'create') return createVm(ctx, name, (what) => progress(ctx, what));
+/** Opens the backend for one `tpw vm` subcommand and closes it after. */
+async function withBackend<T>(ctx: CommandContext, use: (backend: Backend) => Promise<T>): Promise<T> {
   const backend = await openCliBackend(ctx.globals);
   try {
-    switch (sub as Sub) {
-      case 'list': {
-        const nodes = await listAllNodes(backend, ctx.globals.zone);
-        if (ctx.values.json) {
-          ctx.out(JSON.stringify(nodes.map((n) => ({ ...n.node, zone: n.zone })), null, 2));
-          return 0;
-        }
-        if (nodes.length === 0) {
-          ctx.out(`No TPU VMs in ${backend.project} (${backend.zones.join(', ')}).`);
-          return 0;
-        }
-        const rows = nodes.map(({ node, zone }) => [shortName(node.name), zone, node.acceleratorType, node.state, String(node.networkEndpoints.length), node.runtimeVersion]);
-        printTable(ctx, ['NAME', 'ZONE', 'TYPE', 'STATE', 'WORKERS', 'RUNTIME'], rows);
-        return 0;
-      }
-      case 'add-key': {
-        // TPU Workbench's own ed25519 key into the VM's metadata ssh-keys (UpdateNode): no gcloud needed.
-        const vmName = requireArg(name, 'VM name (tpw vm add-key NAME)');
-        const { node } = await findNode(backend, vmName, ctx.globals.zone);
-        const key = ensureExtensionKey();
-        const user = backend.kind === 'emulator' ? (await backend.workersOf(node))[0]?.username ?? os.userInfo().username : os.userInfo().username;
-        await addKeyToNode(backend.api, node, user, key.publicKey);
-        ctx.out(`${vmName}: ${key.publicKey.split(' ').slice(0, 2).join(' ').slice(0, 40)}… added for ${user} (${key.privateKeyPath})`);
-        return 0;
-      }
-      case 'types': {
-        const zone = ctx.globals.zone ?? backend.zones[0];
-        const [types, versions] = await Promise.all([backend.api.listAcceleratorTypes(backend.project, zone), backend.api.listRuntimeVersions(backend.project, zone)]);
-        ctx.out(`Accelerator types in ${zone}: ${types.map((t) => t.type).join(', ')}`);
-        ctx.out(`Runtime versions in ${zone}: ${versions.map((v) => v.version).join(', ')}`);
-        return 0;
-      }
-      case 'zones': {
-        if (name) throw new UsageError(`unexpected argument "${name}"`);
-        const type = ctx.values.type as string | undefined;
-        const zones = type ? await zonesOffering(backend.api, backend.project, type) : (await backend.api.listZones(backend.project)).map((z) => z.locationId);
-        if (ctx.values.json) {
-          ctx.out(JSON.stringify(zones));
-          return 0;
-        }
-        if (zones.length === 0) {
-          ctx.err(type ? `No zone of ${backend.project} offers ${type}.` : `${backend.project} lists no zones.`);
-          return 1;
-        }
-        for (const z of zones) ctx.out(z);
-        return 0;
-      }
-      case 'delete':
-      case 'start':
-      case 'stop': {
-        const node = requireArg(name, `VM name (tpw vm ${sub} NAME)`);
-        const found = await findNode(backend, node, ctx.globals.zone);
-        const id = { project: backend.project, zone: found.zone, node };
-        const p = progress(ctx, `${sub} ${node}`);
-        if (sub === 'delete') await backend.api.deleteNode(id, { onProgress: p.onProgress });
-        else if (sub === 'start') await backend.api.startNode(id, { onProgress: p.onProgress });
-        else await backend.api.stopNode(id, { onProgress: p.onProgress });
-        p.done();
-        ctx.out(`${node}: ${sub === 'delete' ? 'deleted' : sub === 'start' ? 'READY' : 'STOPPED'}`);
-        return 0;
-      }
-      default:
-        // create and cost returned above.
-        throw new UsageError(`unexpected subcommand "${sub}"`);
-    }
+    return await use(backend);
   } finally {
     await backend.close();
   }
 }
 
-/** `tpw vm cost TYPE [--zone Z] [--spot|--reserved]`: the hourly list price, per zone's region or every priced region. */
-function costCommand(ctx: CommandContext, type: string | undefined): number {
+/** `tpw vm list [--json]` */
+export function vmList(ctx: CommandContext): Promise<number> {
+  positionalsUpTo(ctx, 0);
+  return withBackend(ctx, async (backend) => {
+    const nodes = await listAllNodes(backend, ctx.globals.zone);
+    if (ctx.values.json) {
+      ctx.out(JSON.stringify(nodes.map((n) => ({ ...n.node, zone: n.zone })), null, 2));
+      return 0;
+    }
+    if (nodes.length === 0) {
+      ctx.out(`No TPU VMs in ${backend.project} (${backend.zones.join(', ')}).`);
+      return 0;
+    }
+    const rows = nodes.map(({ node, zone }) => [shortName(node.name), zone, node.acceleratorType, node.state, String(node.networkEndpoints.length), node.runtimeVersion]);
+    printTable(ctx, ['NAME', 'ZONE', 'TYPE', 'STATE', 'WORKERS', 'RUNTIME'], rows);
+    return 0;
+  });
+}
+
+/** `tpw vm create NAME --type TYPE …`: opens the backend only when it needs it (a dry run may not). */
+export function vmCreate(ctx: CommandContext): Promise<number> {
+  const [name] = positionalsUpTo(ctx, 1);
+  return createVm(ctx, name, (what) => progress(ctx, what));
+}
+
+/** `tpw vm add-key NAME`: TPU Workbench's own ed25519 key into the VM's metadata ssh-keys (UpdateNode): no gcloud needed. */
+export function vmAddKey(ctx: CommandContext): Promise<number> {
+  const [name] = positionalsUpTo(ctx, 1);
+  const vmName = requireArg(name, 'VM name (tpw vm add-key NAME)');
+  return withBackend(ctx, async (backend) => {
+    const { node } = await findNode(backend, vmName, ctx.globals.zone);
+    const key = ensureExtensionKey();
+    const user = backend.kind === 'emulator' ? (await backend.workersOf(node))[0]?.username ?? os.userInfo().username : os.userInfo().username;
+    await addKeyToNode(backend.api, node, user, key.publicKey);
+    ctx.out(`${vmName}: ${key.publicKey.split(' ').slice(0, 2).join(' ').slice(0, 40)}… added for ${user} (${key.privateKeyPath})`);
+    return 0;
+  });
+}
+
+/** `tpw vm types`: accelerator types and runtime versions of --zone (or the backend's first zone). */
+export function vmTypes(ctx: CommandContext): Promise<number> {
+  positionalsUpTo(ctx, 0);
+  return withBackend(ctx, async (backend) => {
+    const zone = ctx.globals.zone ?? backend.zones[0];
+    const [types, versions] = await Promise.all([backend.api.listAcceleratorTypes(backend.project, zone), backend.api.listRuntimeVersions(backend.project, zone)]);
+    ctx.out(`Accelerator types in ${zone}: ${types.map((t) => t.type).join(', ')}`);
+    ctx.out(`Runtime versions in ${zone}: ${versions.map((v) => v.version).join(', ')}`);
+    return 0;
+  });
+}
+
+/** `tpw vm zones [--type TYPE] [--json]` */
+export function vmZones(ctx: CommandContext): Promise<number> {
+  positionalsUpTo(ctx, 0);
+  return withBackend(ctx, async (backend) => {
+    const type = ctx.values.type as string | undefined;
+    const zones = type ? await zonesOffering(backend.api, backend.project, type) : (await backend.api.listZones(backend.project)).map((z) => z.locationId);
+    if (ctx.values.json) {
+      ctx.out(JSON.stringify(zones));
+      return 0;
+    }
+    if (zones.length === 0) {
+      ctx.err(type ? `No zone of ${backend.project} offers ${type}.` : `${backend.project} lists no zones.`);
+      return 1;
+    }
+    for (const z of zones) ctx.out(z);
+    return 0;
+  });
+}
+
+/** `tpw vm delete|start|stop NAME`: waits for the operation, with progress on stderr. */
+export function vmLifecycle(action: 'delete' | 'start' | 'stop'): (ctx: CommandContext) => Promise<number> {
+  return (ctx) => {
+    const [name] = positionalsUpTo(ctx, 1);
+    const node = requireArg(name, `VM name (tpw vm ${action} NAME)`);
+    return withBackend(ctx, async (backend) => {
+      const found = await findNode(backend, node, ctx.globals.zone);
+      const id = { project: backend.project, zone: found.zone, node };
+      const p = progress(ctx, `${action} ${node}`);
+      if (action === 'delete') await backend.api.deleteNode(id, { onProgress: p.onProgress });
+      else if (action === 'start') await backend.api.startNode(id, { onProgress: p.onProgress });
+      else await backend.api.stopNode(id, { onProgress: p.onProgress });
+      p.done();
+      ctx.out(`${node}: ${action === 'delete' ? 'deleted' : action === 'start' ? 'READY' : 'STOPPED'}`);
+      return 0;
+    });
+  };
+}
+
+/** `tpw vm cost TYPE [--zone Z] [--spot|--reserved]`: the hourly list price, per zone's region or every priced region (no backend). */
+export function vmCost(ctx: CommandContext): number {
+  const [type] = positionalsUpTo(ctx, 1);
   const t = requireArg(type, 'accelerator type (tpw vm cost TYPE --zone Z)');
   const chips = chipsOf(t);
   const gen = generationOf(t);

@@ -1,0 +1,230 @@
+/**
+ * Every `tpw` command as data: its name, summary, usage, its own options (typed, described), the global options
+ * it reads, its subcommands, and its handler. The parser refuses what a command does not declare and the help
+ * is printed from here, so the two cannot drift apart.
+ */
+import type { CommandContext } from './context';
+import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
+import { flagsExplain, flagsLint } from './flags-commands';
+import { qrDelete, qrList } from './qr-commands';
+import { runCommand } from './run-command';
+import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
+import { vmAddKey, vmCost, vmCreate, vmLifecycle, vmList, vmTypes, vmZones } from './vm-commands';
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** May be given more than once (the value is then a list). */
+  multiple?: boolean;
+  /** The value's placeholder in the help (`--type TYPE`); string options only. */
+  arg?: string;
+  description: string;
+}
+
+export interface CommandSpec {
+  name: string;
+  /** One line, for the list of commands. */
+  summary: string;
+  /** What follows `tpw <path>` in the usage line, e.g. `NAME --type TYPE [options]`. */
+  usage?: string;
+  /** More help text, printed under the summary. */
+  details?: readonly string[];
+  options?: Readonly<Record<string, OptionSpec>>;
+  /** The global options this command reads; any other is refused. */
+  globals?: readonly GlobalOptionName[];
+  /** What may follow a literal `--`, passed on untouched; absent: nothing may. */
+  passthrough?: string;
+  subcommands?: readonly CommandSpec[];
+  run?: (ctx: CommandContext) => Promise<number> | number;
+  /** Spawned by tpw itself: resolvable, not listed. */
+  hidden?: boolean;
+}
+
+export const GLOBAL_OPTIONS = {
+  project: { type: 'string', arg: 'P', description: 'Google Cloud project P (default: $TPW_PROJECT; neither: the local emulator)' },
+  zone: { type: 'string', arg: 'Z', description: 'Zone (default: every zone of the backend, or $TPW_ZONES, comma-separated)' },
+  emulator: { type: 'boolean', description: 'Use the local emulator even if a project is set' },
+  'accept-new-host-keys': {
+    type: 'boolean',
+    description: 'Record the SSH host key of a worker seen for the first time (default: refuse, printing its fingerprint); a changed key is always refused',
+  },
+} as const satisfies Record<string, OptionSpec>;
+
+export type GlobalOptionName = keyof typeof GLOBAL_OPTIONS;
+
+/** Accepted by every command (and by `tpw` itself). */
+export const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', description: 'Show this help' };
+/** `tpw --version` only: `vm create` has a --version of its own. */
+export const VERSION_OPTION: OptionSpec = { type: 'boolean', description: 'Show the version' };
+
+const BACKEND: readonly GlobalOptionName[] = ['project', 'zone', 'emulator'];
+const BACKEND_SSH: readonly GlobalOptionName[] = [...BACKEND, 'accept-new-host-keys'];
+const JSON_OPTION: OptionSpec = { type: 'boolean', description: 'Print JSON instead of a table' };
+const RUN_ARG = 'RUN is a run id from `tpw runs`, or a prefix that names one run.';
+/** What the stop program (core/run/remote-script.ts) sends; the CLI uses its default 5 s grace period. */
+const stopSignals = (whose: string): string => `SIGINT to ${whose} process group on every worker, then SIGTERM halfway through a 5 s grace period, then SIGKILL at its end`;
+
+const VM: CommandSpec = {
+  name: 'vm',
+  summary: 'TPU VMs: list, create, delete, start, stop; types, zones and prices',
+  subcommands: [
+    { name: 'list', summary: 'List TPU VMs (every zone of the backend by default)', options: { json: JSON_OPTION }, globals: BACKEND, run: vmList },
+    {
+      name: 'create',
+      usage: 'NAME --type TYPE [options]',
+      summary: 'Create a TPU VM and wait until it is READY',
+      details: [
+        '--queued creates a queued resource instead (the VM is created once capacity is there; see `tpw qr list`); --dry-run prints the equivalent gcloud command and creates nothing.',
+        'A quota or capacity failure names the zones that offer TYPE.',
+      ],
+      options: {
+        type: { type: 'string', arg: 'TYPE', description: 'Accelerator type, e.g. v5litepod-16 (`tpw vm types` lists them)' },
+        version: { type: 'string', arg: 'V', description: "Runtime version (default: the zone's first)" },
+        zone: { type: 'string', arg: 'Z', description: 'Zone to create it in (default: the first zone of the backend)' },
+        spot: { type: 'boolean', description: 'A spot VM (may be preempted)' },
+        reserved: { type: 'boolean', description: 'Use reserved capacity' },
+        'startup-script': { type: 'string', arg: 'FILE', description: 'Run FILE on every worker at boot' },
+        label: { type: 'string', arg: 'K=V', multiple: true, description: 'A label (repeatable)' },
+        'data-disk': { type: 'string', arg: 'SOURCE[,mode=read-only]', multiple: true, description: 'Attach a disk projects/P/zones/Z/disks/D (repeatable)' },
+        description: { type: 'string', arg: 'D', description: 'Description of the VM' },
+        queued: { type: 'boolean', description: 'Create it as a queued resource' },
+        tier: { type: 'string', arg: 'spot|guaranteed', description: 'Tier of the queued resource (default: guaranteed; spot with --spot)' },
+        'valid-until': { type: 'string', arg: '6h|TIME', description: 'Give up on the queued resource after a duration or at an RFC 3339 time' },
+        'dry-run': { type: 'boolean', description: 'Print the gcloud command only' },
+      },
+      globals: ['project', 'emulator'],
+      run: vmCreate,
+    },
+    { name: 'delete', usage: 'NAME', summary: 'Delete a TPU VM', globals: BACKEND, run: vmLifecycle('delete') },
+    { name: 'start', usage: 'NAME', summary: 'Start a stopped TPU VM and wait until it is READY', globals: BACKEND, run: vmLifecycle('start') },
+    { name: 'stop', usage: 'NAME', summary: 'Stop a TPU VM', globals: BACKEND, run: vmLifecycle('stop') },
+    {
+      name: 'add-key',
+      usage: 'NAME',
+      summary: "Put TPU Workbench's ed25519 key (<TPW_HOME>/id_ed25519) into the VM's metadata ssh-keys",
+      globals: BACKEND,
+      run: vmAddKey,
+    },
+    { name: 'types', summary: 'Accelerator types and runtime versions of --zone (default: the first zone)', globals: BACKEND, run: vmTypes },
+    {
+      name: 'zones',
+      usage: '[--type TYPE]',
+      summary: 'Zones of the project (that offer TYPE)',
+      options: { type: { type: 'string', arg: 'TYPE', description: 'Only the zones that offer this accelerator type' }, json: JSON_OPTION },
+      globals: ['project', 'emulator'],
+      run: vmZones,
+    },
+    {
+      name: 'cost',
+      usage: 'TYPE [--zone Z] [--spot | --reserved]',
+      summary: 'Hourly list price (every priced region without --zone)',
+      options: {
+        zone: { type: 'string', arg: 'Z', description: "The price in this zone's region" },
+        spot: { type: 'boolean', description: 'The spot price only' },
+        reserved: { type: 'boolean', description: 'The reserved price only' },
+      },
+      run: vmCost,
+    },
+  ],
+};
+
+const QR: CommandSpec = {
+  name: 'qr',
+  summary: 'Queued resources: list, delete',
+  subcommands: [
+    { name: 'list', summary: 'Queued resources and their state', options: { json: JSON_OPTION }, globals: BACKEND, run: qrList },
+    {
+      name: 'delete',
+      usage: 'NAME [--force]',
+      summary: 'Delete a queued resource',
+      options: { force: { type: 'boolean', description: 'Delete its VM too' } },
+      globals: BACKEND,
+      run: qrDelete,
+    },
+  ],
+};
+
+const EMULATOR: CommandSpec = {
+  name: 'emulator',
+  summary: 'The local Cloud TPU emulator (REST API + SSH workers on loopback)',
+  subcommands: [
+    {
+      name: 'start',
+      usage: '[--foreground]',
+      summary: 'Start the emulator in the background',
+      options: { foreground: { type: 'boolean', description: 'Run it in this process until Ctrl-C' } },
+      run: emulatorStart,
+    },
+    { name: 'stop', summary: 'Stop the background emulator', run: emulatorStop },
+    { name: 'status', summary: 'Whether it runs, where, and how many VMs it has (exit 1: not running)', run: emulatorStatusCommand },
+    { name: 'run-foreground', summary: 'The emulator process that `start` spawns', run: emulatorRunForeground, hidden: true },
+  ],
+};
+
+const FLAGS: CommandSpec = {
+  name: 'flags',
+  summary: 'LIBTPU_INIT_ARGS / XLA_FLAGS: lint files, explain flags',
+  subcommands: [
+    {
+      name: 'lint',
+      usage: 'FILE... [--json]',
+      summary: 'Check LIBTPU_INIT_ARGS / XLA_FLAGS strings in files',
+      details: ['Exit 1 on errors; unknown flags (perhaps private libtpu flags) are warnings.'],
+      options: { json: JSON_OPTION },
+      passthrough: 'more FILEs (names that start with -)',
+      run: flagsLint,
+    },
+    {
+      name: 'explain',
+      usage: 'NAME... [--json]',
+      summary: 'What a flag does: type, values, default, source',
+      details: ['Write -- before a name given with its dashes: tpw flags explain -- --xla_tpu_scoped_vmem_limit_kib'],
+      options: { json: { type: 'boolean', description: 'Print the catalog entries as JSON' } },
+      passthrough: 'flag NAMEs written with their dashes',
+      run: flagsExplain,
+    },
+  ],
+};
+
+export const COMMANDS: readonly CommandSpec[] = [
+  VM,
+  QR,
+  {
+    name: 'run',
+    usage: 'RECIPE --vm NAME [options] [-- OVERRIDE...]',
+    summary: 'Sync the current folder to every worker and run the recipe on all of them',
+    details: [
+      `Ctrl-C stops the run on every worker (${stopSignals('its')}); a second Ctrl-C exits at once.`,
+      'Hydra overrides go after --, and reach the recipe\'s command literally (even ones that start with -).',
+    ],
+    options: {
+      vm: { type: 'string', arg: 'NAME', description: 'The TPU VM to run on (`tpw vm list`)' },
+      'no-fail-fast': { type: 'boolean', description: 'Let the other workers go on when one fails (default: stop them all)' },
+      detach: { type: 'boolean', description: 'Return once the run started on every worker, printing its id' },
+    },
+    globals: BACKEND_SSH,
+    passthrough: "hydra OVERRIDEs, appended to the recipe's command",
+    run: runCommand,
+  },
+  { name: 'runs', summary: 'Runs started from this machine, newest first', options: { json: JSON_OPTION }, run: runsCommand },
+  {
+    name: 'logs',
+    usage: 'RUN [--follow]',
+    summary: "Every worker's log, each line prefixed [wN]",
+    details: [RUN_ARG],
+    options: { follow: { type: 'boolean', short: 'f', description: 'Follow until the run ends (Ctrl-C stops following, not the run)' } },
+    globals: BACKEND_SSH,
+    run: logsCommand,
+  },
+  { name: 'stop', usage: 'RUN', summary: 'Stop a run on every worker', details: [`Sends ${stopSignals("the run's")}.`, RUN_ARG], globals: BACKEND_SSH, run: stopCommand },
+  {
+    name: 'resume',
+    usage: 'RUN',
+    summary: 'Recreate a preempted VM and rerun the recipe with resume=auto',
+    details: ['The VM is recreated with the same spec; the recipe runs again with the same overrides, from the same folder.', RUN_ARG],
+    globals: BACKEND_SSH,
+    run: resumeCommand,
+  },
+  EMULATOR,
+  FLAGS,
+];

@@ -1,0 +1,36 @@
+/**
+ * What every `tpw` command handler receives, and the usage error it throws for bad input that the option
+ * parser cannot see (a missing NAME, a bad combination). Kept apart from main.ts so the handlers and the
+ * command table do not import the entry point.
+ */
+
+export interface GlobalOptions {
+  project?: string;
+  zone?: string;
+  emulator: boolean;
+}
+
+export type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+export interface CommandContext {
+  globals: GlobalOptions;
+  values: Values;
+  positionals: string[];
+  /** Arguments after a literal `--`, passed through untouched (only commands that take them get any). */
+  rest: string[];
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export class UsageError extends Error {}
+
+export function requireArg(value: string | undefined, what: string): string {
+  if (!value) throw new UsageError(`missing ${what}`);
+  return value;
+}
+
+/** The first `n` positionals; a further one is refused by name. */
+export function positionalsUpTo(ctx: CommandContext, n: number): (string | undefined)[] {
+  if (ctx.positionals.length > n) throw new UsageError(`unexpected argument "${ctx.positionals[n]}"`);
+  return Array.from({ length: n }, (_, i) => ctx.positionals[i]);
+}
