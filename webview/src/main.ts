@@ -4,7 +4,7 @@
  * and the UI state that matters across reloads (the open tab) also goes to setState.
  */
 import './style.css';
-import type { HostToWebview, WebviewToHost } from './protocol';
+import type { HostToWebview, WebviewToHost } from '../../protocol/run-view-messages';
 import { el } from './dom';
 import { LogView } from './logs/view';
 import { MetricsView, parseStepLine } from './metrics';

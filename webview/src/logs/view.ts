@@ -4,7 +4,7 @@
  * Browsers cap an element's height (~16-33M px), so past that the scrollbar maps proportionally onto rows.
  * Log lines are untrusted: they only ever reach the DOM as textContent.
  */
-import type { WorkerState } from '../protocol';
+import type { WorkerStatus } from '../../../protocol/run-status';
 import { parseAnsi } from './ansi';
 import { Level, LogStore } from './store';
 import { button, el } from '../dom';
@@ -18,7 +18,7 @@ export interface LogViewHost {
 }
 
 interface WorkerChip {
-  state: WorkerState;
+  state: WorkerStatus;
   exitCode?: number | null;
   el: HTMLButtonElement;
 }
@@ -107,7 +107,7 @@ export class LogView {
     }
   }
 
-  setWorkerState(worker: number, state: WorkerState, exitCode?: number | null): void {
+  setWorkerState(worker: number, state: WorkerStatus, exitCode?: number | null): void {
     let chip = this.workerChips.get(worker);
     if (!chip) {
       const b = button(`w${worker}`, () => {
