@@ -98,7 +98,7 @@ export class LogView {
 
   append(worker: number, lines: string[]): void {
     const added = this.store.append(worker, lines);
-    if (!this.workerChips.has(worker)) this.setWorkerState(worker, 'running');
+    if (!this.workerChips.has(worker)) this.setWorkerStatus(worker, 'running');
     this.updateChip(worker);
     if (added > 0) {
       // New lines can match the active search: extend the hits instead of rescanning everything.
@@ -107,7 +107,7 @@ export class LogView {
     }
   }
 
-  setWorkerState(worker: number, state: WorkerStatus, exitCode?: number | null): void {
+  setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {
     let chip = this.workerChips.get(worker);
     if (!chip) {
       const b = button(`w${worker}`, () => {
