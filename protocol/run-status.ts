@@ -6,7 +6,7 @@
 /**
  * A run as a whole. `cancelled` is a run someone stopped (`tpw stop`, Cancel); `preempted` is a run whose VM
  * was taken away (or whose trainer exited with its preempted status), which is not a failure of the program;
- * `unknown` is a record whose status this version cannot read (written by another version, or damaged).
+ * `unknown` stands for a recorded status this version does not know (another version wrote it, or it is damaged).
  */
 export const RUN_STATUSES = ['starting', 'running', 'succeeded', 'failed', 'cancelled', 'preempted', 'unknown'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -15,5 +15,4 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
  * One worker of a run. `exited` is an exit on its own (code 0 or not: the chip shows the code); `failed` is a
  * worker that could not run the program or exited non-zero; `stopped` is one we stopped (cancel, fail-fast).
  */
-export const WORKER_STATUSES = ['running', 'exited', 'failed', 'preempted', 'stopped'] as const;
-export type WorkerStatus = (typeof WORKER_STATUSES)[number];
+export type WorkerStatus = 'running' | 'exited' | 'failed' | 'preempted' | 'stopped';
