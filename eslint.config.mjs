@@ -13,8 +13,34 @@ export default tseslint.config(
     },
   },
   {
-    // core is shared by the extension, the CLI and the tests: it must never depend on VS Code.
+    // core is shared by the extension, the CLI and the tests: it must never depend on VS Code, nor on the
+    // packages on the other side of a process boundary (their shared types are in protocol/).
     files: ['extension/src/core/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [{ name: 'vscode', message: 'extension/src/core must not import vscode' }] }] },
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [{ name: 'vscode', message: 'extension/src/core must not import vscode' }],
+        patterns: [{ group: ['**/webview/**', '**/language-server/**'], message: 'extension/src/core imports what crosses a process boundary from protocol/' }],
+      }],
+    },
+  },
+  {
+    // The webview runs in a browser: it shares types with the extension through protocol/ only.
+    files: ['webview/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [{ name: 'vscode', message: 'the webview cannot import vscode' }],
+        patterns: [{ group: ['**/extension/**', '**/language-server/**'], message: 'the webview imports what it shares with the extension from protocol/' }],
+      }],
+    },
+  },
+  {
+    // protocol/ is what both sides of a boundary import: it depends on no package of this repository.
+    files: ['protocol/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [{ name: 'vscode', message: 'protocol/ must not import vscode' }],
+        patterns: [{ group: ['../*', '**/extension/**', '**/webview/**', '**/language-server/**'], message: 'protocol/ imports nothing from the other packages' }],
+      }],
+    },
   },
 );

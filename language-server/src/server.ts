@@ -21,7 +21,7 @@ import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './servic
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
 import { completeOverrideLine } from './service/override-line';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
-import { COMPLETE_OVERRIDES, type CompleteOverridesParams, type CompleteOverridesResult } from './protocol';
+import { CompleteOverridesRequest } from '../../protocol/language-server-requests';
 
 const connection = createConnection(ProposedFeatures.all);
 const documents = new TextDocuments(TextDocument);
@@ -101,7 +101,7 @@ connection.onCompletion((params): CompletionList | null =>
 );
 
 // The "Run on TPU with Overrides…" input: the same checks as overrides in a recipe, against the same model.
-connection.onRequest(COMPLETE_OVERRIDES, (params: CompleteOverridesParams): CompleteOverridesResult =>
+connection.onRequest(CompleteOverridesRequest, (params) =>
   safely('override line', { items: [], problems: [], overrides: params.line.split(/\s+/).filter(Boolean), checked: false }, () =>
     completeOverrideLine(model, params.line, params.cursor),
   ),

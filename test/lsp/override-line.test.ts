@@ -1,13 +1,13 @@
 /**
  * The "Run on TPU with Overrides…" input: a typed line of overrides is completed and checked by the same code
- * as overrides in recipes (service/override-line.ts), directly and through the `tpuWorkbench/completeOverrides`
- * request the extension sends. `|` marks the cursor.
+ * as overrides in recipes (service/override-line.ts), directly and through CompleteOverridesRequest
+ * (`tpuWorkbench/completeOverrides`), the request the extension sends. `|` marks the cursor.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { loadHydraModel, type HydraModel } from '../../language-server/src/hydra/model';
-import { COMPLETE_OVERRIDES, type CompleteOverridesResult } from '../../language-server/src/protocol';
+import { CompleteOverridesRequest, type CompleteOverridesResult } from '../../protocol/language-server-requests';
 import { completeOverrideLine } from '../../language-server/src/service/override-line';
 import { INIT, makeWorkspace } from './fixture';
 import { LspClient } from './harness';
@@ -75,7 +75,7 @@ test('the server answers tpuWorkbench/completeOverrides with the same result', a
   const c = await LspClient.start(root, INIT);
   try {
     const line = 'model=big max_step=3';
-    const got = (await c.conn.sendRequest(COMPLETE_OVERRIDES, { line, cursor: line.length })) as CompleteOverridesResult;
+    const got = await c.conn.sendRequest(CompleteOverridesRequest, { line, cursor: line.length });
     assert.deepEqual(got, completeOverrideLine(model, line, line.length));
     assert.match(got.problems[0].message, /Did you mean "max_steps"/);
     assert.deepEqual(c.errors, []);

@@ -9,23 +9,6 @@ from _trainer_helpers import read_metrics, tiny_config
 from tpu_trainer.metrics import flops_per_token
 from tpu_trainer.train import train
 
-DOCUMENTED = {
-    "step": int,
-    "loss": float,
-    "lr": float,
-    "step_time_s": float,
-    "tokens_per_s": float,
-    "mfu": (float, type(None)),
-    "mem_bytes": int,
-    "mem_kind": str,
-    "grad_norm": (float, type(None)),
-    "tokens": int,
-    "worker": int,
-    "device": str,
-    "compiles": (int, type(None)),
-    "time": float,
-}
-
 
 @pytest.fixture(scope="module")
 def run30(tmp_path_factory):
@@ -52,10 +35,8 @@ def test_loss_goes_down(run30):
 def test_metrics_jsonl_has_documented_fields(run30):
     out, _, records = run30
     assert [r["step"] for r in records] == [1, 5, 10, 15, 20, 25, 30]
+    # Which fields, of which types: test_metrics_schema.py, against the record's one schema. Here: the values.
     for r in records:
-        assert set(r) == set(DOCUMENTED), set(r) ^ set(DOCUMENTED)
-        for key, types in DOCUMENTED.items():
-            assert isinstance(r[key], types), (key, r[key])
         assert math.isfinite(r["loss"]) and r["lr"] > 0
         assert r["step_time_s"] > 0 and r["tokens_per_s"] > 0
         assert r["mfu"] is None  # CPU: peak FLOP/s unknown, documented as null

@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
-import { MetricsTail, type MetricsLine } from '../../extension/src/core/profiles/metrics-tail';
+import { MetricsTail } from '../../extension/src/core/profiles/metrics-tail';
+import type { MetricRecord } from '../../protocol/metrics-record';
 import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
@@ -80,7 +81,7 @@ describe('run artifacts from the workers (emulator SSH)', () => {
     for (const i of [0, 1]) fs.mkdirSync(path.dirname(file(i)), { recursive: true });
     fs.writeFileSync(file(0), '{"step":1,"loss":3}\nnot json\n{"step":2,"loss":2.75}\n{"step":3,"lo');
     fs.writeFileSync(file(1), '{"step":1,"loss":3.5}\n');
-    const steps = (lines: MetricsLine[]) => lines.map((l) => `w${l.worker}:${l.step}:${String(l.loss)}`).sort();
+    const steps = (lines: MetricRecord[]) => lines.map((l) => `w${l.worker}:${l.step}:${String(l.loss)}`).sort();
     assert.deepEqual(steps(await tail.poll()), ['w0:1:3', 'w0:2:2.75', 'w1:1:3.5']);
     assert.equal(tail.offset(0), fs.statSync(file(0)).size);
     fs.appendFileSync(file(0), 'ss":2.5}\n{"step":4,"loss":2.25}\n');

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import type { HostToWebview, ProfileSummary, WebviewToHost } from '../../webview/src/protocol';
+import type { HostToWebview, ProfileSummary, WebviewToHost } from '../../protocol/run-view-messages';
 import { launchBrowser } from '../e2e/workbench';
 
 export const repo = path.resolve(__dirname, '../..');

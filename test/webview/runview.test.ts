@@ -93,6 +93,19 @@ describe('run view webview (built bundle, headless Chromium)', () => {
     await page.screenshot({ path: path.join(artifacts, 'logs.png') });
   });
 
+  it('says "preempted" in the header of a preempted run, in the warning colour of its worker chips', async () => {
+    const header = () => page.$eval('.run-state', (e) => ({ text: e.textContent, colour: getComputedStyle(e).color }));
+    await post(page, { type: 'runState', runId: 'run-test', state: 'failed', summary: 'w2: exit code 1' });
+    const failed = await header();
+    await post(page, { type: 'runState', runId: 'run-test', state: 'preempted', summary: 'the VM went PREEMPTED' });
+    const preempted = await header();
+    assert.equal(preempted.text, 'preempted — the VM went PREEMPTED');
+    const chip = await page.$eval('.chip[data-state="preempted"]', (e) => getComputedStyle(e).borderTopColor);
+    assert.equal(preempted.colour, chip, 'the header and the preempted chip share the warning colour');
+    assert.notEqual(preempted.colour, failed.colour, 'preempted does not read as failed');
+    await post(page, { type: 'runState', runId: 'run-test', state: 'running', workers: 4 });
+  });
+
   it('keeps a million lines virtual: few DOM rows, fast scroll frames', async () => {
     const t = await page.evaluate(() => {
       const view = (window as unknown as { tpwRunView: { logs: { append(w: number, l: string[]): void; render(): void; store: { length: number } } } }).tpwRunView.logs;

@@ -2,27 +2,11 @@
 
 metrics.jsonl is the contract with TPU Workbench (the run view charts it): one
 JSON object per logged step, one line each, flushed as it is written so a tail
-over SSH sees it at once. Fields:
-
-  step          int    optimizer step, 1-based
-  loss          float  training loss of that step
-  lr            float  learning rate used by that step
-  step_time_s   float  mean wall time per step since the previous logged step
-                       (the first logged step includes XLA compilation)
-  tokens_per_s  float  tokens processed per second over the same interval
-  mfu           float | null  model FLOPs utilisation in [0, 1]; null when the
-                       device's peak FLOP/s is unknown (plain CPU, XLA:CPU) and
-                       peak_flops_per_device is not set
-  mem_bytes     int    device memory in use when the runtime reports it (TPU,
-                       GPU); otherwise the process's resident set size
-  mem_kind      str    "device" or "host_rss": which of the two mem_bytes is
-  grad_norm     float | null  global gradient norm before clipping
-  tokens        int    tokens processed so far
-  worker        int    TPU worker id (TPU_WORKER_ID), 0 on a single host
-  device        str    e.g. "xla:TPU v5 lite", "xla:CPU", "cpu"
-  compiles      int | null  XLA graph compilations so far (null off XLA); a
-                       count that keeps growing means a recompiling step
-  time          float  unix time of the record
+over SSH sees it at once. Its fields are described once, in the repository's
+protocol/metrics-record.schema.json: the extension checks every line against
+that file, and test/trainer/test_metrics_schema.py checks what this trainer
+writes against it (every field present, of its type). A field added here goes
+into the schema first.
 
 MFU: FLOPs per token = 6 * N + 12 * L * H * Q * T, where N counts the
 parameters that take part in matmuls (all but the input embedding table; for

@@ -1,10 +1,10 @@
 /**
  * The run view (browser side): Logs, Metrics and Profiles tabs fed by the extension host through the typed
- * messages of protocol.ts. The panel is kept alive while hidden (retainContextWhenHidden on the host side),
- * and the UI state that matters across reloads (the open tab) also goes to setState.
+ * messages of protocol/run-view-messages.ts. The panel is kept alive while hidden (retainContextWhenHidden on
+ * the host side), and the UI state that matters across reloads (the open tab) also goes to setState.
  */
 import './style.css';
-import type { HostToWebview, WebviewToHost } from './protocol';
+import type { HostToWebview, WebviewToHost } from '../../protocol/run-view-messages';
 import { el } from './dom';
 import { LogView } from './logs/view';
 import { MetricsView, parseStepLine } from './metrics';
@@ -100,10 +100,10 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       title.textContent = msg.runId;
       state.textContent = msg.state + (msg.summary ? ` — ${msg.summary}` : '');
       state.dataset.state = msg.state;
-      for (let w = 0; w < (msg.workers ?? 0); w++) if (!logs.store.workers.has(w)) logs.setWorkerState(w, 'running');
+      for (let w = 0; w < (msg.workers ?? 0); w++) if (!logs.store.workers.has(w)) logs.setWorkerStatus(w, 'running');
       break;
     case 'workerStatus':
-      logs.setWorkerState(msg.worker, msg.state, msg.exitCode);
+      logs.setWorkerStatus(msg.worker, msg.state, msg.exitCode);
       break;
     case 'metrics':
       metrics.add(msg.records);

@@ -5,21 +5,23 @@
  */
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { MetricRecord } from './protocol';
+import type { MetricRecord } from '../../protocol/metrics-record';
+import { CHARTED_METRICS, type ChartedMetric } from './charted-metrics';
 import { el, fmtNum } from './dom';
 
 export { parseStepLine } from './stepline';
 
-type Key = 'loss' | 'lr' | 'step_time_s' | 'tokens_per_s' | 'mfu' | 'mem_bytes';
+type Key = ChartedMetric;
 
-const CHARTS: { key: Key; title: string; fmt: (v: number) => string }[] = [
-  { key: 'loss', title: 'Loss', fmt: (v) => v.toFixed(4) },
-  { key: 'lr', title: 'Learning rate', fmt: (v) => v.toExponential(2) },
-  { key: 'step_time_s', title: 'Step time (s)', fmt: (v) => v.toFixed(4) },
-  { key: 'tokens_per_s', title: 'Tokens / s', fmt: fmtNum },
-  { key: 'mfu', title: 'MFU', fmt: (v) => `${(v * 100).toFixed(1)}%` },
-  { key: 'mem_bytes', title: 'Memory', fmt: (v) => `${fmtNum(v)}B` },
-];
+const STYLE: Record<Key, { title: string; fmt: (v: number) => string }> = {
+  loss: { title: 'Loss', fmt: (v) => v.toFixed(4) },
+  lr: { title: 'Learning rate', fmt: (v) => v.toExponential(2) },
+  step_time_s: { title: 'Step time (s)', fmt: (v) => v.toFixed(4) },
+  tokens_per_s: { title: 'Tokens / s', fmt: fmtNum },
+  mfu: { title: 'MFU', fmt: (v) => `${(v * 100).toFixed(1)}%` },
+  mem_bytes: { title: 'Memory', fmt: (v) => `${fmtNum(v)}B` },
+};
+const CHARTS = CHARTED_METRICS.map((key) => ({ key, ...STYLE[key] }));
 
 function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;

@@ -2,7 +2,7 @@
  * The Profiles tab: capture list, step-time breakdown, op profile (by hlo_category or by module), the trace
  * timeline, Chrome trace export, and the health panel built from the torch_xla metrics report.
  */
-import type { HealthFinding, OpRow, ProfileCapture, ProfileSummary, StepBreakdown } from './protocol';
+import type { HealthFinding, OpRow, ProfileCapture, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
 import { button, el, fmtNum, fmtUs } from './dom';
 import { Timeline } from './timeline';
 

@@ -1,5 +1,5 @@
 /** The trainer's console step line → a metrics record (no DOM, no chart library: unit-tested in Node). */
-import type { MetricRecord } from './protocol';
+import type { MetricRecord } from '../../protocol/metrics-record';
 
 const UNITS: Record<string, number> = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3, TiB: 1024 ** 4 };
 
@@ -14,12 +14,15 @@ export function parseStepLine(line: string, worker: number): MetricRecord | unde
   const parts = m[2].split(/\s+/);
   for (let i = 0; i + 1 < parts.length; i += 2) {
     const [k, v] = [parts[i], parts[i + 1]];
-    const val = v === '-' ? null : Number(v);
+    const val = Number(v);
     if (k === 'mem') {
       const mm = /^([\d.]+)(B|KiB|MiB|GiB|TiB)$/.exec(v);
-      rec.mem_bytes = mm ? Number(mm[1]) * UNITS[mm[2]] : null;
-    } else if (k === 'loss' || k === 'lr' || k === 'grad_norm' || k === 'step_time_s' || k === 'tokens_per_s' || k === 'mfu') {
-      rec[k] = val !== null && Number.isFinite(val) ? val : null;
+      if (mm) rec.mem_bytes = Math.round(Number(mm[1]) * UNITS[mm[2]]);
+    } else if (k === 'mfu' || k === 'grad_norm') {
+      // The record's schema allows null here: the trainer has no value (CPU MFU, no norm clipping).
+      rec[k] = v !== '-' && Number.isFinite(val) ? val : null;
+    } else if ((k === 'loss' || k === 'lr' || k === 'step_time_s' || k === 'tokens_per_s') && Number.isFinite(val)) {
+      rec[k] = val;
     }
   }
   return rec;

@@ -8,7 +8,7 @@
  * Enter zooms to the picked one; its name, duration and start are read out in a live region. In high-contrast
  * themes events are outlined with the theme's contrast border and labelled in its foreground colour.
  */
-import type { ProfileSummary, TimelineLine } from './protocol';
+import type { ProfileSummary, TimelineLine } from '../../protocol/run-view-messages';
 import { el, fmtUs } from './dom';
 
 const ROW = 14;

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
-import { COMPLETE_OVERRIDES, type CompleteOverridesParams, type CompleteOverridesResult } from '../../../language-server/src/protocol';
+import { CompleteOverridesRequest, type CompleteOverridesParams, type CompleteOverridesResult } from '../../../protocol/language-server-requests';
 
 /** What the rest of the extension asks the language server, besides what VS Code asks for documents. */
 export interface LanguageService extends vscode.Disposable {
@@ -55,7 +55,7 @@ export function startLanguageClient(context: vscode.ExtensionContext, log: vscod
     completeOverrides: async (params) => {
       if (!(await started) || !client.isRunning()) return undefined;
       try {
-        return await client.sendRequest<CompleteOverridesResult>(COMPLETE_OVERRIDES, params);
+        return await client.sendRequest(CompleteOverridesRequest, params);
       } catch (e) {
         log.warn(`override completion failed: ${e instanceof Error ? e.message : String(e)}`);
         return undefined;

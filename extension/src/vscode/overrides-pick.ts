@@ -4,7 +4,7 @@
  * messages (did-you-mean) are the ones a recipe would show; a line with an error cannot be run.
  */
 import * as vscode from 'vscode';
-import type { CompleteOverridesResult, OverrideLineItem } from '../../../language-server/src/protocol';
+import type { CompleteOverridesResult, OverrideLineItem } from '../../../protocol/language-server-requests';
 import type { LanguageService } from './language-client';
 
 const TITLE = 'Run on TPU with Overrides';

@@ -6,7 +6,7 @@
 import { DiagnosticSeverity, type TextEdit } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { HydraModel } from '../hydra/model';
-import type { CompleteOverridesResult, OverrideLineItem, OverrideLineProblem } from '../protocol';
+import type { CompleteOverridesResult, OverrideLineItem, OverrideLineProblem } from '../../../protocol/language-server-requests';
 import { findTrainerCommands, overrideCompletion, overrideDiagnostics } from './overrides';
 
 const PREFIX = 'python3 -m tpu_trainer.train ';

@@ -4,7 +4,7 @@
  * Browsers cap an element's height (~16-33M px), so past that the scrollbar maps proportionally onto rows.
  * Log lines are untrusted: they only ever reach the DOM as textContent.
  */
-import type { WorkerState } from '../protocol';
+import type { WorkerStatus } from '../../../protocol/run-status';
 import { parseAnsi } from './ansi';
 import { Level, LogStore } from './store';
 import { button, el } from '../dom';
@@ -18,7 +18,7 @@ export interface LogViewHost {
 }
 
 interface WorkerChip {
-  state: WorkerState;
+  state: WorkerStatus;
   exitCode?: number | null;
   el: HTMLButtonElement;
 }
@@ -98,7 +98,7 @@ export class LogView {
 
   append(worker: number, lines: string[]): void {
     const added = this.store.append(worker, lines);
-    if (!this.workerChips.has(worker)) this.setWorkerState(worker, 'running');
+    if (!this.workerChips.has(worker)) this.setWorkerStatus(worker, 'running');
     this.updateChip(worker);
     if (added > 0) {
       // New lines can match the active search: extend the hits instead of rescanning everything.
@@ -107,7 +107,7 @@ export class LogView {
     }
   }
 
-  setWorkerState(worker: number, state: WorkerState, exitCode?: number | null): void {
+  setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {
     let chip = this.workerChips.get(worker);
     if (!chip) {
       const b = button(`w${worker}`, () => {

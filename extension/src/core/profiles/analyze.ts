@@ -7,7 +7,7 @@
  * HLO ops, device-busy intervals, step intervals and the timeline columns. Nothing per event is kept but the
  * timeline's four columns, so it runs on the streaming decoder without holding the capture.
  */
-import type { OpRow, ProfileSummary, StepBreakdown, TimelineLine } from '../../../../webview/src/protocol';
+import type { OpRow, ProfileSummary, StepBreakdown, TimelineLine } from '../../../../protocol/run-view-messages';
 import { IntervalUnion } from './intervals';
 import { ColumnSlabs } from './slabs';
 import { Kind, kindOf, StepIntervals, stepBreakdown } from './steps';

@@ -4,17 +4,11 @@
  * lines are handed out (the trainer may be half-way through writing one); the rest waits for the next poll.
  * A file that shrank was written anew (a resumed run starting its file over): it is read again from the start.
  */
+import { checkMetricRecord, type MetricRecord } from '../../../../protocol/metrics-record';
 import { bashCommand, runDirWord } from '../run/remote-script';
 import type { ConnectionManager } from '../ssh/connection';
 import { execCollectRaw } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
-
-/** One metrics.jsonl line: `step` is a number, the rest is whatever the trainer logged. */
-export interface MetricsLine {
-  step: number;
-  worker?: number;
-  [key: string]: unknown;
-}
 
 /** At most this much of a worker's file per poll: a long run's file catches up over a few polls. */
 const MAX_BYTES_PER_POLL = 4 << 20;
@@ -24,20 +18,23 @@ interface WorkerCursor {
   partial: Buffer;
 }
 
-/** Parses whole lines; a line that is not a JSON object with a numeric `step` is skipped. */
-export function parseMetricsLines(text: string, worker?: number): MetricsLine[] {
-  const out: MetricsLine[] = [];
+/**
+ * Parses whole lines into records checked against the metrics record's schema (protocol/); a line that is
+ * not JSON (a torn line, a diverged step's NaN) or does not fit the schema is skipped. `worker` tags records
+ * that do not say which worker wrote them.
+ */
+export function parseMetricsLines(text: string, worker?: number): MetricRecord[] {
+  const out: MetricRecord[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
+    let value: unknown;
     try {
-      const r = JSON.parse(line) as unknown;
-      if (r && typeof r === 'object' && typeof (r as MetricsLine).step === 'number') {
-        const rec = r as MetricsLine;
-        out.push(worker === undefined || typeof rec.worker === 'number' ? rec : { ...rec, worker });
-      }
+      value = JSON.parse(line);
     } catch {
-      // not a metrics line
+      continue; // not a metrics line
     }
+    const { record } = checkMetricRecord(value);
+    if (record) out.push(worker === undefined || record.worker !== undefined ? record : { ...record, worker });
   }
   return out;
 }
@@ -64,12 +61,12 @@ export class MetricsTail {
    * The lines written since the last poll, every worker's, tagged with its index. A worker that cannot be
    * reached, or has no file yet, adds nothing this time and is asked again next time.
    */
-  async poll(): Promise<MetricsLine[]> {
-    const got = await Promise.all(this.workers.map((w) => this.pollWorker(w).catch(() => [] as MetricsLine[])));
+  async poll(): Promise<MetricRecord[]> {
+    const got = await Promise.all(this.workers.map((w) => this.pollWorker(w).catch(() => [] as MetricRecord[])));
     return got.flat();
   }
 
-  private async pollWorker(w: WorkerTarget): Promise<MetricsLine[]> {
+  private async pollWorker(w: WorkerTarget): Promise<MetricRecord[]> {
     const cur = this.cursors.get(w.index) ?? { offset: 0, partial: Buffer.alloc(0) };
     this.cursors.set(w.index, cur);
     const root = typeof this.runsRoot === 'function' ? this.runsRoot(w) : this.runsRoot;

@@ -5,7 +5,7 @@
  * is asynchronous: a step's program often starts after its marker ended, inside the next marker (the
  * trainer's final sync before stop_trace is such a marker, with nothing to run).
  */
-import type { StepBreakdown } from '../../../../webview/src/protocol';
+import type { StepBreakdown } from '../../../../protocol/run-view-messages';
 
 export enum Kind { None = 0, Marker, Compile, Execute, Transfer, Host }
 

@@ -14,7 +14,8 @@ export interface XlaMetricsReport {
   counters: Record<string, number>;
 }
 
-import type { HealthFinding } from '../../../../webview/src/protocol';
+import type { MetricRecord } from '../../../../protocol/metrics-record';
+import type { HealthFinding } from '../../../../protocol/run-view-messages';
 
 export type { HealthFinding };
 
@@ -52,10 +53,7 @@ export function parseXlaMetricsReport(text: string): XlaMetricsReport {
 }
 
 /** What the trainer logs per step that matters here (metrics.jsonl's `compiles`). */
-export interface StepCompiles {
-  step: number;
-  compiles?: number | null;
-}
+export type StepCompiles = Pick<MetricRecord, 'step' | 'compiles'>;
 
 /** Graphs a steady training loop compiles: the step itself, plus the optimizer's first-step variant. */
 const EXPECTED_COMPILES = 2;

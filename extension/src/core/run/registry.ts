@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { RunStatus } from '../../../../protocol/run-status';
 import { TpwError } from '../errors';
 import { tpwHome } from '../paths';
 import { validateRunId } from './remote-script';
@@ -11,7 +12,7 @@ import { validateRunId } from './remote-script';
  * environment, keys or secrets: those stay in memory and in the 0600 env file on the workers.
  */
 
-export type RunStatus = 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'preempted' | 'unknown';
+export type { RunStatus };
 
 export interface RunRecord {
   runId: string;

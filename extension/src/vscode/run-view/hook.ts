@@ -2,10 +2,10 @@ import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
 import { formatRunSummary } from '../../core/run/runner';
 import type { RunResult, WorkerResult } from '../../core/run/types';
-import type { RunStateMessage, WorkerState } from '../../../../webview/src/protocol';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
 import { liveMetrics, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
+import { headerStatus, workerStatus } from './status';
 
 /**
  * The run view's side of a run, as one object the run code calls into: kept here so the hook in run.ts
@@ -20,16 +20,6 @@ export interface RunViewFeed {
   failed(e: unknown, cancelled: boolean): void;
 }
 
-/** A worker's chip once it ended. */
-export function workerState(w: WorkerResult): WorkerState {
-  return w.stopped ? 'stopped' : w.error !== undefined || w.exitCode !== 0 ? 'failed' : 'exited';
-}
-
-/** The panel's state for a run's final result. */
-export function resultState(r: RunResult): RunStateMessage['state'] {
-  return r.cancelled ? 'cancelled' : r.ok ? 'succeeded' : 'failed';
-}
-
 export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFeed {
   // Run ids are known only once the run started on every worker; the panel is keyed by the start time.
   // Beside the editor, without focus: the recipe stays where it was, and the run shows next to it.
@@ -42,10 +32,10 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
       live ??= liveMetrics(ctx, view, runId, source);
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
-    onWorkerExit: (w) => view.setWorkerStatus(w.index, workerState(w), w.exitCode),
+    onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),
     done: (result) => {
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
-      view.setStatus(resultState(result), formatRunSummary(result));
+      view.setStatus(headerStatus(result), formatRunSummary(result));
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
       // No last live read: the run's connections closed with it, and the whole file is fetched next.
       void live?.stop(false);

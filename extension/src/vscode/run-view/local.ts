@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsLines } from '../../core/profiles/metrics-tail';
-import type { MetricRecord } from '../../../../webview/src/protocol';
+import type { MetricRecord } from '../../../../protocol/metrics-record';
 
 export interface LocalCapture {
   file: string;
@@ -29,7 +29,7 @@ export function findCaptures(dir: string, depth = 6): LocalCapture[] {
 
 /** metrics.jsonl → records; a torn last line (the trainer is still writing) is skipped. */
 export function readMetricsJsonl(file: string): MetricRecord[] {
-  return existsSync(file) ? (parseMetricsLines(readFileSync(file, 'utf8')) as MetricRecord[]) : [];
+  return existsSync(file) ? parseMetricsLines(readFileSync(file, 'utf8')) : [];
 }
 
 /** The output folder of a run folder (`<run>/output`) or the folder itself when it holds the files. */

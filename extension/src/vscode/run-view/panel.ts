@@ -4,7 +4,9 @@ import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
 import { ProfileParser } from '../../core/profiles/parse';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
-import type { HostToWebview, MetricRecord, ProfileCapture, RunStateMessage, WebviewToHost, WorkerState } from '../../../../webview/src/protocol';
+import type { MetricRecord } from '../../../../protocol/metrics-record';
+import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
+import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
 import type { Ctx } from '../ctx';
 import { runViewHtml } from './html';
 import { findCaptures, outputDir, readMetricsJsonl } from './local';
@@ -92,12 +94,12 @@ export class RunViewPanel implements vscode.Disposable {
     this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
-  setStatus(state: RunStateMessage['state'], summary?: string): void {
+  setStatus(state: RunStatus, summary?: string): void {
     this.flush();
     this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
   }
 
-  setWorkerStatus(worker: number, state: WorkerState, exitCode?: number | null): void {
+  setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {
     this.flush();
     this.post({ type: 'workerStatus', worker, state, exitCode });
   }

@@ -3,11 +3,10 @@ import { describeError } from '../../core/errors';
 import { attachRun } from '../../core/run/detached';
 import { isActive, loadRun, type RunRecord } from '../../core/run/registry';
 import { formatRunSummary } from '../../core/run/runner';
-import type { RunStateMessage } from '../../../../webview/src/protocol';
 import type { Ctx } from '../ctx';
 import { RunViewPanel } from './panel';
-import { resultState, workerState } from './hook';
 import { liveMetrics, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
+import { headerStatus, workerStatus } from './status';
 
 /**
  * "Open Run View" on a run of the Runs view — one started in an earlier VS Code session, reattached after a
@@ -23,7 +22,7 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
   }
   const view = RunViewPanel.show(ctx, { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length }, false);
   const active = isActive(rec.status);
-  view.setStatus(active ? 'running' : stateOf(rec), active ? undefined : rec.reason);
+  view.setStatus(active ? 'running' : rec.status, active ? undefined : rec.reason);
   const closed = new AbortController();
   view.panel.onDidDispose(() => closed.abort());
   let source: RunSource;
@@ -47,29 +46,17 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
     try {
       const handle = attachRun(rec.runId, source.workers, source.conns, {
         onLine: (w, _stream, line) => view.appendLines(w, [line]),
-        onWorkerExit: (w) => view.setWorkerStatus(w.index, workerState(w), w.exitCode),
+        onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),
       }, { follow: active, failFast: false, signal: closed.signal });
       const result = await handle.result;
       if (result.detached) return; // the panel was closed
       // The registry knows how a run that ended before this watch ended (who failed first, preemption).
       const now = loadRun(rec.runId);
       if (now.status === 'preempted' || result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
-      view.setStatus(isActive(now.status) ? resultState(result) : stateOf(now), now.reason ?? formatRunSummary(result));
+      view.setStatus(headerStatus(result, now), now.reason ?? formatRunSummary(result));
     } catch (e) {
       view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
     }
   }
 }
 
-/** The panel's run states; preempted and unknown runs read as failed, with the reason beside. */
-function stateOf(rec: RunRecord): RunStateMessage['state'] {
-  switch (rec.status) {
-    case 'starting':
-    case 'running':
-    case 'succeeded':
-    case 'cancelled':
-      return rec.status;
-    default:
-      return 'failed';
-  }
-}

@@ -9,7 +9,6 @@ import type { RunConnections } from '../../core/run/pipeline-types';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
 import { vscodeHostKeys } from '../host-keys';
-import type { MetricRecord } from '../../../../webview/src/protocol';
 import type { RunViewPanel } from './panel';
 
 /** Local cache of what was fetched from workers, per run. */
@@ -83,7 +82,7 @@ export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?
   const tail = (source ? Promise.resolve(source) : own!).then((s) => new MetricsTail(runId, s.workers, s.conns));
   const poll = async (): Promise<void> => {
     const records = await (await tail).poll();
-    if (records.length) view.setMetrics(records as MetricRecord[]);
+    if (records.length) view.setMetrics(records);
   };
   const warn = (e: unknown): void => ctx.log.warn(`run view: live metrics of ${runId}: ${describeError(e)}`);
   const loop = (): void => {

@@ -1,8 +1,11 @@
 /**
- * Every message between the extension host and the run view, as one typed union per direction.
- * Both sides import this file, so a change to a message is a compile error on both. The profile types live
- * here too (core/profiles produces them): the webview project cannot import from the extension.
+ * Every message between the extension host and the run view (a webview), as one typed union per direction.
+ * Both sides import this file, so a change to a message is a compile error on both. The profile summaries that
+ * core/profiles produces for the view are here too.
  */
+import type { MetricRecord } from './metrics-record';
+import type { RunStatus, WorkerStatus } from './run-status';
+
 export interface LogLinesMessage {
   type: 'logLines';
   worker: number;
@@ -12,36 +15,21 @@ export interface LogLinesMessage {
 export interface RunStateMessage {
   type: 'runState';
   runId: string;
-  state: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  state: RunStatus;
   summary?: string;
   /** Number of workers, so every worker gets a status chip before it prints anything. */
   workers?: number;
 }
 
-export type WorkerState = 'running' | 'exited' | 'failed' | 'preempted' | 'stopped';
-
 export interface WorkerStatusMessage {
   type: 'workerStatus';
   worker: number;
-  state: WorkerState;
+  state: WorkerStatus;
   exitCode?: number | null;
   detail?: string;
 }
 
-/** One line of the trainer's metrics.jsonl (the fields the run view charts; others are ignored). */
-export interface MetricRecord {
-  step: number;
-  worker?: number;
-  loss?: number | null;
-  lr?: number | null;
-  grad_norm?: number | null;
-  step_time_s?: number | null;
-  tokens_per_s?: number | null;
-  mfu?: number | null;
-  mem_bytes?: number | null;
-  compiles?: number | null;
-}
-
+/** Records of the trainer's metrics.jsonl (checked against its schema) or parsed from its console step lines. */
 export interface MetricsMessage {
   type: 'metrics';
   records: MetricRecord[];

@@ -1,11 +1,10 @@
 /**
- * Custom requests between the extension and the language server. Types only (plus method names), so the
- * extension host can import this file without bundling any server code: the server keeps the one hydra model,
- * reloaded on config changes, and answers for recipes and for the "Run on TPU with Overrides…" input alike.
+ * Custom requests between the extension and the language server, as typed request objects: both sides import
+ * the same object, so the method name, the params and the result are checked on both. Types and request objects
+ * only, so the extension host can import this file without bundling any server code: the server keeps the one
+ * hydra model, reloaded on config changes, and answers for recipes and for the "Run on TPU with Overrides…" input.
  */
-
-/** `tpuWorkbench/completeOverrides`: completion and validation of a line of hydra overrides typed by the user. */
-export const COMPLETE_OVERRIDES = 'tpuWorkbench/completeOverrides';
+import { RequestType } from 'vscode-languageserver-protocol';
 
 export interface CompleteOverridesParams {
   /** Space-separated overrides, shell-quoted where a value has spaces: `max_steps=50 model=tiny-llama`. */
@@ -41,3 +40,6 @@ export interface CompleteOverridesResult {
   /** False when no trainer config was found: nothing can be checked, only passed on. */
   checked: boolean;
 }
+
+/** `tpuWorkbench/completeOverrides`: completion and validation of a line of hydra overrides typed by the user. */
+export const CompleteOverridesRequest = new RequestType<CompleteOverridesParams, CompleteOverridesResult, void>('tpuWorkbench/completeOverrides');
