@@ -1,10 +1,10 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { emulatorRequest } from '../helpers/emulator-http';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
@@ -33,15 +33,8 @@ function banner(host: string, port: number): Promise<string> {
   });
 }
 
-function post(ep: EmulatorEndpoint, urlPath: string, body: unknown): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method: 'POST', agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+async function post(ep: EmulatorEndpoint, urlPath: string, body: unknown): Promise<number> {
+  return (await emulatorRequest(ep, 'POST', urlPath, body)).status;
 }
 
 const ZONE = 'us-central2-b';
@@ -181,7 +174,7 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
         s.close(() => resolve(p));
       });
     });
-    const dead = emulatorTpuApi({ host: '127.0.0.1', restPort: closed });
+    const dead = emulatorTpuApi({ host: '127.0.0.1', restPort: closed, token: 'no-emulator-listens-here' });
     try {
       await assert.rejects(dead.listNodes('local-project', ZONE), isErr('EMULATOR_NOT_RUNNING', /127\.0\.0\.1:\d+.*tpw emulator start/));
       await assert.rejects(dead.getNode(id('pod')), (e) => isTpwError(e, 'EMULATOR_NOT_RUNNING'));

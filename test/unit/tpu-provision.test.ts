@@ -12,6 +12,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { emulatorRequest } from '../helpers/emulator-http';
 import { DEFAULT_ZONES } from '../../extension/src/core/emulator/catalog';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
@@ -37,16 +38,8 @@ let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
 const savedAdc = process.env.GOOGLE_APPLICATION_CREDENTIALS;
 
-function emulatorCall(method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+async function emulatorCall(method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  return emulatorRequest(ep, method, urlPath, body);
 }
 
 async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 8000): Promise<QueuedResource> {
@@ -270,24 +263,28 @@ describe('error paths', () => {
 
   it('a network error (nothing listening) is UNAVAILABLE, and a retry succeeds once the network is back', async () => {
     const port = await freePort();
-    const noAuth = { getRequestHeaders: async (): Promise<Record<string, string>> => ({}) };
+    const bearer = { getRequestHeaders: async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${ep.token}` }) };
     const flaky = new CloudTpuApi({
-      clientOptions: { apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth: noAuth as unknown as never },
+      clientOptions: { apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth: bearer as unknown as never },
     });
-    let relay: net.Server | undefined;
+    let relay: http.Server | undefined;
     try {
       await assert.rejects(flaky.listZones(P), isErr('UNAVAILABLE', /Cannot reach the Cloud TPU API to list zones of Cloud TPU in project local-project/));
       const zones = await withRetry(() => flaky.listZones(P), {
         retries: 3,
         baseMs: 30,
-        // The "network comes back": a relay to the emulator appears on the port before the first retry.
+        // The "network comes back": a gateway to the emulator appears on the port before the first retry (it
+        // names the emulator's own address as Host, which the emulator requires).
         onRetry: () => {
-          relay ??= net
-            .createServer((c) => {
-              const up = net.connect(ep.restPort, ep.host);
-              c.pipe(up).pipe(c);
-              c.on('error', () => up.destroy());
-              up.on('error', () => c.destroy());
+          relay ??= http
+            .createServer((req, res) => {
+              const headers = { ...req.headers, host: `${ep.host}:${ep.restPort}` };
+              const up = http.request({ host: ep.host, port: ep.restPort, method: req.method, path: req.url, headers }, (r) => {
+                res.writeHead(r.statusCode ?? 502, r.headers);
+                r.pipe(res);
+              });
+              up.on('error', () => res.destroy());
+              req.pipe(up);
             })
             .listen(port, '127.0.0.1');
         },
@@ -296,6 +293,7 @@ describe('error paths', () => {
     } finally {
       await flaky.close();
       relay?.close();
+      relay?.closeAllConnections();
     }
   });
 

@@ -45,6 +45,9 @@ const OPTIONS = {
   vm: { type: 'string' },
   'no-fail-fast': { type: 'boolean' },
   foreground: { type: 'boolean' },
+  // emulator start (issue 17): recover from an unusable state file.
+  'restore-previous': { type: 'boolean' },
+  'reset-state': { type: 'boolean' },
   detach: { type: 'boolean' },
   'accept-new-host-keys': { type: 'boolean' },
   follow: { type: 'boolean', short: 'f' },

@@ -30,6 +30,8 @@ Usage:
   tpw stop RUN                               Stop a run on every worker (SIGINT, then SIGKILL)
   tpw resume RUN                             Recreate a preempted VM and rerun with resume=auto
   tpw emulator start|stop|status             The local Cloud TPU emulator (REST API + SSH workers)
+                                             start --restore-previous | --reset-state: after an
+                                             unusable state file, its previous generation or none
   tpw flags lint FILE... [--json]            Check LIBTPU_INIT_ARGS / XLA_FLAGS strings in files
                                              (exit 1 on errors; unknown flags are warnings)
   tpw flags explain NAME... [--json]         What a flag does: type, values, default, source
