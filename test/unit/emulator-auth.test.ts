@@ -112,6 +112,7 @@ describe('emulator REST authentication', () => {
     assertForbidden(await emulatorRequest(ep, 'POST', create('web-a'), spec, { origin: 'http://attacker.example' }), 'Origin', /browsers/);
     assertForbidden(await emulatorRequest(ep, 'POST', create('web-b'), spec, { origin: 'null' }), 'Origin: null', /browsers/);
     assertForbidden(await emulatorRequest(ep, 'POST', create('web-c'), spec, { 'sec-fetch-mode': 'no-cors', 'sec-fetch-site': 'cross-site' }), 'Sec-Fetch', /browsers/);
+    assertForbidden(await emulatorRequest(ep, 'GET', `${BASE}/nodes`, undefined, { 'sec-fetch-dest': 'image' }), 'Sec-Fetch-Dest', /"sec-fetch-dest"/);
     // The form a page can send without a preflight: a text/plain (or form) POST whose text happens to be JSON.
     for (const [id, type] of [['web-d', 'text/plain'], ['web-e', 'application/x-www-form-urlencoded'], ['web-f', 'multipart/form-data; boundary=x']]) {
       const r = await emulatorRequest(ep, 'POST', create(id), JSON.stringify(spec), { 'content-type': type });
@@ -121,6 +122,12 @@ describe('emulator REST authentication', () => {
     // Even without the token, a text/plain POST gets nowhere (401 comes first).
     assertUnauthenticated(await emulatorRequest(ep, 'POST', create('web-g'), JSON.stringify(spec), { 'content-type': 'text/plain', authorization: undefined }), 'text/plain without a token');
     for (const id of ['web-a', 'web-b', 'web-c', 'web-d', 'web-e', 'web-f', 'web-g']) assert.equal(await nodeExists(id), false, id);
+  });
+
+  it("answers Node's own fetch (a lone Sec-Fetch-Mode: cors) when it carries the token", async () => {
+    const url = `http://${ep.host}:${ep.restPort}/emulator/v1/status`;
+    assert.equal((await fetch(url, { headers: { authorization: `Bearer ${ep.token}` } })).status, 200);
+    assert.equal((await fetch(url)).status, 401);
   });
 
   it('keeps the token, the keys and the state private to their owner', () => {

@@ -8,7 +8,8 @@ import { ApiError } from './types';
  * as its own user), so the checks run before routing, on every path (/v1, /v2, /emulator/v1, unknown ones).
  *  - Host must be a loopback name with the emulator's port: a DNS-rebinding page reaches 127.0.0.1 under its
  *    own host name, which this refuses (403).
- *  - Any `Origin` or `Sec-Fetch-*` header means a browser sent it (403); a page cannot remove them.
+ *  - Any `Origin` or `Sec-Fetch-*` header means a browser sent it (403); a page cannot remove them. The one
+ *    exception is a lone `Sec-Fetch-Mode: cors`, which Node's fetch sends (browsers add Site and Dest too).
  *  - `Authorization: Bearer <token>`, compared in constant time, else 401 (the token is 256 random bits).
  *  - A body must be `application/json`: the content types a page may send without a preflight
  *    (text/plain, form encodings) are refused (415), whatever the other checks say.
@@ -26,7 +27,9 @@ export function guardRequest(req: http.IncomingMessage, opts: RestGuardOptions):
   if (!isLoopbackHost(host, opts.port(), opts.host)) {
     return new ApiError('PERMISSION_DENIED', `The local emulator answers only to a loopback Host (127.0.0.1, localhost or [::1] with port ${opts.port()}), not "${host.slice(0, 100)}".`);
   }
-  const browserHeader = Object.keys(req.headers).find((h) => h === 'origin' || h.startsWith('sec-fetch-'));
+  const fetchHeaders = Object.keys(req.headers).filter((h) => h.startsWith('sec-fetch-'));
+  const nodeFetch = fetchHeaders.length === 1 && fetchHeaders[0] === 'sec-fetch-mode' && req.headers['sec-fetch-mode'] === 'cors';
+  const browserHeader = req.headers.origin !== undefined ? 'origin' : nodeFetch ? undefined : fetchHeaders[0];
   if (browserHeader) {
     return new ApiError('PERMISSION_DENIED', `The local emulator does not answer web browsers (the request carries a "${browserHeader}" header).`);
   }
