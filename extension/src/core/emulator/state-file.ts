@@ -6,8 +6,7 @@ import { NodeStateSchema } from '../tpu/models';
 import type { NodeJson, OperationJson } from './types';
 
 /**
- * The emulator's state on disk (`<dir>/state.json`): written atomically (temp file, fsync, rename, fsync of the
- * folder), with the generation before the last write kept as `state.json.prev`. A file that cannot be read,
+ * The emulator's state on disk (`<dir>/state.json`): written atomically (temp file, fsync, rename), with the generation before the last write kept as `state.json.prev`. A file that cannot be read,
  * parsed or trusted stops the emulator from starting, with a message that names the file, the problem and the
  * two ways out (`--restore-previous`, `--reset-state`): starting with less than the file held would make the
  * emulator forget VMs whose sandboxes (runs, checkpoints) are still on disk.
@@ -146,8 +145,10 @@ export function writeStateFile(dir: string, data: StateFile): void {
       fs.copyFileSync(file, prev);
     }
   }
+  // The file's own fsync is what rules out a torn state.json; the folder is not synced here (it costs ~8 ms a
+  // write, and every transition writes): after a power loss the rename may be undone, leaving the older,
+  // complete generation.
   fs.renameSync(tmp, file);
-  syncFolder(dir);
 }
 
 /**
