@@ -191,6 +191,10 @@ describe('the endpoint file', () => {
       assert.equal(await stopEmulatorDaemon({ dir, notice: (m) => notices.push(m), timeoutMs: 500 }), false);
       assert.match(notices.join('\n'), new RegExp(`Removed the stale endpoint file .*endpoint\\.json \\(pid ${sleeper.pid} now belongs to another process\\); no process was signalled`));
       assert.equal(fs.existsSync(endpointFile(dir)), false);
+      // A lock of an older version names only the pid: not enough to signal it either.
+      fs.writeFileSync(path.join(dir, 'emulator.lock'), String(sleeper.pid), { mode: 0o600 });
+      assert.equal(await stopEmulatorDaemon({ dir, timeoutMs: 500 }), false);
+      await new Promise((r) => setTimeout(r, 100));
       assert.equal(sleeper.exitCode, null);
       assert.equal(sleeper.signalCode, null);
       process.kill(sleeper.pid, 0); // still alive

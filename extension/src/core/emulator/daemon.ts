@@ -111,8 +111,9 @@ export async function stopEmulatorDaemon(opts: { dir?: string; timeoutMs?: numbe
     fs.rmSync(endpointFile(dir), { force: true });
     notice(`Removed the ${found.kind === 'stale' ? 'stale' : 'unusable'} endpoint file ${endpointFile(dir)} (${found.reason}); no process was signalled for it.`);
   }
-  // An emulator still starting (or one whose endpoint file was damaged) holds the lock.
-  pid ??= lockOwner(lockFile(dir));
+  // An emulator still starting (or one whose endpoint file was damaged) holds the lock; only a lock that
+  // records the owner's start time is trusted enough to signal its pid.
+  pid ??= lockOwner(lockFile(dir), true);
   if (pid === undefined) return false;
   const identity = processIdentity(pid);
   process.kill(pid, 'SIGTERM');

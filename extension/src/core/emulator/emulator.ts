@@ -313,8 +313,11 @@ export function lockFile(dir: string): string {
   return path.join(dir, 'emulator.lock');
 }
 
-/** The live emulator holding the lock in `file`, if any (a lock of an older version holds only the pid). */
-export function lockOwner(file: string): number | undefined {
+/**
+ * The live emulator holding the lock in `file`, if any. A lock of an older version holds only the pid, and so
+ * does one written where there is no /proc: such a live pid counts, unless `verifiedOnly` (before a signal).
+ */
+export function lockOwner(file: string, verifiedOnly = false): number | undefined {
   let owner: unknown;
   try {
     owner = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -325,6 +328,7 @@ export function lockOwner(file: string): number | undefined {
   const pid = o?.pid;
   if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
   const procStart = typeof o?.procStart === 'string' ? o.procStart : '';
+  if (verifiedOnly && procStart === '') return undefined;
   const cmdline = Array.isArray(o?.cmdline) ? o.cmdline.map(String) : [];
   return isSameProcess(pid, procStart, cmdline) === 'same' ? pid : undefined;
 }
