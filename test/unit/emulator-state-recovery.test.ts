@@ -98,7 +98,7 @@ describe('an unusable state file', () => {
     assert.ok(fs.existsSync(previousStateFile(dir)), 'every write keeps the generation before it');
     fs.writeFileSync(stateFile(dir), '{"version":1}');
     const said = Emulator.recoverState(dir, 'restore-previous');
-    assert.match(said, /Restored .*state\.json\.prev \(1 VM\(s\)\).*kept as .*state\.json\.bad-/);
+    assert.match(said, /Restored .*state\.json\.prev \(1 VM\(s\)\).*kept as .*state\.json\.before-restore-/);
     const emu = emulator(dir);
     await emu.start();
     try {
@@ -107,7 +107,7 @@ describe('an unusable state file', () => {
     } finally {
       await emu.stop();
     }
-    const bad = fs.readdirSync(dir).filter((f) => f.startsWith('state.json.bad-'));
+    const bad = fs.readdirSync(dir).filter((f) => f.startsWith('state.json.before-restore-'));
     assert.equal(bad.length, 1);
     assert.equal(fs.readFileSync(path.join(dir, bad[0]), 'utf8'), '{"version":1}');
   });

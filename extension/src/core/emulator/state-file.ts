@@ -153,7 +153,7 @@ export function writeStateFile(dir: string, data: StateFile): void {
 
 /**
  * `--restore-previous`: the previous generation replaces the current file, which is kept as
- * `state.json.bad-<time>`. Returns what it did, for the user.
+ * `state.json.before-restore-<time>`. Returns what it did, for the user.
  */
 export function restorePreviousState(dir: string): string {
   const file = stateFile(dir);
@@ -165,11 +165,11 @@ export function restorePreviousState(dir: string): string {
       `Cannot restore ${prev}: ${parsed.problem ?? 'there is none'}. \`tpw emulator start --reset-state\` sets ${file} aside and starts with no VMs.`,
     );
   }
-  const aside = setAside(file, 'bad');
+  const aside = setAside(file, 'before-restore');
   writeDurably(`${file}.${process.pid}.tmp`, JSON.stringify(parsed.state, null, 2));
   fs.renameSync(`${file}.${process.pid}.tmp`, file);
   syncFolder(dir);
-  return `Restored the emulator's state from ${prev} (${parsed.state.nodes.length} VM(s))${aside ? `; the unusable file is kept as ${aside}` : ''}.`;
+  return `Restored the emulator's state from ${prev} (${parsed.state.nodes.length} VM(s))${aside ? `; the file it replaced is kept as ${aside}` : ''}.`;
 }
 
 /** `--reset-state`: the state file (and its previous generation) are set aside; the emulator starts empty. */
