@@ -15,6 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { emulatorHeaders } from '../helpers/emulator-http';
 import { findLogs, type CodeServer } from './code-server';
 import { findFiles } from './files';
 import { delay, type ProcessTracker } from './processes';
@@ -49,6 +50,8 @@ interface NodeJson {
 interface EndpointJson {
   host: string;
   restPort: number;
+  /** Every REST call carries it (emulatorHeaders). */
+  token: string;
   sshPort: number;
   username: string;
   zones: string[];
@@ -72,7 +75,7 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     const ep = endpoint();
     const res = await fetch(`http://${ep.host}:${ep.restPort}/emulator/v1/faults`, {
       method,
-      headers: { 'content-type': 'application/json' },
+      headers: emulatorHeaders(ep, true),
       body: body ? JSON.stringify(body) : undefined,
     });
     assert.equal(res.status, 200, `${method} /emulator/v1/faults: ${res.status} ${await res.text()}`);

@@ -4,13 +4,13 @@
  * called directly, and the SSH banner a worker's address answers with.
  */
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Emulator, type EmulatorOptions } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';
+import { emulatorRequest } from './emulator-http';
 
 export interface EmulatorApi {
   dir: string;
@@ -45,17 +45,10 @@ export async function startEmulatorApi(prefix: string, options: Omit<EmulatorOpt
   };
 }
 
-/** One HTTP call to the emulator, past the client (its test-only endpoints, or to see a raw page). */
-export function emulatorCall(ep: EmulatorEndpoint, method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+/** One HTTP call to the emulator with its token, past the client (its test-only endpoints, or to see a raw page). */
+export async function emulatorCall(ep: EmulatorEndpoint, method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { status, body: reply } = await emulatorRequest(ep, method, urlPath, body);
+  return { status, body: reply };
 }
 
 /** The first line a server sends: an SSH server identifies itself before anything else. */

@@ -1,10 +1,11 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
+import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { emulatorRequest } from '../helpers/emulator-http';
 
 /** Raw HTTP against the emulator's REST server: statuses, bodies, enum encodings, faults. */
 
@@ -17,7 +18,7 @@ const pool: WorkerPool = {
 };
 
 let emu: Emulator;
-let port: number;
+let ep: EmulatorEndpoint;
 const BASE = '/v2/projects/local-project/locations/us-central2-b';
 const INT = '$alt=json%3Benum-encoding=int';
 
@@ -29,23 +30,10 @@ interface ErrorBody {
   error: { code: number; message: string; status: string };
 }
 
-function request(method: string, urlPath: string, body?: unknown): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const req = http.request(
-      { host: '127.0.0.1', port, method, path: urlPath, agent: false, headers: text ? { 'content-type': 'application/json' } : {} },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          assert.match(String(res.headers['content-type']), /application\/json/);
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(text);
-  });
+async function request(method: string, urlPath: string, body?: unknown): Promise<Reply> {
+  const r = await emulatorRequest(ep, method, urlPath, body);
+  assert.match(String(r.headers['content-type']), /application\/json/);
+  return r;
 }
 
 function err(r: Reply): ErrorBody['error'] {
@@ -72,7 +60,7 @@ before(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-rest-'));
   removed.push(dir);
   emu = new Emulator({ dir, opDelayMs: 20, addressPrefix: '127.0.7', workerPool: () => pool });
-  port = (await emu.start()).restPort;
+  ep = await emu.start();
 });
 after(async () => {
   await emu.stop();

@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { emulatorRequest } from '../helpers/emulator-http';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
@@ -24,17 +24,10 @@ let emu: Emulator;
 let backend: Backend;
 const saved = process.env.TPW_HOME;
 
-function post(urlPath: string): Promise<number> {
+async function post(urlPath: string): Promise<number> {
   const ep = emu.endpoint;
   assert.ok(ep);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: ep.host, port: ep.restPort, path: urlPath, method: 'POST' }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return (await emulatorRequest(ep, 'POST', urlPath)).status;
 }
 
 async function cli(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {

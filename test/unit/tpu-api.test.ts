@@ -137,7 +137,7 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
         s.close(() => resolve(p));
       });
     });
-    const dead = emulatorTpuApi({ host: '127.0.0.1', restPort: closed });
+    const dead = emulatorTpuApi({ host: '127.0.0.1', restPort: closed, token: 'no-emulator-listens-here' });
     try {
       await assert.rejects(dead.listNodes('local-project', ZONE), isErr('EMULATOR_NOT_RUNNING', /127\.0\.0\.1:\d+.*tpw emulator start/));
       await assert.rejects(dead.getNode(id('pod')), (e) => isTpwError(e, 'EMULATOR_NOT_RUNNING'));

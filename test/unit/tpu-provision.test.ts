@@ -7,7 +7,7 @@
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
+import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -224,24 +224,28 @@ describe('error paths', () => {
 
   it('a network error (nothing listening) is UNAVAILABLE, and a retry succeeds once the network is back', async () => {
     const port = await freePort();
-    const noAuth = { getRequestHeaders: async (): Promise<Record<string, string>> => ({}) };
+    const bearer = { getRequestHeaders: async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${ep.token}` }) };
     const flaky = new CloudTpuApi({
-      clientOptions: { apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth: noAuth as unknown as never },
+      clientOptions: { apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth: bearer as unknown as never },
     });
-    let relay: net.Server | undefined;
+    let relay: http.Server | undefined;
     try {
       await assert.rejects(flaky.listZones(P), isErr('UNAVAILABLE', /Cannot reach the Cloud TPU API to list zones of Cloud TPU in project local-project/));
       const zones = await withRetry(() => flaky.listZones(P), {
         retries: 3,
         baseMs: 30,
-        // The "network comes back": a relay to the emulator appears on the port before the first retry.
+        // The "network comes back": a gateway to the emulator appears on the port before the first retry (it
+        // names the emulator's own address as Host, which the emulator requires).
         onRetry: () => {
-          relay ??= net
-            .createServer((c) => {
-              const up = net.connect(ep.restPort, ep.host);
-              c.pipe(up).pipe(c);
-              c.on('error', () => up.destroy());
-              up.on('error', () => c.destroy());
+          relay ??= http
+            .createServer((req, res) => {
+              const headers = { ...req.headers, host: `${ep.host}:${ep.restPort}` };
+              const up = http.request({ host: ep.host, port: ep.restPort, method: req.method, path: req.url, headers }, (r) => {
+                res.writeHead(r.statusCode ?? 502, r.headers);
+                r.pipe(res);
+              });
+              up.on('error', () => res.destroy());
+              req.pipe(up);
             })
             .listen(port, '127.0.0.1');
         },
@@ -250,6 +254,7 @@ describe('error paths', () => {
     } finally {
       await flaky.close();
       relay?.close();
+      relay?.closeAllConnections();
     }
   });
 

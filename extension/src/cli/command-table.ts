@@ -150,9 +150,16 @@ const EMULATOR: CommandSpec = {
   subcommands: [
     {
       name: 'start',
-      usage: '[--foreground]',
+      usage: '[--foreground] [--restore-previous | --reset-state]',
       summary: 'Start the emulator in the background',
-      options: { foreground: { type: 'boolean', description: 'Run it in this process until Ctrl-C' } },
+      details: [
+        'An unreadable or inconsistent state file stops the start, naming the file: --restore-previous starts from its previous generation, --reset-state starts empty. Either keeps the refused file beside it, and no worker sandbox is deleted.',
+      ],
+      options: {
+        foreground: { type: 'boolean', description: 'Run it in this process until Ctrl-C' },
+        'restore-previous': { type: 'boolean', description: "Start from the state file's previous generation (the refused file is kept aside)" },
+        'reset-state': { type: 'boolean', description: 'Start with no VMs (the refused file is kept aside; sandboxes of unknown VMs move to workers-orphaned/)' },
+      },
       run: emulatorStart,
     },
     { name: 'stop', summary: 'Stop the background emulator', run: emulatorStop },

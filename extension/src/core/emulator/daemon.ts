@@ -4,13 +4,15 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { TpwError } from '../errors';
 import { emulatorDir } from '../paths';
-import { Emulator, type EmulatorOptions } from './emulator';
-import { readEmulatorEndpoint, type EmulatorEndpoint } from './endpoint';
+import { Emulator, lockFile, lockOwner, type EmulatorOptions } from './emulator';
+import { checkPrivate, endpointFile, inspectEmulatorEndpoint, isAlive, isSameProcess, processIdentity, readEmulatorEndpoint, type EmulatorEndpoint } from './endpoint';
+import { readStateFile, type StateRecovery } from './state-file';
 
 /**
  * The emulator as a background process: `tpw emulator start` spawns `dist/cli.js emulator run-foreground`
  * detached (its output goes to `<dir>/emulator.log`) and returns once it answers; `tpw emulator stop` sends
- * SIGTERM. The options travel to the child in the TPW_EMULATOR_OPTIONS environment variable (JSON), so the
+ * SIGTERM, to the emulator's own process only (pid, start time and argv as the endpoint file recorded them).
+ * The options travel to the child in the TPW_EMULATOR_OPTIONS environment variable (JSON), so the
  * CLI's `run-foreground` command needs no flags of its own: it calls `runEmulatorForeground()`.
  */
 
@@ -24,6 +26,10 @@ export interface StartDaemonOptions extends DaemonEmulatorOptions {
   command?: string[];
   /** How long to wait for the emulator to answer (default 30 s). */
   timeoutMs?: number;
+  /** `--restore-previous` or `--reset-state`: done before the emulator starts (refused while one runs). */
+  recovery?: StateRecovery;
+  /** Told what was done along the way (a stale endpoint file replaced, the state restored). */
+  notice?: (msg: string) => void;
 }
 
 export type EmulatorStatus =
@@ -36,13 +42,31 @@ export function emulatorLogFile(dir = emulatorDir()): string {
 
 /** Starts the emulator in the background, or returns the one already running in `dir`. */
 export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promise<EmulatorEndpoint> {
-  const { command, timeoutMs = 30_000, ...emu } = opts;
+  const { command, timeoutMs = 30_000, recovery, notice = () => undefined, ...emu } = opts;
   const dir = path.resolve(emu.dir ?? emulatorDir());
-  const running = readEmulatorEndpoint(dir);
-  if (running && (await answers(running))) return running;
+  const found = inspectEmulatorEndpoint(dir);
+  if (found.kind === 'running') {
+    checkPrivate(endpointFile(dir));
+    if (await answers(found.endpoint)) {
+      if (recovery) throw new TpwError('FAILED_PRECONDITION', `The local emulator is running (pid ${found.endpoint.pid}): stop it with \`tpw emulator stop\` before --${recovery}.`);
+      return found.endpoint;
+    }
+  } else if (found.kind === 'corrupt' && lockOwner(lockFile(dir)) === undefined) {
+    // No live emulator holds the folder, so the file is stale whatever it says; the new emulator writes its own.
+    fs.rmSync(endpointFile(dir), { force: true });
+    notice(`Removed the unusable endpoint file ${endpointFile(dir)} (${found.reason}); no emulator was running.`);
+  }
 
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const logFile = emulatorLogFile(dir);
+  if (recovery) notice(Emulator.recoverState(dir, recovery));
+  try {
+    // Checked here too, so the refusal (which names the file and the fix) is the error, not "see the log".
+    readStateFile(dir);
+  } catch (e) {
+    fs.appendFileSync(logFile, `${new Date().toISOString()} not starting: ${(e as Error).message}\n`, { mode: 0o600 });
+    throw e;
+  }
   const logFd = fs.openSync(logFile, 'a', 0o600);
   const logStart = fs.fstatSync(logFd).size;
   const argv = command ?? [process.execPath, defaultCliPath(), 'emulator', 'run-foreground'];
@@ -74,24 +98,42 @@ export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promis
   );
 }
 
-/** Stops the background emulator; false if none was running. */
-export async function stopEmulatorDaemon(opts: { dir?: string; timeoutMs?: number } = {}): Promise<boolean> {
+/**
+ * Stops the background emulator; false if none was running. Only a process that is the emulator (its pid, start
+ * time and argv match what the endpoint or lock file recorded) is signalled; a stale endpoint file is removed.
+ */
+export async function stopEmulatorDaemon(opts: { dir?: string; timeoutMs?: number; notice?: (msg: string) => void } = {}): Promise<boolean> {
   const dir = path.resolve(opts.dir ?? emulatorDir());
-  const ep = readEmulatorEndpoint(dir);
-  if (!ep) return false;
-  process.kill(ep.pid, 'SIGTERM');
+  const notice = opts.notice ?? (() => undefined);
+  const found = inspectEmulatorEndpoint(dir);
+  let pid = found.kind === 'running' ? found.endpoint.pid : undefined;
+  if (found.kind === 'stale' || found.kind === 'corrupt') {
+    fs.rmSync(endpointFile(dir), { force: true });
+    notice(`Removed the ${found.kind === 'stale' ? 'stale' : 'unusable'} endpoint file ${endpointFile(dir)} (${found.reason}); no process was signalled for it.`);
+  }
+  // An emulator still starting (or one whose endpoint file was damaged) holds the lock; only a lock that
+  // records the owner's start time is trusted enough to signal its pid.
+  pid ??= lockOwner(lockFile(dir), true);
+  if (pid === undefined) return false;
+  const identity = processIdentity(pid);
+  process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  const same = () => (identity ? isSameProcess(pid, identity.procStart, identity.cmdline) === 'same' : isAlive(pid));
   while (Date.now() < deadline) {
-    if (!isAlive(ep.pid)) return true;
+    if (!same()) return true;
     await sleep(50);
   }
   // It did not stop cleanly; the next start settles its state anyway.
-  process.kill(ep.pid, 'SIGKILL');
+  if (same()) process.kill(pid, 'SIGKILL');
   return true;
 }
 
 export async function emulatorStatus(opts: { dir?: string } = {}): Promise<EmulatorStatus> {
   const dir = path.resolve(opts.dir ?? emulatorDir());
+  const found = inspectEmulatorEndpoint(dir);
+  if (found.kind === 'corrupt') {
+    return { running: false, message: `The local emulator's endpoint file ${endpointFile(dir)} is unusable (${found.reason}); \`tpw emulator start\` replaces it.` };
+  }
   const ep = readEmulatorEndpoint(dir);
   if (!ep) return { running: false, message: 'The local emulator is not running; start it with `tpw emulator start`.' };
   try {
@@ -111,7 +153,12 @@ export async function runEmulatorForeground(opts: EmulatorOptions = {}): Promise
   const fromEnv = emulatorOptionsFromEnv();
   const log = opts.log ?? ((msg: string) => process.stdout.write(`${new Date().toISOString()} ${msg}\n`));
   const emulator = new Emulator({ ...fromEnv, ...stripUndefined(opts), log });
-  await emulator.start();
+  try {
+    await emulator.start();
+  } catch (e) {
+    log(`not starting: ${(e as Error).message}`);
+    throw e;
+  }
   log(`emulator started (pid ${process.pid})`);
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
@@ -165,7 +212,8 @@ async function answers(ep: EmulatorEndpoint): Promise<boolean> {
 /** A one-shot GET without keep-alive, so no socket outlives the call. */
 function getJson(ep: EmulatorEndpoint, urlPath: string, timeoutMs = 2000): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: ep.host, port: ep.restPort, path: urlPath, agent: false, timeout: timeoutMs }, (res) => {
+    const headers = { authorization: `Bearer ${ep.token}` };
+    const req = http.get({ host: ep.host, port: ep.restPort, path: urlPath, headers, agent: false, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -188,15 +236,6 @@ function readTail(file: string, from: number): string {
     return text.trim().split('\n').slice(-10).join('\n');
   } catch {
     return '';
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

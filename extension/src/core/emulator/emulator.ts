@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -7,10 +8,11 @@ import { emulatorDir } from '../paths';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../ssh/keys';
 import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
-import { endpointFile, type EmulatorEndpoint } from './endpoint';
+import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from './endpoint';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
+import { resetState, restorePreviousState, type StateRecovery } from './state-file';
 
 /** What the emulator needs of the SSH worker pool; ssh-workers.ts's SshWorkerPool is the real one. */
 export interface WorkerPool {
@@ -102,9 +104,24 @@ export class Emulator {
     return this.restValue;
   }
 
+  /**
+   * `--restore-previous` / `--reset-state`, under the emulator lock of `dir` (so never under a running
+   * emulator's feet). Returns what was done, for the user.
+   */
+  static recoverState(dir: string, how: StateRecovery): string {
+    const emu = new Emulator({ dir });
+    makePrivateDir(emu.dir);
+    emu.acquireLock();
+    try {
+      return how === 'restore-previous' ? restorePreviousState(emu.dir) : resetState(emu.dir);
+    } finally {
+      fs.rmSync(lockFile(emu.dir), { force: true });
+    }
+  }
+
   async start(): Promise<EmulatorEndpoint> {
     if (this.endpointValue) return this.endpointValue;
-    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    makePrivateDir(this.dir);
     this.acquireLock();
     try {
       return await this.startLocked();
@@ -140,18 +157,21 @@ export class Emulator {
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
       metadataChanged: (n) => this.pool?.setNodeKeys?.(shortName(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
-    this.removeOrphanSandboxes(state.allNodes());
+    this.setOrphanSandboxesAside(state.allNodes());
     for (const node of state.allNodes().filter((n) => n.state === 'READY')) {
       // A VM that cannot get its workers back is still listed; the log says why it is unreachable.
       await this.nodeUp(node).catch((e: Error) => this.log(`workers of ${node.name} did not start: ${e.message}`));
     }
 
+    // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
+    const token = crypto.randomBytes(32).toString('base64url');
     this.restValue = new RestServer({
       state,
       project,
       zones,
       host,
       port: this.opts.restPort ?? 0,
+      token,
       latencyMs: this.opts.latencyMs,
       faults: this.opts.faults,
       capacityFaults: this.opts.capacityFaults,
@@ -161,8 +181,10 @@ export class Emulator {
     const restPort = await this.restValue.listen();
     const endpoint: EmulatorEndpoint = {
       pid: process.pid,
+      ...ownIdentity(),
       host,
       restPort,
+      token,
       sshPort,
       project,
       zones,
@@ -172,7 +194,7 @@ export class Emulator {
     };
     writeFileAtomic(endpointFile(this.dir), JSON.stringify(endpoint, null, 2));
     this.endpointValue = endpoint;
-    this.log(`emulator listening: REST http://${host}:${restPort}, SSH port ${sshPort}, project ${project}, zones ${zones.join(', ')}`);
+    this.log(`emulator listening: REST http://${host}:${restPort} (bearer token in ${endpointFile(this.dir)}), SSH port ${sshPort}, project ${project}, zones ${zones.join(', ')}`);
     return endpoint;
   }
 
@@ -240,7 +262,11 @@ export class Emulator {
     this.log(`workers of ${node.name} down (${reason})`);
   }
 
-  private removeOrphanSandboxes(nodes: NodeJson[]): void {
+  /**
+   * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
+   * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
+   */
+  private setOrphanSandboxesAside(nodes: NodeJson[]): void {
     const keep = new Set(nodes.map((n) => shortName(n.name)));
     const root = path.join(this.dir, 'workers');
     let entries: string[] = [];
@@ -249,21 +275,31 @@ export class Emulator {
     } catch {
       return;
     }
-    for (const e of entries) if (!keep.has(e)) fs.rmSync(path.join(root, e), { recursive: true, force: true });
+    const aside = path.join(this.dir, 'workers-orphaned');
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    for (const e of entries.filter((x) => !keep.has(x))) {
+      fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
+      const to = path.join(aside, `${e}-${stamp}`);
+      fs.renameSync(path.join(root, e), to);
+      this.log(`the state has no node "${e}": its sandbox is kept in ${to}`);
+    }
   }
 
-  /** One emulator per directory: a lock file holding the owner's pid; a dead owner's lock is taken over. */
+  /**
+   * One emulator per directory: a lock file naming the owner (pid, start time, argv); a lock whose owner is gone,
+   * or whose pid now belongs to another process, is taken over.
+   */
   private acquireLock(): void {
     const file = lockFile(this.dir);
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        fs.writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o600 });
+        fs.writeFileSync(file, JSON.stringify({ pid: process.pid, ...ownIdentity() }), { flag: 'wx', mode: 0o600 });
         this.lockHeld = true;
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const pid = Number(fs.readFileSync(file, 'utf8').trim());
-        if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+        const pid = lockOwner(file);
+        if (pid !== undefined) {
           throw new TpwError('FAILED_PRECONDITION', `The local emulator in ${this.dir} is already running (pid ${pid}); stop it with \`tpw emulator stop\`.`);
         }
         fs.rmSync(file, { force: true });
@@ -273,17 +309,40 @@ export class Emulator {
   }
 }
 
-function lockFile(dir: string): string {
+export function lockFile(dir: string): string {
   return path.join(dir, 'emulator.lock');
 }
 
-function isAlive(pid: number): boolean {
+/**
+ * The live emulator holding the lock in `file`, if any. A lock of an older version holds only the pid, and so
+ * does one written where there is no /proc: such a live pid counts, unless `verifiedOnly` (before a signal).
+ */
+export function lockOwner(file: string, verifiedOnly = false): number | undefined {
+  let owner: unknown;
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    owner = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
   }
+  const o = (typeof owner === 'number' ? { pid: owner } : owner) as { pid?: unknown; procStart?: unknown; cmdline?: unknown } | null;
+  const pid = o?.pid;
+  if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
+  const procStart = typeof o?.procStart === 'string' ? o.procStart : '';
+  if (verifiedOnly && procStart === '') return undefined;
+  const cmdline = Array.isArray(o?.cmdline) ? o.cmdline.map(String) : [];
+  return isSameProcess(pid, procStart, cmdline) === 'same' ? pid : undefined;
+}
+
+/** The emulator's folder holds its keys, token and state: created 0700, and made so if it is ours and not. */
+function makePrivateDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = fs.statSync(dir);
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  if (st.uid !== uid) {
+    throw new TpwError('PERMISSION_DENIED', `The emulator folder ${dir} belongs to uid ${st.uid}, not to you: its keys and token would not be private. Use a folder of your own (TPW_HOME).`);
+  }
+  if ((st.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
 }
 
 /**
@@ -293,6 +352,7 @@ function isAlive(pid: number): boolean {
 export function ensureKeys(dir: string): EmulatorKeys {
   const keysDir = path.join(dir, 'keys');
   fs.mkdirSync(keysDir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(keysDir, 0o700);
   const pair = (base: string, comment: string) => {
     const priv = path.join(keysDir, base);
     const pub = `${priv}.pub`;
@@ -302,6 +362,8 @@ export function ensureKeys(dir: string): EmulatorKeys {
       writeFileAtomic(priv, k.private);
       writeFileAtomic(pub, `${k.public.trim()}\n`);
     }
+    // Whoever can read the client key is the emulator's user on every worker.
+    fs.chmodSync(priv, 0o600);
     return { privateKey: fs.readFileSync(priv, 'utf8'), publicKey: fs.readFileSync(pub, 'utf8').trim(), privPath: priv };
   };
   const host = pair('ssh_host_ed25519_key', 'tpw-emulator-host');
@@ -309,9 +371,11 @@ export function ensureKeys(dir: string): EmulatorKeys {
   return { hostKey: host.privateKey, hostPublicKey: host.publicKey, clientKeyPath: client.privPath, clientPublicKey: client.publicKey };
 }
 
+/** Written whole or not at all, mode 0600 from the first byte (a left-over temp file is replaced, not reused). */
 function writeFileAtomic(file: string, text: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, text, { mode: 0o600 });
+  fs.rmSync(tmp, { force: true });
+  fs.writeFileSync(tmp, text, { flag: 'wx', mode: 0o600 });
   fs.renameSync(tmp, file);
 }
 

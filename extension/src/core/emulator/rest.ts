@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
 import { FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
 import { QueuedResources } from './queued';
+import { guardRequest } from './rest-guard';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
 
@@ -39,6 +40,8 @@ export interface RestServerOptions {
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
   log?: (msg: string) => void;
+  /** Every request must carry `Authorization: Bearer <token>` (rest-guard.ts). */
+  token: string;
 }
 
 type Query = URLSearchParams;
@@ -142,6 +145,8 @@ export class RestServer {
     const method = req.method ?? 'GET';
     let status = 200;
     try {
+      const refused = guardRequest(req, { token: this.opts.token, port: () => this.port, host: this.opts.host ?? '127.0.0.1' });
+      if (refused) throw refused;
       const route = this.routes.find((r) => r.verb === method && r.re.test(url.pathname));
       const match = route ? route.re.exec(url.pathname) : null;
       if (!route || !match) {
@@ -164,6 +169,7 @@ export class RestServer {
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError('INTERNAL', `Internal error: ${(e as Error).message}`);
       status = err.http ?? GOOGLE_STATUS[err.status].http;
+      if (err.status === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
       send(res, status, { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } });
     }
     this.log(`${method} ${url.pathname}${url.search} -> ${status}`);

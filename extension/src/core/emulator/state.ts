@@ -1,7 +1,6 @@
 import * as crypto from 'node:crypto';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { NODE_ID_PATTERN, parseNodeName, shortName, type NodeState } from '../tpu/models';
+import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
 import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIONS, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
 import {
   ApiError,
@@ -17,6 +16,7 @@ import {
 
 // Re-exported: callers imported these from here before types.ts existed.
 export * from './types';
+export { previousStateFile, stateFile } from './state-file';
 
 /**
  * The emulator's whole state — nodes in their REST JSON shape, long-running operations and the loopback
@@ -24,17 +24,6 @@ export * from './types';
  * its VMs. This module also holds the API semantics (validation, state transitions, operation completion),
  * so the HTTP layer in rest.ts only routes and encodes.
  */
-
-interface StateFile {
-  version: 1;
-  sshPort?: number;
-  nodes: NodeJson[];
-  operations: OperationJson[];
-  /** loopback address → "<node resource name>#<worker index>" */
-  addresses: Record<string, string>;
-  /** Queued resources (queued.ts keeps them; they live in this file so one file holds the whole state). */
-  queuedResources?: unknown[];
-}
 
 export type NodeDownReason = 'stop' | 'delete' | 'preempt' | 'failed';
 
@@ -65,10 +54,6 @@ const DEFAULT_DELAYS: Record<OperationVerb, number> = { create: 1500, start: 100
 const MAX_DONE_OPERATIONS = 200;
 const SETTLED: Partial<Record<NodeState, NodeState>> = { CREATING: 'READY', STARTING: 'READY', RESTARTING: 'READY', STOPPING: 'STOPPED' };
 
-export function stateFile(dir: string): string {
-  return path.join(dir, 'state.json');
-}
-
 export class EmulatorState {
   private readonly nodes = new Map<string, NodeJson>();
   private readonly operations = new Map<string, OperationJson>();
@@ -95,23 +80,18 @@ export class EmulatorState {
 
   /**
    * Reads `<dir>/state.json` (or starts empty) and settles what the previous emulator left mid-transition:
-   * its timers died with it, so the transitions finish now and their operations complete.
+   * its timers died with it, so the transitions finish now and their operations complete. A file that is
+   * unreadable or inconsistent throws (state-file.ts names it and the fix) before anything is written.
    */
   static load(opts: EmulatorStateOptions): EmulatorState {
+    const data = readStateFile(opts.dir);
     const s = new EmulatorState(opts);
-    let raw: string | undefined;
-    try {
-      raw = fs.readFileSync(stateFile(opts.dir), 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
-    if (raw !== undefined) {
-      const data = JSON.parse(raw) as StateFile;
+    if (data !== undefined) {
       s.sshPortValue = data.sshPort;
-      for (const n of data.nodes ?? []) s.nodes.set(n.name, n);
+      for (const n of data.nodes) s.nodes.set(n.name, n);
       s.loadedQueued = data.queuedResources ?? [];
-      for (const o of data.operations ?? []) s.operations.set(o.name, o);
-      for (const [addr, owner] of Object.entries(data.addresses ?? {})) s.addresses.set(addr, owner);
+      for (const o of data.operations) s.operations.set(o.name, o);
+      for (const [addr, owner] of Object.entries(data.addresses)) s.addresses.set(addr, owner);
       s.settle();
     }
     s.save();
@@ -296,18 +276,14 @@ export class EmulatorState {
 
   save(): void {
     const data: StateFile = {
-      version: 1,
+      version: STATE_VERSION,
       ...(this.sshPortValue !== undefined ? { sshPort: this.sshPortValue } : {}),
       nodes: [...this.nodes.values()],
       queuedResources: this.queuedSource ? this.queuedSource() : this.loadedQueued,
       operations: [...this.operations.values()],
       addresses: Object.fromEntries(this.addresses),
     };
-    fs.mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
-    const file = stateFile(this.opts.dir);
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(data, null, 2), { mode: 0o600 });
-    fs.renameSync(tmp, file);
+    writeStateFile(this.opts.dir, data);
   }
 
   private requireState(node: NodeJson, allowed: NodeState[], verb: string): void {

@@ -1,4 +1,5 @@
 import { protos, v2 } from '@google-cloud/tpu';
+import { OAuth2Client } from 'google-auth-library';
 import type { EmulatorEndpoint } from '../emulator/endpoint';
 import { TpwError, type TpwErrorCode } from '../errors';
 import type { CreateNodeRequest, CreateQueuedResourceRequest, OperationProgress, TpuApi, WaitOptions } from './api';
@@ -68,11 +69,16 @@ interface Ctx {
 const LRO_BACKOFF = { initialRetryDelayMillis: 100, retryDelayMultiplier: 1.3, maxRetryDelayMillis: 5000, totalTimeoutMillis: 60 * 60_000 };
 
 /**
- * An auth client that adds no headers. gax's REST transport accepts any object with `getRequestHeaders()` as
- * `auth` (the path it documents for OAuth2Client in browsers); with it, no Application Default Credentials
- * lookup happens, which matters on a laptop without gcloud and in tests.
+ * The emulator's credentials: its bearer token as an OAuth2 access token, so the client sends
+ * `Authorization: Bearer <token>` itself, as it sends Google's. gax's REST transport takes an OAuth2Client as
+ * `auth` (the path it documents for browsers); a token with no expiry is never refreshed, and no Application
+ * Default Credentials lookup happens, which matters on a laptop without gcloud and in tests.
  */
-const NO_CREDENTIALS = { getRequestHeaders: async (): Promise<Record<string, string>> => ({}) };
+function emulatorCredentials(token: string): OAuth2Client {
+  const auth = new OAuth2Client();
+  auth.setCredentials({ access_token: token, token_type: 'Bearer' });
+  return auth;
+}
 
 export class CloudTpuApi implements TpuApi {
   readonly description: string;
@@ -347,8 +353,8 @@ function capitalize(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-/** A CloudTpuApi that talks to a running local emulator, with no credentials. */
-export function emulatorTpuApi(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort'>): CloudTpuApi {
+/** A CloudTpuApi that talks to a running local emulator, with its bearer token from the endpoint file. */
+export function emulatorTpuApi(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>): CloudTpuApi {
   return new CloudTpuApi({
     emulator: { host: endpoint.host, port: endpoint.restPort },
     clientOptions: {
@@ -356,8 +362,8 @@ export function emulatorTpuApi(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPo
       port: endpoint.restPort,
       protocol: 'http',
       fallback: true,
-      // The client types `auth` as GoogleAuth; gax only calls getRequestHeaders() on it in REST mode.
-      auth: NO_CREDENTIALS as unknown as NonNullable<ClientOptions['auth']>,
+      // The client types `auth` as GoogleAuth; in REST mode gax takes an OAuth2Client and calls getRequestHeaders().
+      auth: emulatorCredentials(endpoint.token) as unknown as NonNullable<ClientOptions['auth']>,
     },
   });
 }
