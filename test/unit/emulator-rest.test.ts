@@ -159,18 +159,20 @@ describe('emulator REST API', () => {
     assert.equal(err(badJson).status, 'INVALID_ARGUMENT');
   });
 
-  it('stops and starts a node, and refuses transitions from the wrong state', async () => {
-    const stop = await request('POST', `${BASE}/nodes/rest-a:stop?${INT}`, {});
+  it('stops and starts a single-host node, and refuses transitions from the wrong state', async () => {
+    await createNode('rest-s', 'v4-8');
+    const stop = await request('POST', `${BASE}/nodes/rest-s:stop?${INT}`, {});
     assert.equal(stop.status, 200);
-    const again = await request('POST', `${BASE}/nodes/rest-a:stop?${INT}`, {});
+    const again = await request('POST', `${BASE}/nodes/rest-s:stop?${INT}`, {});
     assert.equal(again.status, 400);
     assert.equal(err(again).status, 'FAILED_PRECONDITION');
     const stopped = await waitOp(String(stop.body.name));
     assert.equal((stopped.response as Record<string, unknown>).state, 'STOPPED');
-    assert.ok(downs.includes('rest-a'));
-    const start = await request('POST', `${BASE}/nodes/rest-a:start`, {});
+    assert.ok(downs.includes('rest-s'));
+    const start = await request('POST', `${BASE}/nodes/rest-s:start`, {});
     const started = await waitOp(String(start.body.name));
     assert.equal((started.response as Record<string, unknown>).state, 'READY');
+    await waitOp(String((await request('DELETE', `${BASE}/nodes/rest-s`)).body.name));
   });
 
   it('pages node lists with pageSize and pageToken', async () => {
