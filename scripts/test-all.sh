@@ -38,6 +38,9 @@ step webview bash -c 'node scripts/build.mjs && node --import tsx --test --test-
 count_node test-artifacts/webview.log
 step trainer python3 -m pytest -q test/trainer
 count_pytest test-artifacts/trainer.log
+# Google's Python client for Cloud TPU (REST transport) against the emulator started by the built CLI.
+step emulator-clients python3 -m pytest -q test/emulator-clients
+count_pytest test-artifacts/emulator-clients.log
 step e2e node --import tsx --test --test-reporter=tap test/e2e/*.e2e.ts
 count_node test-artifacts/e2e.log
 
