@@ -13,7 +13,7 @@ from google.api_core import exceptions
 from google.cloud import tpu_v2
 from google.longrunning import operations_pb2
 
-from conftest import Emulator
+from tpw_emulator import Emulator
 
 # The runtime each generation boots (the project's wizard and CLI recommend these).
 RECOMMENDED = {"v4-8": "tpu-ubuntu2204-base", "v5litepod-8": "v2-alpha-tpuv5-lite", "v5p-8": "v2-alpha-tpuv5", "v6e-8": "v2-alpha-tpuv6e"}

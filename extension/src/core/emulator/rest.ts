@@ -1,8 +1,9 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boolParam, checkStoppable, decodeSegment, guestAttributes, operationFilter, serviceIdentity } from './api-extras';
-import { acceleratorByConfig, ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
+import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
 import { FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
+import { ACCEL_CONFIG_TYPE, acceleratorTypeOf } from './node-config';
 import { QueuedResources } from './queued';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
@@ -74,7 +75,6 @@ const NODE_STATE: Record<string, number> = {
 };
 const HEALTH: Record<string, number> = { HEALTH_UNSPECIFIED: 0, HEALTHY: 1, TIMEOUT: 3, UNHEALTHY_TENSORFLOW: 4, UNHEALTHY_MAINTENANCE: 5 };
 const API_VERSION: Record<string, number> = { API_VERSION_UNSPECIFIED: 0, V1_ALPHA1: 1, V1: 2, V2_ALPHA1: 3, V2: 4 };
-const ACCEL_CONFIG_TYPE: Record<string, number> = { TYPE_UNSPECIFIED: 0, V2: 2, V3: 4, V4: 7, V5LITE_POD: 9, V5P: 10, V6E: 11 };
 const QR_STATE: Record<string, number> = {
   STATE_UNSPECIFIED: 0, CREATING: 1, ACCEPTED: 2, PROVISIONING: 3, FAILED: 4, DELETING: 5, ACTIVE: 6, SUSPENDING: 7, SUSPENDED: 8, WAITING_FOR_RESOURCES: 9,
 };
@@ -391,23 +391,6 @@ function createInput(raw: unknown): CreateNodeInput {
   };
 }
 
-/** A Node names its slice by acceleratorType or by acceleratorConfig (generation + topology); both must agree. */
-function acceleratorTypeOf(body: Record<string, unknown>): string | undefined {
-  const type = typeof body.acceleratorType === 'string' && body.acceleratorType ? body.acceleratorType : undefined;
-  const cfg = body.acceleratorConfig as { type?: unknown; topology?: unknown } | undefined;
-  if (!cfg || typeof cfg !== 'object') return type;
-  const gen = typeof cfg.type === 'number' ? Object.keys(ACCEL_CONFIG_TYPE).find((k) => ACCEL_CONFIG_TYPE[k] === cfg.type) : cfg.type;
-  const accel = acceleratorByConfig(String(gen), String(cfg.topology));
-  if (!accel) {
-    const known = ACCELERATOR_TYPES.map((a) => `${a.generation} ${a.topology}`).join(', ');
-    throw new ApiError('INVALID_ARGUMENT', `Invalid acceleratorConfig: type ${String(gen)} with topology "${String(cfg.topology)}" is not offered. Offered: ${known}.`);
-  }
-  if (type && type !== accel.type) {
-    throw new ApiError('INVALID_ARGUMENT', `acceleratorType "${type}" and acceleratorConfig (${accel.generation} ${accel.topology}, that is ${accel.type}) disagree; set one of them.`);
-  }
-  return accel.type;
-}
-
 function acceleratorTypes(parent: string) {
   return ACCELERATOR_TYPES.map((a) => ({
     name: `${parent}/acceleratorTypes/${a.type}`,
@@ -471,8 +454,10 @@ function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
     req.on('data', (c: Buffer) => {
       size += c.length;
       // Too large: keep reading (dropping it) so the answer reaches a client still sending, then close.
-      if (size > MAX_DRAINED) req.destroy();
-      else if (size <= MAX_BODY) chunks.push(c);
+      if (size > MAX_DRAINED) {
+        reject(new PayloadTooLarge());
+        req.destroy();
+      } else if (size <= MAX_BODY) chunks.push(c);
     });
     req.on('error', reject);
     req.on('end', () => {
