@@ -280,6 +280,15 @@ describe('emulator REST API through @google-cloud/tpu', () => {
   });
   after(() => client.close());
 
+  async function waitQr(name: string, want: string): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const [qr] = await client.getQueuedResource({ name });
+      if (qr.state?.state === want) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.fail(`${name} never reached ${want}`);
+  }
+
   async function make(nodeId: string, node: protos.google.cloud.tpu.v2.INode): Promise<protos.google.cloud.tpu.v2.INode> {
     const [op] = await client.createNode({ parent: P, nodeId, node });
     const [made] = await op.promise();
@@ -363,25 +372,38 @@ describe('emulator REST API through @google-cloud/tpu', () => {
       queuedResource: { tpu: { nodeSpec: [{ parent: P, nodeId: 'js-qr-node', node }] }, queueingPolicy: { validUntilDuration: { seconds: 1 } } },
     });
     await created.promise();
-    const waitState = async (want: string) => {
-      for (let i = 0; i < 300; i++) {
-        const [qr] = await client.getQueuedResource({ name });
-        if (qr.state?.state === want) return;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.fail(`${name} never reached ${want}`);
-    };
-    await waitState('FAILED');
+    await waitQr(name, 'FAILED');
     await assert.rejects(client.deleteQueuedResource({ name: `${P}/queuedResources/none`, force: true }), (e) => codeOf(e) === 5);
     emu.rest.clearFaults();
     const [reset] = await client.resetQueuedResource({ name });
     await reset.promise();
     await assert.rejects(client.resetQueuedResource({ name }), (e) => codeOf(e) === 3 && /FAILED or SUSPENDED/.test(messageOf(e)));
-    await waitState('ACTIVE');
+    await waitQr(name, 'ACTIVE');
     assert.equal((await request('DELETE', `/v2/${name}?force=nope`)).status, 400);
     const del = await request('DELETE', `/v2/${name}?force=True`);
     assert.equal(del.status, 200, JSON.stringify(del.body));
     await waitOp(String(del.body.name));
+  });
+
+  it('resets a SUSPENDED spot queued resource: its preempted node is replaced by a new one', async () => {
+    const name = `${P}/queuedResources/js-spot`;
+    const nodeName = `${P}/nodes/js-spot-node`;
+    const node = { acceleratorType: 'v6e-1', runtimeVersion: 'v2-alpha-tpuv6e' };
+    const [created] = await client.createQueuedResource({ parent: P, queuedResourceId: 'js-spot', queuedResource: { tpu: { nodeSpec: [{ parent: P, nodeId: 'js-spot-node', node }] }, spot: {} } });
+    await created.promise();
+    await waitQr(name, 'ACTIVE');
+    const [first] = await client.getNode({ name: nodeName });
+    assert.equal((await request('POST', `/emulator/v1/${nodeName}:preempt`)).status, 200);
+    await waitQr(name, 'SUSPENDED');
+    const [reset] = await client.resetQueuedResource({ name });
+    await reset.promise();
+    await waitQr(name, 'ACTIVE');
+    const [second] = await client.getNode({ name: nodeName });
+    assert.equal(second.state, 'READY');
+    assert.notEqual(second.id, first.id);
+    const [del] = await client.deleteQueuedResource({ name, force: true });
+    await del.promise();
+    await assert.rejects(client.getNode({ name: nodeName }), (e) => codeOf(e) === 5);
   });
 
   it('answers a malformed %-escape with 400, and a 3 MB body with 400 rather than a reset connection', async () => {
