@@ -52,7 +52,22 @@ installed() {
   "$VENV/bin/python" -c 'import importlib.util as u, sys
 sys.exit(not all(u.find_spec(m) for m in ("tpu_trainer", "torch", "torch_xla", "hydra")))' >/dev/null 2>&1
 }
+# Test-only clients (test/emulator-clients/requirements.txt: Google's Python client for Cloud TPU), with
+# their own stamp so that adding or bumping them never reinstalls torch.
+install_test_clients() {
+  local req="$ROOT/test/emulator-clients/requirements.txt" stamp="$VENV/.tpw-test-clients.sha256" sum
+  sum="$(sha256sum "$req" | cut -d' ' -f1)"
+  if [[ "${TPW_FORCE:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] &&
+    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("google.cloud.tpu_v2"))' >/dev/null 2>&1; then
+    return 0
+  fi
+  say "installing the test clients from $req"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
+  echo "$sum" >"$stamp"
+}
+
 if [[ "${TPW_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && installed; then
+  install_test_clients
   say "up to date ($VENV)"
   echo "$VENV"
   exit 0
@@ -94,5 +109,6 @@ say "installing the trainer (editable) from $ROOT/trainer"
 
 "$VENV/bin/python" -c 'import tpu_trainer, torch, hydra, omegaconf' >&2
 echo "$want" >"$STAMP"
+install_test_clients
 say "done in $((SECONDS - start))s: $(du -sh "$VENV" 2>/dev/null | cut -f1) in $VENV"
 echo "$VENV"

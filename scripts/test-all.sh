@@ -37,6 +37,9 @@ step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
 step trainer npm run -s test:trainer
 count_pytest test-artifacts/trainer.log
+# Google's Python client for Cloud TPU (REST transport) against the emulator started by the built CLI.
+step emulator-clients python3 -m pytest -q test/emulator-clients
+count_pytest test-artifacts/emulator-clients.log
 step e2e npm run -s test:e2e -- --test-reporter=tap
 count_node test-artifacts/e2e.log
 

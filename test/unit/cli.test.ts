@@ -110,11 +110,16 @@ test('with the emulator: create, list, run on every worker, and the bad inputs',
     assert.match(noVm.err[0], /missing --vm NAME/);
   });
 
-  await t.test('a stopped VM is refused with its state', async () => {
-    assert.equal((await tpw('vm', 'stop', 'pod')).code, 0);
-    const r = await tpw('run', 'recipes/ok2.sh', '--vm', 'pod');
+  await t.test('a stopped VM is refused with its state; a multi-host slice cannot be stopped', async () => {
+    const slice = await tpw('vm', 'stop', 'pod');
+    assert.equal(slice.code, 1);
+    assert.match(slice.err.join('\n'), /Cannot stop TPU VM "pod".*multi-host/);
+    assert.equal((await tpw('vm', 'create', 'solo', '--type', 'v5litepod-8')).code, 0);
+    assert.equal((await tpw('vm', 'stop', 'solo')).code, 0);
+    const r = await tpw('run', 'recipes/ok2.sh', '--vm', 'solo');
     assert.equal(r.code, 1);
-    assert.match(r.err.join('\n'), /TPU VM "pod" is STOPPED, not READY/);
+    assert.match(r.err.join('\n'), /TPU VM "solo" is STOPPED, not READY/);
+    assert.equal((await tpw('vm', 'delete', 'solo')).code, 0);
     assert.equal((await tpw('vm', 'delete', 'pod')).code, 0);
     assert.match((await tpw('vm', 'list')).out.join('\n'), /No TPU VMs/);
   });

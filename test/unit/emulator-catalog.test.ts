@@ -6,9 +6,11 @@ import {
   acceleratorTypeNames,
   isRuntimeVersion,
   RUNTIME_VERSIONS,
+  runtimeVersionProblem,
   topologyFor,
   workersFor,
 } from '../../extension/src/core/emulator/catalog';
+import { recommendedRuntime } from '../../extension/src/core/explorer/create-request';
 
 describe('emulator catalog', () => {
   it('gives each accelerator type its real number of workers (hosts)', () => {
@@ -61,6 +63,18 @@ describe('emulator catalog', () => {
     assert.ok(isRuntimeVersion('tpu-ubuntu2204-base'));
     assert.ok(!isRuntimeVersion('tpu-ubuntu2004-nope'));
     assert.ok(RUNTIME_VERSIONS.includes('v2-alpha-tpuv5-lite'));
+  });
+
+  it('accepts the runtime the wizard and CLI recommend for every type, and refuses another generation\'s', () => {
+    for (const a of ACCELERATOR_TYPES) {
+      const rec = recommendedRuntime(a.type);
+      assert.ok(rec, a.type);
+      assert.equal(runtimeVersionProblem(a, rec), undefined, `${a.type} with ${rec}`);
+    }
+    const v6e = acceleratorInfo('v6e-8')!;
+    assert.match(runtimeVersionProblem(v6e, 'tpu-ubuntu2204-base') ?? '', /"tpu-ubuntu2204-base" is not supported for accelerator type "v6e-8".*v2-alpha-tpuv6e/);
+    assert.match(runtimeVersionProblem(acceleratorInfo('v5p-8')!, 'v2-alpha-tpuv5-lite') ?? '', /"v5p-8".*v2-alpha-tpuv5\b/);
+    assert.match(runtimeVersionProblem(v6e, 'nope') ?? '', /"nope" was not found.*v2-alpha-tpuv6e/);
   });
 
   it('keeps the table immutable and unique', () => {

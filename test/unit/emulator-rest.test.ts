@@ -3,6 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { protos, v2 } from '@google-cloud/tpu';
+import { OAuth2Client } from 'google-auth-library';
 import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { emulatorRequest } from '../helpers/emulator-http';
@@ -13,7 +15,11 @@ const removed: string[] = [];
 const downs: string[] = [];
 const pool: WorkerPool = {
   addWorker: async () => undefined,
-  removeNode: async (id) => void downs.push(id),
+  removeNode: async (id) => {
+    downs.push(id);
+    // Keeps js-slice's delete operation pending long enough to be cancelled.
+    if (id === 'js-slice') await new Promise((r) => setTimeout(r, 300));
+  },
   close: async () => undefined,
 };
 
@@ -147,18 +153,20 @@ describe('emulator REST API', () => {
     assert.equal(err(badJson).status, 'INVALID_ARGUMENT');
   });
 
-  it('stops and starts a node, and refuses transitions from the wrong state', async () => {
-    const stop = await request('POST', `${BASE}/nodes/rest-a:stop?${INT}`, {});
+  it('stops and starts a single-host node, and refuses transitions from the wrong state', async () => {
+    await createNode('rest-s', 'v4-8');
+    const stop = await request('POST', `${BASE}/nodes/rest-s:stop?${INT}`, {});
     assert.equal(stop.status, 200);
-    const again = await request('POST', `${BASE}/nodes/rest-a:stop?${INT}`, {});
+    const again = await request('POST', `${BASE}/nodes/rest-s:stop?${INT}`, {});
     assert.equal(again.status, 400);
     assert.equal(err(again).status, 'FAILED_PRECONDITION');
     const stopped = await waitOp(String(stop.body.name));
     assert.equal((stopped.response as Record<string, unknown>).state, 'STOPPED');
-    assert.ok(downs.includes('rest-a'));
-    const start = await request('POST', `${BASE}/nodes/rest-a:start`, {});
+    assert.ok(downs.includes('rest-s'));
+    const start = await request('POST', `${BASE}/nodes/rest-s:start`, {});
     const started = await waitOp(String(start.body.name));
     assert.equal((started.response as Record<string, unknown>).state, 'READY');
+    await waitOp(String((await request('DELETE', `${BASE}/nodes/rest-s`)).body.name));
   });
 
   it('pages node lists with pageSize and pageToken', async () => {
@@ -239,5 +247,160 @@ describe('emulator REST API', () => {
     assert.ok((locs.body.locations as { locationId: string }[]).some((l) => l.locationId === 'europe-west4-a'));
     const status = await request('GET', '/emulator/v1/status');
     assert.equal(status.body.nodes, 2);
+  });
+});
+
+/**
+ * The real `@google-cloud/tpu` v2 client (REST transport) on the methods and fields the emulator used to miss:
+ * operations list/cancel/delete, queued-resource reset, guest attributes, service identity, acceleratorConfig
+ * and networkConfig, runtime/type checks, multi-host stop. Python's client covers the same in test/emulator-clients.
+ */
+describe('emulator REST API through @google-cloud/tpu', () => {
+  const P = BASE.slice('/v2/'.length);
+  let client: v2.TpuClient;
+  const codeOf = (e: unknown) => (e as { code?: number }).code;
+  const messageOf = (e: unknown) => String((e as Error).message);
+
+  before(() => {
+    // The emulator's bearer token, sent by the client itself as the product's client sends it (core/tpu/cloud.ts).
+    const auth = new OAuth2Client();
+    auth.setCredentials({ access_token: ep.token, token_type: 'Bearer' });
+    client = new v2.TpuClient({ apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true, auth: auth as never });
+  });
+  after(() => client.close());
+
+  async function waitQr(name: string, want: string): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const [qr] = await client.getQueuedResource({ name });
+      if (qr.state?.state === want) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.fail(`${name} never reached ${want}`);
+  }
+
+  async function make(nodeId: string, node: protos.google.cloud.tpu.v2.INode): Promise<protos.google.cloud.tpu.v2.INode> {
+    const [op] = await client.createNode({ parent: P, nodeId, node });
+    const [made] = await op.promise();
+    return made;
+  }
+
+  it('reports acceleratorConfig and networkConfig consistent with the type, and creates by acceleratorConfig', async () => {
+    const slice = await make('js-slice', { acceleratorType: 'v5litepod-16', runtimeVersion: 'v2-alpha-tpuv5-lite' });
+    const Type = protos.google.cloud.tpu.v2.AcceleratorConfig.Type;
+    // enum-encoding=int: the operation's Node decodes enums as numbers.
+    assert.deepEqual([slice.acceleratorConfig?.type, slice.acceleratorConfig?.topology], [Type.V5LITE_POD, '4x4']);
+    assert.equal(slice.networkConfig?.network, 'projects/local-project/global/networks/default');
+    assert.equal(slice.networkConfig?.subnetwork, 'projects/local-project/regions/us-central2/subnetworks/default');
+    assert.equal(slice.networkConfig?.enableExternalIps, true);
+    const byConfig = await make('js-bycfg', {
+      acceleratorConfig: { type: 'V6E', topology: '2x4' },
+      runtimeVersion: 'v2-alpha-tpuv6e',
+      networkConfig: { network: 'default', enableExternalIps: false },
+    });
+    assert.equal(byConfig.acceleratorType, 'v6e-8');
+    assert.ok(byConfig.networkEndpoints?.every((e) => !e.accessConfig?.externalIp));
+    await client.deleteNode({ name: byConfig.name }).then(([op]) => op.promise());
+  });
+
+  it('refuses a runtime version that does not boot on the accelerator type, naming both', async () => {
+    await assert.rejects(
+      client.createNode({ parent: P, nodeId: 'js-bad', node: { acceleratorType: 'v5p-8', runtimeVersion: 'v2-alpha-tpuv6e' } }),
+      (e) => codeOf(e) === 3 && /"v2-alpha-tpuv6e".*"v5p-8".*v2-alpha-tpuv5\b/.test(messageOf(e)),
+    );
+  });
+
+  // gax's REST transport takes the code from the HTTP status (400 → 3), as it does with Cloud TPU's FAILED_PRECONDITION.
+  it('refuses to stop a multi-host slice with 400 FAILED_PRECONDITION', async () => {
+    const raw = await request('POST', `${BASE}/nodes/js-slice:stop`, {});
+    assert.deepEqual([raw.status, err(raw).status], [400, 'FAILED_PRECONDITION']);
+    await assert.rejects(client.stopNode({ name: `${P}/nodes/js-slice` }), (e) => codeOf(e) === 3 && /multi-host/.test(messageOf(e)));
+    const [node] = await client.getNode({ name: `${P}/nodes/js-slice` });
+    assert.equal(node.state, 'READY');
+  });
+
+  it('lists operations with a filter and pages, cancels and deletes one', async () => {
+    const ops: protos.google.longrunning.IOperation[] = [];
+    // The mixin's types say requests are classes and items pages; it takes plain objects and yields operations.
+    const req = { name: P, filter: 'metadata.verb = "create"', pageSize: 1 } as unknown as protos.google.longrunning.ListOperationsRequest;
+    for await (const op of client.listOperationsAsync(req) as AsyncIterable<protos.google.longrunning.IOperation>) ops.push(op);
+    assert.ok(ops.length >= 2);
+    assert.ok(ops.every((o) => String(o.name).startsWith(`${P}/operations/`)));
+    const [del] = await client.deleteNode({ name: `${P}/nodes/js-slice` });
+    await client.cancelOperation({ name: String(del.name) } as protos.google.longrunning.CancelOperationRequest);
+    const pending = await request('GET', `${BASE}/operations?filter=done%20%3D%20false`);
+    assert.deepEqual(
+      (pending.body.operations as { name: string; metadata: { cancelRequested: boolean } }[]).map((o) => [o.name, o.metadata.cancelRequested]),
+      [[del.name, true]],
+    );
+    await del.promise();
+    const opReq = { name: String(del.name) } as protos.google.longrunning.GetOperationRequest;
+    await client.deleteOperation(opReq);
+    await assert.rejects(client.getOperation(opReq), (e) => codeOf(e) === 5);
+  });
+
+  it('answers guest attributes per worker with the host key, and a service identity', async () => {
+    await make('js-one', { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' });
+    const [attrs] = await client.getGuestAttributes({ name: `${P}/nodes/js-one`, queryPath: '/hostkeys/ssh-ed25519' });
+    const pub = fs.readFileSync(path.join(emu.dir, 'keys', 'ssh_host_ed25519_key.pub'), 'utf8').split(' ');
+    assert.deepEqual(
+      attrs.guestAttributes?.map((g) => g.queryValue?.items?.map((i) => [i.namespace, i.key, i.value])),
+      [[['hostkeys', pub[0], pub[1].trim()]]],
+    );
+    const [id] = await client.generateServiceIdentity({ parent: P });
+    assert.match(String(id.identity?.email), /^service-\d{12}@cloud-tpu\.iam\.gserviceaccount\.com$/);
+    await client.deleteNode({ name: `${P}/nodes/js-one` }).then(([op]) => op.promise());
+  });
+
+  it('resets a FAILED queued resource and deletes it with force=True as gcloud sends it', async () => {
+    emu.rest.addCapacityFault({ zone: 'us-central2-b', acceleratorType: 'v6e-1' });
+    const name = `${P}/queuedResources/js-qr`;
+    const node = { acceleratorType: 'v6e-1', runtimeVersion: 'v2-alpha-tpuv6e' };
+    const [created] = await client.createQueuedResource({
+      parent: P,
+      queuedResourceId: 'js-qr',
+      queuedResource: { tpu: { nodeSpec: [{ parent: P, nodeId: 'js-qr-node', node }] }, queueingPolicy: { validUntilDuration: { seconds: 1 } } },
+    });
+    await created.promise();
+    await waitQr(name, 'FAILED');
+    await assert.rejects(client.deleteQueuedResource({ name: `${P}/queuedResources/none`, force: true }), (e) => codeOf(e) === 5);
+    emu.rest.clearFaults();
+    const [reset] = await client.resetQueuedResource({ name });
+    await reset.promise();
+    await assert.rejects(client.resetQueuedResource({ name }), (e) => codeOf(e) === 3 && /FAILED or SUSPENDED/.test(messageOf(e)));
+    await waitQr(name, 'ACTIVE');
+    assert.equal((await request('DELETE', `/v2/${name}?force=nope`)).status, 400);
+    const del = await request('DELETE', `/v2/${name}?force=True`);
+    assert.equal(del.status, 200, JSON.stringify(del.body));
+    await waitOp(String(del.body.name));
+  });
+
+  it('resets a SUSPENDED spot queued resource: its preempted node is replaced by a new one', async () => {
+    const name = `${P}/queuedResources/js-spot`;
+    const nodeName = `${P}/nodes/js-spot-node`;
+    const node = { acceleratorType: 'v6e-1', runtimeVersion: 'v2-alpha-tpuv6e' };
+    const [created] = await client.createQueuedResource({ parent: P, queuedResourceId: 'js-spot', queuedResource: { tpu: { nodeSpec: [{ parent: P, nodeId: 'js-spot-node', node }] }, spot: {} } });
+    await created.promise();
+    await waitQr(name, 'ACTIVE');
+    const [first] = await client.getNode({ name: nodeName });
+    assert.equal((await request('POST', `/emulator/v1/${nodeName}:preempt`)).status, 200);
+    await waitQr(name, 'SUSPENDED');
+    const [reset] = await client.resetQueuedResource({ name });
+    await reset.promise();
+    await waitQr(name, 'ACTIVE');
+    const [second] = await client.getNode({ name: nodeName });
+    assert.equal(second.state, 'READY');
+    assert.notEqual(second.id, first.id);
+    const [del] = await client.deleteQueuedResource({ name, force: true });
+    await del.promise();
+    await assert.rejects(client.getNode({ name: nodeName }), (e) => codeOf(e) === 5);
+  });
+
+  it('answers a malformed %-escape with 400, and a 3 MB body with 400 rather than a reset connection', async () => {
+    const bad = await request('GET', `${BASE}/nodes/%E0%A4%A`);
+    assert.deepEqual([bad.status, err(bad).status], [400, 'INVALID_ARGUMENT']);
+    await assert.rejects(
+      client.createNode({ parent: P, nodeId: 'js-big', node: { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base', description: 'x'.repeat(3 << 20) } }),
+      (e) => codeOf(e) === 3 && /exceeds the limit/.test(messageOf(e)),
+    );
   });
 });

@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Client } from 'ssh2';
+import { acceleratorInfo, ACCELERATOR_TYPES, runtimeVersionsFor } from '../../extension/src/core/emulator/catalog';
 import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../extension/src/core/emulator/daemon';
 import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
 import { endpointFile, readEmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
@@ -48,7 +49,9 @@ async function waitDone(state: EmulatorState, op: OperationJson, timeoutMs = 500
   }
 }
 
-const create = (s: EmulatorState, id: string, type = 'v4-8') => s.beginCreate(P, id, { acceleratorType: type, runtimeVersion: 'tpu-ubuntu2204-base' });
+/** A node of `type` with the first runtime version that boots on it (the API refuses a mismatched one). */
+const create = (s: EmulatorState, id: string, type = 'v4-8') =>
+  s.beginCreate(P, id, { acceleratorType: type, runtimeVersion: runtimeVersionsFor(acceleratorInfo(type) ?? ACCELERATOR_TYPES[0])[0] });
 
 describe('EmulatorState', () => {
   it('walks a node through create → stop → start → delete, with hooks before each report', async () => {

@@ -64,15 +64,18 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
     assert.deepEqual(await api.listNodes('local-project', 'us-east5-b'), []);
   });
 
-  it('stops and starts the node; the workers go away and come back', async () => {
-    const stopped = await api.stopNode(id('pod'));
+  it('stops and starts a single-host node (the workers go away and come back) but not a multi-host slice', async () => {
+    await assert.rejects(api.stopNode(id('pod')), isErr('FAILED_PRECONDITION', /Cannot stop TPU VM "pod".*multi-host/));
+    await api.createNode({ project: 'local-project', zone: ZONE, nodeId: 'one', acceleratorType: 'v5litepod-8', runtimeVersion: 'v2-alpha-tpuv5-lite' });
+    const stopped = await api.stopNode(id('one'));
     assert.equal(stopped.state, 'STOPPED');
     assert.equal(stopped.health, undefined);
     await assert.rejects(banner(stopped.networkEndpoints[0].ipAddress, ep.sshPort));
-    await assert.rejects(api.stopNode(id('pod')), isErr('FAILED_PRECONDITION', /Cannot stop TPU VM "pod".*STOPPED/));
-    const started = await api.startNode(id('pod'));
+    await assert.rejects(api.stopNode(id('one')), isErr('FAILED_PRECONDITION', /Cannot stop TPU VM "one".*STOPPED/));
+    const started = await api.startNode(id('one'));
     assert.equal(started.state, 'READY');
-    assert.match(await banner(started.networkEndpoints[3].ipAddress, ep.sshPort), /^SSH-2\.0-/);
+    assert.match(await banner(started.networkEndpoints[0].ipAddress, ep.sshPort), /^SSH-2\.0-/);
+    await api.deleteNode(id('one'));
   });
 
   it('maps API errors to TpwErrors that name the resource', async () => {

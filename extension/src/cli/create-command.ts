@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import type { Backend } from '../core/backend';
 import { isTpwError, TpwError } from '../core/errors';
+import { recommendedRuntime } from '../core/explorer/create-request';
 import type { CreateNodeRequest, CreateQueuedResourceRequest } from '../core/tpu/api';
 import { formatCost, hourlyCost } from '../core/tpu/cost';
 import { gcloudCreateCommand, gcloudQueuedCommand } from '../core/tpu/gcloud-command';
@@ -30,7 +31,12 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
   try {
     const project = ctx.globals.project ?? backend?.project ?? '';
     const zone = ctx.globals.zone ?? backend?.zones[0] ?? '';
-    if (!version && backend) version = (await backend.api.listRuntimeVersions(project, zone))[0]?.version;
+    if (!version && backend) {
+      // The runtime recommended for the type where the zone lists it (the API refuses one that does not match the type).
+      const listed = (await backend.api.listRuntimeVersions(project, zone)).map((v) => v.version);
+      const recommended = recommendedRuntime(type);
+      version = recommended && listed.includes(recommended) ? recommended : listed[0];
+    }
     if (!version) throw new UsageError('--version is required: the zone lists no runtime versions');
     const req: CreateNodeRequest = {
       project,

@@ -89,18 +89,44 @@ export function acceleratorTypeNames(): string[] {
   return ACCELERATOR_TYPES.map((a) => a.type);
 }
 
-/** Runtime (software) versions the emulator accepts; the real ones the TPU docs recommend per generation. */
-export const RUNTIME_VERSIONS: readonly string[] = Object.freeze([
-  'tpu-ubuntu2204-base',
-  'tpu-vm-v4-base',
-  'tpu-vm-v4-pt-2.0',
-  'v2-alpha-tpuv5',
-  'v2-alpha-tpuv5-lite',
-  'v2-alpha-tpuv6e',
+/**
+ * Runtime (software) versions the emulator accepts, each with the TPU generations it boots on: the TPU docs'
+ * per-generation images (v4: the Ubuntu 22.04 base and the tpu-vm-v4 images; v5e, v5p and v6e: their
+ * v2-alpha images). CreateNode refuses a version on a generation it does not support, as Cloud TPU does.
+ */
+const RUNTIMES: readonly { version: string; generations: readonly TpuGeneration[] }[] = Object.freeze([
+  { version: 'tpu-ubuntu2204-base', generations: ['V4'] },
+  { version: 'tpu-vm-v4-base', generations: ['V4'] },
+  { version: 'tpu-vm-v4-pt-2.0', generations: ['V4'] },
+  { version: 'v2-alpha-tpuv5', generations: ['V5P'] },
+  { version: 'v2-alpha-tpuv5-lite', generations: ['V5LITE_POD'] },
+  { version: 'v2-alpha-tpuv6e', generations: ['V6E'] },
 ]);
+
+export const RUNTIME_VERSIONS: readonly string[] = Object.freeze(RUNTIMES.map((r) => r.version));
 
 export function isRuntimeVersion(v: string): boolean {
   return RUNTIME_VERSIONS.includes(v);
+}
+
+/** Runtime versions that boot on `accel`'s generation. */
+export function runtimeVersionsFor(accel: AcceleratorInfo): string[] {
+  return RUNTIMES.filter((r) => r.generations.includes(accel.generation)).map((r) => r.version);
+}
+
+/** Why `version` cannot run on `accel` (in Cloud TPU's words), or undefined when it can. */
+export function runtimeVersionProblem(accel: AcceleratorInfo, version: string): string | undefined {
+  if (!isRuntimeVersion(version)) {
+    return `Cloud TPU received a bad request: runtime version "${version}" was not found. Valid versions: ${RUNTIME_VERSIONS.join(', ')}.`;
+  }
+  const ok = runtimeVersionsFor(accel);
+  if (ok.includes(version)) return undefined;
+  return `Cloud TPU received a bad request: runtime version "${version}" is not supported for accelerator type "${accel.type}". Supported versions for ${accel.type}: ${ok.join(', ')}.`;
+}
+
+/** The accelerator type `{type, topology}` names (CreateNode's acceleratorConfig), if the catalog has it. */
+export function acceleratorByConfig(generation: string, topology: string): AcceleratorInfo | undefined {
+  return ACCELERATOR_TYPES.find((a) => a.generation === generation && a.topology === topology);
 }
 
 /** Zones the emulator serves by default: real zones that offer v4, v5e, v5p and v6e. */

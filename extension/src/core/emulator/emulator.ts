@@ -176,6 +176,7 @@ export class Emulator {
       faults: this.opts.faults,
       capacityFaults: this.opts.capacityFaults,
       queuedStepMs: this.opts.queuedStepMs,
+      hostPublicKey: keys.hostPublicKey,
       log: this.log,
     });
     const restPort = await this.restValue.listen();

@@ -11,6 +11,7 @@ import { ApiError, EMPTY_TYPE_URL, GOOGLE_STATUS, QUEUED_RESOURCE_TYPE_URL, type
  *   cannot be created
  *   ACTIVE → SUSPENDING → SUSPENDED when its (spot) node is preempted or deleted
  *   any → DELETING → gone (with force, its node is deleted first)
+ *   FAILED / SUSPENDED → ACCEPTED on ResetQueuedResource (a suspended one's node is deleted first)
  *
  * Transitions happen on a tick (a timer, and before every read, so a client never sees a stale state):
  * each step waits at least `stepMs` in its state, so a client polling can observe every state it passes.
@@ -150,6 +151,30 @@ export class QueuedResources {
     return op;
   }
 
+  /**
+   * ResetQueuedResource: a FAILED or SUSPENDED resource is queued again (its preempted node is deleted and
+   * created anew); a relative valid-until window starts over. Its operation is done at once, as create's is.
+   */
+  reset(name: string): OperationJson {
+    this.tick();
+    const e = this.entry(name);
+    const s = e.qr.state.state;
+    if (s !== 'FAILED' && s !== 'SUSPENDED') {
+      throw new ApiError('FAILED_PRECONDITION', `Queued resource '${name}' is ${s}; only a FAILED or SUSPENDED queued resource can be reset.`);
+    }
+    const node = this.state.allNodes().find((n) => n.name === this.nodeName(e));
+    if (node && node.state !== 'DELETING') this.state.beginDelete(node.name);
+    const now = Date.now();
+    const policy = parsePolicy(e.qr.queueingPolicy, now);
+    if (e.qr.queueingPolicy?.validUntilDuration !== undefined) e.validUntil = policy.deadline;
+    this.move(e, 'ACCEPTED', 'USER');
+    const parent = name.slice(0, name.indexOf('/queuedResources/'));
+    const op = this.state.startOperation(parent, name, 'reset');
+    this.state.finishOperation(op, { response: { '@type': QUEUED_RESOURCE_TYPE_URL, ...e.qr } });
+    this.log(`queued resource ${name} reset`);
+    return op;
+  }
+
   close(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
@@ -175,7 +200,8 @@ export class QueuedResources {
         if (e.validUntil !== undefined && now >= e.validUntil) {
           return this.fail(e, GOOGLE_STATUS.DEADLINE_EXCEEDED.grpc, `The queued resource's valid-until time passed before ${spec.node.acceleratorType} capacity was available in ${zone}.`);
         }
-        if (!waited) return false;
+        // After a reset, the old node must be gone before its successor can take its name.
+        if (!waited || node?.state === 'DELETING') return false;
         if (this.opts.capacityExhausted(zone, spec.node.acceleratorType ?? '')) {
           return s === 'ACCEPTED' ? this.move(e, 'WAITING_FOR_RESOURCES', 'SERVICE') : false;
         }

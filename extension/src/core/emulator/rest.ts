@@ -1,7 +1,9 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { boolParam, checkStoppable, decodeSegment, guestAttributes, operationFilter, serviceIdentity } from './api-extras';
 import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
 import { FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
+import { ACCEL_CONFIG_TYPE, acceleratorTypeOf } from './node-config';
 import { QueuedResources } from './queued';
 import { guardRequest } from './rest-guard';
 import type { EmulatorState } from './state';
@@ -21,6 +23,9 @@ export type { CapacityFault, FaultSpec } from './faults';
  *   GET    /v1/projects/p/locations?pageSize=…&pageToken=…     (ListLocations: gax's mixin uses v1; paginated)
  *   POST   /v2/projects/p/locations/z/queuedResources?queuedResourceId=q   body: the QueuedResource
  *   GET    /v2/projects/p/locations/z/queuedResources[/q]     DELETE …/queuedResources/q?force=true
+ * and what Python's google-cloud-tpu REST transport and gcloud add: operations list (?filter=…) / :cancel /
+ * DELETE, queuedResources/q:reset, nodes/n:getGuestAttributes, locations/z:generateServiceIdentity
+ * (gcloud sends `force=True`: bools are read as Google's front end reads them).
  * `$alt=json;enum-encoding=int` asks for enums as numbers, which a real server honours, so this one does too.
  * Test-only endpoints live under /emulator/v1 (preempt, faults, latency, capacity, service disabled, status).
  */
@@ -39,6 +44,8 @@ export interface RestServerOptions {
   capacityFaults?: CapacityFault[];
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
+  /** The workers' SSH host public key, which GetGuestAttributes publishes as a real guest agent does. */
+  hostPublicKey?: string;
   log?: (msg: string) => void;
   /** Every request must carry `Authorization: Bearer <token>` (rest-guard.ts). */
   token: string;
@@ -61,6 +68,8 @@ interface Route {
 
 const SEG = '([^/:]+)';
 const MAX_BODY = 1 << 20;
+/** A body past MAX_BODY is read to its end (and dropped) up to this, so the client gets the 400; beyond, the socket is cut. */
+const MAX_DRAINED = 64 << 20;
 
 // google.cloud.tpu.v2 enum values, for `enum-encoding=int`.
 const NODE_STATE: Record<string, number> = {
@@ -69,7 +78,6 @@ const NODE_STATE: Record<string, number> = {
 };
 const HEALTH: Record<string, number> = { HEALTH_UNSPECIFIED: 0, HEALTHY: 1, TIMEOUT: 3, UNHEALTHY_TENSORFLOW: 4, UNHEALTHY_MAINTENANCE: 5 };
 const API_VERSION: Record<string, number> = { API_VERSION_UNSPECIFIED: 0, V1_ALPHA1: 1, V1: 2, V2_ALPHA1: 3, V2: 4 };
-const ACCEL_CONFIG_TYPE: Record<string, number> = { TYPE_UNSPECIFIED: 0, V2: 2, V3: 4, V4: 7, V5LITE_POD: 9, V5P: 10, V6E: 11 };
 const QR_STATE: Record<string, number> = {
   STATE_UNSPECIFIED: 0, CREATING: 1, ACCEPTED: 2, PROVISIONING: 3, FAILED: 4, DELETING: 5, ACTIVE: 6, SUSPENDING: 7, SUSPENDED: 8, WAITING_FOR_RESOURCES: 9,
 };
@@ -164,10 +172,11 @@ export class RestServer {
         body,
         numericEnums: /enum-encoding=int/.test(url.searchParams.get('$alt') ?? ''),
       };
-      const result = await route.handle(match.slice(1).map(decodeURIComponent), ctx);
+      const result = await route.handle(match.slice(1).map(decodeSegment), ctx);
       send(res, 200, ctx.numericEnums ? encodeEnums(result) : result);
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError('INTERNAL', `Internal error: ${(e as Error).message}`);
+      if (e instanceof PayloadTooLarge) res.shouldKeepAlive = false;
       status = err.http ?? GOOGLE_STATUS[err.status].http;
       if (err.status === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
       send(res, status, { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } });
@@ -235,11 +244,44 @@ export class RestServer {
           return st.updateNode(node(m), (c.body ?? {}) as Partial<NodeJson>, mask);
         },
       },
-      { verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:stop$`), rpc: 'StopNode', handle: (m) => st.beginStop(node(m)) },
+      {
+        verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:stop$`), rpc: 'StopNode',
+        handle: (m) => {
+          checkStoppable(st.getNode(node(m)));
+          return st.beginStop(node(m));
+        },
+      },
       { verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:start$`), rpc: 'StartNode', handle: (m) => st.beginStart(node(m)) },
+      {
+        verb: 'POST', re: new RegExp(`${loc}/nodes/${SEG}:getGuestAttributes$`), rpc: 'GetGuestAttributes',
+        handle: (m, c) => {
+          const workerIds = Array.isArray(c.body.workerIds) ? c.body.workerIds.map(String) : [];
+          const queryPath = typeof c.body.queryPath === 'string' ? c.body.queryPath : '';
+          return { guestAttributes: guestAttributes(st.getNode(node(m)), this.opts.hostPublicKey, queryPath, workerIds) };
+        },
+      },
+      {
+        verb: 'POST', re: new RegExp(`${loc}:generateServiceIdentity$`), rpc: 'GenerateServiceIdentity',
+        handle: (m) => (this.location(m[0], m[1]), serviceIdentity(m[0])),
+      },
+      {
+        verb: 'GET', re: new RegExp(`${loc}/operations$`), rpc: 'ListOperations',
+        handle: (m, c) => {
+          const ops = st.operationsIn(this.location(m[0], m[1])).filter(operationFilter(c.query.get('filter') ?? ''));
+          return page(ops, c.query, 'operations');
+        },
+      },
       {
         verb: 'GET', re: new RegExp(`${loc}/operations/${SEG}$`), rpc: 'GetOperation',
         handle: (m) => st.getOperation(`${this.location(m[0], m[1])}/operations/${m[2]}`),
+      },
+      {
+        verb: 'POST', re: new RegExp(`${loc}/operations/${SEG}:cancel$`), rpc: 'CancelOperation',
+        handle: (m) => (st.requestCancel(`${this.location(m[0], m[1])}/operations/${m[2]}`), {}),
+      },
+      {
+        verb: 'DELETE', re: new RegExp(`${loc}/operations/${SEG}$`), rpc: 'DeleteOperation',
+        handle: (m) => (st.forgetOperation(`${this.location(m[0], m[1])}/operations/${m[2]}`), {}),
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/queuedResources$`), rpc: 'ListQueuedResources',
@@ -255,7 +297,11 @@ export class RestServer {
       },
       {
         verb: 'DELETE', re: new RegExp(`${loc}/queuedResources/${SEG}$`), rpc: 'DeleteQueuedResource',
-        handle: (m, c) => this.queued.delete(`${this.location(m[0], m[1])}/queuedResources/${m[2]}`, c.query.get('force') === 'true'),
+        handle: (m, c) => this.queued.delete(`${this.location(m[0], m[1])}/queuedResources/${m[2]}`, boolParam(c.query, 'force')),
+      },
+      {
+        verb: 'POST', re: new RegExp(`${loc}/queuedResources/${SEG}:reset$`), rpc: 'ResetQueuedResource',
+        handle: (m) => this.queued.reset(`${this.location(m[0], m[1])}/queuedResources/${m[2]}`),
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes$`), rpc: 'ListAcceleratorTypes',
@@ -336,14 +382,18 @@ function createInput(raw: unknown): CreateNodeInput {
     // With enum-encoding=int the client sends DiskMode as a number (2 = READ_ONLY).
     return { sourceDisk: d.sourceDisk, mode: d.mode === 'READ_ONLY' || d.mode === 2 ? 'READ_ONLY' : 'READ_WRITE' };
   });
+  const nc = body.networkConfig && typeof body.networkConfig === 'object' ? (body.networkConfig as Record<string, unknown>) : undefined;
   return {
-    acceleratorType: str(body.acceleratorType),
+    acceleratorType: acceleratorTypeOf(body),
     runtimeVersion: str(body.runtimeVersion),
     description: str(body.description),
     labels: strMap(body.labels, 'labels'),
     metadata: strMap(body.metadata, 'metadata'),
     dataDisks,
     schedulingConfig: { preemptible: sc.preemptible === true, reserved: sc.reserved === true, spot: sc.spot === true },
+    ...(nc
+      ? { networkConfig: { network: str(nc.network), subnetwork: str(nc.subnetwork), enableExternalIps: nc.enableExternalIps === true, canIpForward: nc.canIpForward === true } }
+      : {}),
   };
 }
 
@@ -396,21 +446,30 @@ function encodeEnums(v: unknown): unknown {
   return out;
 }
 
+/** Google's answer to an oversized body (400); the connection is closed after it. */
+class PayloadTooLarge extends ApiError {
+  constructor() {
+    super('INVALID_ARGUMENT', `Request payload size exceeds the limit: ${MAX_BODY} bytes.`);
+  }
+}
+
 function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new ApiError('INVALID_ARGUMENT', 'Request payload is too large.'));
+      // Too large: keep reading (dropping it) so the answer reaches a client still sending, then close.
+      if (size > MAX_DRAINED) {
+        reject(new PayloadTooLarge());
         req.destroy();
-        return;
-      }
-      chunks.push(c);
+      } else if (size <= MAX_BODY) chunks.push(c);
     });
     req.on('error', reject);
     req.on('end', () => {
+      if (size > MAX_BODY) {
+        return reject(new PayloadTooLarge());
+      }
       const text = Buffer.concat(chunks).toString('utf8').trim();
       if (!text) return resolve({});
       try {

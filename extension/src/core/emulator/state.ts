@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 import { NODE_ID_PATTERN, parseNodeName, shortName, type NodeState } from '../tpu/models';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
-import { acceleratorInfo, acceleratorTypeNames, isRuntimeVersion, RUNTIME_VERSIONS, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
+import { acceleratorInfo, acceleratorTypeNames, runtimeVersionProblem, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
+import { acceleratorConfigOf, networkConfigFor, withNodeConfigs } from './node-config';
 import {
   ApiError,
   EMPTY_TYPE_URL,
@@ -88,7 +89,7 @@ export class EmulatorState {
     const s = new EmulatorState(opts);
     if (data !== undefined) {
       s.sshPortValue = data.sshPort;
-      for (const n of data.nodes) s.nodes.set(n.name, n);
+      for (const n of data.nodes) s.nodes.set(n.name, withNodeConfigs(n));
       s.loadedQueued = data.queuedResources ?? [];
       for (const o of data.operations) s.operations.set(o.name, o);
       for (const [addr, owner] of Object.entries(data.addresses)) s.addresses.set(addr, owner);
@@ -132,6 +133,24 @@ export class EmulatorState {
     return o;
   }
 
+  /** Operations in `parent` (projects/p/locations/z), oldest first. */
+  operationsIn(parent: string): OperationJson[] {
+    return [...this.operations.values()].filter((o) => o.name.startsWith(`${parent}/operations/`));
+  }
+
+  /** DeleteOperation: the client no longer wants the result; the work it tracks goes on. */
+  forgetOperation(name: string): void {
+    if (this.operations.delete(this.getOperation(name).name)) this.save();
+  }
+
+  /** CancelOperation, best effort: recorded in the metadata; the emulator's short transitions run to the end. */
+  requestCancel(name: string): void {
+    const op = this.getOperation(name);
+    if (op.done) return;
+    op.metadata.cancelRequested = true;
+    this.save();
+  }
+
   /** Worker addresses of a node, in worker order. */
   addressesOf(nodeName: string): string[] {
     return this.getNode(nodeName).networkEndpoints.map((e) => e.ipAddress);
@@ -153,9 +172,8 @@ export class EmulatorState {
     if (!accel) {
       throw new ApiError('INVALID_ARGUMENT', `Invalid accelerator type "${input.acceleratorType ?? ''}". Valid types: ${acceleratorTypeNames().join(', ')}.`);
     }
-    if (!isRuntimeVersion(input.runtimeVersion ?? '')) {
-      throw new ApiError('INVALID_ARGUMENT', `Invalid runtime version "${input.runtimeVersion ?? ''}". Valid versions: ${RUNTIME_VERSIONS.join(', ')}.`);
-    }
+    const runtimeProblem = runtimeVersionProblem(accel, input.runtimeVersion ?? '');
+    if (runtimeProblem) throw new ApiError('INVALID_ARGUMENT', runtimeProblem);
     const sc = input.schedulingConfig ?? {};
     if (sc.reserved && (sc.spot || sc.preemptible)) {
       throw new ApiError('INVALID_ARGUMENT', 'schedulingConfig: "reserved" cannot be combined with "spot" or "preemptible".');
@@ -173,6 +191,7 @@ export class EmulatorState {
   beginCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): OperationJson {
     const { name, accel } = this.validateCreate(parent, nodeIdArg, input);
     const addresses = this.allocate(name, accel.workers);
+    const networkConfig = networkConfigFor(parent, input.networkConfig);
     const node: NodeJson = {
       name,
       id: randomNodeId(),
@@ -180,7 +199,9 @@ export class EmulatorState {
       acceleratorType: accel.type,
       runtimeVersion: input.runtimeVersion as string,
       state: 'CREATING',
-      networkEndpoints: addresses.map((ip) => ({ ipAddress: ip, port: WORKER_ENDPOINT_PORT, accessConfig: { externalIp: ip } })),
+      networkEndpoints: addresses.map((ip) => ({ ipAddress: ip, port: WORKER_ENDPOINT_PORT, ...(networkConfig.enableExternalIps ? { accessConfig: { externalIp: ip } } : {}) })),
+      acceleratorConfig: acceleratorConfigOf(accel),
+      networkConfig,
       schedulingConfig: {
         preemptible: input.schedulingConfig?.preemptible ?? false,
         reserved: input.schedulingConfig?.reserved ?? false,
@@ -306,7 +327,7 @@ export class EmulatorState {
   }
 
   /** An operation on something other than a node (a queued resource), in `parent` (projects/p/locations/z). */
-  startOperation(parent: string, target: string, verb: 'create' | 'delete'): OperationJson {
+  startOperation(parent: string, target: string, verb: 'create' | 'delete' | 'reset'): OperationJson {
     const op = this.operationIn(parent, target, verb);
     this.save();
     return op;
@@ -321,7 +342,7 @@ export class EmulatorState {
     return this.operationIn(`projects/${project}/locations/${zone}`, node.name, verb);
   }
 
-  private operationIn(parent: string, target: string, verb: OperationVerb | 'update'): OperationJson {
+  private operationIn(parent: string, target: string, verb: OperationJson['metadata']['verb']): OperationJson {
     const op: OperationJson = {
       name: `${parent}/operations/operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`,
       metadata: { '@type': OPERATION_METADATA_TYPE_URL, createTime: new Date().toISOString(), target, verb, cancelRequested: false, apiVersion: 'v2' },
@@ -357,7 +378,7 @@ export class EmulatorState {
   /** Ends an operation's transition, running the hooks first; a failing hook fails the operation. */
   private async complete(op: OperationJson): Promise<void> {
     if (op.done) return;
-    if (op.metadata.verb === 'update') return;
+    if (op.metadata.verb === 'update' || op.metadata.verb === 'reset') return;
     const verb = op.metadata.verb;
     const node = this.nodes.get(op.metadata.target);
     const expected: Record<OperationVerb, NodeState> = { create: 'CREATING', start: 'STARTING', stop: 'STOPPING', delete: 'DELETING' };

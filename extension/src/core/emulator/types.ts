@@ -1,4 +1,5 @@
 import type { NodeState } from '../tpu/models';
+import type { TpuGeneration } from './catalog';
 
 /**
  * The emulator's wire types (google.cloud.tpu.v2 resources and google.longrunning.Operation in REST JSON)
@@ -56,7 +57,11 @@ export interface NodeJson {
   runtimeVersion: string;
   state: NodeState;
   health?: 'HEALTHY';
-  networkEndpoints: { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
+  /** accessConfig only when networkConfig.enableExternalIps. */
+  networkEndpoints: { ipAddress: string; port: number; accessConfig?: { externalIp: string } }[];
+  /** The slice's generation and chip topology, consistent with acceleratorType (e.g. V5LITE_POD 4x4). */
+  acceleratorConfig: AcceleratorConfigJson;
+  networkConfig: NetworkConfigJson;
   schedulingConfig: { preemptible: boolean; reserved: boolean; spot: boolean };
   labels: Record<string, string>;
   /** Instance metadata; `ssh-keys` holds `user:ssh-ed25519 AAAA…` lines the workers accept. */
@@ -66,6 +71,20 @@ export interface NodeJson {
   queuedResource?: string;
   createTime: string;
   apiVersion: 'V2';
+}
+
+/** google.cloud.tpu.v2.AcceleratorConfig. */
+export interface AcceleratorConfigJson {
+  type: TpuGeneration;
+  topology: string;
+}
+
+/** google.cloud.tpu.v2.NetworkConfig: full resource names, as a real node reports them. */
+export interface NetworkConfigJson {
+  network: string;
+  subnetwork: string;
+  enableExternalIps: boolean;
+  canIpForward: boolean;
 }
 
 export interface AttachedDiskJson {
@@ -83,8 +102,8 @@ export interface OperationJson {
     createTime: string;
     endTime?: string;
     target: string;
-    /** `update` operations (UpdateNode) are done when created; the others run on timers. */
-    verb: OperationVerb | 'update';
+    /** `update` (UpdateNode) and `reset` (ResetQueuedResource) operations are done when created; the others run on timers. */
+    verb: OperationVerb | 'update' | 'reset';
     cancelRequested: boolean;
     apiVersion: 'v2';
   };
@@ -94,6 +113,7 @@ export interface OperationJson {
 }
 
 export interface CreateNodeInput {
+  /** rest.ts resolves a request's acceleratorConfig to this. */
   acceleratorType?: string;
   runtimeVersion?: string;
   description?: string;
@@ -101,5 +121,7 @@ export interface CreateNodeInput {
   schedulingConfig?: { preemptible?: boolean; reserved?: boolean; spot?: boolean };
   metadata?: Record<string, string>;
   dataDisks?: AttachedDiskJson[];
+  /** As the request gave it (network/subnetwork may be short names); node-config.ts completes it. */
+  networkConfig?: { network?: string; subnetwork?: string; enableExternalIps?: boolean; canIpForward?: boolean };
   queuedResource?: string;
 }
