@@ -17,15 +17,15 @@ name (torch's get_state_dict, so a checkpoint is independent of param order and
 of the mesh it was written from), scheduler, data-loader position, RNG state and
 step: everything an exactly resumed run needs.
 
-Backends:
+By backend:
   plain torch   DCP's FileSystemWriter / FsspecWriter, without a process group.
                 Async: the state is copied to host memory on the training thread
                 (the only time training is blocked; the host buffers are reused, so
                 after the first save it is one memcpy) and written by a worker thread.
-  XLA SPMD      torch_xla's SPMDSavePlanner / SPMDLoadPlanner, which write each
-                device's shards and reshard on load to whatever mesh the model has
-                now; DCP's collectives run on a CPU (gloo) process group because the
-                XLA backend has no collectives in SPMD mode. Saved synchronously.
+  sharded       (XLA SPMD) the backend's ShardedCheckpointing: planners that write
+                each device's shards and reshard on load to whatever mesh the model
+                has now (torch_xla's SPMDSavePlanner / SPMDLoadPlanner over a gloo
+                process group). Async saves copy the shards to host memory first.
   XLA (1 device) tensors are moved to the host and saved as plain torch.
 """
 
@@ -43,6 +43,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from .backends import ShardedCheckpointing
 from .config import CheckpointConfig
 
 # Without a process group DCP saves as a single process, which is what we want on
@@ -78,17 +79,6 @@ def _to_host(obj: Any, clone: bool) -> Any:
     return obj
 
 
-def _spmd_planners() -> tuple[Any, Any]:
-    import torch.distributed as dist
-    import torch_xla.distributed.xla_backend  # noqa: F401  registers the xla:// init method
-    from torch_xla.experimental.distributed_checkpoint import SPMDLoadPlanner, SPMDSavePlanner
-
-    if not dist.is_initialized():
-        # One process per host; gloo carries DCP's plan exchange between hosts.
-        dist.init_process_group("gloo", init_method="xla://")
-    return SPMDSavePlanner(), SPMDLoadPlanner()
-
-
 def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
     """The full training state as a DCP state dict (tensors are live references, not copies)."""
     msd, osd = get_state_dict(model, optimizer)
@@ -112,8 +102,9 @@ def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
 
 
 class Checkpointer:
-    def __init__(self, cfg: CheckpointConfig, root: str, spmd: bool = False):
-        self.cfg, self.root, self.spmd = cfg, root.rstrip("/"), spmd
+    def __init__(self, cfg: CheckpointConfig, root: str, sharded: Optional[ShardedCheckpointing] = None):
+        # sharded: the backend's I/O for parameters sharded over devices (SPMD); None: whole tensors.
+        self.cfg, self.root, self.sharded = cfg, root.rstrip("/"), sharded
         self.fs, self.base = fsspec.core.url_to_fs(self.root)
         self.fs.makedirs(self.base, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt")
@@ -146,18 +137,16 @@ class Checkpointer:
         t0 = time.perf_counter()
         self.wait()  # one save in flight at a time; also commits the previous one
         self._remove_incomplete()
-        if self.spmd:
-            save_planner, _ = _spmd_planners()
+        if self.sharded is not None:
+            save_planner, _ = self.sharded.planners()
             if blocking or not self.cfg.async_save:
                 self._write(step, state, save_planner)
                 self._prune()
             else:
-                # Async on XLA SPMD, as torch_xla's CheckpointManager.save_async does it: copy every device's
-                # shards to host memory now (the step loop waits only for this transfer), then let the
-                # writer thread run DCP with the SPMD planner over the host copies while training goes on.
-                from torch_xla.experimental.distributed_checkpoint._helpers import _sharded_cpu_state_dict
-
-                snapshot = _sharded_cpu_state_dict(state)
+                # Copy every device's shards to host memory now (the step loop waits only for this
+                # transfer), then let the writer thread run DCP with the sharded planner over the host
+                # copies while training goes on.
+                snapshot = self.sharded.to_host(state)
                 self._pending = (step, self._pool.submit(self._write, step, snapshot, save_planner))
         else:
             if blocking or not self.cfg.async_save:
@@ -246,8 +235,8 @@ class Checkpointer:
         Plain torch loads into host copies (then set_state_dict copies onto the
         model's device); SPMD loads straight into the sharded device tensors, each
         device reading only the pieces of its shard (reshard on load)."""
-        if self.spmd:
-            _, load_planner = _spmd_planners()
+        if self.sharded is not None:
+            _, load_planner = self.sharded.planners()
             reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
             dcp.load(state, storage_reader=reader, planner=load_planner)
             return state

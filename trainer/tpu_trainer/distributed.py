@@ -9,7 +9,7 @@ and logs the same loss. With equal row counts per rank the averaged gradient is
 exactly the single-process gradient of the whole batch (up to float rounding).
 
 On a real TPU pod the hosts instead form one SPMD program through torch_xla's
-runtime (runtime.py); this module then stays off.
+runtime (backends/xla.py); this module then stays off.
 """
 
 import os
@@ -21,6 +21,15 @@ import torch
 import torch.distributed as dist
 
 from .config import ConfigError
+
+
+def worker_id() -> int:
+    """This host's index in a multi-host TPU slice (set on TPU VMs and by the TPU Workbench emulator)."""
+    for var in ("TPU_WORKER_ID", "CLOUD_TPU_TASK_ID"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 def worker_hostnames() -> list[str]:

@@ -4,7 +4,7 @@ The mesh has the axes of config.MESH_AXES. `ici_mesh` sizes the axes inside a
 slice (chips joined by the inter-chip interconnect), `dcn_mesh` across slices
 (data-centre network); each axis of the device mesh is their product, so
 `ici_mesh.fsdp=64 dcn_mesh.fsdp=2` is an fsdp axis of 128 devices whose
-neighbours share a slice. runtime.py turns these decisions into torch_xla
+neighbours share a slice. backends/xla.py turns these decisions into torch_xla
 calls; keeping them here lets the tests check them on any machine.
 """
 

@@ -73,4 +73,4 @@ def build_loss(cfg: LossConfig) -> LossFn:
     return lambda hidden, weight, targets: fn(hidden, weight, targets, cfg)
 
 
-__all__ = ["LOSSES", "build_loss", "cut_cross_entropy", "naive_linear_cross_entropy"]
+__all__ = ["LOSSES", "LossFn", "build_loss", "cut_cross_entropy", "naive_linear_cross_entropy"]
