@@ -84,7 +84,9 @@ def main(mode: str, shape: str, ckpt_dir: str, out: str) -> None:
             after = {n: p.detach().cpu().double().sum().item() for n, p in model.named_parameters()}
             at_save.update(blocked_s=blocked, params_after=after)
     else:
-        state = ckpt.load(ckpt.latest(), capture(model, opt, sched, batches, 0))
+        url = ckpt.latest()
+        assert url is not None, f"no complete checkpoint in {ckpt_dir}"
+        state = ckpt.load(url, capture(model, opt, sched, batches, 0))
         step = restore(state, model, opt, sched, batches)
         torch_xla.sync()
     q = q_of(model)

@@ -20,7 +20,7 @@ def imported_modules(path: Path) -> set[str]:
     """Every module a file imports (absolute names; relative imports resolved against the package)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)

@@ -1,8 +1,8 @@
 """Optional writers (TensorBoard, W&B): used when installed, otherwise disabled with a
 clear message and the run goes on; metrics.jsonl is kept across a resume."""
 
-import importlib.util
 import json
+from typing import Any
 
 import pytest
 
@@ -81,7 +81,7 @@ def test_writers_call_tensorboard_and_wandb_apis(tmp_path, monkeypatch):
     from tpu_trainer.config import LoggingConfig
     from tpu_trainer.loggers import StepLogger
 
-    calls = []
+    calls: list[tuple[Any, ...]] = []
 
     class SummaryWriter:
         def __init__(self, log_dir):

@@ -6,33 +6,33 @@ import math
 
 import pytest
 import torch
+import transformers
 
+from _trainer_helpers import compose
 from tpu_trainer import backends
 from tpu_trainer.config import ModelConfig, RopeScalingConfig
 from tpu_trainer.model import build_model
 from tpu_trainer.model.llama import llama3_scaled
 from tpu_trainer.parallelize import parallelize
 
-from _trainer_helpers import compose
-
-import transformers  # noqa: E402  (pinned in trainer/requirements.txt)
-
 
 def _hf_config(m: ModelConfig):
-    common = dict(
-        vocab_size=m.vocab_size, hidden_size=m.hidden_size, intermediate_size=m.intermediate_size,
-        num_hidden_layers=m.num_hidden_layers, num_attention_heads=m.num_attention_heads,
-        num_key_value_heads=m.num_key_value_heads, rope_theta=m.rope_theta, rms_norm_eps=m.rms_norm_eps,
-        max_position_embeddings=m.max_position_embeddings, tie_word_embeddings=m.tie_word_embeddings,
-        attn_implementation="eager",
-    )
+    common = {
+        "vocab_size": m.vocab_size, "hidden_size": m.hidden_size, "intermediate_size": m.intermediate_size,
+        "num_hidden_layers": m.num_hidden_layers, "num_attention_heads": m.num_attention_heads,
+        "num_key_value_heads": m.num_key_value_heads, "rope_theta": m.rope_theta, "rms_norm_eps": m.rms_norm_eps,
+        "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
+        "attn_implementation": "eager",
+    }
     if m.num_local_experts:
         return transformers.MixtralConfig(num_local_experts=m.num_local_experts,
                                           num_experts_per_tok=m.num_experts_per_tok, **common)
     rs = m.rope_scaling
-    scaling = None if rs.rope_type == "none" else dict(
-        rope_type="llama3", factor=rs.factor, low_freq_factor=rs.low_freq_factor,
-        high_freq_factor=rs.high_freq_factor, original_max_position_embeddings=rs.original_max_position_embeddings)
+    scaling = None if rs.rope_type == "none" else {
+        "rope_type": "llama3", "factor": rs.factor, "low_freq_factor": rs.low_freq_factor,
+        "high_freq_factor": rs.high_freq_factor,
+        "original_max_position_embeddings": rs.original_max_position_embeddings,
+    }
     return transformers.LlamaConfig(rope_scaling=scaling, mlp_bias=False, attention_bias=False, **common)
 
 

@@ -8,11 +8,10 @@ import sys
 
 import pytest
 
+from _trainer_helpers import REPO, clean_env, compose, read_metrics
 from tpu_trainer.config import ConfigError, MeshConfig
 from tpu_trainer.model import build_model
 from tpu_trainer.sharding import batch_split, param_specs, resolve_mesh
-
-from _trainer_helpers import REPO, clean_env, compose, read_metrics
 
 
 def test_resolve_mesh_fills_minus_one_and_names_mismatches():

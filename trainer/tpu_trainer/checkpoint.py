@@ -36,15 +36,19 @@ import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import fsspec
 import torch
 import torch.distributed.checkpoint as dcp
+from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
 
 from .backends import ShardedCheckpointing
 from .config import CheckpointConfig
+from .data import Batches
 
 # Without a process group DCP saves as a single process, which is what we want on
 # one host; its warning about that (and torch's own TypedStorage deprecation
@@ -79,7 +83,8 @@ def _to_host(obj: Any, clone: bool) -> Any:
     return obj
 
 
-def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
+def capture(model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler, batches: Batches,
+            step: int) -> dict[str, Any]:
     """The full training state as a DCP state dict (tensors are live references, not copies)."""
     msd, osd = get_state_dict(model, optimizer)
     return {
@@ -92,7 +97,8 @@ def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
     }
 
 
-def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
+def restore(state: dict[str, Any], model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler,
+            batches: Batches) -> int:
     """Apply a loaded state dict (from `capture`'s layout) to the live objects; return the step."""
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     scheduler.load_state_dict(state["scheduler"])
@@ -102,13 +108,13 @@ def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
 
 
 class Checkpointer:
-    def __init__(self, cfg: CheckpointConfig, root: str, sharded: Optional[ShardedCheckpointing] = None):
+    def __init__(self, cfg: CheckpointConfig, root: str, sharded: ShardedCheckpointing | None = None):
         # sharded: the backend's I/O for parameters sharded over devices (SPMD); None: whole tensors.
         self.cfg, self.root, self.sharded = cfg, root.rstrip("/"), sharded
         self.fs, self.base = fsspec.core.url_to_fs(self.root)
         self.fs.makedirs(self.base, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt")
-        self._pending: Optional[tuple[int, Future]] = None
+        self._pending: tuple[int, Future] | None = None
         self._staging: dict[str, torch.Tensor] = {}  # host copies for async saves, reused across saves
         self.last_blocked_s = 0.0  # training time the last save() blocked, for logs and the benchmark
 
@@ -127,7 +133,7 @@ class Checkpointer:
                 steps.append(int(m.group(1)))
         return sorted(steps)
 
-    def latest(self) -> Optional[str]:
+    def latest(self) -> str | None:
         steps = self.complete_steps()
         return self.url(steps[-1]) if steps else None
 
@@ -149,10 +155,7 @@ class Checkpointer:
                 snapshot = self.sharded.to_host(state)
                 self._pending = (step, self._pool.submit(self._write, step, snapshot, save_planner))
         else:
-            if blocking or not self.cfg.async_save:
-                snapshot = _to_host(state, clone=False)
-            else:
-                snapshot = self._stage(state)
+            snapshot = _to_host(state, clone=False) if blocking or not self.cfg.async_save else self._stage(state)
             if blocking or not self.cfg.async_save:
                 self._write(step, snapshot, None)
                 self._prune()
@@ -253,7 +256,7 @@ class Checkpointer:
         self._pool.shutdown()
 
 
-def _fsspec_reader(url: str):
+def _fsspec_reader(url: str) -> dcp.StorageReader:
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
 
     return FsspecReader(url)

@@ -10,8 +10,9 @@ On plain torch the record is written at once.
 """
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Literal
 
 import torch
 
@@ -42,14 +43,19 @@ class TensorBoardWriter:
         self._w.close()
 
 
+# logging.wandb_mode's values (config.py's enum) as the literal types wandb.init declares.
+_WANDB_MODES: dict[str, Literal["online", "offline", "disabled"]] = {
+    "online": "online", "offline": "offline", "disabled": "disabled"}
+
+
 class WandbWriter:
     def __init__(self, cfg: LoggingConfig, run_dir: Path, config: dict[str, Any]):
         import wandb
 
         # offline writes under run_dir/wandb and needs no network or API key;
         # `wandb sync` uploads it later. The key (if any) comes from WANDB_API_KEY.
-        self._run = wandb.init(project=cfg.wandb_project, mode=cfg.wandb_mode, dir=str(run_dir), config=config,
-                               resume="allow")
+        self._run = wandb.init(project=cfg.wandb_project, mode=_WANDB_MODES[cfg.wandb_mode], dir=str(run_dir),
+                               config=config, resume="allow")
 
     def write(self, record: dict[str, Any]) -> None:
         self._run.log({k: v for k, v in record.items() if k != "step"}, step=record["step"])
@@ -61,8 +67,8 @@ class WandbWriter:
 class StepLogger:
     def __init__(self, out_dir: Path, cfg: LoggingConfig, backend: Backend, run_config: dict[str, Any],
                  keep_until_step: int = 0,
-                 prepare: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
-                 after: Optional[Callable[[dict[str, Any]], None]] = None):
+                 prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 after: Callable[[dict[str, Any]], None] | None = None):
         # prepare: fills the fields known only once the step has run (timing, memory);
         # after: the stdout line and divergence check. Both run where the values are on the host.
         self.backend = backend

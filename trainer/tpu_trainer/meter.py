@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .backends import Backend
 
@@ -21,7 +22,7 @@ def _fmt_bytes(n: int) -> str:
 
 class StepMeter:
     def __init__(self, backend: Backend, worker: int, tokens_per_step: int, flops_per_token: float,
-                 peak_flops: Optional[float], devices: int, start_step: int, log: Callable[[str], None]):
+                 peak_flops: float | None, devices: int, start_step: int, log: Callable[[str], None]):
         self.backend, self.worker, self.log = backend, worker, log
         self.tokens_per_step, self.flops_per_token = tokens_per_step, flops_per_token
         self.peak, self.devices = peak_flops, devices  # MFU is against the peak of every device the step ran on
@@ -31,7 +32,7 @@ class StepMeter:
         self.last_logged = start_step
         # Steady-state throughput for the summary starts after the first logged step,
         # which carries XLA compilation and warm-up.
-        self.steady_t0: Optional[float] = None
+        self.steady_t0: float | None = None
         self.steady_step0 = 0
 
     def prepare(self, rec: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +63,7 @@ class StepMeter:
         if not math.isfinite(rec["loss"]):
             self.diverged = True
 
-    def steady_tokens_per_s(self) -> Optional[float]:
+    def steady_tokens_per_s(self) -> float | None:
         """Tokens/s from the first logged step to the last (None with fewer than two logged steps)."""
         if self.steady_t0 is None or self.last_logged <= self.steady_step0:
             return None

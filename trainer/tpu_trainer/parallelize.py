@@ -5,8 +5,6 @@ this module connects the two by `model.sharding`, `model.attention_kernel` and `
 
 from __future__ import annotations
 
-from typing import Optional
-
 from torch import nn
 
 from . import sharding as sh
@@ -15,7 +13,7 @@ from .config import ModelConfig
 from .model.llama import Attention, AttentionFn, LayerRunner, Llama
 
 
-def apply_sharding(model: nn.Module, backend: Backend, cfg: ModelConfig) -> dict[str, Optional[sh.Spec]]:
+def apply_sharding(model: nn.Module, backend: Backend, cfg: ModelConfig) -> dict[str, sh.Spec | None]:
     """Lay the parameters out over the backend's mesh by `model.sharding`; returns name -> spec."""
     return backend.shard_model(model, cfg.sharding)
 

@@ -9,7 +9,8 @@ consistent, saves a checkpoint and exits with PREEMPTED_EXIT_CODE.
 """
 
 import signal
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 # sysexits.h EX_TEMPFAIL, "temporary failure; the user is invited to retry": the
 # run did not fail, it was stopped early and can resume (TPU Workbench reports it
@@ -18,9 +19,9 @@ PREEMPTED_EXIT_CODE = 75
 
 
 class PreemptionWatcher:
-    def __init__(self, notice: Optional[Callable[[int], bool]] = None):
+    def __init__(self, notice: Callable[[int], bool] | None = None):
         # notice(step): the platform's own announcement (Backend.preemption_notice), if it has one.
-        self.signal: Optional[str] = None
+        self.signal: str | None = None
         self._previous: Any = None
         self._notice = notice
 

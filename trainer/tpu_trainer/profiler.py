@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 from .backends import Backend
 
@@ -26,7 +25,7 @@ class Profiler:
         self.duration_s = duration_ms / 1000
         self._t0 = 0.0
         self.active = False
-        self.written: Optional[Path] = None
+        self.written: Path | None = None
 
     def before_step(self, step: int) -> None:
         if self.start < 1 or step != self.start:

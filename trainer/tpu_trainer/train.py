@@ -83,7 +83,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -128,9 +128,9 @@ class Run:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     batches: data_lib.Batches
     loss_fn: LossFn
-    ckpt: Optional[Checkpointer]
+    ckpt: Checkpointer | None
     start_step: int = 0
-    resumed_from: Optional[str] = None
+    resumed_from: str | None = None
     step: int = 0  # the last step started (the summary's `steps`)
 
     @property
@@ -347,7 +347,7 @@ def exit_for(status: str, step: int) -> None:
         raise SystemExit(f"loss is not finite at step {step}; stopping")
 
 
-def check_overrides(argv: list[str]) -> Optional[str]:
+def check_overrides(argv: list[str]) -> str | None:
     """Reject unknown keys before hydra runs, with a did-you-mean.
 
     Hydra alone also refuses them, but its message does not suggest the key you
@@ -394,7 +394,7 @@ def _hydra_entry() -> None:
             train(obj)
         except ConfigError as e:
             print(f"config error: {e}", file=sys.stderr, flush=True)
-            raise SystemExit(2)
+            raise SystemExit(2) from None  # the message above says it all
         except Exception:
             # The metrics report is most useful when a run fails (recompiles, CPU fallbacks,
             # what ran before the error). train() writes it on every way out it handles itself.

@@ -16,7 +16,6 @@ import importlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import Optional
 
 from .base import Backend, ShardedCheckpointing, note_once
 from .eager import EagerBackend
@@ -55,7 +54,7 @@ def select(device: str, spmd: str = "auto") -> Backend:
     return backend
 
 
-def write_failure_report(output_dir: Path) -> Optional[Path]:
+def write_failure_report(output_dir: Path) -> Path | None:
     """The backend's metrics report for a run that raised (None without one, or before a device was chosen)."""
     if not _SELECTED:
         return None

@@ -16,10 +16,11 @@ to shard, values readable at once.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
 import torch
 from torch.utils.checkpoint import checkpoint as torch_checkpoint
@@ -46,7 +47,7 @@ CheckpointFn = Callable[..., torch.Tensor]
 
 
 def checkpointed_layers(checkpoint: CheckpointFn,
-                        saved_tensors: Optional[Callable[[], AbstractContextManager[Any]]] = None) -> LayerRunner:
+                        saved_tensors: Callable[[], AbstractContextManager[Any]] | None = None) -> LayerRunner:
     """A layer runner that recomputes each layer in the backward pass. With `saved_tensors`,
     what checkpointing keeps (each layer's input) is saved under those hooks (host offload)."""
 
@@ -106,11 +107,11 @@ class Backend(ABC):
         """(bytes, kind): device bytes in use where the runtime reports them, else host RSS."""
         return host_rss_bytes(), "host_rss"
 
-    def compile_count(self) -> Optional[int]:
+    def compile_count(self) -> int | None:
         """Graph compilations so far (host-side counter, no device sync); None where nothing compiles."""
         return None
 
-    def write_report(self, path: Path) -> Optional[Path]:
+    def write_report(self, path: Path) -> Path | None:
         """The framework's own metrics report, written to `path`; None where it has none."""
         return None
 
@@ -119,7 +120,7 @@ class Backend(ABC):
         """Create the device mesh (SPMD only); returns a description for the log."""
         return "none (one device per process)"
 
-    def shard_model(self, model: torch.nn.Module, sharding: ShardingConfig) -> dict[str, Optional[sh.Spec]]:
+    def shard_model(self, model: torch.nn.Module, sharding: ShardingConfig) -> dict[str, sh.Spec | None]:
         """Lay every parameter out over the mesh by the sharding rules; returns name -> spec.
         Off SPMD the rules are still checked (a wrong-rank rule is a config error everywhere)."""
         return sh.param_specs([(n, tuple(p.shape)) for n, p in model.named_parameters()], sharding.parameters)
@@ -148,7 +149,7 @@ class Backend(ABC):
     def default_attention_kernel(self) -> str:
         return "sdpa"
 
-    def native_attention(self, kernel: str) -> Optional[AttentionFn]:
+    def native_attention(self, kernel: str) -> AttentionFn | None:
         """A backend-specific kernel (splash_attention, flash_attention), or None where there is none."""
         return None
 
@@ -170,15 +171,15 @@ class Backend(ABC):
         """Start capturing a profile into profile_dir."""
 
     @abstractmethod
-    def stop_trace(self, profile_dir: Path) -> Optional[Path]:
+    def stop_trace(self, profile_dir: Path) -> Path | None:
         """Stop the capture; returns the trace file written under profile_dir/plugins/profile/<ts>/."""
 
-    def preemption_notice(self) -> Optional[Callable[[int], bool]]:
+    def preemption_notice(self) -> Callable[[int], bool] | None:
         """A check, called at each step boundary with the step, that is true once the platform
         announced a preemption (beyond SIGTERM, which preemption.py handles itself); None: none."""
         return None
 
-    def sharded_checkpointing(self) -> Optional[ShardedCheckpointing]:
+    def sharded_checkpointing(self) -> ShardedCheckpointing | None:
         """Checkpoint I/O for parameters sharded over devices; None when every process holds whole tensors."""
         return None
 

@@ -6,7 +6,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -38,7 +38,7 @@ class EagerBackend(Backend):
         self._profile = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         self._profile.__enter__()
 
-    def stop_trace(self, profile_dir: Path) -> Optional[Path]:
+    def stop_trace(self, profile_dir: Path) -> Path | None:
         """torch.profiler's Chrome trace at <dir>/plugins/profile/<ts>/<host>.pt.trace.json."""
         self._profile.__exit__(None, None, None)
         out = profile_dir / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")

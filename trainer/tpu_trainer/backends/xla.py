@@ -11,9 +11,10 @@ the plain-CPU path works without torch_xla installed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 import torch
@@ -121,11 +122,11 @@ class XlaBackend(Backend):
         except (RuntimeError, KeyError, TypeError, ValueError):
             return super().memory()  # XLA:CPU answers UNIMPLEMENTED: the process's RSS instead
 
-    def compile_count(self) -> Optional[int]:
+    def compile_count(self) -> int | None:
         data = met.metric_data("CompileTime")
         return int(data[0]) if data else 0
 
-    def write_report(self, path: Path) -> Optional[Path]:
+    def write_report(self, path: Path) -> Path | None:
         """torch_xla's metrics report (compile/execute times, transfers, fallbacks to CPU ops)."""
         path.write_text(met.metrics_report(), encoding="utf-8")
         return path
@@ -142,9 +143,9 @@ class XlaBackend(Backend):
             self.mesh = xs.Mesh(np.arange(self.num_devices), ici_shape, MESH_AXES)
         xs.set_global_mesh(self.mesh)
         self.mesh_shape = sh.device_mesh_shape(ici_shape, dcn_shape)
-        return " ".join(f"{a}={n}" for a, n in zip(MESH_AXES, self.mesh_shape))
+        return " ".join(f"{a}={n}" for a, n in zip(MESH_AXES, self.mesh_shape, strict=True))
 
-    def shard_model(self, model: torch.nn.Module, sharding: ShardingConfig) -> dict[str, Optional[sh.Spec]]:
+    def shard_model(self, model: torch.nn.Module, sharding: ShardingConfig) -> dict[str, sh.Spec | None]:
         specs = super().shard_model(model, sharding)
         if not self.spmd:
             return specs
@@ -174,13 +175,15 @@ class XlaBackend(Backend):
         if not self.spmd:
             return super().to_device(batch, sharding)
         spec = xs.ShardingSpec(self.mesh, sh.input_spec(sharding), minibatch=self.num_hosts > 1)
-        return list(xm.send_cpu_data_to_device(batch, self.device, spec))
+        # torch_xla annotates the result as its internal arena type; it is the list of moved tensors.
+        moved: list[torch.Tensor] = xm.send_cpu_data_to_device(batch, self.device, spec)  # type: ignore[assignment]
+        return moved
 
     # -- kernels and rematerialisation ----------------------------------------------
     def default_attention_kernel(self) -> str:
         return "splash_attention" if self.is_tpu else "sdpa"
 
-    def native_attention(self, kernel: str) -> Optional[AttentionFn]:
+    def native_attention(self, kernel: str) -> AttentionFn | None:
         """torch_xla's Pallas kernels; they exist only on TPU."""
         if not self.is_tpu or kernel not in ("splash_attention", "flash_attention"):
             return None
@@ -200,11 +203,11 @@ class XlaBackend(Backend):
 
         from torch_xla.experimental.splash_attention import SplashAttentionConfig, splash_attention
 
-        config = SplashAttentionConfig(
-            mesh=str(mesh) if mesh is not None else None,
-            qkv_partition_spec=qkv_spec or (None, None, None, None),
-            segment_ids_partition_spec=(batch_axes, None) if mesh is not None else (None, None),
-        ).to_json()
+        # torch_xla annotates the specs as 1-tuples; they take one entry per dimension.
+        qkv: Any = qkv_spec or (None, None, None, None)
+        segment_ids: Any = (batch_axes, None) if mesh is not None else (None, None)
+        config = SplashAttentionConfig(mesh=str(mesh) if mesh is not None else None, qkv_partition_spec=qkv,
+                                       segment_ids_partition_spec=segment_ids).to_json()
 
         def splash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
             # The splash kernel does not scale the logits itself: scale q first.
@@ -262,7 +265,7 @@ class XlaBackend(Backend):
 
         xp.start_trace(str(profile_dir))
 
-    def stop_trace(self, profile_dir: Path) -> Optional[Path]:
+    def stop_trace(self, profile_dir: Path) -> Path | None:
         import torch_xla.debug.profiler as xp
 
         self.sync()
@@ -270,14 +273,14 @@ class XlaBackend(Backend):
         found = sorted(profile_dir.glob("plugins/profile/*/*.xplane.pb"))
         return found[-1] if found else None
 
-    def preemption_notice(self) -> Optional[Callable[[int], bool]]:
+    def preemption_notice(self) -> Callable[[int], bool] | None:
         """torch_xla's preemption sync manager: on Cloud TPU a maintenance event becomes a
         "sync point reached" on every host at the same step. Only TPU runtimes have it."""
         if not self.is_tpu or os.environ.get("PJRT_DEVICE", "").upper() != "TPU":
             return None
         try:
             torch_xla._XLAC._activate_preemption_sync_manager()
-        except Exception:  # noqa: BLE001 - an older runtime without it still has SIGTERM
+        except Exception:
             return None
 
         def reached(step: int) -> bool:
@@ -285,7 +288,7 @@ class XlaBackend(Backend):
 
         return reached
 
-    def sharded_checkpointing(self) -> Optional[ShardedCheckpointing]:
+    def sharded_checkpointing(self) -> ShardedCheckpointing | None:
         return SpmdCheckpointing() if self.spmd else None
 
 

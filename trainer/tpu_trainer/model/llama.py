@@ -17,7 +17,7 @@ outside, what a recipe asks for: parameter sharding, another attention kernel
 """
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -81,7 +81,7 @@ def llama3_scaled(inv_freq: torch.Tensor, rs: RopeScalingConfig) -> torch.Tensor
 
 
 def rope_tables(head_dim: int, max_len: int, theta: float,
-                scaling: Optional[RopeScalingConfig] = None) -> tuple[torch.Tensor, torch.Tensor]:
+                scaling: RopeScalingConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables of shape [max_len, head_dim] for the rotate-half RoPE variant."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
     if scaling is not None and scaling.rope_type == "llama3":
@@ -196,6 +196,9 @@ class Block(nn.Module):
 
 
 class Llama(nn.Module):
+    rope_cos: torch.Tensor  # buffers, registered in __init__
+    rope_sin: torch.Tensor
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
@@ -230,7 +233,7 @@ class Llama(nn.Module):
         x = self.run_layers(self.layers, x, cos, sin)
         return self.norm(x)
 
-    def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, T, V] when targets is None, else the mean next-token cross entropy."""
         logits = self.lm_head(self.hidden_states(tokens))
         if targets is None:
