@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
-# real sshd), language-server tests over JSON-RPC, the trainer's pytest suite, and the end-to-end test in real
-# VS Code (code-server + headless Chromium). Ends with one "N passed, N failed" line over all runners.
+# real sshd), language-server tests over JSON-RPC, the trainer's lint and type check (ruff, mypy) and pytest
+# suite, and the end-to-end test in real VS Code (code-server + headless Chromium). Ends with one
+# "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --e2e || { echo "setup failed"; exit 1; }
@@ -36,6 +37,8 @@ fi
 # The run view's bundle in headless Chromium (needs dist/: build first).
 step webview bash -c 'node scripts/build.mjs && node --import tsx --test --test-reporter=tap --test-concurrency=1 test/webview/*.test.ts'
 count_node test-artifacts/webview.log
+# ruff and mypy over the trainer and its tests (settings in trainer/pyproject.toml); fails on any finding.
+step python-checks bash scripts/python-checks.sh
 step trainer python3 -m pytest -q test/trainer
 count_pytest test-artifacts/trainer.log
 step e2e node --import tsx --test --test-reporter=tap test/e2e/*.e2e.ts
