@@ -10,7 +10,7 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     PJRT_DEVICE=CPU python -m tpu_trainer.train model=tiny-llama max_steps=20 output_dir=/tmp/tiny-xla
 
     # the sample recipe (what TPU Workbench runs on every worker)
-    PYTHONPATH=trainer bash recipes/tiny-llama.sh
+    . scripts/env.sh && bash recipes/tiny-llama.sh
 
     # XLA:CPU with an SPMD mesh of 4 devices: FSDP x tensor parallel, or experts split
     PJRT_DEVICE=CPU CPU_NUM_DEVICES=4 python -m tpu_trainer.train ici_mesh.fsdp=2 ici_mesh.tensor=2
