@@ -47,7 +47,7 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     # with resume=auto continues from the newest complete checkpoint
     python -m tpu_trainer.train checkpoint.interval=100 checkpoint.dir=gs://bucket/run1 resume=auto
 
-Each run writes to output_dir: metrics.jsonl (fields in metrics.py), summary.json,
+Each run writes to output_dir: metrics.jsonl (fields in protocol/metrics-record.schema.json), summary.json,
 checkpoints/ (unless checkpoint.dir points elsewhere), hydra's .hydra/ and, on
 XLA, xla_metrics.txt (torch_xla's metrics report). stdout gets a header, one
 `step N loss X lr Y ...` line per logged step (flushed, for log streaming), a
