@@ -22,6 +22,7 @@ rows, cols, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 pid, master = os.forkpty()
 if pid == 0:
     try:
+        os.close(3)  # the resize pipe is the relay's; a program keeping it would hold the session open
         fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
         os.environ['SSH_TTY'] = os.ttyname(0)
         os.execvp(argv[0], argv)

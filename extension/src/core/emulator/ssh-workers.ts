@@ -208,7 +208,7 @@ export class SshWorkerPool {
     // With a pty the program runs on a real terminal of the client's size (ssh-pty.ts), as sshd does.
     const start = (accept: () => ServerChannel, command: string[]) => {
       const argv = pty ? ptyArgv(command, pty.rows, pty.cols) : command;
-      child = this.spawnFor(w, accept(), argv, pty ? { TERM: pty.term || 'xterm-256color', ...env } : env, peer);
+      child = this.spawnFor(w, accept(), argv, pty ? { TERM: pty.term || 'xterm-256color', ...env } : env, peer, pty !== undefined);
     };
     session.on('exec', (accept, reject, info) => {
       if (w.closing) return reject?.();
@@ -229,14 +229,16 @@ export class SshWorkerPool {
     });
   }
 
-  private spawnFor(w: Worker, channel: ServerChannel, argv: string[], sessionEnv: Record<string, string>, peer: { ip: string; port: number }): ChildProcess {
+  /** `withPty`: argv is ptyArgv's, which takes resize requests on fd 3. */
+  private spawnFor(w: Worker, channel: ServerChannel, argv: string[], sessionEnv: Record<string, string>, peer: { ip: string; port: number }, withPty = false): ChildProcess {
     const { spec } = w;
     const child = spawn(argv[0], argv.slice(1), {
       cwd: spec.sandboxDir,
       // Own process group: closing the channel or removing the node kills the program and all it started.
       detached: true,
-      // fd 3: the pty relay's resize requests (ssh-pty.ts); unused by other programs.
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      // Only the pty relay gets fd 3 (its resize requests): any other program would pass it on to what it
+      // leaves running (a detached run), and the session would not end until that did.
+      stdio: withPty ? ['pipe', 'pipe', 'pipe', 'pipe'] : 'pipe',
       // What a login on a fresh TPU VM has, not this process's environment: the emulator may have been
       // started from a shell holding HF_TOKEN or cloud credentials, and a run that works only because they
       // leaked in would fail on a real VM. PATH keeps this machine's (the VM's "installed software"), after the
