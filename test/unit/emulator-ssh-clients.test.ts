@@ -188,6 +188,25 @@ describe('port forwarding with OpenSSH ssh', () => {
     await stopClient(c.child);
   });
 
+  it('ssh -L to a unix socket on the worker (Remote-SSH with remoteServerListenOnSocket)', async () => {
+    const sockPath = path.join(sandbox, 'server.sock');
+    const srv = net.createServer((s) => s.end('unix-socket-reply'));
+    await new Promise<void>((resolve) => srv.listen(sockPath, resolve));
+    try {
+      const local = await freePort();
+      const c = startClient('ssh', [...sshOpts(), '-N', '-o', 'ExitOnForwardFailure=yes', '-L', `127.0.0.1:${local}:${sockPath}`, host]);
+      await waitFor(async () => ((await accepts('127.0.0.1', local)) ? true : undefined), `ssh -L listening (${c.err()})`);
+      const reply = await new Promise<string>((resolve, reject) => {
+        let got = '';
+        net.connect({ host: '127.0.0.1', port: local }).on('data', (d: Buffer) => (got += d.toString())).on('end', () => resolve(got)).on('error', reject);
+      });
+      assert.equal(reply, 'unix-socket-reply');
+      await stopClient(c.child);
+    } finally {
+      srv.close();
+    }
+  });
+
   it('Remote-SSH style: ssh -T -D with bash reading its script from stdin, and a SOCKS request through it', async () => {
     const socks = await freePort();
     const c = startClient('ssh', [...sshOpts(), '-T', '-D', `127.0.0.1:${socks}`, host, 'bash']);
