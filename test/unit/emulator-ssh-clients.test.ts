@@ -289,6 +289,8 @@ describe('terminals', () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     // (the client-side terminal may echo a control character of its own before ssh takes it over)
     assert.match(r.stdout, /\/dev\/pts\/\d+\r\n33 111\r\nTERM=xterm-256color\r\n/);
+    const status = await ssh(['-tt', host, 'exit 7']);
+    assert.equal(status.code, 7, status.stderr);
   });
 
   it('a window change reaches the program on the pty (SIGWINCH, new size)', async () => {
@@ -309,7 +311,13 @@ describe('terminals', () => {
       await waitFor(() => (/size=40 132/.test(out) ? true : undefined), `the new size (${out})`);
       stream.setWindow(50, 100, 0, 0);
       await waitFor(() => (/size=50 100/.test(out) ? true : undefined), `the second size (${out})`);
-      stream.write('\x03exit\n');
+      // Ctrl-C on the terminal ends the loop (the pty's line discipline makes it SIGINT) and the shell goes on.
+      const closed = new Promise<number | undefined>((resolve) => stream.once('exit', (code: number) => resolve(code)));
+      stream.write('\x03');
+      stream.write('echo "after-int-$((1+1))"\n');
+      await waitFor(() => (/after-int-2/.test(out) ? true : undefined), `the shell after Ctrl-C (${out})`);
+      stream.write('exit 4\n');
+      assert.equal(await closed, 4);
     } finally {
       client.end();
     }
