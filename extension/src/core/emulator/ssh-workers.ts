@@ -250,7 +250,7 @@ export class SshWorkerPool {
         USER: this.opts.username,
         LOGNAME: this.opts.username,
         SHELL: '/bin/bash',
-        LANG: 'C.UTF-8',
+        LANG: 'C.UTF-8', // Ubuntu's /etc/default/locale on a TPU VM image; a client's SendEnv LANG replaces it
         TPU_WORKER_ID: String(spec.index),
         TPU_WORKER_HOSTNAMES: spec.hostnames.join(','),
         TPU_ACCELERATOR_TYPE: spec.acceleratorType,
