@@ -1,6 +1,7 @@
 /**
  * OpenSSH's own clients (`ssh`, `scp`, `sftp`, OpenSSH 9) against an emulated worker, as against a TPU VM:
- * local, dynamic (SOCKS), stdio and remote forwarding; scp in its default SFTP mode both ways; an sftp batch;
+ * local (to a port or a unix socket), dynamic (SOCKS), stdio and remote forwarding and its cancelling; scp in
+ * its default SFTP mode both ways; an sftp batch;
  * a pty for `ssh -t host CMD` with the client's size; window changes reaching the program; and a worker
  * environment as clean as a fresh VM's though the emulator's own holds secrets. The client authenticates
  * with a key this test put on the VM through the REST API and checks the emulator's host key (BatchMode,
@@ -138,6 +139,16 @@ function httpGet(url: string): Promise<string> {
   });
 }
 
+/** ssh2's client, for what OpenSSH's cannot be scripted to do (window changes, cancelling a forward). */
+async function ssh2Client(): Promise<Client> {
+  const client = new Client();
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', () => resolve()).once('error', reject);
+    client.connect({ host, port: sshPort, username, privateKey: clientKey.private, hostVerifier: (key: Buffer) => key.toString('base64') === ensureKeys(emu.dir).hostPublicKey.split(' ')[1] });
+  });
+  return client;
+}
+
 let httpPort: number; // a python3 http.server started on the worker, bound to its loopback
 const marker = `served-by-worker-${crypto.randomBytes(4).toString('hex')}`;
 
@@ -251,6 +262,18 @@ describe('port forwarding with OpenSSH ssh', () => {
       back.close();
     }
   });
+  it('cancel-tcpip-forward closes the remote listener while the connection stays', async () => {
+    const client = await ssh2Client();
+    try {
+      const port = await new Promise<number>((resolve, reject) => client.forwardIn('localhost', 0, (err, p) => (err ? reject(err) : resolve(p))));
+      assert.equal(await accepts(host, port), true, 'listening on the worker');
+      await new Promise<void>((resolve, reject) => client.unforwardIn('localhost', port, (err) => (err ? reject(err) : resolve())));
+      await waitFor(async () => ((await accepts(host, port)) ? undefined : true), 'the listener to close');
+      await assert.rejects(new Promise<void>((resolve, reject) => client.unforwardIn('localhost', port, (err) => (err ? reject(err) : resolve()))), 'a second cancel is refused');
+    } finally {
+      client.end();
+    }
+  });
 });
 
 describe('file transfer with OpenSSH scp and sftp', () => {
@@ -294,11 +317,7 @@ describe('terminals', () => {
   });
 
   it('a window change reaches the program on the pty (SIGWINCH, new size)', async () => {
-    const client = new Client();
-    await new Promise<void>((resolve, reject) => {
-      client.once('ready', () => resolve()).once('error', reject);
-      client.connect({ host, port: sshPort, username, privateKey: clientKey.private, hostVerifier: (key: Buffer) => key.toString('base64') === ensureKeys(emu.dir).hostPublicKey.split(' ')[1] });
-    });
+    const client = await ssh2Client();
     try {
       const stream = await new Promise<import('ssh2').ClientChannel>((resolve, reject) =>
         client.shell({ rows: 24, cols: 80, term: 'xterm' }, (err, s) => (err ? reject(err) : resolve(s))),
