@@ -1,9 +1,9 @@
 /**
  * OpenSSH's own clients (`ssh`, `scp`, `sftp`, OpenSSH 9) against an emulated worker, as against a TPU VM:
  * local (to a port or a unix socket), dynamic (SOCKS), stdio and remote forwarding and its cancelling; scp in
- * its default SFTP mode both ways; an sftp batch;
- * a pty for `ssh -t host CMD` with the client's size; window changes reaching the program; and a worker
- * environment as clean as a fresh VM's though the emulator's own holds secrets. The client authenticates
+ * its default SFTP mode both ways; an sftp batch; a pty for `ssh -t host CMD` with the client's size; window
+ * changes reaching the program; and a worker environment as clean as a fresh VM's though the emulator's own
+ * holds secrets. The client authenticates
  * with a key this test put on the VM through the REST API and checks the emulator's host key (BatchMode,
  * a known_hosts file, StrictHostKeyChecking=yes).
  */
