@@ -18,7 +18,9 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from 'ssh2';
 import { defaultWorkerPathPrefix, Emulator, ensureKeys } from '../../extension/src/core/emulator/emulator';
+import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
+import { emulatorRequest } from '../helpers/emulator-http';
 import { freePort } from '../helpers/sshd';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-ssh-clients-'));
@@ -29,7 +31,7 @@ const CREDS = path.join(tmp, 'adc-secret.json');
 const savedEnv = { hf: process.env.HF_TOKEN, gac: process.env.GOOGLE_APPLICATION_CREDENTIALS };
 
 let emu: Emulator;
-let restBase: string;
+let ep: EmulatorEndpoint;
 let host: string;
 let sshPort: number;
 let sandbox: string;
@@ -38,12 +40,11 @@ const knownHosts = path.join(tmp, 'known_hosts');
 const clientKey = generateEd25519KeyPair(`${username}@ssh-clients-test`);
 const started = new Set<ChildProcess>();
 
-/** The one place this test talks REST (the lead adds the emulator's credentials here). */
+/** The one place this test talks REST, with the emulator's token. */
 async function rest(method: string, urlPath: string, body?: unknown): Promise<Record<string, unknown>> {
-  const r = await fetch(`${restBase}${urlPath}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
-  const json = (await r.json()) as Record<string, unknown>;
-  assert.equal(r.status, 200, `${method} ${urlPath}: ${JSON.stringify(json)}`);
-  return json;
+  const r = await emulatorRequest(ep, method, urlPath, body);
+  assert.equal(r.status, 200, `${method} ${urlPath}: ${JSON.stringify(r.body)}`);
+  return r.body;
 }
 
 async function waitOp(op: Record<string, unknown>): Promise<void> {
@@ -157,8 +158,7 @@ before(async () => {
   process.env.HF_TOKEN = HF_SECRET;
   process.env.GOOGLE_APPLICATION_CREDENTIALS = CREDS;
   emu = new Emulator({ dir: path.join(tmp, 'emulator'), opDelayMs: 20, addressPrefix: '127.0.61' });
-  const ep = await emu.start();
-  restBase = `http://${ep.host}:${ep.restPort}`;
+  ep = await emu.start();
   await waitOp(await rest('POST', `${BASE}/nodes?nodeId=cli`, { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' }));
   await waitOp(await rest('PATCH', `${BASE}/nodes/cli?updateMask=metadata`, { metadata: { 'ssh-keys': `${username}:${clientKey.public.trim()}` } }));
   const node = await rest('GET', `${BASE}/nodes/cli`);
