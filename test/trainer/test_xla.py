@@ -57,6 +57,22 @@ def test_xla_compiles_once(xla_run):
     assert summary["xla_metrics"] == str(out / "xla_metrics.txt")
 
 
+def test_xla_unlogged_steps_run_the_same_graph(tmp_path):
+    """Steps that log nothing (2 and 3 here) must trace the graph the logged ones do: the
+    loss and grad norm stay live through the sync, so no third graph is compiled."""
+    env = clean_env(
+        PJRT_DEVICE="CPU",
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0 "
+        "--xla_llvm_disable_expensive_passes=true",
+    )
+    args = [a for a in ARGS if not a.startswith(("max_steps=", "logging_steps="))]
+    p = run_trainer([*args, "max_steps=5", "logging_steps=4", f"output_dir={tmp_path}"], env, timeout=400)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    records = read_metrics(tmp_path)
+    assert [r["step"] for r in records] == [1, 4, 5]
+    assert len({r["compiles"] for r in records}) == 1, [(r["step"], r["compiles"]) for r in records]
+
+
 def test_xla_profile_in_tensorboard_layout(xla_run):
     out, _ = xla_run
     planes = list((out / "profile" / "plugins" / "profile").glob("*/*.xplane.pb"))

@@ -256,8 +256,12 @@ def run_steps(run: Run, logger: StepLogger, meter: StepMeter, profiler: Profiler
     for step in range(run.start_step + 1, cfg.max_steps + 1):
         run.step = step
         profiler.before_step(step)
-        train_step(run, logger, step)
+        # The step's loss and grad norm stay referenced through the sync: on XLA the graph a sync
+        # runs has every live tensor as an output, so a step that let them go (one not logged)
+        # would trace a different graph and compile it a second time.
+        outputs = train_step(run, logger, step)
         run.backend.sync()
+        del outputs
         profiler.after_step(step)
 
         if dp.any(meter.diverged):
@@ -276,8 +280,9 @@ def run_steps(run: Run, logger: StepLogger, meter: StepMeter, profiler: Profiler
     return "ok"
 
 
-def train_step(run: Run, logger: StepLogger, step: int) -> None:
-    """One optimizer step (traced, on XLA: the device runs it at the sync that follows)."""
+def train_step(run: Run, logger: StepLogger, step: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One optimizer step (traced, on XLA: the device runs it at the sync that follows);
+    returns the step's loss and grad norm, which the caller keeps until that sync."""
     cfg, model = run.cfg, run.model
     inputs, targets = next(run.batches)
     inputs, targets = run.backend.to_device([inputs[run.rows], targets[run.rows]], cfg.model.sharding)
@@ -297,6 +302,7 @@ def train_step(run: Run, logger: StepLogger, step: int) -> None:
         # once the device has run the step; the host never waits.
         logger.log({"step": step, "loss": loss.detach(), "lr": lr,
                     "grad_norm": None if grad_norm is None else grad_norm.detach()})
+    return loss, grad_norm
 
 
 def save(run: Run, logger: StepLogger, step: int, blocking: bool) -> None:
