@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { describeError, isTpwError, TpwError } from '../core/errors';
+import { CliConnections } from './connections';
 import { emulatorCommand } from './emulator-commands';
 import { flagsCommand } from './flags-commands';
 import { runCommand } from './run-command';
@@ -28,6 +29,8 @@ export interface CommandContext {
   rest: string[];
   out: (line: string) => void;
   err: (line: string) => void;
+  /** The invocation's one SSH connection owner (closed when the command returns). */
+  connections: CliConnections;
 }
 
 export class UsageError extends Error {}
@@ -111,8 +114,9 @@ export async function main(
     zone: values.zone as string | undefined,
     emulator: Boolean(values.emulator),
   };
+  const connections = new CliConnections();
   try {
-    return await command({ globals, values, positionals: args, rest, out, err });
+    return await command({ globals, values, positionals: args, rest, out, err, connections });
   } catch (e) {
     if (e instanceof UsageError) {
       err(`tpw ${name}: ${e.message}`);
@@ -126,6 +130,8 @@ export async function main(
     err(`tpw: ${describeError(e)}`);
     if (process.env.TPW_DEBUG) err(String((e as Error).stack));
     return 1;
+  } finally {
+    connections.close();
   }
 }
 

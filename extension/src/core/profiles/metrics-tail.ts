@@ -4,7 +4,8 @@
  * lines are handed out (the trainer may be half-way through writing one); the rest waits for the next poll.
  * A file that shrank was written anew (a resumed run starting its file over): it is read again from the start.
  */
-import { bashCommand, runDirWord } from '../run/remote-script';
+import { bashCommand } from '../ssh/quote';
+import { runDirWord } from '../ssh/run-dir';
 import type { ConnectionManager } from '../ssh/connection';
 import { execCollectRaw } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../errors';
 import { tpwHome } from '../paths';
-import { validateRunId } from './remote-script';
+import { validateRunId } from '../ssh/run-dir';
 
 /**
  * The local run history: one JSON file per run under `<TPW_HOME>/runs/<id>.json`, so `tpw runs`, `tpw logs`,

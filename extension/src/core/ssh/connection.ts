@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { Duplex } from 'node:stream';
-import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type ServerHostKeyAlgorithm } from 'ssh2';
+import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type PseudoTtyOptions, type ServerHostKeyAlgorithm } from 'ssh2';
 import { TpwError, describeError } from '../errors';
 import { knownHostsFile } from '../paths';
 import { checkHostKey, knownKeyTypes, makeHostVerifier, recordHostKey, UnknownHostKeyError, type HostKeyCheck } from './known-hosts';
@@ -9,9 +9,11 @@ import type { ExecExit } from './exec';
 
 /**
  * One SSH connection per target (user@host:port), shared by everyone who needs that host: sync, the run,
- * log tails, terminals. Callers that ask while a connect is in flight share its promise, so N concurrent
- * requests make one TCP connection (the vscode-sshfs pattern). Channels are counted so an idle connection
- * can be closed, and a connection that drops is forgotten so the next request reconnects.
+ * log tails, live metrics, terminals. Each process has one ConnectionManager (VS Code: the Ctx owns it; the
+ * CLI: cli/connections.ts), so the sharing holds across features, not just within one call. Callers that ask
+ * while a connect is in flight share its promise, so N concurrent requests make one TCP connection (the
+ * vscode-sshfs pattern). Channels (exec and shell) are counted so an idle connection can be closed, and a
+ * connection that drops is forgotten so the next request reconnects.
  */
 
 export interface ConnectionManagerOptions {
@@ -37,6 +39,16 @@ export interface ConnectionManagerOptions {
    * records the key; false refuses with the fingerprint in the error. A changed key is refused without asking.
    */
   confirmHostKey?: (q: HostKeyQuestion) => Promise<boolean>;
+}
+
+/**
+ * Host keys by backend: the emulator's workers present keys it generated on this machine, so first contact
+ * is recorded silently; a real VM's first contact is refused (with the fingerprint) unless the user accepted
+ * new keys (`--accept-new-host-keys`) or a `confirmHostKey` prompt is given (VS Code). A changed key is
+ * always refused.
+ */
+export function hostKeyOptionsFor(kind: 'emulator' | 'cloud', acceptNew: boolean): Pick<ConnectionManagerOptions, 'hostKeyPolicy'> {
+  return { hostKeyPolicy: kind === 'emulator' || acceptNew ? 'accept-new' : 'strict' };
 }
 
 export interface HostKeyQuestion {
@@ -154,6 +166,8 @@ export class SshConnection {
   private waiters: Array<() => void> = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private isClosed = false;
+  /** Set by ConnectionManager.retire: close as soon as no channel is open. */
+  private closeWhenIdle = false;
   private readonly closeListeners = new Set<(err?: Error) => void>();
 
   constructor(
@@ -219,6 +233,40 @@ export class SshConnection {
     }
   }
 
+  /**
+   * Opens an interactive login shell on a pty (a terminal). Counted like an exec channel, so the connection
+   * is not idle-closed while a terminal is open, and the slot is freed when the shell ends.
+   */
+  async shell(window: PseudoTtyOptions): Promise<ClientChannel> {
+    await this.acquire();
+    try {
+      return await new Promise<ClientChannel>((resolve, reject) => {
+        if (this.isClosed) {
+          reject(new TpwError('SSH_CONNECT', `${this.label}: connection closed`));
+          return;
+        }
+        try {
+          this.client.shell(window, (err, ch) => {
+            if (err) return reject(err);
+            ch.once('close', () => this.release());
+            resolve(ch);
+          });
+        } catch (e) {
+          reject(e);
+        }
+      });
+    } catch (e) {
+      this.release();
+      throw e instanceof TpwError ? e : new TpwError('SSH_CONNECT', `${this.label}: cannot open a shell: ${describeError(e)}`, { cause: e });
+    }
+  }
+
+  /** Closes now if no channel is open, else as soon as the last one closes. */
+  retire(): void {
+    this.closeWhenIdle = true;
+    if (this.channelsInUse === 0) this.close();
+  }
+
   close(): void {
     if (this.isClosed) return;
     this.client.end();
@@ -246,6 +294,10 @@ export class SshConnection {
   }
 
   private armIdleTimer(): void {
+    if (this.closeWhenIdle && this.channelsInUse === 0) {
+      this.close();
+      return;
+    }
     if (this.opts.idleCloseMs <= 0 || this.channelsInUse > 0 || this.isClosed) return;
     this.clearIdleTimer();
     this.idleTimer = setTimeout(() => {
@@ -306,6 +358,7 @@ export class ConnectionManager {
   private readonly pending = new Map<string, Promise<SshConnection>>();
   private readonly live = new Set<SshConnection>();
   private disposed = false;
+  private retired = false;
   /** TCP connects attempted (tests assert connection sharing with it). */
   connectAttempts = 0;
 
@@ -329,6 +382,16 @@ export class ConnectionManager {
     // A failed connect must not be cached either: the next caller tries again.
     p.catch(forget);
     return p;
+  }
+
+  /**
+   * For a manager being replaced (the backend changed): closes the connections nothing uses now, and the
+   * others when their last channel closes, so a run still being watched is not cut off. Callers holding this
+   * manager can still reconnect (a watch resuming after a drop); such connections also close once idle.
+   */
+  retire(): void {
+    this.retired = true;
+    for (const c of this.live) c.retire();
   }
 
   /** Closes every connection; later get() calls fail. */
@@ -410,6 +473,8 @@ export class ConnectionManager {
         });
         if (this.disposed) conn.close();
         log(`ssh: ${conn.label} connected`);
+        // After this resolves the caller opens its channel; retire then closes the connection when it ends.
+        if (this.retired) queueMicrotask(() => conn.retire());
         resolve(conn);
       });
       client.on('error', (err) => {
