@@ -17,22 +17,22 @@ import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 
 const pod = emulatorPodFixture('shared-conn', '127.0.23', { before, after });
-let backend: Backend;
-let conns: ConnectionManager;
+let backend: Backend | undefined;
+let conns: ConnectionManager | undefined;
 
-before(async () => {
-  backend = await openBackend({ useEmulator: true });
-  // What the extension's Ctx (and the CLI) hold: one owner, host keys as for the backend's kind.
-  conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, false));
-});
 after(async () => {
   conns?.dispose();
   await backend?.close();
 });
 
 test('a run, its run view and a terminal on the same worker use one SSH connection', async () => {
+  // Opened here, not in a hook: the fixture's hook starts the emulator first.
+  backend = await openBackend({ useEmulator: true });
+  // What the extension's Ctx (and the CLI) hold: one owner, host keys as for the backend's kind.
+  const owner = new ConnectionManager(hostKeyOptionsFor(backend.kind, false));
+  conns = owner;
   // Runs until the test writes `go` into its run folder (so all three readers are open at once).
-  const recipe = pod.writeRecipe('wait.sh', `bash -c 'echo up; for i in $(seq 1 600); do [ -e "$TPW_RUN_DIR/go" ] && break; sleep 0.1; done; echo '"'"'{"step": 1, "loss": 2.5}'"'"' >> "$TPW_RUN_DIR/metrics.jsonl"; echo bye'\n`);
+  const recipe = pod.writeRecipe('wait.sh', `bash -c 'mkdir -p "$TPW_RUN_DIR/output"; echo up; for i in $(seq 1 600); do [ -e "$TPW_RUN_DIR/go" ] && break; sleep 0.1; done; echo '"'"'{"step": 1, "loss": 2.5}'"'"' >> "$TPW_RUN_DIR/output/metrics.jsonl"; echo bye'\n`);
   const { node } = await findNode(backend, 'pod');
   let started: (RunConnections & { runId: string }) | undefined;
   const runLines: string[] = [];
@@ -41,13 +41,13 @@ test('a run, its run view and a terminal on the same worker use one SSH connecti
     node,
     recipePath: `${pod.ws}/${recipe}`,
     workspaceRoot: pod.ws,
-    conns,
+    conns: owner,
     onStarted: (runId, source) => (started = { runId, ...source }),
     listener: { onLine: (w, _s, l) => runLines.push(`${w}:${l}`) },
   });
   await waitFor(() => started !== undefined && runLines.filter((l) => l.endsWith(':up')).length === 4, 30_000, 'the run up on every worker');
   const { runId, workers, conns: runConns } = started!;
-  assert.equal(runConns, conns, 'the run reports the owner it was given');
+  assert.equal(runConns, owner, 'the run reports the owner it was given');
 
   // The run view: its own read-only watch of the log, and the live metrics poll, over the connections it was handed.
   const viewLines: string[] = [];
@@ -58,7 +58,7 @@ test('a run, its run view and a terminal on the same worker use one SSH connecti
   await waitFor(() => viewLines.filter((l) => l.endsWith(':up')).length === 4, 15_000, 'the view reading every log');
 
   // A terminal on w0, as terminal.ts opens one: the owner's connection, a shell channel on it.
-  const shell = await (await conns.get(workers[0])).shell({ term: 'xterm-256color', rows: 24, cols: 80, width: 0, height: 0 });
+  const shell = await (await owner.get(workers[0])).shell({ term: 'xterm-256color', rows: 24, cols: 80, width: 0, height: 0 });
   let shellOut = '';
   shell.on('data', (b: Buffer) => (shellOut += b.toString()));
   shell.write('echo "terminal on $TPU_WORKER_ID"\n');
@@ -66,16 +66,16 @@ test('a run, its run view and a terminal on the same worker use one SSH connecti
 
   // Everything is open at once: the run's tail, the view's tail, the terminal. One connection per worker.
   for (const w of workers) assert.equal(acceptedConnections(w.host, w.port), 1, `the emulator's worker ${w.index} holds one connection`);
-  assert.equal(conns.connectAttempts, workers.length, 'one connect per worker for sync, start, run, view, metrics and terminal');
+  assert.equal(owner.connectAttempts, workers.length, 'one connect per worker for sync, start, run, view, metrics and terminal');
 
   // Let the run end; the view sees the same end, and the metrics the record written at the end.
-  await Promise.all(workers.map(async (w) => execCollect(await conns.get(w), bashCommand(`touch ${runDirWord(runId)}/go`))));
+  await Promise.all(workers.map(async (w) => execCollect(await owner.get(w), bashCommand(`touch ${runDirWord(runId)}/go`))));
   const result = await running;
   assert.equal(result.ok, true, JSON.stringify(result.workers));
   const seen = await view.result;
   assert.deepEqual(seen.workers.map((w) => w.exitCode), [0, 0, 0, 0]);
   assert.deepEqual((await metrics.poll()).map((m) => m.worker).sort(), [0, 1, 2, 3]);
-  assert.equal(conns.connectAttempts, workers.length, 'still one connect per worker');
+  assert.equal(owner.connectAttempts, workers.length, 'still one connect per worker');
   shell.write('exit\n');
   await new Promise((r) => shell.once('close', r));
 });
