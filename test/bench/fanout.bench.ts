@@ -437,14 +437,12 @@ async function main(): Promise<void> {
   const sync = syncVariants(sshd, ws, rsyncOk);
   // rsync -a creates the last folder of the destination, not its parents (as on a fresh VM: home exists).
   for (const w of sshd.workers) for (const tag of ['rsync-full', 'rsync-same']) fs.mkdirSync(path.join(tmp, 'sync', tag, `w${w.index}`), { recursive: true });
-  const emptyRsyncFull = async () => {
-    for (const w of sshd.workers) {
-      fs.rmSync(path.join(tmp, 'sync', 'rsync-full', `w${w.index}`, 'ws'), { recursive: true, force: true });
-      // deltaSync keeps its record of the copy beside it (`<dest>.manifest`): a fresh worker has neither.
-      for (const f of ['ws', 'ws.manifest']) fs.rmSync(path.join(tmp, 'sync', 'ours-full', `w${w.index}`, f), { recursive: true, force: true });
-    }
+  const emptyFull = async (v: Variant) => {
+    // deltaSync keeps its record of the copy beside it (`<dest>.manifest`): a fresh worker has neither.
+    const [tag, names] = v.kind === 'ours' ? ['ours-full', ['ws', 'ws.manifest']] : ['rsync-full', ['ws']];
+    for (const w of sshd.workers) for (const f of names) fs.rmSync(path.join(tmp, 'sync', tag, `w${w.index}`, f), { recursive: true, force: true });
   };
-  await measureSync(sync.variants, SYNC_REPS, emptyRsyncFull);
+  await measureSync(sync.variants, SYNC_REPS, emptyFull);
   sync.check();
   const syncTarget = `${sshd.name}; ${shape.files} files, ${(shape.bytes / 2 ** 20).toFixed(1)} MiB`;
   const [ours, oursSame] = sync.variants.map((v) => v.name);
@@ -480,16 +478,16 @@ async function main(): Promise<void> {
 }
 
 /** Like measure(), but the into-empty variants get their destination emptied (untimed) right before each of their runs. */
-async function measureSync(variants: Variant[], reps: number, emptyFull: () => Promise<void>): Promise<void> {
+async function measureSync(variants: Variant[], reps: number, emptyFull: (v: Variant) => Promise<void>): Promise<void> {
   const isFull = (v: Variant) => v.name.includes('into empty dest') && v.kind !== 'diagnostic';
   for (const v of variants) {
-    if (isFull(v)) await emptyFull();
+    if (isFull(v)) await emptyFull(v);
     await v.once();
   }
   for (let i = 0; i < reps; i++) {
     for (let j = 0; j < variants.length; j++) {
       const v = variants[(i + j) % variants.length];
-      if (isFull(v)) await emptyFull();
+      if (isFull(v)) await emptyFull(v);
       v.samples.push(await timed(v.once));
     }
   }
