@@ -124,9 +124,6 @@ export class Ctx implements vscode.Disposable {
 
   dispose(): void {
     this.dropBackend();
-    this.connectionSlot?.manager.dispose();
-    this.connectionSlot = undefined;
-    for (const m of this.retiredConnections.splice(0)) m.dispose();
     while (this.disposables.length > 0) {
       try {
         this.disposables.pop()?.dispose();
@@ -134,5 +131,9 @@ export class Ctx implements vscode.Disposable {
         console.error('TPU Workbench: dispose failed', e);
       }
     }
+    // Last: what was disposed above (run watchers detaching, terminals) may still have used them.
+    this.connectionSlot?.manager.dispose();
+    this.connectionSlot = undefined;
+    for (const m of this.retiredConnections.splice(0)) m.dispose();
   }
 }

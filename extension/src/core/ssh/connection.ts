@@ -354,6 +354,9 @@ export function channelEnd(channel: ClientChannel): Promise<ExecExit> {
   return watchChannelEnd(channel);
 }
 
+/** Idle close of connections a retired manager still makes. */
+const RETIRED_IDLE_CLOSE_MS = 2000;
+
 export class ConnectionManager {
   private readonly pending = new Map<string, Promise<SshConnection>>();
   private readonly live = new Set<SshConnection>();
@@ -387,7 +390,7 @@ export class ConnectionManager {
   /**
    * For a manager being replaced (the backend changed): closes the connections nothing uses now, and the
    * others when their last channel closes, so a run still being watched is not cut off. Callers holding this
-   * manager can still reconnect (a watch resuming after a drop); such connections also close once idle.
+   * manager can still reconnect (a watch resuming after a drop); such connections close soon after they idle.
    */
   retire(): void {
     this.retired = true;
@@ -465,7 +468,9 @@ export class ConnectionManager {
       client.once('ready', () => {
         if (settled) return;
         settled = true;
-        const conn = new SshConnection(client, target, { maxChannels: o.maxChannels ?? 8, idleCloseMs: o.idleCloseMs ?? 120_000 });
+        // A retired manager's new connections (a watch reconnecting) serve their caller, then go soon after.
+        const idleCloseMs = this.retired ? RETIRED_IDLE_CLOSE_MS : (o.idleCloseMs ?? 120_000);
+        const conn = new SshConnection(client, target, { maxChannels: o.maxChannels ?? 8, idleCloseMs });
         this.live.add(conn);
         conn.onClose(() => {
           this.live.delete(conn);
@@ -473,8 +478,6 @@ export class ConnectionManager {
         });
         if (this.disposed) conn.close();
         log(`ssh: ${conn.label} connected`);
-        // After this resolves the caller opens its channel; retire then closes the connection when it ends.
-        if (this.retired) queueMicrotask(() => conn.retire());
         resolve(conn);
       });
       client.on('error', (err) => {
