@@ -57,8 +57,8 @@ test('a run, its run view and a terminal on the same worker use one SSH connecti
   await metrics.poll();
   await waitFor(() => viewLines.filter((l) => l.endsWith(':up')).length === 4, 15_000, 'the view reading every log');
 
-  // A terminal on w0, as terminal.ts opens one: the owner's connection, a shell channel on it.
-  const shell = await (await owner.get(workers[0])).shell({ term: 'xterm-256color', rows: 24, cols: 80, width: 0, height: 0 });
+  // A terminal on w0: the call terminal.ts's WorkerPty makes on the extension's owner.
+  const shell = await owner.openShell(workers[0], { term: 'xterm-256color', rows: 24, cols: 80, width: 0, height: 0 });
   let shellOut = '';
   shell.on('data', (b: Buffer) => (shellOut += b.toString()));
   shell.write('echo "terminal on $TPU_WORKER_ID"\n');

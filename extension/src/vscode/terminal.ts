@@ -76,9 +76,7 @@ class WorkerPty implements vscode.Pseudoterminal {
 
   private async connect(): Promise<void> {
     try {
-      const conn = await this.conns.get(this.target);
-      if (this.closed) return;
-      const channel = await conn.shell({ term: TERM, rows: this.size.rows, cols: this.size.columns, width: 0, height: 0 });
+      const channel = await this.conns.openShell(this.target, { term: TERM, rows: this.size.rows, cols: this.size.columns, width: 0, height: 0 });
       this.channel = channel;
       if (this.closed) {
         channel.close();

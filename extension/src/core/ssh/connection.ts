@@ -388,6 +388,14 @@ export class ConnectionManager {
   }
 
   /**
+   * An interactive login shell on a pty on `target`'s shared connection: what a terminal on a worker opens.
+   * The shell counts as a channel of that connection, so it is not idle-closed while the shell is open.
+   */
+  async openShell(target: SshTarget, window: PseudoTtyOptions): Promise<ClientChannel> {
+    return (await this.get(target)).shell(window);
+  }
+
+  /**
    * For a manager being replaced (the backend changed): closes the connections nothing uses now, and the
    * others when their last channel closes, so a run still being watched is not cut off. Callers holding this
    * manager can still reconnect (a watch resuming after a drop); such connections close soon after they idle.
