@@ -374,6 +374,27 @@ describe('connection manager against real sshd', () => {
     }
   });
 
+  it('a kept connection is not handed out once known_hosts names another key for its host: the reconnect is refused', async () => {
+    const file = path.join(tmp, 'kh-changed');
+    const conns = new ConnectionManager({ knownHostsPath: file });
+    try {
+      const first = await conns.get(target());
+      assert.equal(await conns.get(target()), first, 'known_hosts unchanged: the same connection');
+      const original = fs.readFileSync(file, 'utf8');
+      const [type, blob] = generateEd25519KeyPair().public.split(' ');
+      fs.writeFileSync(file, original.split('\n').map((l) => (l.trim() ? `${l.split(' ')[0]} ${type} ${blob}` : l)).join('\n'));
+      await assert.rejects(conns.get(target()), (e: unknown) => isTpwError(e, 'SSH_HOST_KEY') && /has CHANGED/.test(e.message));
+      await waitFor(() => first.closed, 3000, 'the kept connection closed (it had no channel open)');
+      fs.writeFileSync(file, original);
+      const again = await conns.get(target());
+      assert.notEqual(again, first);
+      assert.equal((await execCollect(again, 'echo ok')).stdout, 'ok\n');
+      assert.equal(conns.connectAttempts, 3);
+    } finally {
+      conns.dispose();
+    }
+  });
+
   it('queues channels beyond maxChannels instead of failing', async () => {
     const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-max'), maxChannels: 2 });
     try {
