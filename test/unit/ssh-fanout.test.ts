@@ -491,18 +491,3 @@ describe('LineSplitter', () => {
     assert.deepEqual(sp.flush(), []);
   });
 });
-
-describe('formatRunSummary', () => {
-  it('names every worker’s outcome in one line', () => {
-    const base: Parameters<typeof formatRunSummary>[0] = { runId: 'r1', durationMs: 12_345, cancelled: false, ok: false, workers: [] };
-    const w = (index: number, extra: Partial<WorkerResult>): WorkerResult => ({ index, host: 'h', exitCode: 0, stopped: false, ...extra });
-    assert.equal(
-      formatRunSummary({ ...base, ok: true, workers: [w(0, {}), w(1, {})] }),
-      'run r1: 2/2 workers ok in 12.3s — w0=0 w1=0',
-    );
-    assert.equal(
-      formatRunSummary({ ...base, workers: [w(0, {}), w(2, { exitCode: 1 }), w(1, { exitCode: null, signal: 'KILL' }), w(3, { exitCode: 130, stopped: true }), w(4, { exitCode: null, error: 'x' })] }),
-      'run r1: 1/5 workers ok in 12.3s — w0=0 w1=KILL (failed) w2=1 (failed) w3=stopped w4=error',
-    );
-  });
-});
