@@ -2,16 +2,19 @@
  * Fan-out benchmark: what it costs to reach 4 workers at once, ours against the OpenSSH tools measured in
  * the same process, on the same servers, interleaved rep by rep (so load on the machine hits both alike).
  *
- *   1. Run fan-out: start → all exited for `true` on 4 workers, via startRun + ConnectionManager (cold: a new
- *      manager per rep; warm: one manager, already connected), against 4 real OpenSSH sshd (127.0.4.x) and the
- *      emulator's SshWorkerPool (127.0.5.x, hosted in a child process as `tpw emulator start` would).
- *      Peers: the OpenSSH client, `ssh ... host true` ×4 in parallel: cold with its defaults, cold with the
- *      algorithms ssh2 negotiates, and warm through a ControlMaster. Diagnostic rows: one bare exec per worker
- *      over our ConnectionManager (no run folder, no process group), to split SSH cost from runner cost.
- *   2. Workspace sync: the pipeline's sync step (listWorkspaceFiles → tarStream → one exec per worker running
- *      the extract-aside-and-swap script of pipeline.ts's syncWorker) for a synthetic 500-file, ~18 MiB
- *      workspace to the 4 sshd workers. Peers: `tar -cf - | ssh host 'tar -xf -'` ×4 and `rsync -a -e ssh` ×4
- *      (into an empty destination, and again with nothing changed).
+ *   1. Run fan-out: start → all exited for `true` on 4 workers, through the run engine users run
+ *      (core/run/engine.ts: startDetached, then attachRun following every worker's log to its exit code, as
+ *      `tpw run` and "Run on TPU" do after the sync) over one ConnectionManager, the process's connection owner
+ *      (cold: a new owner per rep, as a fresh `tpw run`; warm: one owner, already connected, as the extension
+ *      host keeps it), against 4 real OpenSSH sshd (127.0.4.x) and the emulator's SshWorkerPool (127.0.5.x,
+ *      hosted in a child process as `tpw emulator start` would). Peers: the OpenSSH client, `ssh ... host true`
+ *      ×4 in parallel: cold with its defaults, cold with the algorithms ssh2 negotiates, and warm through a
+ *      ControlMaster. Diagnostic rows: one bare exec per worker over our ConnectionManager (no run folder, no
+ *      process group), to split SSH cost from the engine's.
+ *   2. Workspace sync: the pipeline's sync step, deltaSync (core/sync/delta.ts: manifest, then one tar stream
+ *      per worker of what differs) for a synthetic 500-file, ~18 MiB workspace to the 4 sshd workers, into an
+ *      empty destination and again with nothing changed. Peers: `tar -cf - | ssh host 'tar -xf -'` ×4 and
+ *      `rsync -a -e ssh` ×4 (into an empty destination, and again with nothing changed).
  *
  *   node --import tsx test/bench/fanout.bench.ts    (or: bash scripts/bench.sh fanout)
  *   env: BENCH_REPS (15), BENCH_SYNC_REPS (7), BENCH_LOGIN_RC=1 (keep ~/.bashrc in sshd sessions),
@@ -26,12 +29,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buffer } from 'node:stream/consumers';
-import { bashCommand } from '../../extension/src/core/run/remote-script';
-import { startRun } from '../../extension/src/core/run/runner';
+import { attachRun, startDetached } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
-import { shPath } from '../../extension/src/core/ssh/quote';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { deltaSync } from '../../extension/src/core/sync/delta';
 import { tarStream } from '../../extension/src/core/sync/tar';
 import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
 import type { HostConfig } from './emulator-workers-host';
@@ -194,10 +196,11 @@ async function emulatorTarget(): Promise<Target> {
 
 let runSeq = 0;
 
+/** What `tpw run` does once the workspace is synced: start on every worker, follow every log to its exit code. */
 async function ourRun(t: Target, conns: ConnectionManager): Promise<void> {
   const runId = `bench-${process.pid}-${++runSeq}-${crypto.randomBytes(2).toString('hex')}`;
-  const handle = startRun({ runId, workers: t.workers, argv: ['true'], cwd: t.cwd, env: {} }, {}, conns, { runsRoot: t.runsRoot });
-  const r = await handle.result;
+  await startDetached({ runId, workers: t.workers, argv: ['true'], cwd: t.cwd, env: {} }, conns, { runsRoot: t.runsRoot });
+  const r = await attachRun(runId, t.workers, conns, {}, { runsRoot: t.runsRoot }).result;
   if (!r.ok) throw new Error(`run ${runId} on ${t.name} failed: ${JSON.stringify(r.workers)}`);
 }
 
@@ -266,8 +269,8 @@ function fanoutVariants(t: Target): Variant[] {
     }
   };
   return [
-    { name: 'ours: startRun, cold connections', kind: 'ours', vs: 'peer: ssh ×4, cold', once: () => cold((c) => ourRun(t, c)), samples: [] },
-    { name: 'ours: startRun, warm connections', kind: 'ours', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourRun(t, warm), samples: [] },
+    { name: 'ours: run (start + follow), cold connections', kind: 'ours', vs: 'peer: ssh ×4, cold', once: () => cold((c) => ourRun(t, c)), samples: [] },
+    { name: 'ours: run (start + follow), warm connections', kind: 'ours', vs: 'peer: ssh ×4, ControlMaster (warm)', once: () => ourRun(t, warm), samples: [] },
     { name: 'peer: ssh ×4, cold', kind: 'peer', once: () => sshAll(t), samples: [] },
     { name: 'peer: ssh ×4, ControlMaster (warm)', kind: 'peer', once: () => sshAll(t, cmOpts), samples: [] },
     { name: 'peer: ssh ×4, cold, ssh2’s algorithms', kind: 'peer', once: () => sshAll(t, SAME_ALGOS), samples: [] },
@@ -302,20 +305,6 @@ function makeWorkspace(root: string): { files: number; bytes: number } {
   return { files: plan.length, bytes };
 }
 
-/** The pipeline's sync step for one worker: the script of pipeline.ts's syncWorker, over our exec channel. */
-async function ourSyncWorker(conns: ConnectionManager, w: WorkerTarget, remoteRoot: string, archive: Buffer): Promise<void> {
-  const conn = await conns.get(w);
-  const script = [
-    'set -eu',
-    `dest=${shPath(remoteRoot)}`,
-    'rm -rf -- "$dest.incoming" && mkdir -p -- "$dest.incoming"',
-    'tar -xf - -C "$dest.incoming" --no-same-owner',
-    'rm -rf -- "$dest" && mv -- "$dest.incoming" "$dest"',
-  ].join('\n');
-  const out = await execCollect(conn, bashCommand(script), { stdin: archive });
-  if (out.code !== 0) throw new Error(`sync to ${w.host} → ${out.code}: ${out.stderr}`);
-}
-
 function countFiles(dir: string): number {
   let n = 0;
   for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) n++;
@@ -333,23 +322,18 @@ function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Vari
       }),
     ).then(() => undefined);
   const rsyncTo = (tag: string) => Promise.all(t.workers.map((w) => run('rsync', ['-a', '-e', sshCmd(w), `${ws}/`, `${w.username}@${w.host}:${dest(tag, w)}/`]))).then(() => undefined);
+  // The pipeline's sync step, as runRecipe calls it, over a new owner (a fresh `tpw run`: cold connections).
+  const ourSync = (tag: string) => async () => {
+    const conns = manager();
+    try {
+      await deltaSync({ root: ws, files: listWorkspaceFiles(ws).files, dest: (w) => dest(tag, w), workers: t.workers, conns, home: path.join(tmp, 'tpw-home') });
+    } finally {
+      conns.dispose();
+    }
+  };
   const variants: Variant[] = [
-    {
-      name: 'ours: list + tar + exec `tar -x` ×4 (cold connections)',
-      kind: 'ours',
-      vs: 'peer: tar | ssh tar -x ×4',
-      once: async () => {
-        const listing = listWorkspaceFiles(ws);
-        const archive = await buffer(tarStream(listing.files));
-        const conns = manager();
-        try {
-          await Promise.all(t.workers.map((w) => ourSyncWorker(conns, w, dest('ours', w), archive)));
-        } finally {
-          conns.dispose();
-        }
-      },
-      samples: [],
-    },
+    { name: 'ours: deltaSync ×4, into empty dest', kind: 'ours', vs: 'peer: tar | ssh tar -x ×4', once: ourSync('ours-full'), samples: [] },
+    { name: 'ours: deltaSync ×4, nothing changed', kind: 'ours', once: ourSync('ours-same'), samples: [] },
     { name: 'peer: tar | ssh tar -x ×4', kind: 'peer', once: () => tarSsh('tar'), samples: [] },
     { name: 'peer: tar | ssh tar -x ×4, ssh2’s algorithms', kind: 'peer', once: () => tarSsh('tar-same', SAME_ALGOS), samples: [] },
   ];
@@ -362,7 +346,7 @@ function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Vari
     );
   }
   const check = () => {
-    for (const tag of ['ours', 'tar', 'tar-same', ...(rsyncOk ? ['rsync-full', 'rsync-same'] : [])]) {
+    for (const tag of ['ours-full', 'ours-same', 'tar', 'tar-same', ...(rsyncOk ? ['rsync-full', 'rsync-same'] : [])]) {
       for (const w of t.workers) {
         const n = countFiles(dest(tag, w));
         if (n !== WS_FILES) throw new Error(`sync check: ${tag} put ${n} files on worker ${w.index}, expected ${WS_FILES}`);
@@ -441,7 +425,7 @@ async function main(): Promise<void> {
   for (const t of [sshd, emu]) {
     const variants = fanoutVariants(t);
     await measure(variants, REPS);
-    report('fan-out `true`', t.name, variants, [['ours: startRun, cold connections', 'peer: ssh ×4, cold, ssh2’s algorithms'], ['ours: startRun, warm connections', 'peer: ssh ×4, cold']], rows, ratios);
+    report('fan-out `true`', t.name, variants, [['ours: run (start + follow), cold connections', 'peer: ssh ×4, cold, ssh2’s algorithms'], ['ours: run (start + follow), warm connections', 'peer: ssh ×4, cold']], rows, ratios);
     log(`fan-out on ${t.name} done`);
   }
 
@@ -453,14 +437,16 @@ async function main(): Promise<void> {
   const sync = syncVariants(sshd, ws, rsyncOk);
   // rsync -a creates the last folder of the destination, not its parents (as on a fresh VM: home exists).
   for (const w of sshd.workers) for (const tag of ['rsync-full', 'rsync-same']) fs.mkdirSync(path.join(tmp, 'sync', tag, `w${w.index}`), { recursive: true });
-  const emptyRsyncFull = async () => {
-    for (const w of sshd.workers) fs.rmSync(path.join(tmp, 'sync', 'rsync-full', `w${w.index}`, 'ws'), { recursive: true, force: true });
+  const emptyFull = async (v: Variant) => {
+    // deltaSync keeps its record of the copy beside it (`<dest>.manifest`): a fresh worker has neither.
+    const [tag, names] = v.kind === 'ours' ? ['ours-full', ['ws', 'ws.manifest']] : ['rsync-full', ['ws']];
+    for (const w of sshd.workers) for (const f of names) fs.rmSync(path.join(tmp, 'sync', tag, `w${w.index}`, f), { recursive: true, force: true });
   };
-  await measureSync(sync.variants, SYNC_REPS, emptyRsyncFull);
+  await measureSync(sync.variants, SYNC_REPS, emptyFull);
   sync.check();
   const syncTarget = `${sshd.name}; ${shape.files} files, ${(shape.bytes / 2 ** 20).toFixed(1)} MiB`;
-  const ours = sync.variants[0].name;
-  report('workspace sync', syncTarget, sync.variants, [[ours, 'peer: tar | ssh tar -x ×4, ssh2’s algorithms'], ...(rsyncOk ? ([[ours, 'peer: rsync -a -e ssh ×4, into empty dest'], [ours, 'peer: rsync -a -e ssh ×4, nothing changed']] as Array<[string, string]>) : [])], rows, ratios);
+  const [ours, oursSame] = sync.variants.map((v) => v.name);
+  report('workspace sync', syncTarget, sync.variants, [[ours, 'peer: tar | ssh tar -x ×4, ssh2’s algorithms'], ...(rsyncOk ? ([[ours, 'peer: rsync -a -e ssh ×4, into empty dest'], [oursSame, 'peer: rsync -a -e ssh ×4, nothing changed']] as Array<[string, string]>) : [])], rows, ratios);
   log('sync done');
 
   const md = markdown(rows, ratios);
@@ -491,17 +477,17 @@ async function main(): Promise<void> {
   process.stdout.write(`wrote ${path.relative(process.cwd(), OUT_FILE)}\n`);
 }
 
-/** Like measure(), but rsync-into-empty gets its destination emptied (untimed) right before each of its runs. */
-async function measureSync(variants: Variant[], reps: number, emptyFull: () => Promise<void>): Promise<void> {
-  const isFull = (v: Variant) => v.name.includes('into empty dest');
+/** Like measure(), but the into-empty variants get their destination emptied (untimed) right before each of their runs. */
+async function measureSync(variants: Variant[], reps: number, emptyFull: (v: Variant) => Promise<void>): Promise<void> {
+  const isFull = (v: Variant) => v.name.includes('into empty dest') && v.kind !== 'diagnostic';
   for (const v of variants) {
-    if (isFull(v)) await emptyFull();
+    if (isFull(v)) await emptyFull(v);
     await v.once();
   }
   for (let i = 0; i < reps; i++) {
     for (let j = 0; j < variants.length; j++) {
       const v = variants[(i + j) % variants.length];
-      if (isFull(v)) await emptyFull();
+      if (isFull(v)) await emptyFull(v);
       v.samples.push(await timed(v.once));
     }
   }

@@ -2,10 +2,12 @@
  * Issue 4's benchmarks, ours against the Debian tools on the same sshd hosts in the same process, interleaved
  * rep by rep:
  *
- *   1. Fan-out: "run" → the command started on every host, for N real OpenSSH sshd hosts (127.0.20.x, each
- *      its own sshd process). Ours: startDetached (cold ConnectionManager: TCP + SSH handshake + one exec
- *      per host that writes the run folder and starts the program detached). Peer: `parallel-ssh -p N`
- *      (Debian's pssh) running `true` on the same hosts (it waits for `true` to end, which is immediate).
+ *   1. Fan-out: "run" for N real OpenSSH sshd hosts (127.0.20.x, each its own sshd process), through the run
+ *      engine users run (core/run/engine.ts) over a new connection owner per rep (a fresh `tpw run`: TCP + SSH
+ *      handshake per host). Ours, twice: startDetached alone (one exec per host that writes the run folder and
+ *      starts the program detached: "started everywhere"), and startDetached + attachRun following every
+ *      log to its exit code (what `tpw run` waits for). Peer: `parallel-ssh -p N` (Debian's pssh) running
+ *      `true` on the same hosts (it waits for `true` to end, which is immediate).
  *   2. Sync of a synthetic workspace (BENCH_SYNC_FILES files, BENCH_SYNC_MB MB in all) to H hosts: first sync
  *      into empty folders, no-change sync, one-file change. Ours: deltaSync (manifest + one tar stream per
  *      host). Peer: `rsync -a --delete -e ssh` to every host in parallel.
@@ -23,7 +25,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startDetached, stopDetached } from '../../extension/src/core/run/detached';
+import { attachRun, startDetached, stopDetached } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { deltaSync } from '../../extension/src/core/sync/delta';
@@ -88,31 +90,43 @@ const targets = (s: SshdInstance[]): WorkerTarget[] => s.map((x, index) => ({ ho
 
 async function benchFanout(clientKey: string, hostKey: string, results: Record<string, unknown>): Promise<void> {
   console.log('\n### Fan-out: run → started on every host (median of %d, ms)\n', REPS);
-  console.log('| hosts | tpw startDetached (cold) | parallel-ssh `true` | ratio tpw/pssh |');
-  console.log('| ---: | ---: | ---: | ---: |');
+  console.log('| hosts | tpw start (cold) | tpw start + follow to exit (cold) | parallel-ssh `true` | ratio start/pssh | ratio start+follow/pssh |');
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const n of FANOUT_HOSTS) {
     const sshds = await fleet(n, clientKey, hostKey);
     const ws = targets(sshds);
     const hostsFile = path.join(tmp, `hosts-${n}`);
     fs.writeFileSync(hostsFile, sshds.map((s) => `${s.username}@${s.host}:${s.port}`).join('\n') + '\n');
     const ours: number[] = [];
+    const oursFollow: number[] = [];
     const pssh: number[] = [];
     try {
       for (let r = 0; r < REPS; r++) {
         const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, `kh-${n}-${r}`), maxChannels: 8 });
         const runId = `b-${crypto.randomBytes(4).toString('hex')}`;
         const root = path.join(tmp, 'runs');
-        ours.push(await timed(() => startDetached({ runId, workers: ws, argv: ['true'], cwd: '/', env: {} }, conns, { runsRoot: (w) => `${root}/w${w.index}` })));
-        await stopDetached(runId, ws, conns, { runsRoot: (w) => `${root}/w${w.index}`, graceMs: 200 });
+        const runsRoot = (w: WorkerTarget) => `${root}/w${w.index}`;
+        ours.push(await timed(() => startDetached({ runId, workers: ws, argv: ['true'], cwd: '/', env: {} }, conns, { runsRoot })));
+        await stopDetached(runId, ws, conns, { runsRoot, graceMs: 200 });
         conns.dispose();
+        const followed = new ConnectionManager({ knownHostsPath: path.join(tmp, `kh-${n}-${r}-f`), maxChannels: 8 });
+        const followId = `${runId}-f`;
+        oursFollow.push(
+          await timed(async () => {
+            await startDetached({ runId: followId, workers: ws, argv: ['true'], cwd: '/', env: {} }, followed, { runsRoot });
+            const res = await attachRun(followId, ws, followed, {}, { runsRoot }).result;
+            if (!res.ok) throw new Error(`run ${followId} failed: ${JSON.stringify(res.workers)}`);
+          }),
+        );
+        followed.dispose();
         const sshArgs = SSH_OPTS(clientKey).join(' ');
         pssh.push(await timed(() => run('parallel-ssh', ['-h', hostsFile, '-p', String(n), '-t', '60', '-x', sshArgs, 'true'])));
       }
     } finally {
       await Promise.all(sshds.map((s) => s.stop()));
     }
-    results[`fanout-${n}`] = { ours, pssh };
-    console.log(`| ${n} | ${median(ours)} | ${median(pssh)} | ${(median(ours) / median(pssh)).toFixed(2)} |`);
+    results[`fanout-${n}`] = { ours, oursFollow, pssh };
+    console.log(`| ${n} | ${median(ours)} | ${median(oursFollow)} | ${median(pssh)} | ${(median(ours) / median(pssh)).toFixed(2)} | ${(median(oursFollow) / median(pssh)).toFixed(2)} |`);
   }
 }
 

@@ -13,38 +13,15 @@ import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
 import { isTpwError } from '../../extension/src/core/errors';
-import { attachRun, startDetached, stopDetached } from '../../extension/src/core/run/detached';
-import { downloadRunLogs } from '../../extension/src/core/run/session';
-import type { RunSpec } from '../../extension/src/core/run/types';
+import { attachRun, downloadRunLogs, startDetached, stopDetached, type RunSpec } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { groupAlive, waitFor } from '../helpers/process';
 import { freePort, startSshd, type SshdInstance } from '../helpers/sshd';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-detached-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const username = os.userInfo().username;
-
-function groupAlive(pgid: number): boolean {
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) === pgid && state !== 'Z') return true;
-    } catch {
-      // gone
-    }
-  }
-  return false;
-}
-
-async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const newRunId = (tag: string) => `d-${tag}-${crypto.randomBytes(4).toString('hex')}`;
 

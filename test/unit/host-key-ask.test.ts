@@ -10,8 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isTpwError } from '../../extension/src/core/errors';
-import { hostKeyOptionsFor } from '../../extension/src/core/run/pipeline';
-import { ConnectionManager, type HostKeyQuestion } from '../../extension/src/core/ssh/connection';
+import { ConnectionManager, hostKeyOptionsFor, type HostKeyQuestion } from '../../extension/src/core/ssh/connection';
 import type { SshTarget } from '../../extension/src/core/ssh/types';
 import { startSshd, type SshdInstance } from '../helpers/sshd';
 

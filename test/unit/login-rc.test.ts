@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { attachRun, startDetached } from '../../extension/src/core/run/detached';
-import { bashCommand } from '../../extension/src/core/run/remote-script';
+import { bashCommand } from '../../extension/src/core/ssh/quote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';

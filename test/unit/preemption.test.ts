@@ -12,9 +12,8 @@ import { emulatorRequest } from '../helpers/emulator-http';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
-import { runRecipe } from '../../extension/src/core/run/pipeline';
-import { withResume } from '../../extension/src/core/run/preemption';
-import { listRuns, loadRun } from '../../extension/src/core/run/registry';
+import { listRuns, loadRun, runRecipe, withResume } from '../../extension/src/core/run/engine';
+import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import { findNode } from '../../extension/src/core/tpu/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
 
@@ -22,6 +21,7 @@ let home: string;
 let ws: string;
 let emu: Emulator;
 let backend: Backend;
+let conns: ConnectionManager;
 const saved = process.env.TPW_HOME;
 
 async function post(urlPath: string): Promise<number> {
@@ -50,6 +50,7 @@ before(async () => {
   await emu.start();
   assert.equal((await cli('vm', 'create', 'spot', '--type', 'v5litepod-16', '--spot')).code, 0);
   backend = await openBackend({ useEmulator: true });
+  conns = new ConnectionManager(hostKeyOptionsFor('emulator', false));
   fs.mkdirSync(path.join(ws, 'recipes'));
   // Ignores SIGTERM like a trainer busy writing a checkpoint: only the VM poll can end this watch early.
   fs.writeFileSync(path.join(ws, 'recipes', 'long.sh'), `bash -c 'if [ -e recipes/resumed ]; then echo resumed; exit 0; fi; trap "" TERM; echo up; for i in $(seq 1 600); do sleep 0.1; done'\n`);
@@ -57,6 +58,7 @@ before(async () => {
 });
 
 after(async () => {
+  conns?.dispose();
   await backend?.close();
   await emu?.stop();
   if (saved === undefined) delete process.env.TPW_HOME;
@@ -73,6 +75,7 @@ test('the VM is preempted mid-run: the run ends as preempted, and resume recreat
     node,
     recipePath: path.join(ws, 'recipes', 'long.sh'),
     workspaceRoot: ws,
+    conns,
     statePollMs: 300,
     listener: {
       onLine: (w, _s, l) => {
@@ -108,7 +111,7 @@ test('the VM is preempted mid-run: the run ends as preempted, and resume recreat
 
 test('a trainer exit of 75 counts as preempted, not failed', async () => {
   const { node } = await findNode(backend, 'spot');
-  const result = await runRecipe({ backend, node, recipePath: path.join(ws, 'recipes', 'seventy-five.sh'), workspaceRoot: ws, listener: {} });
+  const result = await runRecipe({ backend, node, recipePath: path.join(ws, 'recipes', 'seventy-five.sh'), workspaceRoot: ws, conns, listener: {} });
   assert.equal(result.preempted, true);
   assert.match(result.preemptedReason ?? '', /exited 75/);
   assert.equal(loadRun(result.runId, home).status, 'preempted');

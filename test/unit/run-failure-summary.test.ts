@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { firstFailure, RunTails } from '../../extension/src/core/run/summary';
+import { firstFailure, formatRunSummary, RunTails } from '../../extension/src/core/run/summary';
 import type { RunResult, WorkerResult } from '../../extension/src/core/run/types';
 import { emulatorPodFixture } from '../helpers/cli';
 
@@ -81,5 +81,20 @@ describe('RunTails and firstFailure', () => {
     assert.equal(tails.report({ ...base, cancelled: true, workers: [w(0, { exitCode: 130, stopped: true })] }).length, 1);
     assert.equal(tails.report({ ...base, preempted: true, workers: [w(0, { exitCode: 75 })] }).length, 1);
     assert.deepEqual(tails.report({ ...base, workers: [w(0, { exitCode: null, error: 'w0: ssh refused' })] }).slice(1), ['w0 failed first: w0: ssh refused. It printed nothing.']);
+  });
+});
+
+describe('formatRunSummary', () => {
+  test('names every worker’s outcome in one line', () => {
+    const base: Parameters<typeof formatRunSummary>[0] = { runId: 'r1', durationMs: 12_345, cancelled: false, ok: false, workers: [] };
+    const w = (index: number, extra: Partial<WorkerResult>): WorkerResult => ({ index, host: 'h', exitCode: 0, stopped: false, ...extra });
+    assert.equal(
+      formatRunSummary({ ...base, ok: true, workers: [w(0, {}), w(1, {})] }),
+      'run r1: 2/2 workers ok in 12.3s — w0=0 w1=0',
+    );
+    assert.equal(
+      formatRunSummary({ ...base, workers: [w(0, {}), w(2, { exitCode: 1 }), w(1, { exitCode: null, signal: 'KILL' }), w(3, { exitCode: 130, stopped: true }), w(4, { exitCode: null, error: 'x' })] }),
+      'run r1: 1/5 workers ok in 12.3s — w0=0 w1=KILL (failed) w2=1 (failed) w3=stopped w4=error',
+    );
   });
 });

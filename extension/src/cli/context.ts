@@ -3,6 +3,7 @@
  * parser cannot see (a missing NAME, a bad combination). Kept apart from main.ts so the handlers and the
  * command table do not import the entry point.
  */
+import type { CliConnections } from './connections';
 
 export interface GlobalOptions {
   project?: string;
@@ -20,6 +21,8 @@ export interface CommandContext {
   rest: string[];
   out: (line: string) => void;
   err: (line: string) => void;
+  /** The invocation's one SSH connection owner (closed when the command returns). */
+  connections: CliConnections;
 }
 
 export class UsageError extends Error {}

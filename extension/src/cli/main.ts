@@ -4,6 +4,7 @@
  * is at fault, never a stack trace (TPW_DEBUG=1 shows it).
  */
 import { describeError, isTpwError, TpwError } from '../core/errors';
+import { CliConnections } from './connections';
 import { UsageError, type GlobalOptions } from './context';
 import { commandHelp, commandName, globalHelp, VERSION } from './help';
 import { CommandLineError, parseCommandLine, type CommandLine } from './parse-command-line';
@@ -41,8 +42,9 @@ export async function main(
   };
   const handler = path[path.length - 1].run;
   if (!handler) throw new TpwError('INTERNAL', `${command} has no handler`);
+  const connections = new CliConnections();
   try {
-    return await handler({ globals, values, positionals, rest, out, err });
+    return await handler({ globals, values, positionals, rest, out, err, connections });
   } catch (e) {
     if (e instanceof UsageError) {
       err(`${command}: ${e.message}; see ${command} --help`);
@@ -55,6 +57,8 @@ export async function main(
     err(`tpw: ${describeError(e)}`);
     if (process.env.TPW_DEBUG) err(String((e as Error).stack));
     return 1;
+  } finally {
+    connections.close();
   }
 }
 

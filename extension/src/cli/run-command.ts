@@ -1,12 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../core/errors';
-import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
-import { prefixLine } from '../core/run/runner';
-import { RunTails } from '../core/run/summary';
-import { passthroughEnv } from '../core/run/secrets';
+import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/engine';
 import { findNode } from '../core/tpu/find';
 import { openCliBackend } from './backend-from-args';
+import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './main';
 
 /**
@@ -43,7 +41,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
       extraOverrides: ctx.rest,
       failFast: !ctx.values['no-fail-fast'],
       detach: Boolean(ctx.values.detach),
-      hostKeys: hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])),
+      conns: connectionsFor(ctx, backend),
       // HF_TOKEN, WANDB_API_KEY and the XLA/libtpu knobs from this shell, through the 0600 env file only.
       passEnv: passthroughEnv(process.env),
       onStarted: (runId) => ctx.err(`Run ${runId} started on every worker (\`tpw logs ${runId} --follow\`, \`tpw stop ${runId}\`).`),

@@ -1,14 +1,23 @@
 import { TpwError } from '../core/errors';
-import { hostKeyOptionsFor, runRecipe } from '../core/run/pipeline';
-import { isGoneState, recreateNode } from '../core/run/preemption';
-import { prefixLine } from '../core/run/runner';
-import { firstFailure, RunTails } from '../core/run/summary';
-import { passthroughEnv } from '../core/run/secrets';
+import {
+  firstFailure,
+  formatDuration,
+  isGoneState,
+  listRuns,
+  loadRun,
+  passthroughEnv,
+  prefixLine,
+  recreateNode,
+  resolveRunId,
+  runRecipe,
+  RunTails,
+  stopRecordedRun,
+  watchRecordedRun,
+  type RunRecord,
+} from '../core/run/engine';
 import { parseNodeName } from '../core/tpu/models';
-import { formatDuration, listRuns, loadRun, resolveRunId, type RunRecord } from '../core/run/registry';
-import { stopRecordedRun, watchRecordedRun } from '../core/run/session';
-import { ConnectionManager } from '../core/ssh/connection';
 import { openCliBackend } from './backend-from-args';
+import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './main';
 
 /**
@@ -47,7 +56,7 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
   const follow = Boolean(ctx.values.follow);
   const backend = await openCliBackend(ctx.globals);
-  const conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])));
+  const conns = connectionsFor(ctx, backend);
   const detach = new AbortController();
   // Ctrl-C while following stops *watching*; the run goes on (`tpw stop` stops it).
   const onSigint = () => detach.abort();
@@ -76,7 +85,6 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
     return result.ok ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);
-    conns.dispose();
     await backend.close();
   }
 }
@@ -84,13 +92,12 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
 export async function stopCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
   const backend = await openCliBackend(ctx.globals);
-  const conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])));
+  const conns = connectionsFor(ctx, backend);
   try {
     const rec = await stopRecordedRun(backend, conns, runId);
     ctx.out(`run ${runId}: stopped on ${rec.workers.length} workers (${rec.status})`);
     return 0;
   } finally {
-    conns.dispose();
     await backend.close();
   }
 }
@@ -116,7 +123,7 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
       workspaceRoot: rec.workspaceRoot,
       extraOverrides: rec.extraOverrides,
       resume: true,
-      hostKeys: hostKeyOptionsFor(backend.kind, Boolean(ctx.values['accept-new-host-keys'])),
+      conns: connectionsFor(ctx, backend),
       passEnv: passthroughEnv(process.env),
       onStarted: (id) => ctx.err(`Run ${id} resumes ${runId} on ${rec.vm}.`),
       listener: tails.wrap({ onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }),

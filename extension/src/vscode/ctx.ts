@@ -2,8 +2,10 @@ import * as vscode from 'vscode';
 import { openBackend, type Backend } from '../core/backend';
 import { readEmulatorEndpoint } from '../core/emulator/endpoint';
 import { describeError, isTpwError } from '../core/errors';
+import { ConnectionManager } from '../core/ssh/connection';
 import * as config from './config';
 import { actionsFor } from './error-actions';
+import { vscodeHostKeys } from './host-keys';
 
 /** Context keys read by `when` clauses in package.json. */
 export type BackendState = 'loading' | 'ready' | 'emulatorStopped' | 'error';
@@ -16,6 +18,9 @@ export class Ctx implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   private readonly disposables: vscode.Disposable[] = [];
   private backendSlot: { key: string; promise: Promise<Backend> } | undefined;
+  private connectionSlot: { kind: Backend['kind']; manager: ConnectionManager } | undefined;
+  /** Owners replaced after a backend change; their connections close as their last channel does. */
+  private readonly retiredConnections: ConnectionManager[] = [];
 
   constructor(readonly extContext: vscode.ExtensionContext) {
     this.log = this.own(vscode.window.createOutputChannel('TPU Workbench', { log: true }));
@@ -62,6 +67,27 @@ export class Ctx implements vscode.Disposable {
     ).catch((e: unknown) => this.log.warn(`closing backend: ${describeError(e)}`));
   }
 
+  /**
+   * The extension host's one SSH connection owner, shared by everything that talks to workers: runs, the run
+   * view (log watch, live metrics, profiles), terminals, run actions, Prepare Workers. So a run, its view and
+   * a terminal on the same worker use one connection. Made on first use; its host-key handling depends on
+   * the backend kind (the emulator's keys are recorded silently, a real VM's first key is asked about), so a
+   * different kind retires it — idle connections close now, busy ones when their last channel closes — and a
+   * new one takes its place.
+   */
+  connections(backend: Pick<Backend, 'kind'>): ConnectionManager {
+    const slot = this.connectionSlot;
+    if (slot?.kind === backend.kind) return slot.manager;
+    if (slot) {
+      this.log.info(`backend kind is now ${backend.kind}: retiring the ${slot.kind} SSH connections`);
+      slot.manager.retire();
+      this.retiredConnections.push(slot.manager);
+    }
+    const manager = new ConnectionManager({ ...vscodeHostKeys(backend.kind), log: (m) => this.log.debug(m) });
+    this.connectionSlot = { kind: backend.kind, manager };
+    return manager;
+  }
+
   private backendKey(): string {
     const base = config.backendKey();
     if (!config.useEmulator()) return base;
@@ -105,5 +131,9 @@ export class Ctx implements vscode.Disposable {
         console.error('TPU Workbench: dispose failed', e);
       }
     }
+    // Last: what was disposed above (run watchers detaching, terminals) may still have used them.
+    this.connectionSlot?.manager.dispose();
+    this.connectionSlot = undefined;
+    for (const m of this.retiredConnections.splice(0)) m.dispose();
   }
 }

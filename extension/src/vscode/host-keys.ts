@@ -3,17 +3,19 @@ import * as vscode from 'vscode';
 import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
 import { shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
-import { hostKeyOptionsFor } from '../core/run/pipeline';
-import type { ConnectionManagerOptions, HostKeyQuestion } from '../core/ssh/connection';
+import { hostKeyOptionsFor, type ConnectionManagerOptions, type HostKeyQuestion } from '../core/ssh/connection';
 
 /**
  * First contact with a real TPU VM's worker: a modal with the key's fingerprint, as `ssh` asks on a terminal.
- * A pod has many workers; "Trust All New Keys" answers the rest of this connection manager's questions (one
- * run, one VM) so a 64-host pod is one question, not 64. Prompts are serialized: one modal at a time.
+ * A pod has many workers, and a run connects to all of them at once: "Trust All New Keys" answers the
+ * questions already waiting (that pod's), so a 64-host pod is one question, not 64 — but not questions asked
+ * later, since the extension's one connection owner (Ctx) lives as long as the window. Prompts are
+ * serialized: one modal at a time.
  */
 export function vscodeHostKeys(kind: 'emulator' | 'cloud'): Pick<ConnectionManagerOptions, 'hostKeyPolicy' | 'confirmHostKey'> {
   if (kind === 'emulator') return hostKeyOptionsFor(kind, false);
   let trustAll = false;
+  let waiting = 0;
   let queue: Promise<unknown> = Promise.resolve();
   const ask = async (q: HostKeyQuestion): Promise<boolean> => {
     if (trustAll) return true;
@@ -29,7 +31,11 @@ export function vscodeHostKeys(kind: 'emulator' | 'cloud'): Pick<ConnectionManag
   return {
     hostKeyPolicy: 'strict',
     confirmHostKey: (q) => {
-      const answer = queue.then(() => ask(q));
+      waiting++;
+      const answer = queue.then(() => ask(q)).finally(() => {
+        // The burst of questions is answered: the next one (another VM, later) is asked again.
+        if (--waiting === 0) trustAll = false;
+      });
       queue = answer.catch(() => undefined);
       return answer;
     },

@@ -2,13 +2,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { loadRun, type RunRecord } from '../core/run/registry';
-import { downloadRunLogs, stopRecordedRun, workersOfRecord } from '../core/run/session';
-import { ConnectionManager } from '../core/ssh/connection';
+import { downloadRunLogs, isGoneState, loadRun, recreateNode, stopRecordedRun, workersOfRecord, type RunRecord } from '../core/run/engine';
 import { parseNodeName } from '../core/tpu/models';
-import { isGoneState, recreateNode } from '../core/run/preemption';
 import type { Ctx } from './ctx';
-import { vscodeHostKeys } from './host-keys';
 import type { RunManager } from './run';
 import { RunItem, type RunsTreeProvider } from './runs-tree';
 import { openRecordedRunView } from './run-view/recorded';
@@ -41,13 +37,8 @@ export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise
   const rec = recordOf(arg);
   if (runs.stopActive(rec.runId)) return;
   const backend = await ctx.backend();
-  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
-  try {
-    await stopRecordedRun(backend, conns, rec.runId);
-    void vscode.window.showInformationMessage(`Run stopped: ${labelOf(rec)}.`);
-  } finally {
-    conns.dispose();
-  }
+  await stopRecordedRun(backend, ctx.connections(backend), rec.runId);
+  void vscode.window.showInformationMessage(`Run stopped: ${labelOf(rec)}.`);
 }
 
 export async function runAgain(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
@@ -64,16 +55,11 @@ export async function downloadLogs(ctx: Ctx, arg: unknown): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath ?? rec.workspaceRoot;
   const dest = path.join(folder, '.tpw', 'logs', rec.runId);
   const backend = await ctx.backend();
-  const conns = new ConnectionManager(vscodeHostKeys(backend.kind));
-  try {
-    const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Downloading logs of ${rec.runId}` }, async () =>
-      downloadRunLogs(await workersOfRecord(backend, rec), conns, rec.runId, dest),
-    );
-    ctx.log.info(`downloaded ${files.length} logs of ${rec.runId} to ${dest}`);
-    if (files[0]) await vscode.window.showTextDocument(vscode.Uri.file(files[0]), { preview: true });
-  } finally {
-    conns.dispose();
-  }
+  const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Downloading logs of ${rec.runId}` }, async () =>
+    downloadRunLogs(await workersOfRecord(backend, rec), ctx.connections(backend), rec.runId, dest),
+  );
+  ctx.log.info(`downloaded ${files.length} logs of ${rec.runId} to ${dest}`);
+  if (files[0]) await vscode.window.showTextDocument(vscode.Uri.file(files[0]), { preview: true });
 }
 
 /** After a restart: follow every active run, the newest in "TPU Run" and the others in channels of their own. */

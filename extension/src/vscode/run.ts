@@ -1,20 +1,12 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { runRecipe } from '../core/run/pipeline';
-import { stopRecordedRun, watchRecordedRun } from '../core/run/session';
-import { ConnectionManager } from '../core/ssh/connection';
-import { formatRunSummary, prefixLine } from '../core/run/runner';
-import { firstFailure, RunTails } from '../core/run/summary';
-import { loadRun } from '../core/run/registry';
-import type { RunResult } from '../core/run/types';
-import type { RunPhase } from '../core/run/pipeline-types';
+import { firstFailure, formatRunSummary, loadRun, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type RunPhase, type RunResult } from '../core/run/engine';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
 import type { Ctx } from './ctx';
 import { signalFor } from './cancel';
 import { runEnvironment } from './secrets';
-import { vscodeHostKeys } from './host-keys';
 import { nodeFromArg, pickNode } from './vm-commands';
 import { listAllNodes, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
@@ -150,7 +142,7 @@ export class RunManager implements vscode.Disposable {
             workspaceRoot: folder.uri.fsPath,
             failFast: config.failFast(),
             passEnv: await runEnvironment(this.ctx),
-            hostKeys: vscodeHostKeys(backend.kind),
+            conns: this.ctx.connections(backend),
             resume,
             extraOverrides,
             signal: controller.signal,
@@ -216,10 +208,9 @@ export class RunManager implements vscode.Disposable {
     // Shown when the user asked for this run; a reattach at start-up does not pop the panel open.
     if (reveal) out.show();
     const tails = new RunTails();
-    let conns: ConnectionManager | undefined;
     try {
       const backend = await this.ctx.backend();
-      const cm = (conns = new ConnectionManager(vscodeHostKeys(backend.kind)));
+      const cm = this.ctx.connections(backend);
       active.controller.signal.addEventListener('abort', () => void stopRecordedRun(backend, cm, runId).catch((e: unknown) => this.ctx.log.warn(`stop ${runId}: ${describeError(e)}`)), { once: true });
       const result = await watchRecordedRun(backend, cm, runId, tails.wrap({ onLine: (w, _s, line) => out.push(prefixLine(w, line)) }), {
         follow: true,
@@ -229,7 +220,6 @@ export class RunManager implements vscode.Disposable {
       // A run that ended before this watch began: the registry knows who failed first, not this watch.
       if (!result.detached) this.report(label, result, out, tails, loadRun(runId).failedWorker);
     } finally {
-      conns?.dispose();
       this.unwatched(active);
       this.onRunsChanged();
     }

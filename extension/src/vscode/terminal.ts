@@ -1,12 +1,10 @@
 import * as vscode from 'vscode';
 import type { ClientChannel } from 'ssh2';
-import type { Backend } from '../core/backend';
 import { describeError, TpwError } from '../core/errors';
-import { ConnectionManager, type SshConnection } from '../core/ssh/connection';
+import type { ConnectionManager } from '../core/ssh/connection';
 import type { WorkerTarget } from '../core/ssh/types';
 import { shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
-import { vscodeHostKeys } from './host-keys';
 
 /**
  * "Open Terminal on Worker N": an interactive login shell on a TPU worker in a VS Code terminal, over ssh2
@@ -20,40 +18,12 @@ const DIM = '\x1b[2m';
 const RESET = '\x1b[0m';
 
 /**
- * SSH connections for terminals, shared per worker: two terminals on w0 use one connection. A terminal's
- * shell channel is not counted by SshConnection's idle timer, so idle close is off here and the last terminal
- * on a connection closes it instead.
+ * Terminals on workers, over the extension's one connection owner (Ctx.connections): two terminals on w0,
+ * and a run or run view on w0, share one SSH connection. A terminal's shell channel is counted like any
+ * other channel, so the connection stays open while a terminal is, and idles out after the last one closes.
  */
 export class WorkerTerminals implements vscode.Disposable {
-  private readonly managers = new Map<Backend['kind'], ConnectionManager>();
-  private readonly users = new Map<SshConnection, number>();
-
   constructor(private readonly ctx: Ctx) {}
-
-  private manager(kind: Backend['kind']): ConnectionManager {
-    let m = this.managers.get(kind);
-    if (!m) {
-      m = new ConnectionManager({ ...vscodeHostKeys(kind), idleCloseMs: 0, log: (msg) => this.ctx.log.debug(msg) });
-      this.managers.set(kind, m);
-    }
-    return m;
-  }
-
-  async acquire(kind: Backend['kind'], target: WorkerTarget): Promise<SshConnection> {
-    const conn = await this.manager(kind).get(target);
-    this.users.set(conn, (this.users.get(conn) ?? 0) + 1);
-    return conn;
-  }
-
-  release(conn: SshConnection): void {
-    const n = (this.users.get(conn) ?? 1) - 1;
-    if (n > 0) {
-      this.users.set(conn, n);
-      return;
-    }
-    this.users.delete(conn);
-    conn.close();
-  }
 
   /** Opens terminals on the given workers of a READY VM (all of them when `indexes` is undefined). */
   async open(node: TpuNode, indexes?: number[]): Promise<vscode.Terminal[]> {
@@ -65,7 +35,7 @@ export class WorkerTerminals implements vscode.Disposable {
       const target = workers[index];
       if (!target) throw new TpwError('INVALID_ARGUMENT', `TPU VM ${shortName(node.name)} has no worker ${index} (it has ${workers.length}).`);
       const name = `${shortName(node.name)} w${index}`;
-      const pty = new WorkerPty(this, backend.kind, target, name, (m) => this.ctx.log.info(m));
+      const pty = new WorkerPty(this.ctx.connections(backend), target, name, (m) => this.ctx.log.info(m));
       const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('vm') });
       terminals.push(terminal);
     }
@@ -75,9 +45,7 @@ export class WorkerTerminals implements vscode.Disposable {
   }
 
   dispose(): void {
-    for (const m of this.managers.values()) m.dispose();
-    this.managers.clear();
-    this.users.clear();
+    // The connections belong to the Ctx, which closes them on deactivate.
   }
 }
 
@@ -87,7 +55,6 @@ class WorkerPty implements vscode.Pseudoterminal {
   readonly onDidWrite = this.writeEmitter.event;
   readonly onDidClose = this.closeEmitter.event;
   private channel: ClientChannel | undefined;
-  private conn: SshConnection | undefined;
   private size: vscode.TerminalDimensions = { columns: 80, rows: 24 };
   /** After a failure the terminal stays to show why; any key closes it. */
   private failed = false;
@@ -95,8 +62,7 @@ class WorkerPty implements vscode.Pseudoterminal {
   private readonly decoder = new TextDecoder('utf-8');
 
   constructor(
-    private readonly owner: WorkerTerminals,
-    private readonly kind: Backend['kind'],
+    private readonly conns: ConnectionManager,
     private readonly target: WorkerTarget,
     private readonly name: string,
     private readonly log: (msg: string) => void,
@@ -110,12 +76,7 @@ class WorkerPty implements vscode.Pseudoterminal {
 
   private async connect(): Promise<void> {
     try {
-      const conn = await this.owner.acquire(this.kind, this.target);
-      this.conn = conn;
-      if (this.closed) return this.releaseConn();
-      const channel = await new Promise<ClientChannel>((resolve, reject) => {
-        conn.client.shell({ term: TERM, rows: this.size.rows, cols: this.size.columns, width: 0, height: 0 }, (err, ch) => (err ? reject(err) : resolve(ch)));
-      });
+      const channel = await this.conns.openShell(this.target, { term: TERM, rows: this.size.rows, cols: this.size.columns, width: 0, height: 0 });
       this.channel = channel;
       if (this.closed) {
         channel.close();
@@ -128,7 +89,6 @@ class WorkerPty implements vscode.Pseudoterminal {
       channel.on('exit', (code: number | null) => (exitCode = typeof code === 'number' ? code : undefined));
       channel.on('close', () => {
         this.log(`terminal ${this.name}: shell closed (exit ${exitCode ?? '?'})`);
-        this.releaseConn();
         if (!this.closed) {
           this.closed = true;
           this.closeEmitter.fire(exitCode);
@@ -137,7 +97,6 @@ class WorkerPty implements vscode.Pseudoterminal {
       // The size may have changed while connecting.
       channel.setWindow(this.size.rows, this.size.columns, 0, 0);
     } catch (e) {
-      this.releaseConn();
       this.failed = true;
       this.log(`terminal ${this.name}: ${describeError(e)}`);
       this.writeEmitter.fire(`${RED}${describeError(e).replace(/\n/g, '\r\n')}${RESET}\r\n${DIM}Press any key to close.${RESET}`);
@@ -160,15 +119,8 @@ class WorkerPty implements vscode.Pseudoterminal {
   }
 
   close(): void {
-    // The user closed the terminal: end the shell; the connection goes when its last terminal does.
+    // The user closed the terminal: end the shell; the shared connection idles out once nothing uses it.
     this.closed = true;
     this.channel?.close();
-    this.releaseConn();
-  }
-
-  private releaseConn(): void {
-    const conn = this.conn;
-    this.conn = undefined;
-    if (conn) this.owner.release(conn);
   }
 }

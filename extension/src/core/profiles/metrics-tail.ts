@@ -5,7 +5,8 @@
  * A file that shrank was written anew (a resumed run starting its file over): it is read again from the start.
  */
 import { checkMetricRecord, type MetricRecord } from '../../../../protocol/metrics-record';
-import { bashCommand, runDirWord } from '../run/remote-script';
+import { bashCommand } from '../ssh/quote';
+import { runDirWord } from '../ssh/run-dir';
 import type { ConnectionManager } from '../ssh/connection';
 import { execCollectRaw } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';

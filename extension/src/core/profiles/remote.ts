@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { runDirWord, bashCommand } from '../run/remote-script';
+import { bashCommand } from '../ssh/quote';
+import { runDirWord } from '../ssh/run-dir';
 import type { ConnectionManager } from '../ssh/connection';
 import { execCollectRaw } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';

@@ -3,15 +3,17 @@ import type { ConnectionManager } from '../ssh/connection';
 import { channelEnd, targetLabel } from '../ssh/connection';
 import { LineSplitter, execCollect } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
-import { EXIT_MARKER, buildDetachedStartScript, buildTailScript } from './detached-script';
+import { bashCommand } from '../ssh/quote';
+import { validateRunId } from '../ssh/run-dir';
 import { PREEMPTED_EXIT } from './preemption';
-import { bashCommand, buildStopScript, envFileContent, validateRunId } from './remote-script';
+import { EXIT_MARKER, buildStartScript, buildStopScript, buildTailScript, envFileContent } from './remote-script';
 import type { RunListener, RunResult, RunSpec, WorkerResult } from './types';
 
 /**
- * Detached runs: start on every worker and return (startDetached), then watch from byte offsets with
- * reconnects (attachRun), stop from anywhere (stopDetached). Nothing here holds the run alive: any of these
- * can be called again from another process (`tpw logs`, a restarted VS Code) with the same run id.
+ * The run engine's worker side: start on every worker and return (startDetached), then watch from byte
+ * offsets with reconnects (attachRun), stop from anywhere (stopDetached). Nothing here holds the run alive:
+ * any of these can be called again from another process (`tpw logs`, a restarted VS Code) with the same run
+ * id. Callers outside core/run reach these through engine.ts.
  */
 
 export type RunsRoot = string | ((worker: WorkerTarget) => string) | undefined;
@@ -38,7 +40,7 @@ export async function startDetached(spec: RunSpec, conns: ConnectionManager, opt
   const envText = envFileContent(spec.env);
   const outcomes = await Promise.all(
     spec.workers.map(async (w): Promise<StartOutcome> => {
-      const script = buildDetachedStartScript({ runId: spec.runId, workerIndex: w.index, argv: spec.argv, cwd: spec.cwd, runsRoot: rootOf(opts.runsRoot, w) });
+      const script = buildStartScript({ runId: spec.runId, workerIndex: w.index, argv: spec.argv, cwd: spec.cwd, runsRoot: rootOf(opts.runsRoot, w) });
       try {
         const out = await execCollect(await conns.get(w), bashCommand(script), { stdin: envText });
         if (out.code === 0) return { index: w.index };

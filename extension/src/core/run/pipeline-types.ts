@@ -1,5 +1,5 @@
 import type { Backend } from '../backend';
-import type { ConnectionManager, ConnectionManagerOptions } from '../ssh/connection';
+import type { ConnectionManager } from '../ssh/connection';
 import type { WorkerTarget } from '../ssh/types';
 import type { TpuNode } from '../tpu/models';
 import type { RunListener } from './types';
@@ -38,13 +38,16 @@ export interface RecipeRunRequest {
   resume?: boolean;
   /** How often the VM state is polled for preemption while the run is watched (default 15 s). */
   statePollMs?: number;
-  /** Host key handling for the workers (default: hostKeyOptionsFor(backend.kind, false)). */
-  hostKeys?: Pick<ConnectionManagerOptions, 'hostKeyPolicy' | 'confirmHostKey'>;
+  /**
+   * The process's one connection owner (its host-key options fit `backend.kind`): the run shares connections
+   * with everything else that talks to these workers, and leaves them open when it returns.
+   */
+  conns: ConnectionManager;
   /** Overrides TPW_HOME for the run registry (tests). */
   tpwHome?: string;
   /**
    * Called once the run is started on every worker and recorded, with the run's workers and its connections
-   * (to read more from the workers while the run goes on; they close when runRecipe returns).
+   * (to read more from the workers while the run goes on).
    */
   onStarted?(runId: string, source: RunConnections): void;
   listener: RunListener & { onPhase?(phase: RunPhase, detail: string): void };

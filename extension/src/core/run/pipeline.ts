@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { describeError, TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
-import { ConnectionManager, type ConnectionManagerOptions } from '../ssh/connection';
 import { deltaSync } from '../sync/delta';
 import { listWorkspaceFiles } from '../sync/workspace-files';
 import { shortName } from '../tpu/models';
@@ -42,94 +41,90 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   const vm = shortName(req.node.name);
   const runId = newRunId();
   const remoteRoot = remoteWorkspaceDir(req.workspaceRoot);
-  const conns = new ConnectionManager(req.hostKeys ?? hostKeyOptionsFor(req.backend.kind, false));
-  try {
-    phase('resolve', `Run ${runId}: ${path.basename(recipe.path)} on ${vm} (${workers.length} worker${workers.length === 1 ? '' : 's'})`);
-    if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
+  const { conns } = req;
+  phase('resolve', `Run ${runId}: ${path.basename(recipe.path)} on ${vm} (${workers.length} worker${workers.length === 1 ? '' : 's'})`);
+  if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
 
-    const listing = listWorkspaceFiles(req.workspaceRoot);
-    const total = listing.files.reduce((n, f) => n + f.size, 0);
-    phase('sync', `Syncing ${listing.files.length} files (${formatBytes(total)}) to ${workers.length} workers…`);
-    const t0 = Date.now();
-    const synced = await deltaSync({
-      root: req.workspaceRoot,
-      files: listing.files,
-      dest: remoteRoot,
-      workers,
-      conns,
-      signal: req.signal,
-      home: req.tpwHome,
-      onProgress: (p) => {
-        if (p.phase === 'sending') phase('sync', `w${p.worker}: sending ${p.files} changed files (${formatBytes(p.bytes)})`);
+  const listing = listWorkspaceFiles(req.workspaceRoot);
+  const total = listing.files.reduce((n, f) => n + f.size, 0);
+  phase('sync', `Syncing ${listing.files.length} files (${formatBytes(total)}) to ${workers.length} workers…`);
+  const t0 = Date.now();
+  const synced = await deltaSync({
+    root: req.workspaceRoot,
+    files: listing.files,
+    dest: remoteRoot,
+    workers,
+    conns,
+    signal: req.signal,
+    home: req.tpwHome,
+    onProgress: (p) => {
+      if (p.phase === 'sending') phase('sync', `w${p.worker}: sending ${p.files} changed files (${formatBytes(p.bytes)})`);
+    },
+  });
+  const sent = synced.filter((r) => !r.upToDate);
+  const what = sent.length === 0 ? 'no changes' : `${Math.max(...sent.map((r) => r.sentFiles))} changed, ${Math.max(...sent.map((r) => r.deletedFiles))} deleted files to ${sent.length} workers`;
+  phase('sync', `Synced in ${((Date.now() - t0) / 1000).toFixed(1)}s (${what})${listing.skipped.length ? ` (skipped, outside the workspace: ${listing.skipped.join(', ')})` : ''}`);
+  if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
+
+  // The trainer writes metrics.jsonl, logs and profiles into the run folder; `oc.env` makes hydra read the
+  // folder from the environment the wrapper exports, so the override itself stays a literal string.
+  const extra = [...(req.extraOverrides ?? [])];
+  if (req.resume && runsTpuTrainer(recipe)) extra.splice(0, extra.length, ...withResume(extra));
+  if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output', 'profile_dir=${oc.env:TPW_RUN_DIR}/profile');
+  const env: Record<string, EnvValue> = { ...passthroughEnv(req.passEnv ?? {}) };
+  for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
+  const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;
+  phase('start', `Starting on ${workers.map((w) => `w${w.index}`).join(' ')}`);
+  const spec = { runId, workers, argv: recipeArgv(recipe, extra), cwd, env, failFast: req.failFast ?? true };
+  const record: RunRecord = {
+    runId,
+    node: req.node.name,
+    vm,
+    recipe: recipe.path,
+    workspaceRoot: req.workspaceRoot,
+    extraOverrides: req.extraOverrides ?? [],
+    workers: workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
+    startedAt: new Date().toISOString(),
+    status: 'starting',
+  };
+  saveRun(record, req.tpwHome);
+  try {
+    await startDetached(spec, conns);
+  } catch (e) {
+    updateRun(runId, { status: 'failed', endedAt: new Date().toISOString(), reason: describeError(e) }, req.tpwHome);
+    throw e;
+  }
+  updateRun(runId, { status: 'running' }, req.tpwHome);
+  req.onStarted?.(runId, { workers, conns });
+  if (req.detach) {
+    phase('done', `Run ${runId} started on every worker; follow it with \`tpw logs ${runId} --follow\``);
+    return { runId, workers: workers.map((w) => ({ index: w.index, host: w.host, exitCode: null, stopped: false })), durationMs: 0, cancelled: false, ok: true, detached: true };
+  }
+  // Watching ends when the run ends (or is stopped, or the VM is preempted); req.detachSignal stops watching only.
+  let handle: AttachHandle | undefined;
+  let cancelRequested = false;
+  const onAbort = () => {
+    cancelRequested = true;
+    void handle?.cancel();
+  };
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+  phase('run', 'Running');
+  try {
+    const result = await followRun(req.backend.api, req.node.name, runId, workers, conns, listener, {
+      failFast: spec.failFast,
+      signal: req.detachSignal,
+      statePollMs: req.statePollMs,
+      onNotice: (w, m) => phase('run', `w${w}: ${m}`),
+      onHandle: (h) => {
+        handle = h;
+        if (cancelRequested || req.signal?.aborted) void h.cancel();
       },
     });
-    const sent = synced.filter((r) => !r.upToDate);
-    const what = sent.length === 0 ? 'no changes' : `${Math.max(...sent.map((r) => r.sentFiles))} changed, ${Math.max(...sent.map((r) => r.deletedFiles))} deleted files to ${sent.length} workers`;
-    phase('sync', `Synced in ${((Date.now() - t0) / 1000).toFixed(1)}s (${what})${listing.skipped.length ? ` (skipped, outside the workspace: ${listing.skipped.join(', ')})` : ''}`);
-    if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
-
-    // The trainer writes metrics.jsonl, logs and profiles into the run folder; `oc.env` makes hydra read the
-    // folder from the environment the wrapper exports, so the override itself stays a literal string.
-    const extra = [...(req.extraOverrides ?? [])];
-    if (req.resume && runsTpuTrainer(recipe)) extra.splice(0, extra.length, ...withResume(extra));
-    if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output', 'profile_dir=${oc.env:TPW_RUN_DIR}/profile');
-    const env: Record<string, EnvValue> = { ...passthroughEnv(req.passEnv ?? {}) };
-    for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
-    const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;
-    phase('start', `Starting on ${workers.map((w) => `w${w.index}`).join(' ')}`);
-    const spec = { runId, workers, argv: recipeArgv(recipe, extra), cwd, env, failFast: req.failFast ?? true };
-    const record: RunRecord = {
-      runId,
-      node: req.node.name,
-      vm,
-      recipe: recipe.path,
-      workspaceRoot: req.workspaceRoot,
-      extraOverrides: req.extraOverrides ?? [],
-      workers: workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
-      startedAt: new Date().toISOString(),
-      status: 'starting',
-    };
-    saveRun(record, req.tpwHome);
-    try {
-      await startDetached(spec, conns);
-    } catch (e) {
-      updateRun(runId, { status: 'failed', endedAt: new Date().toISOString(), reason: describeError(e) }, req.tpwHome);
-      throw e;
-    }
-    updateRun(runId, { status: 'running' }, req.tpwHome);
-    req.onStarted?.(runId, { workers, conns });
-    if (req.detach) {
-      phase('done', `Run ${runId} started on every worker; follow it with \`tpw logs ${runId} --follow\``);
-      return { runId, workers: workers.map((w) => ({ index: w.index, host: w.host, exitCode: null, stopped: false })), durationMs: 0, cancelled: false, ok: true, detached: true };
-    }
-    // Watching ends when the run ends (or is stopped, or the VM is preempted); req.detachSignal stops watching only.
-    let handle: AttachHandle | undefined;
-    let cancelRequested = false;
-    const onAbort = () => {
-      cancelRequested = true;
-      void handle?.cancel();
-    };
-    req.signal?.addEventListener('abort', onAbort, { once: true });
-    phase('run', 'Running');
-    try {
-      const result = await followRun(req.backend.api, req.node.name, runId, workers, conns, listener, {
-        failFast: spec.failFast,
-        signal: req.detachSignal,
-        statePollMs: req.statePollMs,
-        onNotice: (w, m) => phase('run', `w${w}: ${m}`),
-        onHandle: (h) => {
-          handle = h;
-          if (cancelRequested || req.signal?.aborted) void h.cancel();
-        },
-      });
-      recordResult(runId, result, req.tpwHome);
-      phase('done', result.ok ? 'Run finished' : result.preempted ? `Preempted: ${result.preemptedReason ?? ''}` : result.cancelled ? 'Run cancelled' : result.detached ? 'Detached; the run goes on' : 'Run failed');
-      return result;
-    } finally {
-      req.signal?.removeEventListener('abort', onAbort);
-    }
+    recordResult(runId, result, req.tpwHome);
+    phase('done', result.ok ? 'Run finished' : result.preempted ? `Preempted: ${result.preemptedReason ?? ''}` : result.cancelled ? 'Run cancelled' : result.detached ? 'Detached; the run goes on' : 'Run failed');
+    return result;
   } finally {
-    conns.dispose();
+    req.signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -137,14 +132,4 @@ function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-/**
- * Host keys by backend: the emulator's workers present keys it generated on this machine, so first contact
- * is recorded silently; a real VM's first contact is refused (with the fingerprint) unless the user accepted
- * new keys (`--accept-new-host-keys`) or a `confirmHostKey` prompt is given (VS Code). A changed key is
- * always refused.
- */
-export function hostKeyOptionsFor(kind: 'emulator' | 'cloud', acceptNew: boolean): Pick<ConnectionManagerOptions, 'hostKeyPolicy'> {
-  return { hostKeyPolicy: kind === 'emulator' || acceptNew ? 'accept-new' : 'strict' };
 }

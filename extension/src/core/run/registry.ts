@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { RunStatus } from '../../../../protocol/run-status';
 import { TpwError } from '../errors';
 import { tpwHome } from '../paths';
-import { validateRunId } from './remote-script';
+import { validateRunId } from '../ssh/run-dir';
 
 /**
  * The local run history: one JSON file per run under `<TPW_HOME>/runs/<id>.json`, so `tpw runs`, `tpw logs`,

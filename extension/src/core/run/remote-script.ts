@@ -1,10 +1,11 @@
 import { TpwError } from '../errors';
 import { isEnvName, shJoin, shPath, shQuote } from '../ssh/quote';
+import { runDirWord } from '../ssh/run-dir';
 import type { EnvValue } from './types';
 
 /**
  * The shell programs a run sends to each worker. Everything user-supplied is quoted (ssh/quote.ts); secrets
- * travel only on stdin into a 0600 file. Layout on the worker, one folder per run:
+ * travel only on stdin into a 0600 file. Layout on the worker, one folder per run (ssh/run-dir.ts):
  *
  *   <runsRoot>/<runId>/      (runsRoot defaults to ~/.tpw/runs)
  *     env        0600  `export K='v'` lines, read from stdin, sourced by the wrapper
@@ -13,32 +14,19 @@ import type { EnvValue } from './types';
  *     exit_code  written by the wrapper when the program ends (absent while running, or if SIGKILLed)
  *     starter    pid of the start script itself (so a stop can tell a run that failed to start from a slow one)
  *
- * Process tree: the exec's bash (`start`) forks the *wrapper* as a job of its own (`set -m`: a new process
- * group, and unlike a plain `&` job it does not start with SIGINT ignored, so Stop's SIGINT reaches Python as
- * KeyboardInterrupt). The wrapper tees output into `log` and back over the channel, runs the program in the
- * foreground, and writes `exit_code` itself, so the record survives a dropped SSH connection. The tees ignore
- * INT/TERM/HUP and use `tee -p`, so a trainer that logs while shutting down (or after the laptop went away)
- * never dies of SIGPIPE; a later "reattach" only has to tail `log` from an offset and read `exit_code`.
+ * The start script returns as soon as the program runs in a process group of its own, with its output going
+ * only to `log` (never back over the SSH channel): a run costs one short exec per worker to start and nothing
+ * ties it to the client — the laptop may sleep, VS Code may close, the network may drop.
+ *
+ * Reading the output is a separate, restartable step: `tail -c +OFFSET` from a byte offset the client
+ * counted, so a reconnect resumes exactly where the last byte arrived (no line lost, none repeated).
  */
-
-export const DEFAULT_RUNS_ROOT = '~/.tpw/runs';
 
 /** Exit statuses of the start script's own failures (before the program runs); chosen above any signal code. */
 export const START_EXIT = { setup: 201, alreadyStarted: 202, cwd: 203 } as const;
 
-export function validateRunId(runId: string): void {
-  // The id becomes a directory name on every worker: no slashes, no dot-dot, nothing the shell could glob.
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(runId)) {
-    throw new TpwError('INVALID_ARGUMENT', `Run id ${JSON.stringify(runId)} is not valid: use letters, digits, '.', '_' and '-'.`);
-  }
-}
-
-/** The run's folder as a shell word (a leading `~/` expands to the remote $HOME). */
-export function runDirWord(runId: string, runsRoot = DEFAULT_RUNS_ROOT): string {
-  validateRunId(runId);
-  const root = runsRoot.replace(/\/+$/, '');
-  return `${shPath(root)}/${shQuote(runId)}`;
-}
+/** Marker the tail script prints on stderr once the log is complete: `tpw-exit:<code>` (empty if none was written). */
+export const EXIT_MARKER = 'tpw-exit:';
 
 /**
  * The env file's text: one `export NAME='value'` per variable. Values may contain anything but NUL
@@ -65,15 +53,11 @@ export interface StartScriptOptions {
 }
 
 /**
- * The start program for one worker (bash). Reads the env file from stdin, then starts the program and waits
- * for it; its exit status is the program's (or a START_EXIT code with a `tpw:` line on stderr).
+ * The start script's opening: argument checks, the run folder made absolute (so TPW_RUN_DIR still points at it
+ * after the program's `cd`), a refusal to start a run id twice, the starter pid, the 0600 env file read from
+ * stdin, and the log. Leaves `$d` set.
  */
-/**
- * The opening that both start scripts (attached here, detached in detached-script.ts) share: argument checks,
- * the run folder made absolute (so TPW_RUN_DIR still points at it after the program's `cd`), a refusal to start
- * a run id twice, the starter pid, the 0600 env file read from stdin, and the log. Leaves `$d` set.
- */
-export function runFolderPrologue(o: StartScriptOptions): string[] {
+function runFolderPrologue(o: StartScriptOptions): string[] {
   if (o.argv.length === 0) throw new TpwError('INVALID_ARGUMENT', 'Nothing to run: the command is empty.');
   if (!Number.isInteger(o.workerIndex) || o.workerIndex < 0) throw new TpwError('INVALID_ARGUMENT', `Bad worker index ${o.workerIndex}.`);
   const dir = runDirWord(o.runId, o.runsRoot);
@@ -93,28 +77,67 @@ export function runFolderPrologue(o: StartScriptOptions): string[] {
   ];
 }
 
+/**
+ * Starts the program in its own process group with stdin from /dev/null and stdout+stderr appended to
+ * `log`; writes `pid`, then exits 0. Start failures exit with START_EXIT codes and a `tpw:` line on stderr,
+ * before anything runs (the cwd is checked here, not in the wrapper, so that failure is reported at start).
+ */
 export function buildStartScript(o: StartScriptOptions): string {
   const cwd = o.cwd === '' ? '.' : o.cwd;
   const cwdFail = START_EXIT.cwd;
   return [
     ...runFolderPrologue(o),
+    `cd -- ${shPath(cwd)} 2>/dev/null || { printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; exit ${cwdFail}; }`,
+    // `set -m`: the wrapper gets a process group of its own (Stop signals the group) and, unlike a plain `&`
+    // job, does not start with SIGINT ignored. The wrapper traps INT/TERM/HUP so that it outlives the program
+    // long enough to record exit_code; the program itself gets the default dispositions.
     'set -m',
     '(',
     "  trap ':' INT TERM HUP",
-    `  exec > >(trap '' INT TERM HUP; exec tee -p -a "$d/log") 2> >(trap '' INT TERM HUP; exec tee -p -a "$d/log" >&2)`,
     `  export TPW_RUN_ID=${shQuote(o.runId)} TPW_WORKER_INDEX=${o.workerIndex} TPW_RUN_DIR="$d"`,
     '  . "$d/env"',
-    `  cd -- ${shPath(cwd)} || { printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; echo ${cwdFail} > "$d/exit_code"; exit ${cwdFail}; }`,
-    `  ${shJoin(o.argv)} < /dev/null`,
+    `  ${shJoin(o.argv)}`,
     '  rc=$?',
     '  echo "$rc" > "$d/exit_code.tmp" && mv -f -- "$d/exit_code.tmp" "$d/exit_code"',
     '  exit "$rc"',
-    ') &',
-    // Job control only for creating the group: with it on, bash would print "[1]+ Done ..." into the output.
+    // No fd of the SSH session survives in the group: sshd (and the emulator) close the channel as soon as
+    // this script exits, instead of waiting for the program's output to end.
+    ') < /dev/null >> "$d/log" 2>&1 &',
     'set +m',
-    'echo "$!" > "$d/pid"',
-    'wait "$!"',
-    'exit "$?"',
+    'echo "$!" > "$d/pid.tmp" && mv -f -- "$d/pid.tmp" "$d/pid"',
+    'exit 0',
+  ].join('\n');
+}
+
+export interface TailScriptOptions {
+  runId: string;
+  runsRoot?: string;
+  /** Bytes of `log` the client already has. */
+  offset: number;
+  /** Keep reading until the program has ended (false: print what is there now and stop). */
+  follow: boolean;
+}
+
+/**
+ * Prints `log` from byte `offset` on stdout; with `follow`, keeps going until the wrapper process is gone
+ * (GNU tail's `--pid` reads what is left after the process died, so the end of the log is never cut off).
+ * Then prints `tpw-exit:<code>` on stderr; `tpw-exit:running` when not following and the run still runs.
+ * Exit 3 with a `tpw:` line when this worker has no such run.
+ */
+export function buildTailScript(o: TailScriptOptions): string {
+  if (!Number.isSafeInteger(o.offset) || o.offset < 0) throw new TpwError('INVALID_ARGUMENT', `Bad log offset ${o.offset}.`);
+  const dir = runDirWord(o.runId, o.runsRoot);
+  return [
+    `d=${dir}`,
+    `[ -e "$d/log" ] || { echo "tpw: run ${o.runId} has no log on this worker ($d)" >&2; exit 3; }`,
+    'g=$(cat "$d/pid" 2>/dev/null)',
+    'live() { [ ! -e "$d/exit_code" ] && [ -n "$g" ] && kill -0 "$g" 2>/dev/null; }',
+    o.follow
+      ? `if live; then tail -s 0.2 -c +${o.offset + 1} --pid="$g" -f -- "$d/log"; else tail -c +${o.offset + 1} -- "$d/log"; fi`
+      : `tail -c +${o.offset + 1} -- "$d/log"`,
+    'if [ -e "$d/exit_code" ]; then c=$(cat "$d/exit_code"); elif live; then c=running; else c=; fi',
+    `printf '${EXIT_MARKER}%s\\n' "$c" >&2`,
+    'exit 0',
   ].join('\n');
 }
 
@@ -159,17 +182,4 @@ export function buildStopScript(o: StopScriptOptions): string {
     'alive && { echo "tpw: process group $g survived SIGKILL" >&2; exit 4; }',
     'exit 0',
   ].join('\n');
-}
-
-/**
- * The exec command line for a bash program (the login shell may not be bash; `bash -c` makes it so).
- *
- * `--norc`: sshd runs this line with the user's login shell, which (Debian/Ubuntu bash, seeing SSH_CLIENT)
- * sources ~/.bashrc once — what it exports reaches the program. Without the flag the inner bash sourced it a
- * second time: bash execs a lone command in place with SHLVL put back to 1, so the inner shell also believed
- * it was sshd's top-level shell. A `conda init` rc costs ~0.1–0.5 s of CPU; every exec (start, tail, stop,
- * sync, the metrics poll every 3 s) paid it twice on every worker.
- */
-export function bashCommand(script: string): string {
-  return `bash --norc --noprofile -c ${shQuote(script)}`;
 }

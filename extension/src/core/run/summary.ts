@@ -1,4 +1,3 @@
-import { formatRunSummary, prefixLine } from './runner';
 import type { OutputStream, RunListener, RunResult, WorkerResult } from './types';
 
 /**
@@ -6,6 +5,32 @@ import type { OutputStream, RunListener, RunResult, WorkerResult } from './types
  * (exit code, signal or error) and the last lines that worker printed — on a 64-host pod the user should not
  * have to scroll through every worker's interleaved output to find what went wrong.
  */
+
+/** `[w3] line`: how every worker's output is shown in the CLI and the output channel. */
+export function prefixLine(worker: number, line: string): string {
+  return `[w${worker}] ${line}`;
+}
+
+function workerStatus(w: WorkerResult): string {
+  if (w.error && !w.stopped) return 'error';
+  if (w.stopped) return 'stopped';
+  if (w.exitCode === 0) return '0';
+  if (w.exitCode !== null) return `${w.exitCode} (failed)`;
+  if (w.signal) return `${w.signal} (failed)`;
+  return 'unknown';
+}
+
+/** One line: `run <id>: 4/4 workers ok in 12.3s — w0=0 w1=0 w2=1 (failed) w3=stopped`. */
+export function formatRunSummary(result: RunResult): string {
+  const n = result.workers.length;
+  const okCount = result.workers.filter((w) => w.exitCode === 0 && !w.error && !w.stopped).length;
+  const secs = (result.durationMs / 1000).toFixed(1);
+  const head = result.preempted
+    ? `run ${result.runId}: preempted after ${secs}s (${result.preemptedReason ?? 'VM preempted'})`
+    : result.cancelled ? `run ${result.runId}: cancelled after ${secs}s` : `run ${result.runId}: ${okCount}/${n} workers ok in ${secs}s`;
+  const parts = [...result.workers].sort((a, b) => a.index - b.index).map((w) => `w${w.index}=${workerStatus(w)}`);
+  return `${head} — ${parts.join(' ')}`;
+}
 
 /** How many of the failing worker's last lines the report quotes. */
 export const TAIL_LINES = 10;

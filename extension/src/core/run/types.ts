@@ -1,6 +1,6 @@
-import type { WorkerTarget } from '../ssh/types';
+import type { OutputStream, WorkerTarget } from '../ssh/types';
 
-export type OutputStream = 'stdout' | 'stderr';
+export type { OutputStream } from '../ssh/types';
 
 /**
  * An environment value: a literal string (quoted on the worker, arrives byte for byte), or shell text the

@@ -1,17 +1,23 @@
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import { Duplex } from 'node:stream';
-import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type ServerHostKeyAlgorithm } from 'ssh2';
+import { Client, type ClientChannel, type ConnectConfig, type ExecOptions as Ssh2ExecOptions, type PseudoTtyOptions } from 'ssh2';
 import { TpwError, describeError } from '../errors';
 import { knownHostsFile } from '../paths';
-import { checkHostKey, knownKeyTypes, makeHostVerifier, recordHostKey, UnknownHostKeyError, type HostKeyCheck } from './known-hosts';
+import { askingHostVerifier, hostKeyAlgorithmsFor, type HostKeyQuestion } from './host-key-trust';
+import { checkHostKey, knownKeyTypes, makeHostVerifier, UnknownHostKeyError, type HostKeyCheck } from './known-hosts';
 import type { HostKeyPolicy, SshTarget } from './types';
 import type { ExecExit } from './exec';
 
+export { hostKeyAlgorithmsFor, hostKeyOptionsFor, type HostKeyQuestion } from './host-key-trust';
+
 /**
  * One SSH connection per target (user@host:port), shared by everyone who needs that host: sync, the run,
- * log tails, terminals. Callers that ask while a connect is in flight share its promise, so N concurrent
- * requests make one TCP connection (the vscode-sshfs pattern). Channels are counted so an idle connection
- * can be closed, and a connection that drops is forgotten so the next request reconnects.
+ * log tails, live metrics, terminals. Each process has one ConnectionManager (VS Code: the Ctx owns it; the
+ * CLI: cli/connections.ts), so the sharing holds across features, not just within one call. Callers that ask
+ * while a connect is in flight share its promise, so N concurrent requests make one TCP connection (the
+ * vscode-sshfs pattern). Channels (exec and shell) are counted so an idle connection can be closed, and a
+ * connection that drops is forgotten so the next request reconnects.
  */
 
 export interface ConnectionManagerOptions {
@@ -37,50 +43,6 @@ export interface ConnectionManagerOptions {
    * records the key; false refuses with the fingerprint in the error. A changed key is refused without asking.
    */
   confirmHostKey?: (q: HostKeyQuestion) => Promise<boolean>;
-}
-
-export interface HostKeyQuestion {
-  /** `worker 3 (10.0.0.4:22)` */
-  label: string;
-  keyType: string;
-  /** SHA256:… as `ssh-keygen -l` prints it. */
-  fingerprint: string;
-}
-
-/** ssh2's asynchronous hostVerifier form: checks, and on an unknown key asks before recording it. */
-function askingHostVerifier(
-  check: HostKeyCheck,
-  target: SshTarget,
-  confirm: (q: HostKeyQuestion) => Promise<boolean>,
-  onReject: (e: TpwError) => void,
-  log: (msg: string) => void,
-): (key: Buffer, verify: (ok: boolean) => void) => void {
-  return (key, verify) => {
-    try {
-      checkHostKey({ ...check, policy: 'strict' }, key);
-      verify(true);
-    } catch (e) {
-      if (!(e instanceof UnknownHostKeyError)) {
-        onReject(e instanceof TpwError ? e : new TpwError('SSH_HOST_KEY', describeError(e)));
-        verify(false);
-        return;
-      }
-      const { name, keyType, fingerprint, file } = e.key;
-      confirm({ label: targetLabel(target), keyType, fingerprint }).then(
-        (ok) => {
-          if (ok) {
-            recordHostKey(file, name, keyType, key);
-            log(`recorded new host key ${keyType} ${fingerprint} for ${name} (confirmed)`);
-          } else onReject(new TpwError('SSH_HOST_KEY', `${targetLabel(target)}: the host key ${keyType} ${fingerprint} was not accepted; not connecting.`));
-          verify(ok);
-        },
-        (err: unknown) => {
-          onReject(new TpwError('SSH_HOST_KEY', `${targetLabel(target)}: host key confirmation failed: ${describeError(err)}`));
-          verify(false);
-        },
-      );
-    }
-  };
 }
 
 /** `user@host:port`: the cache key. */
@@ -130,30 +92,14 @@ export function connectError(t: SshTarget, err: unknown): TpwError {
   return new TpwError('SSH_CONNECT', `${label}: ${reason}`, { cause: err });
 }
 
-const DEFAULT_HOST_KEY_ALGOS: ServerHostKeyAlgorithm[] = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
-
-/**
- * Host key algorithms with those of already-recorded keys first: a server that has ed25519 and ecdsa keys
- * must show us the one we recorded, or a mere change of preference would look like a changed key.
- */
-export function hostKeyAlgorithmsFor(knownTypes: string[]): ServerHostKeyAlgorithm[] {
-  const first: ServerHostKeyAlgorithm[] = [];
-  for (const t of knownTypes) {
-    if (t === 'ssh-rsa') first.push('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa');
-    else {
-      const known = DEFAULT_HOST_KEY_ALGOS.find((a) => a === t);
-      if (known) first.push(known);
-    }
-  }
-  return [...new Set([...first, ...DEFAULT_HOST_KEY_ALGOS])];
-}
-
 /** A live connection; exec through it so channels are counted (idle close) and capped (MaxSessions). */
 export class SshConnection {
   private inUse = 0;
   private waiters: Array<() => void> = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private isClosed = false;
+  /** Set by ConnectionManager.retire: close as soon as no channel is open. */
+  private closeWhenIdle = false;
   private readonly closeListeners = new Set<(err?: Error) => void>();
 
   constructor(
@@ -219,6 +165,40 @@ export class SshConnection {
     }
   }
 
+  /**
+   * Opens an interactive login shell on a pty (a terminal). Counted like an exec channel, so the connection
+   * is not idle-closed while a terminal is open, and the slot is freed when the shell ends.
+   */
+  async shell(window: PseudoTtyOptions): Promise<ClientChannel> {
+    await this.acquire();
+    try {
+      return await new Promise<ClientChannel>((resolve, reject) => {
+        if (this.isClosed) {
+          reject(new TpwError('SSH_CONNECT', `${this.label}: connection closed`));
+          return;
+        }
+        try {
+          this.client.shell(window, (err, ch) => {
+            if (err) return reject(err);
+            ch.once('close', () => this.release());
+            resolve(ch);
+          });
+        } catch (e) {
+          reject(e);
+        }
+      });
+    } catch (e) {
+      this.release();
+      throw e instanceof TpwError ? e : new TpwError('SSH_CONNECT', `${this.label}: cannot open a shell: ${describeError(e)}`, { cause: e });
+    }
+  }
+
+  /** Closes now if no channel is open, else as soon as the last one closes. */
+  retire(): void {
+    this.closeWhenIdle = true;
+    if (this.channelsInUse === 0) this.close();
+  }
+
   close(): void {
     if (this.isClosed) return;
     this.client.end();
@@ -246,6 +226,10 @@ export class SshConnection {
   }
 
   private armIdleTimer(): void {
+    if (this.closeWhenIdle && this.channelsInUse === 0) {
+      this.close();
+      return;
+    }
     if (this.opts.idleCloseMs <= 0 || this.channelsInUse > 0 || this.isClosed) return;
     this.clearIdleTimer();
     this.idleTimer = setTimeout(() => {
@@ -302,10 +286,32 @@ export function channelEnd(channel: ClientChannel): Promise<ExecExit> {
   return watchChannelEnd(channel);
 }
 
+/** Idle close of connections a retired manager still makes. */
+const RETIRED_IDLE_CLOSE_MS = 2000;
+
+/** The host key a connection was verified with, and the known_hosts file as it was when last checked. */
+interface VerifiedKey {
+  check: HostKeyCheck;
+  key: Buffer;
+  fileMtimeMs: number;
+  /** known_hosts now says something else for this host: new callers get a new connection. */
+  stale: boolean;
+}
+
+function mtimeOf(file: string): number {
+  try {
+    return fs.statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
 export class ConnectionManager {
   private readonly pending = new Map<string, Promise<SshConnection>>();
+  private readonly verifiedKeys = new WeakMap<SshConnection, VerifiedKey>();
   private readonly live = new Set<SshConnection>();
   private disposed = false;
+  private retired = false;
   /** TCP connects attempted (tests assert connection sharing with it). */
   connectAttempts = 0;
 
@@ -316,7 +322,7 @@ export class ConnectionManager {
     if (this.disposed) return Promise.reject(new TpwError('CANCELLED', `${targetLabel(target)}: the SSH connection manager was disposed`));
     const key = targetKey(target);
     const existing = this.pending.get(key);
-    if (existing) return existing;
+    if (existing) return existing.then((conn) => (this.stillTrusted(conn) ? conn : this.replace(target, existing, conn)));
     const forget = () => {
       if (this.pending.get(key) === p) this.pending.delete(key);
     };
@@ -329,6 +335,53 @@ export class ConnectionManager {
     // A failed connect must not be cached either: the next caller tries again.
     p.catch(forget);
     return p;
+  }
+
+  /**
+   * An interactive login shell on a pty on `target`'s shared connection: what a terminal on a worker opens.
+   * The shell counts as a channel of that connection, so it is not idle-closed while the shell is open.
+   */
+  async openShell(target: SshTarget, window: PseudoTtyOptions): Promise<ClientChannel> {
+    return (await this.get(target)).shell(window);
+  }
+
+  /**
+   * For a manager being replaced (the backend changed): closes the connections nothing uses now, and the
+   * others when their last channel closes, so a run still being watched is not cut off. Callers holding this
+   * manager can still reconnect (a watch resuming after a drop); such connections close soon after they idle.
+   */
+  retire(): void {
+    this.retired = true;
+    for (const c of this.live) c.retire();
+  }
+
+  /**
+   * A kept connection was verified when it was made; if known_hosts changed since (the user, `ssh-keygen -R`,
+   * another tpw recording a new key after a VM was recreated) and now names a different key for the host,
+   * the connection is not handed out again: the next connect is checked against the file as it is now, so a
+   * changed key is refused exactly as it would be without a kept connection. A removed entry is no reason.
+   */
+  private stillTrusted(conn: SshConnection): boolean {
+    const v = this.verifiedKeys.get(conn);
+    if (!v || conn.closed) return true;
+    if (!v.stale) {
+      const mtime = mtimeOf(v.check.file ?? knownHostsFile());
+      if (mtime === v.fileMtimeMs) return true;
+      v.fileMtimeMs = mtime;
+      try {
+        checkHostKey({ ...v.check, policy: 'strict' }, v.key);
+      } catch (e) {
+        if (!(e instanceof UnknownHostKeyError)) v.stale = true;
+      }
+    }
+    return !v.stale;
+  }
+
+  private replace(target: SshTarget, cached: Promise<SshConnection>, conn: SshConnection): Promise<SshConnection> {
+    (this.options.log ?? (() => undefined))(`ssh: ${conn.label}: known_hosts changed for it; connecting again`);
+    if (this.pending.get(targetKey(target)) === cached) this.pending.delete(targetKey(target));
+    conn.retire(); // channels in flight finish on it
+    return this.get(target);
   }
 
   /** Closes every connection; later get() calls fail. */
@@ -375,8 +428,19 @@ export class ConnectionManager {
     return new Promise<SshConnection>((resolve, reject) => {
       const client = new Client();
       let hostKeyError: TpwError | undefined;
+      let seenKey: Buffer | undefined;
       let settled = false;
       const check = { host: target.host, port: target.port, alias: target.hostKeyAlias, policy: o.hostKeyPolicy ?? 'accept-new', file };
+      const asking = o.confirmHostKey && askingHostVerifier(check, target, o.confirmHostKey, (e) => (hostKeyError = e), log);
+      const plain = makeHostVerifier(check, (e) => (hostKeyError = e), log);
+      const askingVerifier = (key: Buffer, verify: (ok: boolean) => void): void => {
+        seenKey = key;
+        if (asking) asking(key, verify);
+      };
+      const plainVerifier = (key: Buffer): boolean => {
+        seenKey = key;
+        return plain(key);
+      };
       const config: ConnectConfig = {
         host: target.host,
         port: target.port,
@@ -388,9 +452,7 @@ export class ConnectionManager {
         readyTimeout: o.readyTimeoutMs ?? 20_000,
         // Only the key: never fall back to "none"/password prompts that cannot be answered here.
         authHandler: ['publickey'],
-        hostVerifier: o.confirmHostKey
-          ? askingHostVerifier(check, target, o.confirmHostKey, (e) => (hostKeyError = e), log)
-          : makeHostVerifier(check, (e) => (hostKeyError = e), log),
+        hostVerifier: o.confirmHostKey ? askingVerifier : plainVerifier,
         algorithms: { serverHostKey: hostKeyAlgorithmsFor(knownKeyTypes(check)) },
       };
       const fail = (err: unknown) => {
@@ -402,8 +464,11 @@ export class ConnectionManager {
       client.once('ready', () => {
         if (settled) return;
         settled = true;
-        const conn = new SshConnection(client, target, { maxChannels: o.maxChannels ?? 8, idleCloseMs: o.idleCloseMs ?? 120_000 });
+        // A retired manager's new connections (a watch reconnecting) serve their caller, then go soon after.
+        const idleCloseMs = this.retired ? RETIRED_IDLE_CLOSE_MS : (o.idleCloseMs ?? 120_000);
+        const conn = new SshConnection(client, target, { maxChannels: o.maxChannels ?? 8, idleCloseMs });
         this.live.add(conn);
+        if (seenKey) this.verifiedKeys.set(conn, { check, key: seenKey, fileMtimeMs: mtimeOf(file), stale: false });
         conn.onClose(() => {
           this.live.delete(conn);
           log(`ssh: ${conn.label} closed`);

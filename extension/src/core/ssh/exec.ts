@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ClientChannel } from 'ssh2';
-import type { OutputStream } from '../run/types';
 import { channelEnd, type SshConnection } from './connection';
+import type { OutputStream } from './types';
 
 /** How a remote command ended. */
 export interface ExecExit {

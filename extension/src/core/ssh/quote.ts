@@ -47,3 +47,16 @@ export function shPath(p: string): string {
 export function isEnvName(name: string): boolean {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name);
 }
+
+/**
+ * The exec command line for a bash program (the login shell may not be bash; `bash -c` makes it so).
+ *
+ * `--norc`: sshd runs this line with the user's login shell, which (Debian/Ubuntu bash, seeing SSH_CLIENT)
+ * sources ~/.bashrc once — what it exports reaches the program. Without the flag the inner bash sourced it a
+ * second time: bash execs a lone command in place with SHLVL put back to 1, so the inner shell also believed
+ * it was sshd's top-level shell. A `conda init` rc costs ~0.1–0.5 s of CPU; every exec (start, tail, stop,
+ * sync, the metrics poll every 3 s) paid it twice on every worker.
+ */
+export function bashCommand(script: string): string {
+  return `bash --norc --noprofile -c ${shQuote(script)}`;
+}

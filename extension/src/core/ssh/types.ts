@@ -31,3 +31,6 @@ export interface WorkerTarget extends SshTarget {
   /** 0-based worker index (TPU_WORKER_ID on the VM). */
   index: number;
 }
+
+/** Which of a remote command's output streams a line came from. */
+export type OutputStream = 'stdout' | 'stderr';

@@ -1,7 +1,6 @@
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
-import { formatRunSummary } from '../../core/run/runner';
-import type { RunResult, WorkerResult } from '../../core/run/types';
+import { formatRunSummary, type RunResult, type WorkerResult } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
 import { liveMetrics, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
@@ -12,7 +11,7 @@ import { headerStatus, workerStatus } from './status';
  * stays a few lines (runs are being reworked in parallel there).
  */
 export interface RunViewFeed {
-  /** The run has its id (it started on every worker): live metrics begin, over the run's own connections. */
+  /** The run has its id (it started on every worker): live metrics begin, over the run's connections. */
   started(runId: string, source: RunSource): void;
   onLine(worker: number, line: string): void;
   onWorkerExit(w: WorkerResult): void;
@@ -37,7 +36,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
       view.setStatus(headerStatus(result), formatRunSummary(result));
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
-      // No last live read: the run's connections closed with it, and the whole file is fetched next.
+      // No last live read: the whole file is fetched next.
       void live?.stop(false);
       if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
     },

@@ -1,8 +1,6 @@
 import * as path from 'node:path';
 import { describeError } from '../../core/errors';
-import { attachRun } from '../../core/run/detached';
-import { isActive, loadRun, type RunRecord } from '../../core/run/registry';
-import { formatRunSummary } from '../../core/run/runner';
+import { attachRun, formatRunSummary, isActive, loadRun, type RunRecord } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { RunViewPanel } from './panel';
 import { liveMetrics, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
@@ -32,15 +30,12 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
     view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
     return;
   }
-  // One connection per worker for everything this panel reads: the log watch, live metrics, then artifacts.
+  // The extension's connections (one per worker) for everything this panel reads: the log watch, live
+  // metrics, then artifacts.
   const live = active ? liveMetrics(ctx, view, rec.runId, source) : undefined;
-  try {
-    await follow();
-    await live?.stop();
-    if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId, source);
-  } finally {
-    source.conns.dispose();
-  }
+  await follow();
+  await live?.stop();
+  if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId, source);
 
   async function follow(): Promise<void> {
     try {

@@ -2,13 +2,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { MetricsTail } from '../../core/profiles/metrics-tail';
 import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
-import { loadRun } from '../../core/run/registry';
-import { workersOfRecord } from '../../core/run/session';
-import { ConnectionManager } from '../../core/ssh/connection';
-import type { RunConnections } from '../../core/run/pipeline-types';
+import { loadRun, workersOfRecord, type RunConnections } from '../../core/run/engine';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
-import { vscodeHostKeys } from '../host-keys';
 import type { RunViewPanel } from './panel';
 
 /** Local cache of what was fetched from workers, per run. */
@@ -19,22 +15,21 @@ function cacheDir(runId: string): string {
 /** A run's workers and the SSH connections to reach them, resolved once and shared by what a panel reads. */
 export type RunSource = RunConnections;
 
-/** Resolves a recorded run's workers (one API call) and opens a connection manager for them; the caller disposes it. */
+/** Resolves a recorded run's workers (one API call), reached over the extension's connection owner. */
 export async function openRunSource(ctx: Ctx, runId: string): Promise<RunSource> {
   const backend = await ctx.backend();
   const workers = await workersOfRecord(backend, loadRun(runId));
-  return { workers, conns: new ConnectionManager(vscodeHostKeys(backend.kind)) };
+  return { workers, conns: ctx.connections(backend) };
 }
 
 /**
  * After a run (or when its panel opens for a recorded run): fetch every worker's metrics.jsonl and torch_xla
  * metrics report into the panel (metrics + health), and list the profile captures on the workers; a capture
- * is copied here only when the user opens it. `source`: the caller's workers and connections (else its own).
+ * is copied here only when the user opens it. `source`: the caller's workers (else resolved from the record).
  */
 export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: string, source?: RunSource): Promise<void> {
-  const backend = await ctx.backend();
-  const { workers, conns } = source ?? (await openRunSource(ctx, runId));
   try {
+    const { workers, conns } = source ?? (await openRunSource(ctx, runId));
     const found = await fetchRunArtifacts(workers, conns, runId, cacheDir(runId));
     for (const a of found) {
       view.addLocalFolder(a.dir, a.worker);
@@ -43,21 +38,14 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
         const local = path.join(cacheDir(runId), `w${a.worker}`, 'captures', c.remotePath.replace(/^\/+/, '').replace(/\//g, '_'));
         const parts = c.remotePath.split('/');
         view.addRemoteCapture(`w${a.worker} · ${parts.at(-2) ?? ''} · ${parts.at(-1)?.replace(/\.xplane\.pb$/, '')}`, a.worker, c.remotePath, c.bytes, async () => {
-          // Its own connection: the listing's may be closed by the time the user opens a capture.
-          const fetchConns = new ConnectionManager(vscodeHostKeys(backend.kind));
-          try {
-            await fetchCapture(target, fetchConns, c.remotePath, local);
-          } finally {
-            fetchConns.dispose();
-          }
+          // The shared owner reconnects if the connection idled out before the user opened the capture.
+          await fetchCapture(target, conns, c.remotePath, local);
           return local;
         });
       }
     }
   } catch (e) {
     ctx.log.warn(`run view: fetching metrics and profiles of ${runId}: ${describeError(e)}`);
-  } finally {
-    if (!source) conns.dispose();
   }
 }
 
@@ -72,14 +60,12 @@ export interface LiveMetrics {
 /**
  * Live charts while a run goes on: every worker's metrics.jsonl read from where the last read stopped, every
  * LIVE_METRICS_MS, into the panel; it stops with the panel, or when stop() is called at the end of the run.
- * `source`: the caller's workers and connections (shared with its log watch); else it resolves and owns its own.
+ * `source`: the caller's workers (shared with its log watch); else they are resolved from the record.
  */
 export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?: RunSource, everyMs = LIVE_METRICS_MS): LiveMetrics {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  const own = source ? undefined : openRunSource(ctx, runId);
-  const release = (): void => void own?.then((s) => s.conns.dispose(), () => undefined);
-  const tail = (source ? Promise.resolve(source) : own!).then((s) => new MetricsTail(runId, s.workers, s.conns));
+  const tail = (source ? Promise.resolve(source) : openRunSource(ctx, runId)).then((s) => new MetricsTail(runId, s.workers, s.conns));
   const poll = async (): Promise<void> => {
     const records = await (await tail).poll();
     if (records.length) view.setMetrics(records);
@@ -93,10 +79,7 @@ export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?
     stopped = true;
     if (timer) clearTimeout(timer);
   };
-  const disposed = view.panel.onDidDispose(() => {
-    end();
-    release();
-  });
+  const disposed = view.panel.onDidDispose(end);
   tail.then(loop, warn);
   return {
     async stop(finalRead = true) {
@@ -104,7 +87,6 @@ export function liveMetrics(ctx: Ctx, view: RunViewPanel, runId: string, source?
       end();
       disposed.dispose();
       if (finalRead) await poll().catch(warn);
-      release();
     },
   };
 }

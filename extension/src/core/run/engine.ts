@@ -1,0 +1,24 @@
+/**
+ * The run engine's front door: the one module the CLI, VS Code, tests and benchmarks call to start a run,
+ * follow it or reattach to it, stop it and fetch its logs, and to read the run history and the end-of-run
+ * report. Every function that talks to workers takes the caller's connection owner (ssh/connection.ts's
+ * ConnectionManager: one per process), so a run, its viewers and a terminal on the same worker share one SSH
+ * connection.
+ *
+ * Behind it, one engine — runs are *detached*: each worker's program runs in a process group of its own with
+ * its output in a log file, and everything else reads that file from byte offsets:
+ *   pipeline.ts        "Run on TPU": recipe → workspace sync → start → follow, recorded in the registry
+ *   detached.ts        start, tail (with reconnects and fail-fast) and stop on every worker
+ *   session.ts         a recorded run seen again from another process (`tpw logs`, a restarted VS Code)
+ *   remote-script.ts   the shell programs sent to the workers
+ *   registry.ts        the local run history; summary.ts the report; preemption.ts spot VMs
+ */
+export { newRunId, remoteWorkspaceDir, runRecipe } from './pipeline';
+export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
+export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
+export { downloadRunLogs, followRun, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';
+export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
+export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type RunRecord, type RunStatus } from './registry';
+export { isGoneState, PREEMPTED_EXIT, recreateNode, withResume } from './preemption';
+export { passthroughEnv, redact, SECRET_NAMES } from './secrets';
+export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';
