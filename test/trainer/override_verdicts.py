@@ -1,0 +1,112 @@
+"""What the real trainer does with a line of overrides: accept it, or refuse it and say why.
+
+A corpus line is what a recipe writes after `python -m tpu_trainer.train`. The line goes through bash (quotes,
+brace expansion, `${...}` expansion, syntax errors), then the trainer's own override check, then hydra's
+composition of the trainer's config (the same config dir and schema `tpu-train` uses; with `-m`, every job of
+the basic sweeper), then the trainer's conversion to its dataclass (interpolations resolved) and its validation.
+That is everything that runs before the first training step reads the config.
+
+    python test/trainer/override_verdicts.py            # rewrite test/fixtures/overrides/verdicts.json
+    python test/trainer/override_verdicts.py 'seed=1,2'  # one line, printed
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "trainer"))
+CORPUS = REPO / "test" / "fixtures" / "overrides" / "corpus.txt"
+VERDICTS = REPO / "test" / "fixtures" / "overrides" / "verdicts.json"
+COMMAND = "python test/trainer/override_verdicts.py"
+
+
+def shell_words(line: str, cwd: str) -> tuple[list[str] | None, str]:
+    """The argv bash gives the trainer for `python -m tpu_trainer.train <line>`, or None and bash's error."""
+    script = 'printf "%s\\0" ' + line
+    # A bare environment and an empty folder: `${x}` expands to nothing and globs match no file, as on a fresh VM.
+    p = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", script],
+        cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": "/root"}, capture_output=True, text=True,
+    )
+    if p.returncode != 0 or p.stderr.strip():
+        return None, "shell: " + (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    return [w for w in p.stdout.split("\0")[:-1]], ""
+
+
+def verdict(line: str, cwd: str) -> tuple[bool, str]:
+    words, err = shell_words(line, cwd)
+    if words is None:
+        return False, err
+    from hydra import compose, initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from tpu_trainer import train as train_mod
+    from tpu_trainer.config import ConfigError, from_omegaconf, register_configs, resolve_aliases, validate
+
+    multirun = any(w in ("-m", "--multirun") for w in words)
+    overrides = [w for w in words if not w.startswith("-")]
+    problem = train_mod.check_overrides(words)
+    if problem:
+        return False, problem
+    try:
+        if multirun:
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+        else:
+            jobs = [overrides]
+        register_configs()
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(REPO / "trainer" / "tpu_trainer" / "configs"), version_base="1.3"):
+            for job in jobs:
+                cfg = compose("default", overrides=list(job), return_hydra_config=True)
+                from omegaconf import OmegaConf, open_dict
+
+                HydraConfig.instance().set_config(cfg)  # as hydra's run does: ${hydra:...} resolves
+                with open_dict(cfg):
+                    del cfg["hydra"]
+                OmegaConf.resolve(cfg)
+                obj = from_omegaconf(cfg)
+                resolve_aliases(obj)
+                validate(obj)
+    except ConfigError as e:
+        return False, f"config error: {e}"
+    except BaseException as e:  # noqa: BLE001 - every way the run ends before training is a refusal
+        msg = str(e).strip().splitlines()
+        return False, f"{type(e).__name__}: {msg[0] if msg else ''}"
+    finally:
+        GlobalHydra.instance().clear()
+    return True, ""
+
+
+def corpus_lines() -> list[str]:
+    return [ln for ln in CORPUS.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def main(argv: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as cwd:
+        if argv:
+            for line in argv:
+                print(json.dumps({"line": line, **dict(zip(("ok", "message"), verdict(line, cwd)))}))
+            return
+        rows = []
+        for line in corpus_lines():
+            ok, msg = verdict(line, cwd)
+            rows.append({"line": line, "ok": ok, "message": msg})
+    VERDICTS.write_text(
+        json.dumps({"command": COMMAND, "verdicts": rows}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    print(f"{len(rows)} lines, {sum(r['ok'] for r in rows)} accepted -> {VERDICTS.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HYDRA_FULL_ERROR", "0")
+    main(sys.argv[1:])
