@@ -149,6 +149,18 @@ function scanGroups(dir: string, rel: string, groups: Map<string, ConfigGroup>):
   }
 }
 
+/**
+ * For editors that open files without a workspace root: the nearest folder, from `startDir` upward, that holds
+ * the trainer's schema or config tree in one of the default places; undefined when none does.
+ */
+export function findConfigRoot(startDir: string): string | undefined {
+  for (let dir = path.resolve(startDir); ; dir = path.dirname(dir)) {
+    if (firstExisting(dir, [...DEFAULT_SCHEMA, ...DEFAULT_CONFIG_DIRS.filter((d) => d !== 'configs')])) return dir;
+    if (fs.existsSync(path.join(dir, 'configs')) && fs.existsSync(primaryConfigFile(path.join(dir, 'configs')))) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
 function firstExisting(root: string, candidates: string[]): string | undefined {
   return candidates.map((c) => path.resolve(root, c)).find((p) => fs.existsSync(p));
 }

@@ -162,7 +162,22 @@ export function keySuggestions(model: HydraModel, typed: string, path: string[],
     return leaf !== last && last.length >= 3 && (leaf.startsWith(last) || leaf.endsWith(last) || leaf.startsWith(`${last}_`));
   });
   affix.sort((a, b) => a.length - b.length);
-  return [...new Set([...affix, ...near])].slice(0, 3);
+  // The same key under another node (`lr` → `optimizer.lr`), and a misspelt segment repaired (`hydra.runn.dir`).
+  const sameLeaf = all.filter((c) => c !== typed && c.split('.').pop() === path[path.length - 1] && c.includes('.'));
+  const repaired: string[] = [];
+  let node: SchemaNode | undefined = model.root;
+  for (let i = 0; i < path.length && node?.properties; i++) {
+    const next: SchemaNode | undefined = node.properties.get(path[i]);
+    if (!next) {
+      for (const cand of didYouMean(path[i], node.properties.keys())) {
+        const full = [...path.slice(0, i), cand, ...path.slice(i + 1)];
+        if (nodeAt(model, full)) repaired.push(full.join('.'));
+      }
+      break;
+    }
+    node = next;
+  }
+  return [...new Set([...repaired, ...affix, ...sameLeaf, ...near])].slice(0, 3);
 }
 
 function allLeafPaths(n: SchemaNode, prefix = '', out: string[] = []): string[] {
