@@ -23,6 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "trainer"))
 CORPUS = REPO / "test" / "fixtures" / "overrides" / "corpus.txt"
 VERDICTS = REPO / "test" / "fixtures" / "overrides" / "verdicts.json"
+GRAMMAR_CASES = REPO / "test" / "fixtures" / "overrides" / "grammar-cases.txt"
+GRAMMAR = REPO / "test" / "fixtures" / "overrides" / "grammar.json"
 COMMAND = "python test/trainer/override_verdicts.py"
 
 
@@ -87,6 +89,51 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
     return True, ""
 
 
+def plain(v):
+    """A parsed hydra value as JSON: primitives as they are, quoted strings as their text, sweeps tagged."""
+    from hydra.core.override_parser.types import ChoiceSweep, Glob, IntervalSweep, QuotedString, RangeSweep
+
+    if isinstance(v, QuotedString):
+        return v.text
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return {"float": str(v)}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {"dict": {k: plain(x) for k, x in v.items()}}
+    if isinstance(v, ChoiceSweep):
+        return {"sweep": "choice"}
+    if isinstance(v, (RangeSweep, IntervalSweep, Glob)):
+        return {"sweep": type(v).__name__}
+    return v
+
+
+def grammar_rows() -> list[dict]:
+    """hydra's own parse of each grammar case: accepted or not, the key, and the value."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    rows = []
+    for text in GRAMMAR_CASES.read_text(encoding="utf-8").split("\n"):
+        if not text or text.startswith("#"):
+            continue
+        try:
+            o = parser.parse_override(text)
+        except Exception:  # noqa: BLE001 - hydra's refusal is the datum
+            rows.append({"override": text, "ok": False})
+            continue
+        row = {"override": text, "ok": True, "key": o.key_or_group, "type": o.type.name}
+        if o.package is not None:
+            row["package"] = o.package
+        if o.value_type is not None:
+            try:
+                row["value"] = plain(o.value())
+            except Exception:  # noqa: BLE001 - a function hydra refuses to evaluate
+                row["ok"] = False
+        rows.append(row)
+    return rows
+
+
 def corpus_lines() -> list[str]:
     return [ln for ln in CORPUS.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
 
@@ -101,6 +148,9 @@ def main(argv: list[str]) -> None:
         for line in corpus_lines():
             ok, msg = verdict(line, cwd)
             rows.append({"line": line, "ok": ok, "message": msg})
+    GRAMMAR.write_text(
+        json.dumps({"command": COMMAND, "cases": grammar_rows()}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     VERDICTS.write_text(
         json.dumps({"command": COMMAND, "verdicts": rows}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )

@@ -334,7 +334,12 @@ class Parser {
     if (t.type === 'QUOTED_VALUE') {
       this.p++;
       const q = t.text[0];
-      const body = t.text.slice(1, -1).split(`\\${q}`).join(q);
+      // Backslashes escape the quote and each other only before a quote and at the end; elsewhere they stay.
+      const halve = (bs: string) => '\\'.repeat(Math.floor(bs.length / 2));
+      const body = t.text
+        .slice(1, -1)
+        .replace(new RegExp(`(\\\\+)(${q})`, 'g'), (_m, bs: string) => halve(bs) + q)
+        .replace(/(\\+)$/, (_m, bs: string) => halve(bs));
       return { kind: 'primitive', type: 'string', value: body, quoted: true, interpolations: interpolationsIn(body), start: t.start, end: t.end };
     }
     const toks: Token[] = [];
