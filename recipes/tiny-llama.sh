@@ -3,8 +3,9 @@
 #
 # The sample recipe of TPU Workbench: "Run on TPU" runs it on every worker of a
 # TPU VM, or of the local emulator, whose workers share this machine's CPU.
-# Run it by hand from the repository root with:
-#   bash recipes/tiny-llama.sh
+# Run it by hand from the repository root, with the trainer's venv first on PATH
+# (scripts/python-env.sh creates it, scripts/env.sh puts it on PATH):
+#   bash scripts/python-env.sh >/dev/null && . scripts/env.sh && bash recipes/tiny-llama.sh
 # TPU Workbench appends output_dir=... and profile_dir=... to the command.
 #
 # It runs torch_xla on CPU (PJRT_DEVICE=CPU), so the demo exercises the same XLA

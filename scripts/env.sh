@@ -1,5 +1,5 @@
-# Sourced by the scripts: puts the trainer's venv first on PATH. The emulator's workers inherit the
-# environment of the process that starts the emulator, so `python3` on a worker is this venv's.
+# Sourced by the scripts: puts the trainer's venv first on PATH. The emulator's workers get a clean login
+# environment whose PATH puts this venv first, so `python3` on a worker is this venv's.
 export TPW_CACHE=${TPW_CACHE:-$HOME/.cache/tpu-workbench}
 export TPW_VENV=${TPW_VENV:-$TPW_CACHE/venv}
 export PATH="$TPW_VENV/bin:$PATH"

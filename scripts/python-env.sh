@@ -13,6 +13,9 @@
 #   TPW_TPU=1          also install libtpu (torch_xla[tpu]'s pin), for a Cloud TPU VM
 #   TPW_FORCE=1        reinstall even when the stamp says the venv is up to date
 #
+# Also installs the lint and type-check tools (ruff, mypy: trainer/requirements-checks.txt)
+# that scripts/python-checks.sh runs.
+#
 # Work is skipped when the stamp file in the venv matches a hash of the requirement
 # files, pyproject.toml, this script, the options above and the checkout's path (the
 # trainer is installed editable, so another checkout must reinstall it).
@@ -25,6 +28,7 @@ MODE="${TPW_TORCH_INSTALL:-lean}"
 TPU="${TPW_TPU:-0}"
 REQ="$ROOT/trainer/requirements.txt"
 CUDA_LIBS="$ROOT/trainer/requirements-cuda-libs.txt"
+CHECKS="$ROOT/trainer/requirements-checks.txt"
 STAMP="$VENV/.tpw-env.sha256"
 
 say() { echo "python-env: $*" >&2; }
@@ -41,7 +45,7 @@ fi
 
 want="$(
   {
-    cat "$REQ" "$CUDA_LIBS" "$ROOT/trainer/pyproject.toml" "${BASH_SOURCE[0]}"
+    cat "$REQ" "$CUDA_LIBS" "$CHECKS" "$ROOT/trainer/pyproject.toml" "${BASH_SOURCE[0]}"
     echo "mode=$MODE tpu=$TPU root=$ROOT python=$("$PYTHON" -c 'import sys; print(sys.version)')"
   } | sha256sum | cut -d' ' -f1
 )"
@@ -50,7 +54,7 @@ want="$(
 # (find_spec, not import: importing torch costs seconds and this path should be instant).
 installed() {
   "$VENV/bin/python" -c 'import importlib.util as u, sys
-sys.exit(not all(u.find_spec(m) for m in ("tpu_trainer", "torch", "torch_xla", "hydra")))' >/dev/null 2>&1
+sys.exit(not all(u.find_spec(m) for m in ("tpu_trainer", "torch", "torch_xla", "hydra", "ruff", "mypy")))' >/dev/null 2>&1
 }
 # Test-only clients (test/emulator-clients/requirements.txt: Google's Python client for Cloud TPU), with
 # their own stamp so that adding or bumping them never reinstalls torch.
@@ -95,6 +99,9 @@ else
   say "installing ${torch_pins[*]} --no-deps and $(basename "$CUDA_LIBS")"
   "${PIP[@]}" --no-deps "${torch_pins[@]}" -r "$CUDA_LIBS"
 fi
+
+say "installing the lint and type-check tools from $(basename "$CHECKS")"
+"${PIP[@]}" -r "$CHECKS"
 
 if [[ "$TPU" == 1 ]]; then
   # torch_xla 2.9.0's [tpu] extra pins libtpu==0.0.21.

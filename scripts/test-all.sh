@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
-# real sshd), language-server tests over JSON-RPC, the trainer's pytest suite, and the end-to-end test in real
-# VS Code (code-server + headless Chromium). Ends with one "N passed, N failed" line over all runners.
+# real sshd), language-server tests over JSON-RPC, the trainer's lint and type check (ruff, mypy) and pytest
+# suite, and the end-to-end test in real VS Code (code-server + headless Chromium). Ends with one
+# "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --e2e || { echo "setup failed"; exit 1; }
@@ -35,6 +36,8 @@ count_node test-artifacts/lsp.log
 # The run view's bundle in headless Chromium (the suite builds dist/ first).
 step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
+# ruff and mypy over the trainer and its tests (settings in trainer/pyproject.toml); fails on any finding.
+step python-checks npm run -s check:python
 step trainer npm run -s test:trainer
 count_pytest test-artifacts/trainer.log
 # Google's Python client for Cloud TPU (REST transport) against the emulator started by the built CLI.

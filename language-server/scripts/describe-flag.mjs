@@ -37,7 +37,7 @@ export function describeFlag(name, type) {
   else if (head === 'dump') sentence = `dump setting: ${rest}`;
   else if (type === 'int') sentence = `sets ${phrase(tokens)} (an integer)`;
   else if (type === 'float') sentence = `sets ${phrase(tokens)} (a number)`;
-  else if (type === 'enum') sentence = `chooses the ${phrase(tokens)} mode`;
+  else if (type === 'enum') sentence = `chooses the ${phrase(tokens)}${/^(mode|level|type|algorithm)$/.test(tokens[tokens.length - 1]) ? '' : ' mode'}`;
   else sentence = `sets ${phrase(tokens)} (text)`;
   const text = prefix ? prefix + sentence : sentence[0].toUpperCase() + sentence.slice(1);
   return `${text}.`;

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Diagnostic, MarkupContent, TextEdit } from 'vscode-languageserver-protocol';
-import { FLAGS } from '../../language-server/src/flags/catalog';
+import { checkValue, FLAGS } from '../../language-server/src/flags/catalog';
 import generic from '../../language-server/src/flags/xla-generic.json';
 import { labels, LspClient } from './harness';
 
@@ -30,9 +30,9 @@ test('initialize advertises completion, hover, definition and quick fixes', () =
   assert.equal(c.init.serverInfo?.name, 'tpu-workbench-language-server');
 });
 
-test('the catalog: 412 flags (251 generic from XLA debug options + 161 libtpu/public), each complete', () => {
-  assert.equal(FLAGS.length, 412);
-  assert.equal(generic.length, 251);
+test('the catalog: 508 flags (330 generic from XLA debug options + 178 libtpu/public), each complete', () => {
+  assert.equal(FLAGS.length, 508);
+  assert.equal(generic.length, 330);
   assert.equal(new Set(FLAGS.map((f) => f.name)).size, FLAGS.length, 'names are unique');
   for (const f of FLAGS) {
     assert.ok(['bool', 'int', 'float', 'enum', 'string'].includes(f.type), `${f.name} type`);
@@ -43,6 +43,40 @@ test('the catalog: 412 flags (251 generic from XLA debug options + 161 libtpu/pu
   assert.deepEqual(byName.get('xla_gpu_shape_checks')?.values, ['IGNORE', 'RUNTIME', 'COMPILE_TIME']);
   assert.equal(byName.get('xla_backend_optimization_level')?.default, 3);
   assert.equal(byName.get('xla_tpu_enable_async_collective_fusion')?.scope, 'libtpu');
+  assert.deepEqual(byName.get('xla_gpu_pipeline_all_gather')?.values, ['default', 'off', 'on', 'explicit'], 'spellings a hand-written XLA parser accepts');
+  assert.equal(byName.get('xla_gpu_enable_cudnn_fmha')?.type, 'bool', 'a deprecated no-op flag keeps its type');
+});
+
+test('megascale, SparseCore and TPU flags from public docs and recipes: typed by the values seen, each with where', () => {
+  const byName = new Map(FLAGS.map((f) => [f.name, f]));
+  const expect: [string, string, RegExp][] = [
+    ['megascale_grpc_premap_memory_bytes', 'int', /tpu-recipes@\w+ microbenchmarks\/trillium\/collectives/],
+    ['megascale_graph_hang_threshold', 'string', /megascale_hang_playbook\.md/],
+    ['megascale_grpc_use_chaotic_good', 'bool', /Llama3\.1-405B-PyTorch\/XPK\/train\.sh/],
+    ['xla_sc_detect_nan', 'bool', /openxla\/xla@\w+ docs\/sparsecore\.md/],
+    ['xla_sc_num_serialized_tables_to_optimize_hbm', 'int', /docs\/errors\/error_1000\.md/],
+    ['xla_tpu_rematerialization_block_effort_factor', 'float', /docs\/errors\/error_1000\.md/],
+    ['xla_mosaic_dump_to', 'string', /docs\/hlo_dumps\.md/],
+  ];
+  for (const [name, type, where] of expect) {
+    const f = byName.get(name);
+    assert.ok(f, `${name} is in the catalog`);
+    assert.deepEqual([f.type, f.scope, f.platform], [type, 'libtpu', 'tpu'], name);
+    assert.match(f.source, where, `${name}: where it was seen`);
+  }
+  for (const f of FLAGS.filter((x) => x.scope === 'libtpu')) {
+    for (const v of f.seen ?? []) assert.equal(checkValue(f, v), undefined, `${f.name}: the value seen in public (${v}) is valid for its type`);
+  }
+});
+
+test('a megascale flag in a recipe: checked, and refused in XLA_FLAGS', async () => {
+  const uri = 'file:///w/recipes/ms.sh';
+  const ok = flagDiags(await c.openAndDiagnose(uri, "export LIBTPU_INIT_ARGS='--megascale_grpc_premap_memory_bytes=17179869184 --xla_sc_detect_nan=true'\n"));
+  assert.deepEqual(ok, []);
+  const bad = flagDiags(await c.openAndDiagnose('file:///w/recipes/ms2.sh', "export LIBTPU_INIT_ARGS='--megascale_grpc_premap_memory_bytes=16GiB'\nexport XLA_FLAGS='--megascale_grpc_use_chaotic_good=true'\n"));
+  assert.equal(bad.length, 2, JSON.stringify(bad));
+  assert.match(bad[0].message, /16GiB.*an integer/);
+  assert.match(bad[1].message, /libtpu flag/);
 });
 
 test('flag names complete inside LIBTPU_INIT_ARGS, prefix matches first, with a replace range over the typed word', async () => {

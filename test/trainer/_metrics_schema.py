@@ -27,7 +27,9 @@ def read_schema(schema: dict[str, Any]) -> dict[str, Any]:
     for name, prop in schema["properties"].items():
         unknown = set(prop) - PROPERTY_KEYWORDS
         if unknown:
-            raise ValueError(f"metrics-record.schema.json: keywords {sorted(unknown)} of {name!r} are not checked by {__file__}")
+            raise ValueError(
+                f"metrics-record.schema.json: keywords {sorted(unknown)} of {name!r} are not checked by {__file__}"
+            )
     return schema
 
 

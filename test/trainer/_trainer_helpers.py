@@ -14,9 +14,10 @@ CURVE_FILE = Path(__file__).parent / "data" / "tiny_loss_curve.json"
 
 # The stored-curve run: debug-size model, every step logged, one thread (thread
 # count changes float reduction order, hence the last digits of the loss).
-CURVE_SETTINGS = dict(
-    max_steps=20, global_batch_size=4, block_size=32, seed=1234, logging_steps=1, num_threads=1, device="cpu"
-)
+CURVE_SETTINGS = {
+    "max_steps": 20, "global_batch_size": 4, "block_size": 32, "seed": 1234, "logging_steps": 1, "num_threads": 1,
+    "device": "cpu",
+}
 CURVE_LR = 1e-2
 CURVE_WARMUP = 10
 

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trainer"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-import torch  # noqa: E402
+import torch
 
-from _trainer_helpers import CURVE_FILE, CURVE_LR, CURVE_SETTINGS, CURVE_WARMUP, curve_run  # noqa: E402
+from _trainer_helpers import CURVE_FILE, CURVE_LR, CURVE_SETTINGS, CURVE_WARMUP, curve_run
 
 
 def main() -> None:

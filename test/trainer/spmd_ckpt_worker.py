@@ -19,6 +19,7 @@ import torch_xla.distributed.spmd as xs
 import torch_xla.runtime as xr
 
 from tpu_trainer import data as data_lib
+from tpu_trainer.backends.xla import SpmdCheckpointing
 from tpu_trainer.checkpoint import Checkpointer, capture, restore
 from tpu_trainer.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, SchedulerConfig
 from tpu_trainer.model import build_model
@@ -58,7 +59,7 @@ def main(mode: str, shape: str, ckpt_dir: str, out: str) -> None:
     init_state(opt)
     sched = build_scheduler(opt, SchedulerConfig(), 10)
     batches = data_lib.batches(DataConfig(), 256, 2, 16, seed=3)
-    ckpt = Checkpointer(CheckpointConfig(), ckpt_dir, spmd=True)
+    ckpt = Checkpointer(CheckpointConfig(), ckpt_dir, sharded=SpmdCheckpointing())
     step = 0
     at_save = None
     if mode.startswith("save"):
@@ -83,7 +84,9 @@ def main(mode: str, shape: str, ckpt_dir: str, out: str) -> None:
             after = {n: p.detach().cpu().double().sum().item() for n, p in model.named_parameters()}
             at_save.update(blocked_s=blocked, params_after=after)
     else:
-        state = ckpt.load(ckpt.latest(), capture(model, opt, sched, batches, 0))
+        url = ckpt.latest()
+        assert url is not None, f"no complete checkpoint in {ckpt_dir}"
+        state = ckpt.load(url, capture(model, opt, sched, batches, 0))
         step = restore(state, model, opt, sched, batches)
         torch_xla.sync()
     q = q_of(model)

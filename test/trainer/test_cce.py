@@ -24,7 +24,7 @@ def _pair(fn, h, w, t, **kw):
     return loss.detach(), h.grad, w.grad
 
 
-@pytest.mark.parametrize("n,d,v,ls,z,chunk", CASES)
+@pytest.mark.parametrize(("n", "d", "v", "ls", "z", "chunk"), CASES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cce_matches_naive(n, d, v, ls, z, chunk, dtype):
     g = torch.Generator().manual_seed(n * 1000 + v)
@@ -33,7 +33,7 @@ def test_cce_matches_naive(n, d, v, ls, z, chunk, dtype):
     t = torch.randint(0, v, (n,), generator=g)
     if n > 3:
         t[torch.randperm(n, generator=g)[: n // 4]] = -100  # ignore_index rows
-    kw = dict(label_smoothing=ls, z_loss=z)
+    kw = {"label_smoothing": ls, "z_loss": z}
     a = _pair(cut_cross_entropy, h, w, t, chunk_elems=chunk, **kw)
     b = _pair(naive_linear_cross_entropy, h, w, t, **kw)
     # CCE accumulates in fp32 whatever the input dtype; the naive loss in fp64 is the reference.
@@ -58,6 +58,7 @@ def test_cce_shift_and_grad_output_scaling():
     (3 * cut_cross_entropy(hh, w, ids, chunk_elems=64)).backward()
     hn = h.clone().requires_grad_(True)
     (3 * naive_linear_cross_entropy(hn, w, ids)).backward()
+    assert hh.grad is not None and hn.grad is not None
     assert torch.allclose(hh.grad, hn.grad, atol=1e-5)
 
 

@@ -20,7 +20,7 @@ from tpu_trainer.preemption import PREEMPTED_EXIT_CODE
 from tpu_trainer.train import train
 
 STEPS = 40
-SETTINGS = dict(max_steps=STEPS, logging_steps=1, global_batch_size=4, block_size=32, seed=5)
+SETTINGS = {"max_steps": STEPS, "logging_steps": 1, "global_batch_size": 4, "block_size": 32, "seed": 5}
 ARGS = ["model=tiny-llama", "device=cpu", "num_threads=1", "optimizer.lr=1e-2", "scheduler.warmup_steps=10",
         *(f"{k}={v}" for k, v in SETTINGS.items())]
 
@@ -101,10 +101,16 @@ def test_kill9_mid_save_resumes_from_older_checkpoint(tmp_path, reference):
     p2 = _popen(["checkpoint.interval=5", "resume=auto"], out)
     log2, _ = p2.communicate(timeout=120)
     assert p2.returncode == 0, log2[-3000:]
-    assert f"step_00000005 at step 5" in log2
+    assert "step_00000005 at step 5" in log2
     assert [r["loss"] for r in read_metrics(out)] == reference
     assert not (ckdir / "step_00000010.tmp").exists()  # the torn save was cleaned up
     assert sorted(d.name for d in ckdir.iterdir()) == ["step_00000030", "step_00000035", "step_00000040"]
+
+
+def _latest(ck: Checkpointer) -> str:
+    url = ck.latest()
+    assert url is not None, "no complete checkpoint"
+    return url
 
 
 def _state(seed):
@@ -126,7 +132,7 @@ def test_keep_last_k_and_incomplete_invisible(tmp_path, async_save):
     (tmp_path / "step_00000009" / ".metadata").write_text("partial")
     (tmp_path / "step_00000010.tmp").mkdir()
     assert ck.latest() == f"{tmp_path}/step_00000005"
-    loaded = ck.load(ck.latest(), _state(0))
+    loaded = ck.load(_latest(ck), _state(0))
     assert torch.equal(loaded["w"], _state(5)["w"]) and int(loaded["step"]) == 5
     ck.save(6, _state(6), blocking=True)
     ck.close()
@@ -139,7 +145,7 @@ def test_async_save_snapshots_before_training_mutates(tmp_path):
     ck.save(1, state)
     state["w"].add_(100.0)  # the next optimizer step, while the writer thread runs
     ck.close()
-    assert torch.equal(ck.load(ck.latest(), _state(0))["w"], _state(1)["w"])
+    assert torch.equal(ck.load(_latest(ck), _state(0))["w"], _state(1)["w"])
 
 
 def test_fsspec_url(tmp_path):
@@ -151,7 +157,7 @@ def test_fsspec_url(tmp_path):
     ck.close()
     assert ck.complete_steps() == [4] and ck.latest() == f"{root}/step_00000004"
     assert ck.fs.exists(f"{ck.base}/step_00000004/{MARKER}")
-    loaded = ck.load(ck.latest(), _state(0))
+    loaded = ck.load(_latest(ck), _state(0))
     assert torch.equal(loaded["nested"]["b"], _state(4)["nested"]["b"])
 
 

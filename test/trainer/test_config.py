@@ -1,20 +1,20 @@
 """Config validation, did-you-mean, schedule, and presets vs dataclass defaults."""
 
 import dataclasses
+import itertools
 
 import pytest
 from omegaconf import OmegaConf
 
+from _trainer_helpers import compose
 from tpu_trainer.config import ConfigError, ModelConfig, SchedulerConfig, TrainConfig, config_keys, validate
 from tpu_trainer.optim import lr_multiplier
 from tpu_trainer.schema import CONFIG_DIR
 from tpu_trainer.train import check_overrides
 
-from _trainer_helpers import compose
-
 
 @pytest.mark.parametrize(
-    "mutate,key",
+    ("mutate", "key"),
     [
         (lambda c: setattr(c, "device", "gpu"), "device='gpu'"),
         (lambda c: setattr(c.data, "name", "wikitext"), "data.name='wikitext'"),
@@ -37,7 +37,7 @@ def test_defaults_are_valid():
 
 
 @pytest.mark.parametrize(
-    "argv,expected",
+    ("argv", "expected"),
     [
         (["max_step=20"], "unknown config key 'max_step'.*did you mean 'max_steps'"),
         (["model.hiden_size=8"], "unknown config key 'model.hiden_size'.*did you mean 'model.hidden_size'"),
@@ -67,9 +67,10 @@ def test_config_keys_cover_nested():
 def test_tiny_llama_preset_equals_dataclass_defaults():
     # The schema shows dataclass defaults; they must be what `model=tiny-llama` (the default) gives.
     preset = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "model" / "tiny-llama.yaml"))
+    assert isinstance(preset, dict)
     assert preset.pop("defaults") == [{"sharding": "llama-fsdp-tp"}, {"remat": "none"}, "_self_"]
     defaults = dataclasses.asdict(ModelConfig())
-    assert {k: defaults[k] for k in preset} == preset
+    assert {k: defaults[str(k)] for k in preset} == preset
 
 
 MODEL_PRESETS = sorted(p.stem for p in (CONFIG_DIR / "model").glob("*.yaml"))
@@ -107,7 +108,7 @@ def test_lr_schedule():
     sched = SchedulerConfig(name="cosine", warmup_steps=4, min_lr_ratio=0.1)
     mults = [lr_multiplier(s, sched, 20) for s in range(20)]
     assert mults[0] == 0.25 and mults[3] == 1.0  # warmup never starts at 0 (an XLA special scalar)
-    assert mults[4] == 1.0 and all(a >= b for a, b in zip(mults[4:], mults[5:]))
+    assert mults[4] == 1.0 and all(a >= b for a, b in itertools.pairwise(mults[4:]))
     assert lr_multiplier(20, sched, 20) == pytest.approx(0.1)
     lin = SchedulerConfig(name="linear", warmup_steps=0, min_lr_ratio=0.0)
     assert lr_multiplier(5, lin, 10) == pytest.approx(0.5)

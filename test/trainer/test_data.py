@@ -5,10 +5,9 @@ between documents, and the fallback to the bundled corpus."""
 import pytest
 import torch
 
+from _trainer_helpers import compose
 from tpu_trainer import data as data_lib
 from tpu_trainer.config import ConfigError, DataConfig
-
-from _trainer_helpers import compose
 
 DOCS = ["the quick brown fox jumps over the lazy dog. " * 3, "pack my box with five dozen liquor jugs. " * 3,
         "sphinx of black quartz, judge my vow. " * 3]
@@ -29,7 +28,7 @@ def tokenizer_json(tmp_path_factory):
 def test_hf_local_dataset_with_tokenizer_and_packing(tmp_path, tokenizer_json):
     import datasets
 
-    datasets.Dataset.from_dict({"text": DOCS + [""]}).save_to_disk(str(tmp_path / "ds"))
+    datasets.Dataset.from_dict({"text": [*DOCS, ""]}).save_to_disk(str(tmp_path / "ds"))
     cfg = DataConfig(name="hf", tokenizer=str(tokenizer_json.parent))
     tokens, what = data_lib.load_tokens(cfg, str(tmp_path / "ds"), None, vocab_size=128)
     assert what.startswith(f"hf:{tmp_path / 'ds'}") and "3 docs" in what  # the empty row is dropped
@@ -48,7 +47,7 @@ def test_hf_parquet_directory_and_text_column(tmp_path):
 
     (tmp_path / "pq").mkdir()
     datasets.Dataset.from_dict({"body": DOCS}).to_parquet(str(tmp_path / "pq" / "train.parquet"))
-    docs, what = data_lib.load_texts(DataConfig(name="hf", text_column="body"), str(tmp_path / "pq"), None)
+    docs, _ = data_lib.load_texts(DataConfig(name="hf", text_column="body"), str(tmp_path / "pq"), None)
     assert docs == DOCS
     with pytest.raises(ConfigError, match=r"data.text_column='text' is not a column .* \['body'\]"):
         data_lib.load_texts(DataConfig(name="hf"), str(tmp_path / "pq"), None)
@@ -57,7 +56,7 @@ def test_hf_parquet_directory_and_text_column(tmp_path):
 def test_unreachable_hub_falls_back_to_bundled(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # what an offline machine amounts to, without waiting on DNS
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    lines = []
+    lines: list[str] = []
     docs, what = data_lib.load_texts(DataConfig(name="hf"), "wikitext", "wikitext-103-raw-v1", lines.append)
     assert what == "bundled" and docs == [data_lib.bundled_text()]
     assert "Hugging Face dataset wikitext/wikitext-103-raw-v1 unavailable" in lines[0]
@@ -69,9 +68,9 @@ def test_file_directory_and_errors(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.txt").write_text("beta")
     assert data_lib.file_texts(str(tmp_path)) == ["alpha", "beta"]
-    with pytest.raises(ConfigError, match="data.path='/nope/x.txt' does not exist"):
+    with pytest.raises(ConfigError, match=r"data\.path='/nope/x\.txt' does not exist"):
         data_lib.file_texts("/nope/x.txt")
-    with pytest.raises(ConfigError, match="no tokenizer.json at"):
+    with pytest.raises(ConfigError, match=r"no tokenizer\.json at"):
         data_lib.load_tokenizer(str(tmp_path))
 
 

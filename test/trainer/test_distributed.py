@@ -36,7 +36,7 @@ def test_two_workers_agree_on_every_step(tmp_path, device):
     hosts = "127.0.0.1,127.0.0.1"
     procs = [_launch(tmp_path / f"w{w}", w, hosts, port, device) for w in (0, 1)]
     outs = [p.communicate(timeout=400)[0] for p in procs]
-    for p, out in zip(procs, outs):
+    for p, out in zip(procs, outs, strict=True):
         assert p.returncode == 0, out[-3000:]
         assert "data-parallel rank" in out
     w0, w1 = (read_metrics(tmp_path / f"w{w}") for w in (0, 1))

@@ -1,8 +1,8 @@
 """Optional writers (TensorBoard, W&B): used when installed, otherwise disabled with a
 clear message and the run goes on; metrics.jsonl is kept across a resume."""
 
-import importlib.util
 import json
+from typing import Any
 
 import pytest
 
@@ -77,10 +77,11 @@ def test_writers_call_tensorboard_and_wandb_apis(tmp_path, monkeypatch):
     import sys
     import types
 
+    from tpu_trainer import backends
     from tpu_trainer.config import LoggingConfig
     from tpu_trainer.loggers import StepLogger
 
-    calls = []
+    calls: list[tuple[Any, ...]] = []
 
     class SummaryWriter:
         def __init__(self, log_dir):
@@ -110,7 +111,8 @@ def test_writers_call_tensorboard_and_wandb_apis(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=init))
     import torch
 
-    logger = StepLogger(tmp_path, LoggingConfig(tensorboard=True, wandb=True, wandb_project="p"), is_xla=False,
+    logger = StepLogger(tmp_path, LoggingConfig(tensorboard=True, wandb=True, wandb_project="p"),
+                        backend=backends.select("cpu"),
                         run_config={"seed": 1})
     logger.log({"step": 7, "loss": torch.tensor(2.5), "lr": 0.1, "device": "cpu"})
     logger.close()

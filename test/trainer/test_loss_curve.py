@@ -23,6 +23,6 @@ def test_stored_curve_matches_settings():
 def test_loss_curve_matches_stored(tmp_path):
     stored = json.loads(CURVE_FILE.read_text())["losses"]
     got = curve_run(tmp_path)
-    worst = max(abs(a - b) for a, b in zip(got, stored))
     assert len(got) == len(stored)
+    worst = max(abs(a - b) for a, b in zip(got, stored, strict=True))
     assert worst <= ABS_TOL, f"max |loss - stored| = {worst:.2e} > {ABS_TOL}\ngot    {got}\nstored {stored}"

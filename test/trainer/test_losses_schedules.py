@@ -1,6 +1,7 @@
 """Losses by name (each against its formula) and the schedules (warmup, then linear,
 cosine, warmup-stable-decay, constant); a training run with each loss."""
 
+import itertools
 import math
 
 import pytest
@@ -60,7 +61,7 @@ def test_each_loss_matches_its_formula(batch):
 def test_named_losses_need_their_coefficient(tmp_path):
     cfg = tiny_config(tmp_path)
     cfg.loss.name = "z_loss"
-    with pytest.raises(ConfigError, match="loss.z_loss"):
+    with pytest.raises(ConfigError, match=r"loss\.z_loss"):
         validate(cfg)
 
 
@@ -97,4 +98,4 @@ def test_warmup_stable_decay_shape():
     assert all(m == 1.0 for m in mults[4:76])
     assert mults[75] == 1.0 and mults[100] == pytest.approx(0.1)
     assert mults[88] == pytest.approx(1 - 0.9 * 13 / 25)
-    assert all(a >= b for a, b in zip(mults[75:], mults[76:]))
+    assert all(a >= b for a, b in itertools.pairwise(mults[75:]))

@@ -31,8 +31,11 @@ def test_plain_cpu_records_fit_the_schema(tmp_path):
 
 def test_xla_cpu_records_fit_the_schema(tmp_path):
     """The torch_xla path (XLA:CPU) fills what plain CPU leaves null: the compile count."""
-    env = clean_env(PJRT_DEVICE="CPU", XLA_FLAGS="--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0 "
-                    "--xla_llvm_disable_expensive_passes=true")
+    env = clean_env(
+        PJRT_DEVICE="CPU",
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0 "
+        "--xla_llvm_disable_expensive_passes=true",
+    )
     p = run_trainer(["max_steps=2", "logging_steps=1", "global_batch_size=2", "block_size=16", "num_threads=1",
                      f"output_dir={tmp_path}"], env, timeout=400)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -41,7 +44,7 @@ def test_xla_cpu_records_fit_the_schema(tmp_path):
     assert all(r["device"] == "xla:CPU" and isinstance(r["compiles"], int) for r in records)
 
 
-@pytest.mark.parametrize("record, message", [
+@pytest.mark.parametrize(("record", "message"), [
     ({"loss": 1.0}, "no 'step'"),
     ({"step": 0}, "'step' is 0, expected at least 1"),
     ({"step": 1.5}, "'step' is 1.5, expected integer"),

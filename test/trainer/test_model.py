@@ -8,7 +8,7 @@ import torch
 from tpu_trainer.config import ModelConfig
 from tpu_trainer.metrics import flops_per_token, matmul_params, normalize_kind, peak_flops
 from tpu_trainer.model import build_model, count_params
-from tpu_trainer.model.llama import apply_rope, rope_tables
+from tpu_trainer.model.llama import Block, MoE, apply_rope, rope_tables
 
 TINY = ModelConfig()
 MOE = dataclasses.replace(TINY, num_local_experts=4, num_experts_per_tok=2)
@@ -63,7 +63,10 @@ def test_moe_trains_and_routes():
     model = build_model(MOE)
     tokens = torch.randint(0, 256, (2, 16))
     model(tokens, tokens).backward()
-    assert model.layers[0].mlp.gate.weight.grad.abs().sum() > 0  # the router learns
+    block = model.layers[0]
+    assert isinstance(block, Block) and isinstance(block.mlp, MoE)
+    grad = block.mlp.gate.weight.grad
+    assert grad is not None and grad.abs().sum() > 0  # the router learns
     assert matmul_params(MOE) < count_params(model, exclude_embedding=True)  # top-2 of 4 active
 
 
@@ -84,7 +87,7 @@ def test_llama3_8b_param_count():
 
 
 @pytest.mark.parametrize(
-    "kind,peak",
+    ("kind", "peak"),
     [("TPU v4", 275e12), ("TPU v5 lite", 197e12), ("TPU v5", 459e12), ("TPU v6 lite", 918e12),
      ("v5litepod-16", 197e12), ("v6e-8", 918e12), ("v5p-128", 459e12), ("NVIDIA H100 80GB HBM3", 989e12),
      ("CPU", None), ("cpu", None)],

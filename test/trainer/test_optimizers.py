@@ -96,7 +96,7 @@ def test_muon_reference_and_adamw_groups():
                lr=lr, momentum=mom, betas=(0.9, 0.99), eps=1e-8)
     w, buf = W0.clone().float(), torch.zeros(2, 3)
     gg, m, v = torch.tensor([0.3, -0.2]), torch.zeros(2), torch.zeros(2)
-    for t, g in enumerate(G, 1):
+    for g in G:
         hidden.grad, gain.grad = g.float(), gg.clone()
         opt.step()
         buf = mom * buf + g.float()
@@ -106,7 +106,7 @@ def test_muon_reference_and_adamw_groups():
     assert torch.allclose(hidden.detach(), w, atol=1e-6)
     expected_gain = torch.tensor([1.0, 2.0]) - 0.1 * 2 * torch.sign(gg)  # Adam's first steps move by ~lr
     assert torch.allclose(gain.detach(), expected_gain, atol=1e-3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="muon groups take matrices"):
         Muon([{"params": [gain], "muon": True}])
 
 
@@ -133,6 +133,6 @@ def test_clip_by_value_then_norm():
     a.grad, b.grad = torch.tensor([3.0, -0.5, 10.0]), torch.tensor([-4.0, 0.0])
     norm = clip_gradients([a, b], OptimizerConfig(grad_clip=1.0, grad_clip_value=2.0))
     # by value first: [2, -0.5, 2], [-2, 0] -> norm sqrt(12.25) = 3.5; then scaled to norm 1
-    assert norm.item() == pytest.approx(3.5)
-    assert torch.allclose(a.grad, torch.tensor([2.0, -0.5, 2.0]) / 3.5, atol=1e-5)
+    assert norm is not None and norm.item() == pytest.approx(3.5)
+    assert a.grad is not None and torch.allclose(a.grad, torch.tensor([2.0, -0.5, 2.0]) / 3.5, atol=1e-5)
     assert clip_gradients([a], OptimizerConfig(grad_clip=0.0, grad_clip_value=0.0)) is None

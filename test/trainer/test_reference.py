@@ -6,32 +6,33 @@ import math
 
 import pytest
 import torch
+import transformers
 
-from tpu_trainer import runtime
+from _trainer_helpers import compose
+from tpu_trainer import backends
 from tpu_trainer.config import ModelConfig, RopeScalingConfig
 from tpu_trainer.model import build_model
 from tpu_trainer.model.llama import llama3_scaled
-
-from _trainer_helpers import compose
-
-import transformers  # noqa: E402  (pinned in trainer/requirements.txt)
+from tpu_trainer.parallelize import parallelize
 
 
 def _hf_config(m: ModelConfig):
-    common = dict(
-        vocab_size=m.vocab_size, hidden_size=m.hidden_size, intermediate_size=m.intermediate_size,
-        num_hidden_layers=m.num_hidden_layers, num_attention_heads=m.num_attention_heads,
-        num_key_value_heads=m.num_key_value_heads, rope_theta=m.rope_theta, rms_norm_eps=m.rms_norm_eps,
-        max_position_embeddings=m.max_position_embeddings, tie_word_embeddings=m.tie_word_embeddings,
-        attn_implementation="eager",
-    )
+    common = {
+        "vocab_size": m.vocab_size, "hidden_size": m.hidden_size, "intermediate_size": m.intermediate_size,
+        "num_hidden_layers": m.num_hidden_layers, "num_attention_heads": m.num_attention_heads,
+        "num_key_value_heads": m.num_key_value_heads, "rope_theta": m.rope_theta, "rms_norm_eps": m.rms_norm_eps,
+        "max_position_embeddings": m.max_position_embeddings, "tie_word_embeddings": m.tie_word_embeddings,
+        "attn_implementation": "eager",
+    }
     if m.num_local_experts:
         return transformers.MixtralConfig(num_local_experts=m.num_local_experts,
                                           num_experts_per_tok=m.num_experts_per_tok, **common)
     rs = m.rope_scaling
-    scaling = None if rs.rope_type == "none" else dict(
-        rope_type="llama3", factor=rs.factor, low_freq_factor=rs.low_freq_factor,
-        high_freq_factor=rs.high_freq_factor, original_max_position_embeddings=rs.original_max_position_embeddings)
+    scaling = None if rs.rope_type == "none" else {
+        "rope_type": "llama3", "factor": rs.factor, "low_freq_factor": rs.low_freq_factor,
+        "high_freq_factor": rs.high_freq_factor,
+        "original_max_position_embeddings": rs.original_max_position_embeddings,
+    }
     return transformers.LlamaConfig(rope_scaling=scaling, mlp_bias=False, attention_bias=False, **common)
 
 
@@ -57,6 +58,7 @@ def test_logits_match_transformers(preset):
     m.attention_kernel = "eager"
     torch.manual_seed(0)
     ours = build_model(m).eval()
+    parallelize(ours, backends.select("cpu"), m)  # the eager kernel, as a run with this config would
     hf_cls = transformers.MixtralForCausalLM if m.num_local_experts else transformers.LlamaForCausalLM
     ref = hf_cls(_hf_config(m)).eval()
     missing, unexpected = ref.load_state_dict(_hf_state_dict(ours.state_dict(), m), strict=False)
@@ -99,10 +101,11 @@ def test_llama3_scaling_bands():
 
 def test_attention_kernels_agree_and_fall_back_off_tpu(capsys):
     q, k, v = (torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
-    sdpa = runtime.attention(q, k, v, "sdpa")
-    torch.testing.assert_close(runtime.attention(q, k, v, "eager"), sdpa, rtol=1e-5, atol=1e-5)
+    cpu = backends.select("cpu")
+    sdpa = cpu.attention("sdpa")(q, k, v)
+    torch.testing.assert_close(cpu.attention("eager")(q, k, v), sdpa, rtol=1e-5, atol=1e-5)
     # A TPU recipe on CPU: splash is asked for, SDPA computes it, and the log says so once.
-    torch.testing.assert_close(runtime.attention(q, k, v, "splash_attention"), sdpa)
-    runtime.attention(q, k, v, "splash_attention")
+    torch.testing.assert_close(cpu.attention("splash_attention")(q, k, v), sdpa)
+    cpu.attention("splash_attention")
     out = capsys.readouterr().out
     assert out.count("model.attention_kernel=splash_attention needs a TPU; using SDPA on cpu") == 1

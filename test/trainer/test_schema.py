@@ -43,7 +43,8 @@ def test_schema_content():
     assert s["additionalProperties"] is False and props["model"]["additionalProperties"] is False
     groups = s["x-hydra"]["groups"]
     assert groups["model"]["default"] == "tiny-llama"
-    assert {"tiny-llama", "tiny-mixtral", "llama-3-8b", "llama-3.1-405b", "mixtral-8x7b"} <= set(groups["model"]["options"])
+    presets = {"tiny-llama", "tiny-mixtral", "llama-3-8b", "llama-3.1-405b", "mixtral-8x7b"}
+    assert presets <= set(groups["model"]["options"])
     assert groups["model"]["options"]["mixtral-8x7b"]["num_local_experts"] == 8
     # nested groups, with the default the default model picks
     assert groups["model/remat"]["default"] == "none"

@@ -7,11 +7,10 @@ import shlex
 import pytest
 import torch
 
+from _trainer_helpers import compose
 from tpu_trainer.config import resolve_aliases, validate
 from tpu_trainer.model import build_model, count_params
 from tpu_trainer.sharding import resolve_mesh
-
-from _trainer_helpers import compose
 
 # The override lines as the recipes give them (after `tp run torchprime/torch_xla_models/train.py`),
 # with the device count of the slice(s) they were written for.
@@ -36,7 +35,7 @@ RECIPES = [
 ]
 
 
-@pytest.mark.parametrize("line,devices,params", RECIPES, ids=[r[0].split()[0] for r in RECIPES])
+@pytest.mark.parametrize(("line", "devices", "params"), RECIPES, ids=[r[0].split()[0] for r in RECIPES])
 def test_seed_recipe_composes_validates_and_builds(line, devices, params):
     cfg = compose(shlex.split(line))
     resolve_aliases(cfg)

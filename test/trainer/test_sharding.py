@@ -8,11 +8,10 @@ import sys
 
 import pytest
 
+from _trainer_helpers import REPO, clean_env, compose, read_metrics
 from tpu_trainer.config import ConfigError, MeshConfig
 from tpu_trainer.model import build_model
 from tpu_trainer.sharding import batch_split, param_specs, resolve_mesh
-
-from _trainer_helpers import REPO, clean_env, compose, read_metrics
 
 
 def test_resolve_mesh_fills_minus_one_and_names_mismatches():
@@ -60,17 +59,18 @@ def test_batch_split():
 
 SPMD_PROBE = r"""
 import json, sys, torch, torch_xla
-from tpu_trainer import runtime
+from tpu_trainer import backends
 from tpu_trainer.model import build_model
+from tpu_trainer.parallelize import parallelize
 sys.path.insert(0, "test/trainer")
 from _trainer_helpers import compose
 cfg = compose(["model=tiny-mixtral", "ici_mesh.fsdp=2", "ici_mesh.expert=2"])
-rt = runtime.select("xla")
-desc = rt.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
-model = build_model(cfg.model).to(rt.device)
-rt.shard_model(model, cfg.model.sharding)
+backend = backends.select("xla")
+desc = backend.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
+model = build_model(cfg.model).to(backend.device)
+parallelize(model, backend, cfg.model)
 specs = {n: torch_xla._XLAC._get_xla_sharding_spec(p) for n, p in model.named_parameters()}
-print(json.dumps({"desc": desc, "spmd": rt.spmd, "devices": rt.num_devices, "specs": specs}))
+print(json.dumps({"desc": desc, "spmd": backend.spmd, "devices": backend.num_devices, "specs": specs}))
 """
 
 

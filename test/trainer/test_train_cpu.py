@@ -104,7 +104,7 @@ def test_profile_duration_bounds_the_capture_in_time(tmp_path):
 
     short = train(tiny_config(tmp_path / "a", max_steps=6, profile_step=2, profile_steps=50, profile_duration=1))
     long = train(tiny_config(tmp_path / "b", max_steps=6, profile_step=2, profile_steps=4))
-    assert 0 < matmuls(short) and matmuls(short) * 3 < matmuls(long), (matmuls(short), matmuls(long))
+    assert matmuls(short) > 0 and matmuls(short) * 3 < matmuls(long), (matmuls(short), matmuls(long))
 
 
 def test_failed_xla_run_still_writes_the_metrics_report(tmp_path):

@@ -17,15 +17,15 @@ name (torch's get_state_dict, so a checkpoint is independent of param order and
 of the mesh it was written from), scheduler, data-loader position, RNG state and
 step: everything an exactly resumed run needs.
 
-Backends:
+By backend:
   plain torch   DCP's FileSystemWriter / FsspecWriter, without a process group.
                 Async: the state is copied to host memory on the training thread
                 (the only time training is blocked; the host buffers are reused, so
                 after the first save it is one memcpy) and written by a worker thread.
-  XLA SPMD      torch_xla's SPMDSavePlanner / SPMDLoadPlanner, which write each
-                device's shards and reshard on load to whatever mesh the model has
-                now; DCP's collectives run on a CPU (gloo) process group because the
-                XLA backend has no collectives in SPMD mode. Saved synchronously.
+  sharded       (XLA SPMD) the backend's ShardedCheckpointing: planners that write
+                each device's shards and reshard on load to whatever mesh the model
+                has now (torch_xla's SPMDSavePlanner / SPMDLoadPlanner over a gloo
+                process group). Async saves copy the shards to host memory first.
   XLA (1 device) tensors are moved to the host and saved as plain torch.
 """
 
@@ -36,14 +36,19 @@ import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import fsspec
 import torch
 import torch.distributed.checkpoint as dcp
+from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
 
+from .backends import ShardedCheckpointing
 from .config import CheckpointConfig
+from .data import Batches
 
 # Without a process group DCP saves as a single process, which is what we want on
 # one host; its warning about that (and torch's own TypedStorage deprecation
@@ -78,18 +83,8 @@ def _to_host(obj: Any, clone: bool) -> Any:
     return obj
 
 
-def _spmd_planners() -> tuple[Any, Any]:
-    import torch.distributed as dist
-    import torch_xla.distributed.xla_backend  # noqa: F401  registers the xla:// init method
-    from torch_xla.experimental.distributed_checkpoint import SPMDLoadPlanner, SPMDSavePlanner
-
-    if not dist.is_initialized():
-        # One process per host; gloo carries DCP's plan exchange between hosts.
-        dist.init_process_group("gloo", init_method="xla://")
-    return SPMDSavePlanner(), SPMDLoadPlanner()
-
-
-def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
+def capture(model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler, batches: Batches,
+            step: int) -> dict[str, Any]:
     """The full training state as a DCP state dict (tensors are live references, not copies)."""
     msd, osd = get_state_dict(model, optimizer)
     return {
@@ -102,7 +97,8 @@ def capture(model, optimizer, scheduler, batches, step: int) -> dict[str, Any]:
     }
 
 
-def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
+def restore(state: dict[str, Any], model: nn.Module, optimizer: Optimizer, scheduler: LRScheduler,
+            batches: Batches) -> int:
     """Apply a loaded state dict (from `capture`'s layout) to the live objects; return the step."""
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     scheduler.load_state_dict(state["scheduler"])
@@ -112,12 +108,13 @@ def restore(state: dict[str, Any], model, optimizer, scheduler, batches) -> int:
 
 
 class Checkpointer:
-    def __init__(self, cfg: CheckpointConfig, root: str, spmd: bool = False):
-        self.cfg, self.root, self.spmd = cfg, root.rstrip("/"), spmd
+    def __init__(self, cfg: CheckpointConfig, root: str, sharded: ShardedCheckpointing | None = None):
+        # sharded: the backend's I/O for parameters sharded over devices (SPMD); None: whole tensors.
+        self.cfg, self.root, self.sharded = cfg, root.rstrip("/"), sharded
         self.fs, self.base = fsspec.core.url_to_fs(self.root)
         self.fs.makedirs(self.base, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt")
-        self._pending: Optional[tuple[int, Future]] = None
+        self._pending: tuple[int, Future] | None = None
         self._staging: dict[str, torch.Tensor] = {}  # host copies for async saves, reused across saves
         self.last_blocked_s = 0.0  # training time the last save() blocked, for logs and the benchmark
 
@@ -136,7 +133,7 @@ class Checkpointer:
                 steps.append(int(m.group(1)))
         return sorted(steps)
 
-    def latest(self) -> Optional[str]:
+    def latest(self) -> str | None:
         steps = self.complete_steps()
         return self.url(steps[-1]) if steps else None
 
@@ -146,24 +143,19 @@ class Checkpointer:
         t0 = time.perf_counter()
         self.wait()  # one save in flight at a time; also commits the previous one
         self._remove_incomplete()
-        if self.spmd:
-            save_planner, _ = _spmd_planners()
+        if self.sharded is not None:
+            save_planner, _ = self.sharded.planners()
             if blocking or not self.cfg.async_save:
                 self._write(step, state, save_planner)
                 self._prune()
             else:
-                # Async on XLA SPMD, as torch_xla's CheckpointManager.save_async does it: copy every device's
-                # shards to host memory now (the step loop waits only for this transfer), then let the
-                # writer thread run DCP with the SPMD planner over the host copies while training goes on.
-                from torch_xla.experimental.distributed_checkpoint._helpers import _sharded_cpu_state_dict
-
-                snapshot = _sharded_cpu_state_dict(state)
+                # Copy every device's shards to host memory now (the step loop waits only for this
+                # transfer), then let the writer thread run DCP with the sharded planner over the host
+                # copies while training goes on.
+                snapshot = self.sharded.to_host(state)
                 self._pending = (step, self._pool.submit(self._write, step, snapshot, save_planner))
         else:
-            if blocking or not self.cfg.async_save:
-                snapshot = _to_host(state, clone=False)
-            else:
-                snapshot = self._stage(state)
+            snapshot = _to_host(state, clone=False) if blocking or not self.cfg.async_save else self._stage(state)
             if blocking or not self.cfg.async_save:
                 self._write(step, snapshot, None)
                 self._prune()
@@ -246,8 +238,8 @@ class Checkpointer:
         Plain torch loads into host copies (then set_state_dict copies onto the
         model's device); SPMD loads straight into the sharded device tensors, each
         device reading only the pieces of its shard (reshard on load)."""
-        if self.spmd:
-            _, load_planner = _spmd_planners()
+        if self.sharded is not None:
+            _, load_planner = self.sharded.planners()
             reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
             dcp.load(state, storage_reader=reader, planner=load_planner)
             return state
@@ -264,7 +256,7 @@ class Checkpointer:
         self._pool.shutdown()
 
 
-def _fsspec_reader(url: str):
+def _fsspec_reader(url: str) -> dcp.StorageReader:
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
 
     return FsspecReader(url)

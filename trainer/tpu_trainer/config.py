@@ -13,6 +13,7 @@ Field metadata conventions (read by `validate` and by `schema.py`):
 """
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -301,7 +302,7 @@ class TrainConfig:
     )
 
 
-def _walk(obj: Any, prefix: str = ""):
+def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field[Any], Any]]:
     """Yield (full_key, field, value) for every leaf field of a config dataclass tree."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -359,7 +360,7 @@ def validate(cfg: TrainConfig) -> None:
         sizes = [getattr(mesh, a) for a in MESH_AXES]
         if sizes.count(-1) > 1:
             raise ConfigError(f"{mesh_name}: at most one axis may be -1 (all remaining devices)")
-        for axis, n in zip(MESH_AXES, sizes):
+        for axis, n in zip(MESH_AXES, sizes, strict=True):
             if n == 0 or n < -1:
                 raise ConfigError(f"{mesh_name}.{axis}={n} must be a positive size or -1")
     rm = m.rope_scaling
@@ -393,7 +394,7 @@ def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
     for f in dataclasses.fields(cls):
         key = f"{prefix}{f.name}"
         keys.append(key)
-        if dataclasses.is_dataclass(f.type):
+        if isinstance(f.type, type) and dataclasses.is_dataclass(f.type):
             keys.extend(config_keys(f.type, key + "."))
     return keys
 

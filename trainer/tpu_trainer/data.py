@@ -11,9 +11,10 @@ the count of batches drawn is the loader's whole position (checkpointed).
 Batches are built on the host (CPU) and moved to the device by the trainer.
 """
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 
@@ -26,7 +27,7 @@ _EOS_NAMES = ("<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>")
 class Tokenizer:
     """encode(text) -> ids, plus vocab size and the end-of-text id used between packed documents."""
 
-    def __init__(self, encode: Callable[[str], list[int]], vocab_size: int, eos_id: Optional[int], name: str):
+    def __init__(self, encode: Callable[[str], list[int]], vocab_size: int, eos_id: int | None, name: str):
         self.encode, self.vocab_size, self.eos_id, self.name = encode, vocab_size, eos_id, name
 
 
@@ -78,7 +79,7 @@ def file_texts(path: str) -> list[str]:
     return [p.read_text(encoding="utf-8")]
 
 
-def hf_texts(name: str, config: Optional[str], split: str, column: str, limit: int) -> list[str]:
+def hf_texts(name: str, config: str | None, split: str, column: str, limit: int) -> list[str]:
     """Documents of a Hugging Face dataset: a hub id, a local dataset directory, or a dataset
     saved with save_to_disk. Raises RuntimeError (to fall back from) when it cannot be had."""
     try:
@@ -101,7 +102,7 @@ def hf_texts(name: str, config: Optional[str], split: str, column: str, limit: i
     return [t for t in ds[column] if t]
 
 
-def load_texts(cfg: DataConfig, dataset_name: Optional[str], dataset_config_name: Optional[str],
+def load_texts(cfg: DataConfig, dataset_name: str | None, dataset_config_name: str | None,
                log: Callable[[str], None] = print) -> tuple[list[str], str]:
     """(documents, description) for data.name hf / file / bundled."""
     if cfg.name == "hf":
@@ -112,6 +113,8 @@ def load_texts(cfg: DataConfig, dataset_name: Optional[str], dataset_config_name
             log(f"data: Hugging Face dataset {dataset_name}/{dataset_config_name} unavailable ({e}); "
                 f"falling back to the bundled corpus")
     if cfg.name == "file":
+        if not cfg.path:
+            raise ConfigError("data.path must be set when data.name=file")
         docs = file_texts(cfg.path)
         return docs[: cfg.max_documents or None], f"file:{cfg.path} {len(docs)} docs"
     return [bundled_text()], "bundled"
@@ -127,8 +130,8 @@ def pack(docs: list[str], tok: Tokenizer) -> torch.Tensor:
     return torch.tensor(ids, dtype=torch.long)
 
 
-def load_tokens(cfg: DataConfig, dataset_name: Optional[str] = None, dataset_config_name: Optional[str] = None,
-                vocab_size: Optional[int] = None, log: Callable[[str], None] = print) -> tuple[torch.Tensor, str]:
+def load_tokens(cfg: DataConfig, dataset_name: str | None = None, dataset_config_name: str | None = None,
+                vocab_size: int | None = None, log: Callable[[str], None] = print) -> tuple[torch.Tensor, str]:
     tok = load_tokenizer(cfg.tokenizer)
     if vocab_size is not None and tok.vocab_size > vocab_size:
         raise ConfigError(
@@ -148,7 +151,7 @@ class Batches:
     """
 
     def __init__(self, cfg: DataConfig, vocab_size: int, batch_size: int, block_size: int, seed: int,
-                 dataset_name: Optional[str] = None, dataset_config_name: Optional[str] = None,
+                 dataset_name: str | None = None, dataset_config_name: str | None = None,
                  log: Callable[[str], None] = print):
         self.vocab_size, self.batch_size, self.block_size = vocab_size, batch_size, block_size
         self.gen = torch.Generator().manual_seed(seed)
@@ -186,6 +189,6 @@ class Batches:
 
 
 def batches(cfg: DataConfig, vocab_size: int, batch_size: int, block_size: int, seed: int,
-            dataset_name: Optional[str] = None, dataset_config_name: Optional[str] = None,
+            dataset_name: str | None = None, dataset_config_name: str | None = None,
             log: Callable[[str], None] = print) -> Batches:
     return Batches(cfg, vocab_size, batch_size, block_size, seed, dataset_name, dataset_config_name, log)

@@ -9,18 +9,27 @@ and logs the same loss. With equal row counts per rank the averaged gradient is
 exactly the single-process gradient of the whole batch (up to float rounding).
 
 On a real TPU pod the hosts instead form one SPMD program through torch_xla's
-runtime (runtime.py); this module then stays off.
+runtime (backends/xla.py); this module then stays off.
 """
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Iterable, Optional
 
 import torch
 import torch.distributed as dist
 
 from .config import ConfigError
+
+
+def worker_id() -> int:
+    """This host's index in a multi-host TPU slice (set on TPU VMs and by the TPU Workbench emulator)."""
+    for var in ("TPU_WORKER_ID", "CLOUD_TPU_TASK_ID"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 def worker_hostnames() -> list[str]:
@@ -42,20 +51,20 @@ class DataParallel:
         per = global_batch // self.world
         return slice(self.rank * per, (self.rank + 1) * per)
 
-    def average(self, grads: Iterable[Optional[torch.Tensor]], loss: torch.Tensor) -> torch.Tensor:
+    def average(self, grads: Iterable[torch.Tensor | None], loss: torch.Tensor) -> torch.Tensor:
         """Average the gradients in place and return the averaged loss, in one all-reduce.
 
         Tensors on an XLA device are brought to the host for gloo (that cuts the graph:
         multi-host gloo is for CPU hosts and the emulator, where it costs little)."""
         if not self.active:
             return loss
-        grads = [g for g in grads if g is not None]
-        flat = torch.cat([g.reshape(-1).float() for g in grads] + [loss.detach().reshape(1).float()]).cpu()
+        present = [g for g in grads if g is not None]
+        flat = torch.cat([g.reshape(-1).float() for g in present] + [loss.detach().reshape(1).float()]).cpu()
         dist.all_reduce(flat)
         flat /= self.world
         offset = 0
         device = loss.device
-        for g in grads:
+        for g in present:
             n = g.numel()
             g.copy_(flat[offset:offset + n].view_as(g).to(device=device, dtype=g.dtype))
             offset += n
@@ -114,5 +123,5 @@ def setup(mode: str, worker: int, is_tpu_runtime: bool, port: int, timeout_s: in
     return DataParallel(rank=worker, world=world)
 
 
-def _loopback_ifname(host: str) -> Optional[str]:
+def _loopback_ifname(host: str) -> str | None:
     return "lo" if host.startswith("127.") or host in ("localhost", "::1") else None

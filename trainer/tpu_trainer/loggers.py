@@ -3,18 +3,20 @@
 Host syncs: on XLA the loss and gradient norm are device tensors whose values
 exist only after the device has run the step. Reading them with .item() in the
 loop would block tracing of step N+1 on execution of step N. Instead the trainer
-hands the record to `StepLogger.log`, which on XLA registers it with
-torch_xla's `xm.add_step_closure(..., run_async=True)`: torch_xla calls it after
-the step's graph has executed, on its own thread, where .item() is free. On
-plain torch the record is written at once.
+hands the record to `StepLogger.log`, which gives it to the backend as a step
+closure (on XLA torch_xla's `add_step_closure(..., run_async=True)`): it runs
+after the step's graph has executed, on another thread, where .item() is free.
+On plain torch the record is written at once.
 """
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Literal
 
 import torch
 
+from .backends import Backend
 from .config import LoggingConfig
 from .metrics import MetricsWriter
 
@@ -41,14 +43,19 @@ class TensorBoardWriter:
         self._w.close()
 
 
+# logging.wandb_mode's values (config.py's enum) as the literal types wandb.init declares.
+_WANDB_MODES: dict[str, Literal["online", "offline", "disabled"]] = {
+    "online": "online", "offline": "offline", "disabled": "disabled"}
+
+
 class WandbWriter:
     def __init__(self, cfg: LoggingConfig, run_dir: Path, config: dict[str, Any]):
         import wandb
 
         # offline writes under run_dir/wandb and needs no network or API key;
         # `wandb sync` uploads it later. The key (if any) comes from WANDB_API_KEY.
-        self._run = wandb.init(project=cfg.wandb_project, mode=cfg.wandb_mode, dir=str(run_dir), config=config,
-                               resume="allow")
+        self._run = wandb.init(project=cfg.wandb_project, mode=_WANDB_MODES[cfg.wandb_mode], dir=str(run_dir),
+                               config=config, resume="allow")
 
     def write(self, record: dict[str, Any]) -> None:
         self._run.log({k: v for k, v in record.items() if k != "step"}, step=record["step"])
@@ -58,13 +65,13 @@ class WandbWriter:
 
 
 class StepLogger:
-    def __init__(self, out_dir: Path, cfg: LoggingConfig, is_xla: bool, run_config: dict[str, Any],
+    def __init__(self, out_dir: Path, cfg: LoggingConfig, backend: Backend, run_config: dict[str, Any],
                  keep_until_step: int = 0,
-                 prepare: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None,
-                 after: Optional[Callable[[dict[str, Any]], None]] = None):
+                 prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 after: Callable[[dict[str, Any]], None] | None = None):
         # prepare: fills the fields known only once the step has run (timing, memory);
         # after: the stdout line and divergence check. Both run where the values are on the host.
-        self.is_xla = is_xla
+        self.backend = backend
         self.prepare, self.after = prepare, after
         self.writers: list[Any] = [MetricsWriter(out_dir / "metrics.jsonl", keep_until_step=keep_until_step)]
         self.disabled: list[str] = []
@@ -84,12 +91,7 @@ class StepLogger:
 
     def log(self, record: dict[str, Any]) -> None:
         """Write `record`; tensor values are read on the host only when that costs no sync."""
-        if self.is_xla:
-            import torch_xla.core.xla_model as xm
-
-            xm.add_step_closure(self._emit, args=(record,), run_async=True)
-        else:
-            self._emit(record)
+        self.backend.add_step_closure(self._emit, (record,))
 
     def _emit(self, record: dict[str, Any]) -> None:
         rec = {k: _plain(v) for k, v in record.items()}
@@ -102,19 +104,9 @@ class StepLogger:
 
     def flush(self) -> None:
         """Wait until every queued closure has written its record (end of run, before a checkpoint)."""
-        if not self.is_xla:
-            return
-        import torch_xla
-        import torch_xla.core.xla_model as xm
-
-        torch_xla.sync()  # runs closures still attached to the current (empty) step; compiles nothing
-        handler = getattr(xm._get_device_context(), "async_closure_handler", None)
-        if handler is not None:
-            handler._closure_queue.join()
+        self.backend.flush_step_closures()
 
     def close(self) -> None:
         self.flush()
         for w in self.writers:
             w.close()
-
-

@@ -20,9 +20,8 @@ is common. MFU = tokens_per_s * flops_per_token / (peak * devices).
 import json
 import os
 import resource
-import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .config import ModelConfig
 
@@ -50,7 +49,7 @@ def normalize_kind(kind: str) -> str:
     return k
 
 
-def peak_flops(kind: str) -> Optional[float]:
+def peak_flops(kind: str) -> float | None:
     """Peak FLOP/s for a device kind string, or None when unknown (e.g. CPU)."""
     k = normalize_kind(kind)
     # Longest key first so 'tpuv5lite' wins over 'tpuv5'.
@@ -108,7 +107,7 @@ class MetricsWriter:
                         kept.append(line + "\n")
                 except (ValueError, KeyError, TypeError):
                     break  # a torn last line from a killed process
-        self._f = open(path, "w", encoding="utf-8")
+        self._f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - appended to at every logged step until close()
         self._f.writelines(kept)
         self._f.flush()
 

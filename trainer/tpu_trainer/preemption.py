@@ -1,15 +1,16 @@
-"""Noticing preemption: SIGTERM, or torch_xla's preemption sync point on Cloud TPU.
+"""Noticing preemption: SIGTERM, or the backend's preemption notice (on Cloud TPU,
+torch_xla's preemption sync point).
 
 A spot/preemptible TPU VM gets SIGTERM (and, on TPU, a maintenance event that
 torch_xla's preemption sync manager turns into a "sync point reached" on every
-host at the same step) shortly before it is stopped. The handler only sets a
+host at the same step: Backend.preemption_notice) shortly before it is stopped. The handler only sets a
 flag: the training loop checks it at the next step boundary, where the state is
 consistent, saves a checkpoint and exits with PREEMPTED_EXIT_CODE.
 """
 
-import os
 import signal
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Any
 
 # sysexits.h EX_TEMPFAIL, "temporary failure; the user is invited to retry": the
 # run did not fail, it was stopped early and can resume (TPU Workbench reports it
@@ -18,18 +19,11 @@ PREEMPTED_EXIT_CODE = 75
 
 
 class PreemptionWatcher:
-    def __init__(self, use_xla_sync_point: bool = False):
-        self.signal: Optional[str] = None
+    def __init__(self, notice: Callable[[int], bool] | None = None):
+        # notice(step): the platform's own announcement (Backend.preemption_notice), if it has one.
+        self.signal: str | None = None
         self._previous: Any = None
-        self._xla = False
-        if use_xla_sync_point and os.environ.get("PJRT_DEVICE", "").upper() == "TPU":
-            try:  # only Cloud TPU runtimes have the manager; anywhere else this is a no-op
-                import torch_xla
-
-                torch_xla._XLAC._activate_preemption_sync_manager()
-                self._xla = True
-            except Exception:  # noqa: BLE001 - an older runtime without it still has SIGTERM
-                self._xla = False
+        self._notice = notice
 
     def __enter__(self) -> "PreemptionWatcher":
         try:
@@ -47,9 +41,6 @@ class PreemptionWatcher:
 
     def preempted(self, step: int) -> bool:
         """True once a preemption was noticed (call at each step boundary; cheap)."""
-        if self.signal is None and self._xla:
-            import torch_xla
-
-            if torch_xla._XLAC._sync_point_reached(step):
-                self.signal = "xla-preemption-notice"
+        if self.signal is None and self._notice is not None and self._notice(step):
+            self.signal = "xla-preemption-notice"
         return self.signal is not None

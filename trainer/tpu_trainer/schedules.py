@@ -6,7 +6,7 @@ schedule starts with the same linear warmup.
 """
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -52,7 +52,7 @@ def dataclass_schema(cls: type, instance: Any = None) -> dict[str, Any]:
     instance = cls() if instance is None else instance
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             # The parent's default for this field (ici_mesh is MeshConfig(fsdp=-1)), not the class's.
             node = dataclass_schema(tp, getattr(instance, f.name))
         else:
@@ -67,10 +67,18 @@ def dataclass_schema(cls: type, instance: Any = None) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 
+def _load_mapping(path: Path) -> dict[str, Any]:
+    """A hydra YAML file as a plain dict (every file of the config tree is a mapping)."""
+    body = OmegaConf.to_container(OmegaConf.load(path))
+    if not isinstance(body, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    return {str(k): v for k, v in body.items()}
+
+
 def _defaults_of(path: Path, group_prefix: str = "") -> dict[str, str]:
     """Group -> option chosen by a config file's `defaults:` list (relative groups made absolute)."""
     chosen = {}
-    for item in OmegaConf.to_container(OmegaConf.load(path)).get("defaults", []) or []:
+    for item in _load_mapping(path).get("defaults", []) or []:
         if isinstance(item, dict):
             for group, option in item.items():
                 if not group.startswith("override "):
@@ -87,7 +95,7 @@ def hydra_groups(config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
         name = group_dir.relative_to(config_dir).as_posix()
         options = {}
         for yml in sorted(group_dir.glob("*.yaml")):
-            body = OmegaConf.to_container(OmegaConf.load(yml))
+            body = _load_mapping(yml)
             body.pop("defaults", None)
             options[yml.stem] = body
         groups[name] = {"default": defaults.get(name), "options": options}
@@ -111,7 +119,7 @@ def build_schema() -> dict[str, Any]:
     }
     # Top-level values that default.yaml sets over the dataclass defaults (e.g. the
     # timestamped output_dir) are the defaults a user actually gets.
-    root = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / CONFIG_NAME))
+    root = _load_mapping(CONFIG_DIR / CONFIG_NAME)
     for key, value in root.items():
         if key in schema["properties"] and not isinstance(value, dict):
             schema["properties"][key]["default"] = value

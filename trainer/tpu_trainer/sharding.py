@@ -4,13 +4,14 @@ The mesh has the axes of config.MESH_AXES. `ici_mesh` sizes the axes inside a
 slice (chips joined by the inter-chip interconnect), `dcn_mesh` across slices
 (data-centre network); each axis of the device mesh is their product, so
 `ici_mesh.fsdp=64 dcn_mesh.fsdp=2` is an fsdp axis of 128 devices whose
-neighbours share a slice. runtime.py turns these decisions into torch_xla
+neighbours share a slice. backends/xla.py turns these decisions into torch_xla
 calls; keeping them here lets the tests check them on any machine.
 """
 
 import math
 import re
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from .config import MESH_AXES, ConfigError, MeshConfig, ShardingConfig
 
@@ -41,7 +42,7 @@ def resolve_mesh(ici: MeshConfig, dcn: MeshConfig, num_devices: int) -> tuple[tu
             )
         ici_sizes[ici_sizes.index(-1)] = per_slice // known
     if math.prod(ici_sizes) != per_slice:
-        shown = " ".join(f"{a}={n}" for a, n in zip(MESH_AXES, ici_sizes))
+        shown = " ".join(f"{a}={n}" for a, n in zip(MESH_AXES, ici_sizes, strict=True))
         raise ConfigError(
             f"ici_mesh ({shown}) has {math.prod(ici_sizes)} devices but each of the {slices} slice(s) has "
             f"{per_slice}; make the axis sizes multiply to {per_slice} (or set one to -1)"
@@ -50,7 +51,7 @@ def resolve_mesh(ici: MeshConfig, dcn: MeshConfig, num_devices: int) -> tuple[tu
 
 
 def device_mesh_shape(ici_shape: tuple[int, ...], dcn_shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(i * d for i, d in zip(ici_shape, dcn_shape))
+    return tuple(i * d for i, d in zip(ici_shape, dcn_shape, strict=True))
 
 
 def _glob(pattern: str) -> re.Pattern:
@@ -65,14 +66,14 @@ def _as_spec(raw: Any) -> Spec:
     return tuple(tuple(e) if isinstance(e, (list, tuple)) else e for e in raw)
 
 
-def param_specs(named_shapes: Iterable[tuple[str, tuple[int, ...]]], rules: dict[str, Any]) -> dict[str, Optional[Spec]]:
+def param_specs(named_shapes: Iterable[tuple[str, tuple[int, ...]]], rules: dict[str, Any]) -> dict[str, Spec | None]:
     """Parameter name -> partition spec (None: replicated). First matching rule wins.
 
     A rule whose spec length differs from the parameter's rank is a config error
     naming both, not a silent replication: a typo there would cost memory quietly.
     """
     compiled = [(p, _glob(p), _as_spec(spec)) for p, spec in rules.items()]
-    out: dict[str, Optional[Spec]] = {}
+    out: dict[str, Spec | None] = {}
     for name, shape in named_shapes:
         out[name] = None
         for pattern, rx, spec in compiled:
@@ -87,7 +88,7 @@ def param_specs(named_shapes: Iterable[tuple[str, tuple[int, ...]]], rules: dict
     return out
 
 
-def unused_rules(specs: dict[str, Optional[Spec]], rules: dict[str, Any], names: Iterable[str]) -> list[str]:
+def unused_rules(specs: dict[str, Spec | None], rules: dict[str, Any], names: Iterable[str]) -> list[str]:
     """Patterns that matched no parameter (worth a log line: usually a renamed module)."""
     names = list(names)
     return [p for p in rules if not any(_glob(p).match(n) for n in names)]

@@ -10,7 +10,7 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     PJRT_DEVICE=CPU python -m tpu_trainer.train model=tiny-llama max_steps=20 output_dir=/tmp/tiny-xla
 
     # the sample recipe (what TPU Workbench runs on every worker)
-    PYTHONPATH=trainer bash recipes/tiny-llama.sh
+    . scripts/env.sh && bash recipes/tiny-llama.sh
 
     # XLA:CPU with an SPMD mesh of 4 devices: FSDP x tensor parallel, or experts split
     PJRT_DEVICE=CPU CPU_NUM_DEVICES=4 python -m tpu_trainer.train ici_mesh.fsdp=2 ici_mesh.tensor=2
@@ -47,7 +47,7 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     # with resume=auto continues from the newest complete checkpoint
     python -m tpu_trainer.train checkpoint.interval=100 checkpoint.dir=gs://bucket/run1 resume=auto
 
-Each run writes to output_dir: metrics.jsonl (fields in metrics.py), summary.json,
+Each run writes to output_dir: metrics.jsonl (fields in protocol/metrics-record.schema.json), summary.json,
 checkpoints/ (unless checkpoint.dir points elsewhere), hydra's .hydra/ and, on
 XLA, xla_metrics.txt (torch_xla's metrics report). stdout gets a header, one
 `step N loss X lr Y ...` line per logged step (flushed, for log streaming), a
@@ -79,25 +79,29 @@ hosts (TPU_WORKER_HOSTNAMES) train data-parallel over gloo (distributed.py).
 import dataclasses
 import difflib
 import json
-import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
+from . import backends
 from . import data as data_lib
 from . import distributed as dist_lib
-from . import runtime as rt_lib
+from .backends import Backend
 from .checkpoint import Checkpointer, capture, restore
 from .config import ConfigError, TrainConfig, config_keys, register_configs, resolve_aliases, validate
 from .loggers import StepLogger
-from .losses import build_loss
+from .losses import LossFn, build_loss
+from .meter import StepMeter
 from .metrics import flops_per_token, matmul_params, peak_flops
-from .model import build_model, count_params
+from .model import Llama, build_model, count_params
 from .optim import build_optimizer, clip_gradients, init_state
+from .parallelize import parallelize
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionWatcher
+from .profiler import Profiler
 from .schedules import build_scheduler
 
 
@@ -107,223 +111,243 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def _fmt_bytes(n: int) -> str:
-    return f"{n / 2**20:.1f}MiB"
+@dataclass
+class Run:
+    """Everything one training run holds, built before the first step."""
 
+    cfg: TrainConfig
+    out_dir: Path
+    worker: int
+    backend: Backend
+    mesh: str  # the mesh's description, for the header
+    dp: dist_lib.DataParallel
+    rows: slice  # this process's rows of each global batch
+    model: Llama
+    n_params: int
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    batches: data_lib.Batches
+    loss_fn: LossFn
+    ckpt: Checkpointer | None
+    start_step: int = 0
+    resumed_from: str | None = None
+    step: int = 0  # the last step started (the summary's `steps`)
 
-def _resume_url(resume: str, ckpt: Optional[Checkpointer]) -> Optional[str]:
-    if resume == "none":
-        return None
-    if resume == "auto":
-        return ckpt.latest() if ckpt else None
-    return resume
+    @property
+    def saving(self) -> bool:
+        return self.ckpt is not None and self.cfg.checkpoint.enabled
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run training; return the summary (also written to <output_dir>/summary.json)."""
-    notes = resolve_aliases(cfg)
-    validate(cfg)
-    if cfg.num_threads > 0:
-        # One thread per process when several workers share a host: N processes
-        # each spawning a thread per core thrash the caches and the scheduler.
-        torch.set_num_threads(cfg.num_threads)
-    worker = rt_lib.worker_id()
-    rt = rt_lib.select(cfg.device)
-    mesh_desc = rt.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
-    rt.check_batch(cfg.global_batch_size, cfg.model.sharding)
-    out_dir = Path(cfg.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for note in notes:
-        log(note)
-    dp = dist_lib.setup(cfg.distributed, worker, rt_lib.device_is_tpu(rt.device),
-                        cfg.coordinator_port, cfg.distributed_timeout_s, cfg.global_batch_size)
-    # This process's rows of each global batch: its share under gloo data parallelism,
-    # its host's share of an SPMD pod (runtime.to_device assembles the global batch).
-    rows = dp.rows(cfg.global_batch_size) if dp.active else slice(
-        rt.host_index * cfg.global_batch_size // rt.num_hosts, (rt.host_index + 1) * cfg.global_batch_size // rt.num_hosts)
-
-    # Build and initialise on the host, then move: the init is then bit-identical
-    # on CPU and XLA for a given seed (and on every host).
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model)
-    n_params = count_params(model)
-    model.to(rt.device)
-    rt.shard_model(model, cfg.model.sharding)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = build_optimizer(model, cfg.optimizer)
-    init_state(optimizer)
-    scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
-    batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed,
-                               cfg.dataset_name, cfg.dataset_config_name, log)
-    loss_fn = build_loss(cfg.loss)
-
-    ckpt = None
-    if cfg.checkpoint.enabled or cfg.resume != "none":
-        ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"), spmd=rt.spmd)
-    start_step, resumed_from = 0, _resume_url(cfg.resume, ckpt)
-    if resumed_from:
-        state = ckpt.load(resumed_from, capture(model, optimizer, scheduler, batches, 0))
-        start_step = restore(state, model, optimizer, scheduler, batches)
-    dp.agree(start_step, "the step to resume from (resume=auto found different checkpoints)")
-    rt.sync()  # materialise params and optimizer state on the device before the first step
-
-    tokens_per_step = cfg.global_batch_size * cfg.block_size
-    fpt = flops_per_token(cfg.model, cfg.block_size)
-    peak = cfg.peak_flops_per_device or peak_flops(rt.kind)
-    devices = rt.num_devices * dp.world  # MFU is against the peak of every device the step ran on
-    profiler = rt_lib.Profiler(
-        rt, Path(cfg.profile_dir or out_dir / "profile"), cfg.profile_step, cfg.profile_steps, cfg.profile_duration
-    )
-
-    log(
-        f"tpu_trainer: worker {worker} device {rt.label} threads {torch.get_num_threads()} "
-        f"model {cfg.model.name} params {n_params / 1e6:.2f}M (matmul {matmul_params(cfg.model) / 1e6:.2f}M) "
-        f"batch {cfg.global_batch_size}x{cfg.block_size} steps {cfg.max_steps} optimizer {cfg.optimizer.name} "
-        f"loss {cfg.loss.name} output_dir {out_dir}"
-    )
-    log(f"mesh {mesh_desc} sharding {cfg.model.sharding.name} remat {cfg.model.remat.name} "
-        f"attention {cfg.model.attention_kernel} data {batches.description}"
-        + (f" data-parallel rank {dp.rank}/{dp.world} (gloo)" if dp.active else ""))
-    if resumed_from:
-        log(f"resumed from {resumed_from} at step {start_step}")
-
-    # Shared between the loop and the logging closures (which run on torch_xla's
-    # closure thread on XLA, after the step has executed).
-    track: dict[str, Any] = {"last_loss": math.nan, "diverged": False, "t_last": time.perf_counter(),
-                             "last_logged": start_step, "steady_t0": None, "steady_step0": 0, "rows": 0}
-
-    def prepare(rec: dict[str, Any]) -> dict[str, Any]:
-        now = time.perf_counter()
-        step_time = (now - track["t_last"]) / max(1, rec["step"] - track["last_logged"])
-        track["t_last"], track["last_logged"] = now, rec["step"]
-        if track["steady_t0"] is None:
-            # Steady-state throughput for the summary starts after the first logged
-            # step, which carries XLA compilation and warm-up.
-            track["steady_t0"], track["steady_step0"] = now, rec["step"]
-        tps = tokens_per_step / step_time
-        mem, mem_kind = rt.memory()
-        rec.update(step_time_s=step_time, tokens_per_s=tps, mfu=tps * fpt / (peak * devices) if peak else None,
-                   mem_bytes=mem, mem_kind=mem_kind)
-        rec.update(tokens=rec["step"] * tokens_per_step, worker=worker, device=rt.label,
-                   compiles=rt.compile_count(), time=time.time())
-        return rec
-
-    def after(rec: dict[str, Any]) -> None:
-        track["last_loss"] = rec["loss"]
-        gnorm, mfu = rec["grad_norm"], rec["mfu"]
-        log(
-            f"step {rec['step']} loss {rec['loss']:.4f} lr {rec['lr']:.3e} "
-            f"grad_norm {gnorm if gnorm is None else f'{gnorm:.3f}'} step_time_s {rec['step_time_s']:.4f} "
-            f"tokens_per_s {rec['tokens_per_s']:.0f} mfu {'-' if mfu is None else f'{mfu:.3f}'} "
-            f"mem {_fmt_bytes(rec['mem_bytes'])}"
-        )
-        if not math.isfinite(rec["loss"]):
-            track["diverged"] = True
-
-    logger = StepLogger(out_dir, cfg.logging, rt.is_xla, dataclasses.asdict(cfg), keep_until_step=start_step,
-                        prepare=prepare, after=after)
-
-    def save(step: int, blocking: bool) -> None:
-        logger.flush()  # records up to `step` are on disk before the checkpoint that resumes after them
-        ckpt.save(step, capture(model, optimizer, scheduler, batches, step), blocking=blocking)
-        log(f"checkpoint step {step} -> {ckpt.url(step)} (blocked {ckpt.last_blocked_s:.3f}s)")
-
-    status, step, t_start = "ok", start_step, time.perf_counter()
-    watcher = PreemptionWatcher(use_xla_sync_point=rt.is_xla)
+    run = setup(cfg)
+    resume(run)
+    run.backend.sync()  # materialise params and optimizer state on the device before the first step
+    meter, profiler = start_metering(run)
+    logger = StepLogger(run.out_dir, cfg.logging, run.backend, dataclasses.asdict(cfg),
+                        keep_until_step=run.start_step, prepare=meter.prepare, after=meter.after)
+    t_start = time.perf_counter()
+    status = "ok"
     try:
-        with watcher:
-            for step in range(start_step + 1, cfg.max_steps + 1):
-                profiler.before_step(step)
-                inputs, targets = next(batches)
-                inputs, targets = rt.to_device([inputs[rows], targets[rows]], cfg.model.sharding)
-                lr = optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
-
-                loss = loss_fn(model.hidden_states(inputs), model.lm_head.weight, targets)
-                loss.backward()
-                loss = dp.average((p.grad for p in params), loss)  # no-op on one host
-                grad_norm = clip_gradients(params, cfg.optimizer)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                if step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps:
-                    # Device tensors go to the logger as they are: on XLA it registers a step
-                    # closure that the sync below hands to torch_xla's closure thread, which
-                    # reads the values once the device has run the step; the host never waits.
-                    logger.log({"step": step, "loss": loss.detach(), "lr": lr,
-                                "grad_norm": None if grad_norm is None else grad_norm.detach()})
-                rt.sync()
-                profiler.after_step(step)
-
-                if dp.any(track["diverged"]):
-                    status = "diverged"
-                    break
-                if ckpt:
-                    ckpt.poll()
-                if dp.any(watcher.preempted(step)):
-                    status = "preempted"
-                    log(f"preemption noticed ({watcher.signal or 'on another worker'}) after step {step}: saving and exiting")
-                    if ckpt and cfg.checkpoint.enabled:
-                        save(step, blocking=True)
-                    break
-                if ckpt and cfg.checkpoint.enabled and cfg.checkpoint.interval and step % cfg.checkpoint.interval == 0 \
-                        and step != cfg.max_steps:
-                    save(step, blocking=False)
-            if status == "ok" and ckpt and cfg.checkpoint.enabled and step > start_step:
-                save(step, blocking=True)  # the end of the run: the process exits next
+        with PreemptionWatcher(run.backend.preemption_notice()) as watcher:
+            status = run_steps(run, logger, meter, profiler, watcher)
     except KeyboardInterrupt:
         # SIGINT is how TPU Workbench stops a run: finish the files, then exit 130.
         status = "interrupted"
     finally:
         profiler.finish()
         logger.close()
-        if ckpt:
-            ckpt.close()
-        dp.close()
-
-    wall = time.perf_counter() - t_start
-    steady_tps = None
-    if track["steady_t0"] is not None and track["last_logged"] > track["steady_step0"]:
-        steady_tps = (track["last_logged"] - track["steady_step0"]) * tokens_per_step / (
-            track["t_last"] - track["steady_t0"])
-    last_loss = track["last_loss"]
-    if status == "ok" and track["diverged"]:
+        if run.ckpt:
+            run.ckpt.close()
+        run.dp.close()
+    if status == "ok" and meter.diverged:
         status = "diverged"  # on XLA the closure may report it after the loop ended
-    summary = {
+    summary = summarise(run, status, time.perf_counter() - t_start, meter, profiler, logger)
+    exit_for(status, run.step)
+    return summary
+
+
+def setup(cfg: TrainConfig) -> Run:
+    """Validate the config, choose the backend and mesh, join the hosts, and build the model,
+    optimizer, data and checkpointer."""
+    notes = resolve_aliases(cfg)
+    validate(cfg)
+    if cfg.num_threads > 0:
+        # One thread per process when several workers share a host: N processes
+        # each spawning a thread per core thrash the caches and the scheduler.
+        torch.set_num_threads(cfg.num_threads)
+    worker = dist_lib.worker_id()
+    backend = backends.select(cfg.device)
+    mesh = backend.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
+    backend.check_batch(cfg.global_batch_size, cfg.model.sharding)
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for note in notes:
+        log(note)
+    dp = dist_lib.setup(cfg.distributed, worker, backend.is_tpu, cfg.coordinator_port, cfg.distributed_timeout_s,
+                        cfg.global_batch_size)
+    # This process's rows of each global batch: its share under gloo data parallelism,
+    # its host's share of an SPMD pod (Backend.to_device assembles the global batch).
+    batch, hosts, host = cfg.global_batch_size, backend.num_hosts, backend.host_index
+    rows = dp.rows(batch) if dp.active else slice(host * batch // hosts, (host + 1) * batch // hosts)
+
+    # Build and initialise on the host, then move: the init is then bit-identical
+    # on CPU and XLA for a given seed (and on every host).
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model)
+    n_params = count_params(model)
+    model.to(backend.device)
+    parallelize(model, backend, cfg.model)
+    model.train()
+    optimizer = build_optimizer(model, cfg.optimizer)
+    init_state(optimizer)
+    scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
+    batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed,
+                               cfg.dataset_name, cfg.dataset_config_name, log)
+    loss_fn = build_loss(cfg.loss)
+    ckpt = None
+    if cfg.checkpoint.enabled or cfg.resume != "none":
+        ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"),
+                            sharded=backend.sharded_checkpointing())
+    return Run(cfg, out_dir, worker, backend, mesh, dp, rows, model, n_params, optimizer, scheduler, batches,
+               loss_fn, ckpt)
+
+
+def resume(run: Run) -> None:
+    """Load the checkpoint `resume` names (auto: the newest complete one), if any; every host must agree."""
+    url = run.ckpt.latest() if run.ckpt and run.cfg.resume == "auto" else None
+    if run.cfg.resume not in ("none", "auto"):
+        url = run.cfg.resume
+    if url and run.ckpt:  # resume != "none" always makes a checkpointer
+        state = run.ckpt.load(url, capture(run.model, run.optimizer, run.scheduler, run.batches, 0))
+        run.start_step = restore(state, run.model, run.optimizer, run.scheduler, run.batches)
+        run.resumed_from = url
+    run.step = run.start_step
+    run.dp.agree(run.start_step, "the step to resume from (resume=auto found different checkpoints)")
+
+
+def start_metering(run: Run) -> tuple[StepMeter, Profiler]:
+    """The step meter and profiler, and the run's header lines."""
+    cfg, backend = run.cfg, run.backend
+    peak = cfg.peak_flops_per_device or peak_flops(backend.kind)
+    profiler = Profiler(backend, Path(cfg.profile_dir or run.out_dir / "profile"), cfg.profile_step,
+                        cfg.profile_steps, cfg.profile_duration)
+    log(
+        f"tpu_trainer: worker {run.worker} device {backend.label} threads {torch.get_num_threads()} "
+        f"model {cfg.model.name} params {run.n_params / 1e6:.2f}M (matmul {matmul_params(cfg.model) / 1e6:.2f}M) "
+        f"batch {cfg.global_batch_size}x{cfg.block_size} steps {cfg.max_steps} optimizer {cfg.optimizer.name} "
+        f"loss {cfg.loss.name} output_dir {run.out_dir}"
+    )
+    log(f"mesh {run.mesh} sharding {cfg.model.sharding.name} remat {cfg.model.remat.name} "
+        f"attention {cfg.model.attention_kernel} data {run.batches.description}"
+        + (f" data-parallel rank {run.dp.rank}/{run.dp.world} (gloo)" if run.dp.active else ""))
+    if run.resumed_from:
+        log(f"resumed from {run.resumed_from} at step {run.start_step}")
+    meter = StepMeter(backend, run.worker, cfg.global_batch_size * cfg.block_size,
+                      flops_per_token(cfg.model, cfg.block_size), peak, backend.num_devices * run.dp.world,
+                      run.start_step, log)
+    return meter, profiler
+
+
+def run_steps(run: Run, logger: StepLogger, meter: StepMeter, profiler: Profiler,
+              watcher: PreemptionWatcher) -> str:
+    """The training loop; returns how it ended: ok, diverged or preempted."""
+    cfg, dp = run.cfg, run.dp
+    for step in range(run.start_step + 1, cfg.max_steps + 1):
+        run.step = step
+        profiler.before_step(step)
+        train_step(run, logger, step)
+        run.backend.sync()
+        profiler.after_step(step)
+
+        if dp.any(meter.diverged):
+            return "diverged"
+        if run.ckpt:
+            run.ckpt.poll()
+        if dp.any(watcher.preempted(step)):
+            log(f"preemption noticed ({watcher.signal or 'on another worker'}) after step {step}: saving and exiting")
+            if run.saving:
+                save(run, logger, step, blocking=True)
+            return "preempted"
+        if run.saving and cfg.checkpoint.interval and step % cfg.checkpoint.interval == 0 and step != cfg.max_steps:
+            save(run, logger, step, blocking=False)
+    if run.saving and run.step > run.start_step:
+        save(run, logger, run.step, blocking=True)  # the end of the run: the process exits next
+    return "ok"
+
+
+def train_step(run: Run, logger: StepLogger, step: int) -> None:
+    """One optimizer step (traced, on XLA: the device runs it at the sync that follows)."""
+    cfg, model = run.cfg, run.model
+    inputs, targets = next(run.batches)
+    inputs, targets = run.backend.to_device([inputs[run.rows], targets[run.rows]], cfg.model.sharding)
+    lr = run.optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    loss = run.loss_fn(model.hidden_states(inputs), model.lm_head.weight, targets)
+    loss.backward()
+    loss = run.dp.average((p.grad for p in params), loss)  # no-op on one host
+    grad_norm = clip_gradients(params, cfg.optimizer)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    if step == 1 or step % cfg.logging_steps == 0 or step == cfg.max_steps:
+        # Device tensors go to the logger as they are: on XLA it registers a step closure
+        # that the next sync hands to torch_xla's closure thread, which reads the values
+        # once the device has run the step; the host never waits.
+        logger.log({"step": step, "loss": loss.detach(), "lr": lr,
+                    "grad_norm": None if grad_norm is None else grad_norm.detach()})
+
+
+def save(run: Run, logger: StepLogger, step: int, blocking: bool) -> None:
+    assert run.ckpt is not None
+    logger.flush()  # records up to `step` are on disk before the checkpoint that resumes after them
+    run.ckpt.save(step, capture(run.model, run.optimizer, run.scheduler, run.batches, step), blocking=blocking)
+    log(f"checkpoint step {step} -> {run.ckpt.url(step)} (blocked {run.ckpt.last_blocked_s:.3f}s)")
+
+
+def summarise(run: Run, status: str, wall: float, meter: StepMeter, profiler: Profiler,
+              logger: StepLogger) -> dict[str, Any]:
+    """summary.json, the backend's metrics report and the last stdout line."""
+    summary: dict[str, Any] = {
         "status": status,
-        "steps": step,
-        "final_loss": last_loss,
+        "steps": run.step,
+        "final_loss": meter.last_loss,
         "wall_s": wall,
-        "tokens_per_s": steady_tps,
-        "compiles": rt.compile_count(),
-        "device": rt.label,
-        "worker": worker,
-        "params": n_params,
-        "metrics": str(out_dir / "metrics.jsonl"),
+        "tokens_per_s": meter.steady_tokens_per_s(),
+        "compiles": run.backend.compile_count(),
+        "device": run.backend.label,
+        "worker": run.worker,
+        "params": run.n_params,
+        "metrics": str(run.out_dir / "metrics.jsonl"),
         "profile": str(profiler.written) if profiler.written else None,
         "xla_metrics": None,
-        "resumed_from": resumed_from,
-        "checkpoint": ckpt.latest() if ckpt else None,
+        "resumed_from": run.resumed_from,
+        "checkpoint": run.ckpt.latest() if run.ckpt else None,
         "logging_disabled": logger.disabled or None,
     }
-    report = rt.write_report(out_dir / "xla_metrics.txt")
+    report = run.backend.write_report(run.out_dir / "xla_metrics.txt")
     if report:
         summary["xla_metrics"] = str(report)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     log(
         "summary "
         + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items() if v is not None)
     )
+    return summary
+
+
+def exit_for(status: str, step: int) -> None:
+    """The process exit of a run that did not finish: 130 (SIGINT), 75 (preempted), 1 (diverged)."""
     if status == "interrupted":
         raise SystemExit(130)
     if status == "preempted":
         raise SystemExit(PREEMPTED_EXIT_CODE)
     if status == "diverged":
         raise SystemExit(f"loss is not finite at step {step}; stopping")
-    return summary
 
 
-def check_overrides(argv: list[str]) -> Optional[str]:
+def check_overrides(argv: list[str]) -> str | None:
     """Reject unknown keys before hydra runs, with a did-you-mean.
 
     Hydra alone also refuses them, but its message does not suggest the key you
@@ -370,11 +394,11 @@ def _hydra_entry() -> None:
             train(obj)
         except ConfigError as e:
             print(f"config error: {e}", file=sys.stderr, flush=True)
-            raise SystemExit(2)
+            raise SystemExit(2) from None  # the message above says it all
         except Exception:
             # The metrics report is most useful when a run fails (recompiles, CPU fallbacks,
             # what ran before the error). train() writes it on every way out it handles itself.
-            report = rt_lib.write_failure_report(Path(obj.output_dir))
+            report = backends.write_failure_report(Path(obj.output_dir))
             if report:
                 print(f"xla metrics report: {report}", file=sys.stderr, flush=True)
             raise

@@ -6,7 +6,7 @@ logits at all while the others build them exactly as the model's lm_head does.
 Targets equal to `loss.ignore_index` are left out of the mean.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +28,7 @@ def _z_term(logits: torch.Tensor, t: torch.Tensor, cfg: LossConfig) -> torch.Ten
     return cfg.z_loss * torch.where(valid, lse.square(), torch.zeros_like(lse)).sum() / valid.sum().clamp(min=1)
 
 
-def cross_entropy(hidden, weight, targets, cfg: LossConfig) -> torch.Tensor:
+def cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, cfg: LossConfig) -> torch.Tensor:
     """Softmax cross-entropy; label smoothing and z-loss when their coefficients are > 0."""
     logits, t = _logits(hidden, weight), targets.reshape(-1)
     loss = F.cross_entropy(logits, t, ignore_index=cfg.ignore_index, label_smoothing=cfg.label_smoothing)
@@ -37,7 +37,7 @@ def cross_entropy(hidden, weight, targets, cfg: LossConfig) -> torch.Tensor:
     return loss
 
 
-def focal(hidden, weight, targets, cfg: LossConfig) -> torch.Tensor:
+def focal(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, cfg: LossConfig) -> torch.Tensor:
     """Focal loss, mean over tokens of -(1 - p_t)^gamma log p_t: down-weights tokens already predicted well."""
     logits, t = _logits(hidden, weight), targets.reshape(-1)
     valid = t != cfg.ignore_index
@@ -49,7 +49,7 @@ def focal(hidden, weight, targets, cfg: LossConfig) -> torch.Tensor:
     return loss
 
 
-def cce(hidden, weight, targets, cfg: LossConfig) -> torch.Tensor:
+def cce(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, cfg: LossConfig) -> torch.Tensor:
     return cut_cross_entropy(
         hidden, weight, targets, ignore_index=cfg.ignore_index, label_smoothing=cfg.label_smoothing,
         z_loss=cfg.z_loss, chunk_elems=cfg.chunk_elems,
@@ -73,4 +73,4 @@ def build_loss(cfg: LossConfig) -> LossFn:
     return lambda hidden, weight, targets: fn(hidden, weight, targets, cfg)
 
 
-__all__ = ["LOSSES", "build_loss", "cut_cross_entropy", "naive_linear_cross_entropy"]
+__all__ = ["LOSSES", "LossFn", "build_loss", "cut_cross_entropy", "naive_linear_cross_entropy"]

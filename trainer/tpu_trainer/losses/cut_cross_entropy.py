@@ -24,7 +24,8 @@ would need a second pass for the logsumexp, i.e. a fourth matmul; the token
 chunk is sized from `chunk_elems` instead (0: automatic) so one chunk's logits stay small.
 """
 
-from typing import Optional
+
+from typing import Any
 
 import torch
 
@@ -46,7 +47,8 @@ def _chunk_rows(n_tokens: int, vocab: int, chunk_elems: int) -> int:
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, h, w, targets, ignore_index, label_smoothing, z_loss, chunk_elems, need_grad):
+    def forward(ctx: Any, h: torch.Tensor, w: torch.Tensor, targets: torch.Tensor, ignore_index: int,
+                label_smoothing: float, z_loss: float, chunk_elems: int, need_grad: bool) -> torch.Tensor:
         n, v = h.shape[0], w.shape[0]
         wf = w.float()  # no copy when the weight is already fp32
         valid = targets != ignore_index
@@ -80,11 +82,12 @@ class _LinearCrossEntropy(torch.autograd.Function):
             loss = lse - tgt_logit
             if eps > 0:
                 # smoothed target: (1 - eps) one-hot + eps / V uniform
+                assert mean_logit is not None
                 loss = (1 - eps) * loss + eps * (lse - mean_logit)
             if z_loss > 0:
                 loss = loss + z_loss * lse.square()
             total = total + torch.where(vc, loss, torch.zeros_like(loss)).sum()
-            if not need_grad:
+            if dh is None or dw is None:  # no gradient wanted
                 continue
             # d loss / d logits_ij = [p_ij (1 + 2 z lse_i) - (1 - eps) [j = y_i] - eps / V] * valid_i / n_valid;
             # every per-row factor folds into one multiply of the buffer.
@@ -103,7 +106,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return total / n_valid
 
     @staticmethod
-    def backward(ctx, grad_out):
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         dh, dw = ctx.saved_tensors
         if dh is None:
             raise RuntimeError("cut_cross_entropy ran without gradients (no_grad forward); cannot backward")
@@ -150,7 +153,7 @@ def naive_linear_cross_entropy(
     label_smoothing: float = 0.0,
     z_loss: float = 0.0,
     shift: bool = False,
-    chunk_elems: Optional[int] = None,
+    chunk_elems: int | None = None,
 ) -> torch.Tensor:
     """The reference: full logits, then torch's cross_entropy (+ z-loss). Same arguments as cut_cross_entropy."""
     del chunk_elems

@@ -8,17 +8,48 @@ once. The same module runs unchanged on plain PyTorch CPU. Parameter names
 follow the Hugging Face layout (embed_tokens, layers.N.self_attn.q_proj, ...),
 so the sharding rules and checkpoint converters read naturally; the tests check
 the tiny configs against transformers' implementation of both models.
+
+The model knows nothing of parallelism or of the framework under it: it computes
+attention with SDPA and runs its layers in order. parallelize.py applies, from
+outside, what a recipe asks for: parameter sharding, another attention kernel
+(each Attention's `attention_fn`) and rematerialisation (the model's
+`run_layers`: checkpointed, scanned or offloaded), as the backend provides them.
 """
 
 import math
-from typing import Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import runtime
 from ..config import ModelConfig, RopeScalingConfig
+
+# Causal attention of q, k, v [batch, heads, seq, head_dim] (kv heads already expanded).
+AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+# Runs the decoder layers: (layers, x, cos, sin) -> x.
+LayerRunner = Callable[[nn.ModuleList, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def sdpa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """torch's fused scaled-dot-product attention: the model's default."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The same attention spelled out (softmax in float32): a reference for the kernels."""
+    scores = (q @ k.transpose(-1, -2)).float() * q.shape[-1] ** -0.5
+    t = q.shape[-2]
+    causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~causal, float("-inf"))
+    return scores.softmax(-1).type_as(q) @ v
+
+
+def run_in_order(layers: nn.ModuleList, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """The decoder layers one after the other, every activation kept for backward: the model's default."""
+    for layer in layers:
+        x = layer(x, cos, sin)
+    return x
 
 
 class RMSNorm(nn.Module):
@@ -50,7 +81,7 @@ def llama3_scaled(inv_freq: torch.Tensor, rs: RopeScalingConfig) -> torch.Tensor
 
 
 def rope_tables(head_dim: int, max_len: int, theta: float,
-                scaling: Optional[RopeScalingConfig] = None) -> tuple[torch.Tensor, torch.Tensor]:
+                scaling: RopeScalingConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables of shape [max_len, head_dim] for the rotate-half RoPE variant."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
     if scaling is not None and scaling.rope_type == "llama3":
@@ -72,7 +103,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads = cfg.num_attention_heads
         self.n_kv = cfg.num_key_value_heads
-        self.kernel = cfg.attention_kernel
+        self.attention_fn: AttentionFn = sdpa_attention  # parallelize.py may swap in a kernel
         self.head_dim = cfg.hidden_size // cfg.num_attention_heads
         self.q_proj = nn.Linear(cfg.hidden_size, self.n_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(cfg.hidden_size, self.n_kv * self.head_dim, bias=False)
@@ -91,7 +122,7 @@ class Attention(nn.Module):
             rep = self.n_heads // self.n_kv
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        out = runtime.attention(q, k, v, self.kernel)
+        out = self.attention_fn(q, k, v)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -165,12 +196,15 @@ class Block(nn.Module):
 
 
 class Llama(nn.Module):
+    rope_cos: torch.Tensor  # buffers, registered in __init__
+    rope_sin: torch.Tensor
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_hidden_layers))
-        self.remat = cfg.remat
+        self.run_layers: LayerRunner = run_in_order  # parallelize.py may swap in rematerialisation
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
@@ -196,10 +230,10 @@ class Llama(nn.Module):
         t = tokens.shape[1]
         cos, sin = self.rope_cos[:t], self.rope_sin[:t]
         x = self.embed_tokens(tokens)
-        x = runtime.run_layers(self.layers, x, cos, sin, self.remat)
+        x = self.run_layers(self.layers, x, cos, sin)
         return self.norm(x)
 
-    def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, T, V] when targets is None, else the mean next-token cross entropy."""
         logits = self.lm_head(self.hidden_states(tokens))
         if targets is None:

@@ -4,7 +4,7 @@ Chosen by `optimizer.name` (or the `optimizer=` config group). Every optimizer
 creates its state before step 1 (init_state) so XLA traces one graph for the run.
 """
 
-from typing import Optional
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -60,7 +60,7 @@ def build_optimizer(model: nn.Module, cfg: OptimizerConfig) -> torch.optim.Optim
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, eps=cfg.eps, foreach=False if on_xla else None)
 
 
-def clip_gradients(params: list[torch.Tensor], cfg: OptimizerConfig) -> Optional[torch.Tensor]:
+def clip_gradients(params: Sequence[torch.Tensor], cfg: OptimizerConfig) -> torch.Tensor | None:
     """Clip by value, then by global norm; return the norm before norm clipping (a device tensor, no sync)."""
     if cfg.grad_clip_value > 0:
         torch.nn.utils.clip_grad_value_(params, cfg.grad_clip_value)

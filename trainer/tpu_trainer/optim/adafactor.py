@@ -14,7 +14,10 @@ on the host with .item(), which on XLA blocks the host on the device every step
 for every parameter; here they stay tensors, so a step is one traced graph.
 """
 
+from collections.abc import Callable
+
 import torch
+from torch.optim.optimizer import ParamsT
 
 
 def _rms(x: torch.Tensor) -> torch.Tensor:
@@ -22,9 +25,10 @@ def _rms(x: torch.Tensor) -> torch.Tensor:
 
 
 class Adafactor(torch.optim.Optimizer):
-    def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8, eps=(None, 1e-3), d: float = 1.0,
-                 weight_decay: float = 0.0):
-        super().__init__(params, dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay))
+    def __init__(self, params: ParamsT, lr: float = 1e-2, beta2_decay: float = -0.8,
+                 eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0, weight_decay: float = 0.0):
+        defaults = {"lr": lr, "beta2_decay": beta2_decay, "eps": eps, "d": d, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
 
     def init_state(self) -> None:
         for group in self.param_groups:
@@ -40,7 +44,7 @@ class Adafactor(torch.optim.Optimizer):
                     state["variance"] = torch.zeros_like(p)
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
         loss = None
         if closure is not None:
             with torch.enable_grad():

@@ -8,12 +8,16 @@ Only one state tensor per parameter (vs two for AdamW). Because sign() makes the
 update's scale lr regardless of the gradient, Lion wants a 3-10x smaller lr than AdamW.
 """
 
+from collections.abc import Callable
+
 import torch
+from torch.optim.optimizer import ParamsT
 
 
 class Lion(torch.optim.Optimizer):
-    def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.99), weight_decay: float = 0.0):
-        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+    def __init__(self, params: ParamsT, lr: float = 1e-4, betas: tuple[float, float] = (0.9, 0.99),
+                 weight_decay: float = 0.0):
+        super().__init__(params, {"lr": lr, "betas": betas, "weight_decay": weight_decay})
 
     def init_state(self) -> None:
         for group in self.param_groups:
@@ -22,7 +26,7 @@ class Lion(torch.optim.Optimizer):
                     self.state[p]["exp_avg"] = torch.zeros_like(p)
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
         loss = None
         if closure is not None:
             with torch.enable_grad():

@@ -17,8 +17,11 @@ state_dict for checkpoints and one LambdaLR schedule for all groups.
 """
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
+from torch.optim.optimizer import ParamsT
 
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
@@ -39,10 +42,10 @@ def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.T
 
 
 class Muon(torch.optim.Optimizer):
-    def __init__(self, param_groups, lr: float = 0.02, momentum: float = 0.95, ns_steps: int = 5,
-                 betas=(0.9, 0.95), eps: float = 1e-8, weight_decay: float = 0.0):
-        defaults = dict(lr=lr, momentum=momentum, ns_steps=ns_steps, betas=betas, eps=eps,
-                        weight_decay=weight_decay, muon=True)
+    def __init__(self, param_groups: ParamsT, lr: float = 0.02, momentum: float = 0.95, ns_steps: int = 5,
+                 betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8, weight_decay: float = 0.0):
+        defaults = {"lr": lr, "momentum": momentum, "ns_steps": ns_steps, "betas": betas, "eps": eps,
+                    "weight_decay": weight_decay, "muon": True}
         super().__init__(param_groups, defaults)
         for group in self.param_groups:
             if group["muon"] and any(p.dim() not in (2, 3) for p in group["params"]):
@@ -63,7 +66,7 @@ class Muon(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p)
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -73,7 +76,7 @@ class Muon(torch.optim.Optimizer):
             (self._muon_step if group["muon"] else self._adamw_step)(group)
         return loss
 
-    def _muon_step(self, group) -> None:
+    def _muon_step(self, group: dict[str, Any]) -> None:
         lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
         for p in group["params"]:
             if p.grad is None:
@@ -87,7 +90,7 @@ class Muon(torch.optim.Optimizer):
                 p.mul_(1 - lr * wd)
             p.add_(o, alpha=-lr * scale)
 
-    def _adamw_step(self, group) -> None:
+    def _adamw_step(self, group: dict[str, Any]) -> None:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         for p in group["params"]:
             if p.grad is None:

@@ -6,12 +6,16 @@ import * as path from 'node:path';
 import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { TpwError } from '../errors';
 import { shQuote } from '../ssh/quote';
+import { serveForwarding } from './ssh-forwarding';
+import { ptyArgv, resizePty } from './ssh-pty';
 
 /**
  * The emulator's workers: one SSH server per TPU worker, each on its own loopback address (Linux routes all
  * of 127/8 to lo, so 127.0.1.x needs no setup), each running real commands with bash in its own sandbox
  * folder and the environment a TPU VM worker has. Clients cannot tell it from OpenSSH for what TPU
- * Workbench does: key auth, exec (with env requests, stdin, exit-status / exit-signal), and a pty shell.
+ * Workbench, OpenSSH's own clients and VS Code's Remote-SSH do: key auth, exec (with env requests, stdin,
+ * exit-status / exit-signal), a resizable pty for shells and commands, the sftp subsystem (OpenSSH's own
+ * sftp-server), and port forwarding both ways (ssh-forwarding.ts).
  */
 
 export interface WorkerSpec {
@@ -136,6 +140,7 @@ export class SshWorkerPool {
     conn.on('authentication', (ctx) => this.authenticate(ctx, w.spec.nodeId));
     conn.on('ready', () => {
       conn.on('session', (accept) => this.onSession(w, accept(), { ip, port }));
+      serveForwarding(conn, { workerAddress: w.spec.address, closing: () => w.closing, log: (m) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: ${m}`) });
     });
   }
 
@@ -181,6 +186,7 @@ export class SshWorkerPool {
   private onSession(w: Worker, session: Session, peer: { ip: string; port: number }): void {
     const env: Record<string, string> = {};
     let pty: PseudoTtyInfo | undefined;
+    let child: ChildProcess | undefined;
     session.on('env', (accept, _reject, info) => {
       // OpenSSH honours only AcceptEnv names; the emulator honours all, which only matters for tests.
       env[info.key] = info.val;
@@ -190,42 +196,61 @@ export class SshWorkerPool {
       pty = info;
       accept?.();
     });
-    session.on('window-change', (accept) => accept?.()); // the `script` pty below cannot be resized; accept quietly
-    let child: ChildProcess | undefined;
+    session.on('window-change', (accept, _reject, info) => {
+      accept?.();
+      if (pty) pty = { ...pty, rows: info.rows, cols: info.cols };
+      if (child && pty) resizePty(child, info.rows, info.cols);
+    });
     session.on('signal', (accept, _reject, info) => {
       accept?.();
       signalGroup(child?.pid, `SIG${info.name.replace(/^SIG/, '')}`);
     });
+    // With a pty the program runs on a real terminal of the client's size (ssh-pty.ts), as sshd does.
+    const start = (accept: () => ServerChannel, command: string[]) => {
+      const argv = pty ? ptyArgv(command, pty.rows, pty.cols) : command;
+      child = this.spawnFor(w, accept(), argv, pty ? { TERM: pty.term || 'xterm-256color', ...env } : env, peer, pty !== undefined);
+    };
     session.on('exec', (accept, reject, info) => {
       if (w.closing) return reject?.();
-      child = this.spawnFor(w, accept(), ['bash', '-c', info.command], env, peer);
+      start(accept, ['bash', '-c', info.command]);
     });
     session.on('shell', (accept, reject) => {
       if (w.closing) return reject?.();
-      // A real pty via util-linux `script`, so prompts, line editing and Ctrl-C work in a VS Code terminal.
-      const argv = pty
-        ? ['script', '-q', '-f', '-e', '-c', `stty rows ${pty.rows || 24} cols ${pty.cols || 80} 2>/dev/null; exec bash -i`, '/dev/null']
-        : ['bash', '-i'];
-      const e = pty ? { ...env, TERM: pty.term || 'xterm-256color' } : env;
-      child = this.spawnFor(w, accept(), argv, e, peer);
+      start(accept, ['bash', '-i']);
+    });
+    session.on('subsystem', (accept, reject, info) => {
+      const server = info.name === 'sftp' ? sftpServerPath() : undefined;
+      if (w.closing || !server) {
+        if (info.name === 'sftp') this.log(`worker ${w.spec.nodeId}/${w.spec.index}: sftp refused: no sftp-server found (install openssh-sftp-server)`);
+        return reject?.();
+      }
+      // OpenSSH's own server, started in the worker's home: scp (SFTP mode), sftp and editors' file access.
+      child = this.spawnFor(w, accept(), [server], env, peer);
     });
   }
 
-  private spawnFor(w: Worker, channel: ServerChannel, argv: string[], sessionEnv: Record<string, string>, peer: { ip: string; port: number }): ChildProcess {
+  /** `withPty`: argv is ptyArgv's, which takes resize requests on fd 3. */
+  private spawnFor(w: Worker, channel: ServerChannel, argv: string[], sessionEnv: Record<string, string>, peer: { ip: string; port: number }, withPty = false): ChildProcess {
     const { spec } = w;
     const child = spawn(argv[0], argv.slice(1), {
       cwd: spec.sandboxDir,
       // Own process group: closing the channel or removing the node kills the program and all it started.
       detached: true,
-      stdio: 'pipe',
+      // Only the pty relay gets fd 3 (its resize requests): any other program would pass it on to what it
+      // leaves running (a detached run), and the session would not end until that did.
+      stdio: withPty ? ['pipe', 'pipe', 'pipe', 'pipe'] : 'pipe',
+      // What a login on a fresh TPU VM has, not this process's environment: the emulator may have been
+      // started from a shell holding HF_TOKEN or cloud credentials, and a run that works only because they
+      // leaked in would fail on a real VM. PATH keeps this machine's (the VM's "installed software"), after the
+      // trainer's venv.
       env: {
-        ...process.env,
-        PATH: [...(this.opts.pathPrefix ?? []), process.env.PATH ?? '/usr/bin:/bin'].join(':'),
+        PATH: [...(this.opts.pathPrefix ?? []), process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'),
         HOME: spec.sandboxDir,
         PWD: spec.sandboxDir,
         USER: this.opts.username,
         LOGNAME: this.opts.username,
         SHELL: '/bin/bash',
+        LANG: 'C.UTF-8', // Ubuntu's /etc/default/locale on a TPU VM image; a client's SendEnv LANG replaces it
         TPU_WORKER_ID: String(spec.index),
         TPU_WORKER_HOSTNAMES: spec.hostnames.join(','),
         TPU_ACCELERATOR_TYPE: spec.acceleratorType,
@@ -241,9 +266,12 @@ export class SshWorkerPool {
       channel.stderr.write(`emulator: cannot start ${shQuote(argv[0])}: ${e.message}\n`);
       finish(127, null);
     });
-    channel.pipe(child.stdin).on('error', () => undefined); // EPIPE when the program ignores its stdin
-    child.stdout.pipe(channel, { end: false });
-    child.stderr.pipe(channel.stderr, { end: false });
+    const [stdin, stdout, stderr, control] = [child.stdin, child.stdout, child.stderr, child.stdio[3]];
+    if (!stdin || !stdout || !stderr) throw new Error('spawn without pipes');
+    channel.pipe(stdin).on('error', () => undefined); // EPIPE when the program ignores its stdin
+    control?.on('error', () => undefined); // the pty relay's control pipe, when the relay is gone
+    stdout.pipe(channel, { end: false });
+    stderr.pipe(channel.stderr, { end: false });
     // 'close' (not 'exit'): all of the program's output has been read by then.
     child.on('close', (code, signal) => finish(code, signal));
     channel.on('close', () => {
@@ -372,4 +400,34 @@ async function killGroups(pgids: number[], pids: number[]): Promise<void> {
       // gone
     }
   }
+}
+
+let sftpServer: string | null | undefined;
+
+/**
+ * OpenSSH's sftp-server binary: where this machine's sshd config says, else the places distributions put it
+ * (Debian/Ubuntu /usr/lib/openssh, Fedora/RHEL /usr/libexec/openssh, macOS and BSDs /usr/libexec, Arch
+ * /usr/lib/ssh), else on PATH. Looked up once.
+ */
+function sftpServerPath(): string | undefined {
+  if (sftpServer !== undefined) return sftpServer ?? undefined;
+  const candidates: string[] = [];
+  try {
+    const m = /^\s*Subsystem\s+sftp\s+(\/\S+)/im.exec(fs.readFileSync('/etc/ssh/sshd_config', 'utf8'));
+    if (m) candidates.push(m[1]);
+  } catch {
+    // no sshd config here
+  }
+  candidates.push('/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server', '/usr/libexec/sftp-server', '/usr/lib/ssh/sftp-server', '/usr/local/libexec/sftp-server');
+  for (const dir of (process.env.PATH ?? '').split(':').filter(Boolean)) candidates.push(path.join(dir, 'sftp-server'));
+  sftpServer =
+    candidates.find((c) => {
+      try {
+        fs.accessSync(c, fs.constants.X_OK);
+        return fs.statSync(c).isFile();
+      } catch {
+        return false;
+      }
+    }) ?? null;
+  return sftpServer ?? undefined;
 }
