@@ -34,11 +34,14 @@ def shell_words(line: str, cwd: str) -> tuple[list[str] | None, str]:
     # A bare environment and an empty folder: `${x}` expands to nothing and globs match no file, as on a fresh VM.
     p = subprocess.run(
         ["bash", "--norc", "--noprofile", "-c", script],
-        cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": "/root"}, capture_output=True, text=True,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/root"},
+        capture_output=True,
+        text=True,
     )
     if p.returncode != 0 or p.stderr.strip():
-        return None, "shell: " + (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-    return [w for w in p.stdout.split("\0")[:-1]], ""
+        return None, "shell: " + (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+    return p.stdout.split("\0")[:-1], ""
 
 
 def verdict(line: str, cwd: str) -> tuple[bool, str]:
@@ -81,7 +84,7 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
                 validate(obj)
     except ConfigError as e:
         return False, f"config error: {e}"
-    except BaseException as e:  # noqa: BLE001 - every way the run ends before training is a refusal
+    except BaseException as e:  # every way the run ends before training is a refusal
         msg = str(e).strip().splitlines()
         return False, f"{type(e).__name__}: {msg[0] if msg else ''}"
     finally:
@@ -119,7 +122,7 @@ def grammar_rows() -> list[dict]:
             continue
         try:
             o = parser.parse_override(text)
-        except Exception:  # noqa: BLE001 - hydra's refusal is the datum
+        except Exception:  # hydra's refusal is the datum
             rows.append({"override": text, "ok": False})
             continue
         row = {"override": text, "ok": True, "key": o.key_or_group, "type": o.type.name}
@@ -128,7 +131,7 @@ def grammar_rows() -> list[dict]:
         if o.value_type is not None:
             try:
                 row["value"] = plain(o.value())
-            except Exception:  # noqa: BLE001 - a function hydra refuses to evaluate
+            except Exception:  # a function hydra refuses to evaluate
                 row["ok"] = False
         rows.append(row)
     return rows
@@ -142,19 +145,21 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory() as cwd:
         if argv:
             for line in argv:
-                print(json.dumps({"line": line, **dict(zip(("ok", "message"), verdict(line, cwd)))}))
+                print(json.dumps({"line": line, **dict(zip(("ok", "message"), verdict(line, cwd), strict=True))}))
             return
-        rows = []
+        rows: list[dict[str, object]] = []
+        accepted = 0
         for line in corpus_lines():
             ok, msg = verdict(line, cwd)
             rows.append({"line": line, "ok": ok, "message": msg})
+            accepted += ok
     GRAMMAR.write_text(
         json.dumps({"command": COMMAND, "cases": grammar_rows()}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     VERDICTS.write_text(
         json.dumps({"command": COMMAND, "verdicts": rows}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    print(f"{len(rows)} lines, {sum(r['ok'] for r in rows)} accepted -> {VERDICTS.relative_to(REPO)}")
+    print(f"{len(rows)} lines, {accepted} accepted -> {VERDICTS.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
