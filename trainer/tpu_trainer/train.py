@@ -79,6 +79,7 @@ hosts (TPU_WORKER_HOSTNAMES) train data-parallel over gloo (distributed.py).
 import dataclasses
 import difflib
 import json
+import re
 import sys
 import time
 import typing
@@ -425,6 +426,61 @@ def check_overrides(argv: list[str]) -> str | None:
     return None
 
 
+def _one_line(e: BaseException) -> str:
+    """An OmegaConf/hydra error as one line: its own lines and its cause's, without the object dumps."""
+    noise = ("object_type=", "reference_type=", "full_key:", "Set the environment variable")
+    parts: list[str] = []
+    for err in (e, e.__cause__):
+        for ln in str(err or "").splitlines():
+            ln = ln.strip()
+            if ln and not ln.startswith(noise):
+                parts.append(ln)
+    return "; ".join(dict.fromkeys(parts)) or type(e).__name__
+
+
+def _interpolations(arg: str) -> list[str]:
+    """The keys of the `${...}` in an override (`${model.nme}` -> model.nme), to match an error to it."""
+    return [m.split(":")[-1].strip() for m in re.findall(r"\$\{([^}]*)\}", arg)]
+
+
+def check_composition(argv: list[str]) -> str | None:
+    """Compose and resolve the config as hydra's run will, and say in one line why it cannot be.
+
+    Hydra reports these itself, but a broken `${...}` that reaches hydra.run.dir ends in a traceback and
+    its other messages span several lines. Lines with hydra options (`-m`, `--cfg`, ...) are left to hydra.
+    """
+    if any(a.startswith("-") for a in argv):
+        return None
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose("default", overrides=list(argv), return_hydra_config=True)
+            HydraConfig.instance().set_config(cfg)
+            OmegaConf.select(cfg, "hydra.run.dir")  # resolved before the job starts
+            job = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
+            OmegaConf.to_container(job, resolve=True, throw_on_missing=False)
+    except OmegaConfBaseException as e:
+        # Name the override that brought the failing value in, else the key it reached.
+        key = getattr(e, "full_key", None) or ""
+        culprit = next((a for a in argv if key and a.lstrip("+~").split("=", 1)[0] == key), None)
+        culprit = culprit or next((a for a in argv if "${" in a and any(p in str(e) for p in _interpolations(a))), None)
+        where = f"override '{culprit}'" if culprit else key
+        return f"config error: {where + ': ' if where else ''}{_one_line(e)}"
+    except (HydraException, ValueError) as e:
+        return f"error: {_one_line(e)}"
+    finally:
+        GlobalHydra.instance().clear()
+    return None
+
+
 def _hydra_entry() -> None:
     import hydra
     from omegaconf import DictConfig
@@ -465,7 +521,7 @@ def _hydra_entry() -> None:
 
 def main() -> None:
     """Console entry point (`tpu-train`, `python -m tpu_trainer.train`)."""
-    problem = check_overrides(sys.argv[1:])
+    problem = check_overrides(sys.argv[1:]) or check_composition(sys.argv[1:])
     if problem:
         print(problem, file=sys.stderr, flush=True)
         raise SystemExit(2)
