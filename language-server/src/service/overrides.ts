@@ -331,6 +331,8 @@ export function overrideCompletion(model: HydraModel, doc: TextDocument, pos: Po
   }
   if (dot < 0 || key.includes('/')) {
     for (const g of model.groups.values()) {
+      // hydra's own groups once the word starts with `hydra`: they are rarely set, and lists stay short.
+      if (g.path.startsWith('hydra/') && !key.startsWith('hydra')) continue;
       items.push({
         label: g.path,
         kind: CompletionItemKind.Folder,
