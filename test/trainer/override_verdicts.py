@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -86,7 +87,9 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
         return False, f"config error: {e}"
     except BaseException as e:  # every way the run ends before training is a refusal
         msg = str(e).strip().splitlines()
-        return False, f"{type(e).__name__}: {msg[0] if msg else ''}"
+        # `${now:...}` in output_dir: the time of the run is no part of the verdict.
+        first = re.sub(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", "<now>", msg[0]) if msg else ""
+        return False, f"{type(e).__name__}: {first}"
     finally:
         GlobalHydra.instance().clear()
     return True, ""
