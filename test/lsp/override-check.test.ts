@@ -58,7 +58,7 @@ test('errors point at the part at fault; warnings where the run goes on', () => 
 });
 
 test('accepted spellings get nothing: OmegaConf bools, quoted ints, digit separators, hydra settings, .yaml options', () => {
-  for (const line of ['model.tie_word_embeddings=yes', 'model.tie_word_embeddings=0', "max_steps='20'", 'max_steps=1_000', 'hydra.run.dir=/tmp/x', 'hydra/job_logging=disabled', 'optimizer=sgd.yaml', '-m seed=1,2,3', "'output_dir=${model.name}'", 'dataset=wikitext', '"$@"']) {
+  for (const line of ['model.tie_word_embeddings=yes', 'model.tie_word_embeddings=0', "max_steps='20'", 'max_steps=1_000', 'hydra.run.dir=/tmp/x', 'hydra/job_logging=disabled', 'optimizer=sgd.yaml', '-m seed=1,2,3', "'output_dir=${model.name}'", 'dataset=wikitext', '"$@"', 'seed=3 2>&1 | tee log', 'output_dir=$(date +%s) seed=1', 'seed=3 >out.log']) {
     assert.deepEqual(diags(line).d.map((x) => x.message), [], line);
   }
 });

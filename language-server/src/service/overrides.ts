@@ -165,7 +165,17 @@ function splitWords(text: string, start: number, end: number): Word[] {
         }
         return stopAt;
       }
-      if (/[A-Za-z_@*#?$!0-9(]/.test(text[j + 1] ?? '')) dynamic = true;
+      if (text[j + 1] === '(') {
+        // $(command): its output is not known here; skip to the matching parenthesis.
+        dynamic = true;
+        let depth = 0;
+        for (let k = j + 1; k < end; k++) {
+          if (text[k] === '(') depth++;
+          else if (text[k] === ')' && --depth === 0) return k + 1;
+        }
+        return end;
+      }
+      if (/[A-Za-z_@*#?$!0-9]/.test(text[j + 1] ?? '')) dynamic = true;
       else add('$', j);
       return j + 1;
     };
@@ -207,6 +217,8 @@ function splitWords(text: string, start: number, end: number): Word[] {
         issues.push({ start: i, end: i + 1, severity: 'error', message: `bash reads "${c}" as syntax: put the override in single quotes` });
         add(c, i++);
       } else if (c === ';' || c === '|' || c === '&' || c === '<' || c === '>') {
+        // `2>&1`: the digits name a file descriptor of the redirection, not an argument.
+        if ((c === '<' || c === '>') && /^\d+$/.test(value)) value = '';
         stop = true;
         break;
       } else if (c === '{' && braceExpansionEnd(text, i, end) !== undefined) {
@@ -226,7 +238,7 @@ function splitWords(text: string, start: number, end: number): Word[] {
         const m = [...map.slice(0, b.at), ...[...alt].map(() => b.docStart), ...map.slice(b.at)];
         words.push({ start: s, end: i, value: v, valueStart, map: m, issues: n === 0 ? issues : [], dynamic });
       });
-    } else if (i > s) words.push({ start: s, end: i, value, valueStart, map, issues, dynamic });
+    } else if (i > s && !(stop && value === '' && map.length > 0)) words.push({ start: s, end: i, value, valueStart, map, issues, dynamic });
     if (stop) break;
   }
   return words;
