@@ -133,6 +133,23 @@ const VALUE_RULES: [Tok, RegExp][] = [
   ['INTERPOLATION', /\$\{[^}]+\}/y],
 ];
 
+/** The characters each token can start with: the lexer tries only the rules that can match here. */
+const FIRST: Partial<Record<Tok, RegExp>> = {
+  EQUAL: /[ \t=]/, TILDE: /~/, PLUS: /\+/, AT: /@/, COLON: /[ \t:]/, SLASH: /\//, ID: /[a-zA-Z_]/, KEY_SPECIAL: /[a-zA-Z_$]/,
+  DOT_PATH: /[a-zA-Z_$0-9]/, POPEN: /[ \t(]/, COMMA: /[ \t,]/, PCLOSE: /[ \t)]/, BRACKET_OPEN: /\[/, BRACKET_CLOSE: /[ \t\]]/,
+  BRACE_OPEN: /\{/, BRACE_CLOSE: /[ \t}]/, FLOAT: /[+\-0-9.iInN]/, INT: /[+\-0-9]/, BOOL: /[tTfF]/, NULL: /[nN]/,
+  UNQUOTED_CHAR: /[/\-\\+.$%*@?|]/, ESC: /\\/, WS: /[ \t]/, INTERPOLATION: /\$/,
+};
+const byFirst = new Map<[Tok, RegExp][], Map<string, [Tok, RegExp][]>>();
+
+function rulesFor(mode: [Tok, RegExp][], c: string): [Tok, RegExp][] {
+  let table = byFirst.get(mode);
+  if (!table) byFirst.set(mode, (table = new Map()));
+  let rules = table.get(c);
+  if (!rules) table.set(c, (rules = mode.filter(([t]) => FIRST[t]?.test(c) ?? true)));
+  return rules;
+}
+
 /** A quoted value: up to the first closing quote preceded by an even number of backslashes. */
 function quotedLength(s: string, i: number): number {
   const q = s[i];
@@ -152,7 +169,7 @@ function lex(s: string, from: number): Token[] {
   let i = from;
   while (i < s.length) {
     let best: Token | undefined;
-    for (const [type, re] of mode) {
+    for (const [type, re] of rulesFor(mode, s[i])) {
       re.lastIndex = i;
       const m = re.exec(s);
       if (m && m[0].length > 0 && (!best || m[0].length > best.text.length)) best = { type, text: m[0], start: i, end: i + m[0].length };
@@ -349,18 +366,29 @@ class Parser {
     const end = toks[toks.length - 1].end;
     const inner = toks.slice(toks[0].type === 'WS' ? 1 : 0, toks[toks.length - 1].type === 'WS' ? -1 : undefined);
     if (inner.length === 0) throw new OverrideSyntaxError('a value of only blanks', start, end);
-    const interps = inner.filter((x) => x.type === 'INTERPOLATION').map((x) => x.text.slice(2, -1));
-    const base = { kind: 'primitive' as const, quoted: false, interpolations: interps, start, end };
+    const interpolations: string[] = [];
+    let text = '';
+    for (const x of inner) {
+      if (x.type === 'INTERPOLATION') interpolations.push(x.text.slice(2, -1));
+      text += unescape(x);
+    }
+    let type: PrimitiveType = 'string';
+    let value: Primitive['value'] = text;
     if (inner.length === 1) {
       const one = inner[0];
-      const n = one.text.replace(/_/g, '');
-      if (one.type === 'INT') return { ...base, type: 'int', value: Number(n) };
-      if (one.type === 'FLOAT') return { ...base, type: 'float', value: /inf/i.test(n) ? (n.startsWith('-') ? -Infinity : Infinity) : /nan/i.test(n) ? NaN : Number(n) };
-      if (one.type === 'BOOL') return { ...base, type: 'bool', value: one.text.toLowerCase() === 'true' };
-      if (one.type === 'NULL') return { ...base, type: 'null', value: null };
+      if (one.type === 'INT') [type, value] = ['int', Number(one.text.replace(/_/g, ''))];
+      else if (one.type === 'FLOAT') [type, value] = ['float', floatValue(one.text.replace(/_/g, ''))];
+      else if (one.type === 'BOOL') [type, value] = ['bool', one.text.toLowerCase() === 'true'];
+      else if (one.type === 'NULL') [type, value] = ['null', null];
     }
-    return { ...base, type: 'string', value: inner.map(unescape).join('') };
+    return { kind: 'primitive', type, value, quoted: false, interpolations, start, end };
   }
+}
+
+function floatValue(n: string): number {
+  const lower = n.toLowerCase();
+  if (lower.endsWith('inf')) return lower.startsWith('-') ? -Infinity : Infinity;
+  return lower.endsWith('nan') ? NaN : Number(n);
 }
 
 function unescape(t: Token): string {
