@@ -76,7 +76,8 @@ function shippedModel(): HydraModel {
 /** Completion items without the VS Code-only command, for clients that did not say they run it. */
 function forClient(list: CompletionList | null): CompletionList | null {
   if (!list || suggestCommand) return list;
-  for (const it of list.items) if (it.command?.command === 'editor.action.triggerSuggest') delete it.command;
+  // Set to undefined rather than deleted: JSON leaves it out either way, and objects keep their shape (fast).
+  for (const it of list.items) if (it.command?.command === 'editor.action.triggerSuggest') it.command = undefined;
   return list;
 }
 
