@@ -4,7 +4,7 @@
  * hydra-yaml.ts (the config tree's YAML files); hydra/model.ts loads the trainer's schema and config tree.
  */
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   CodeActionKind,
   createConnection,
@@ -16,7 +16,7 @@ import {
   type Diagnostic,
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { emptyModel, loadHydraModel, type HydraLocations, type HydraModel } from './hydra/model';
+import { emptyModel, findConfigRoot, loadHydraModel, type HydraLocations, type HydraModel } from './hydra/model';
 import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './service/flags';
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
 import { completeOverrideLine } from './service/override-line';
@@ -28,10 +28,57 @@ const documents = new TextDocuments(TextDocument);
 let model: HydraModel = emptyModel();
 let locations: HydraLocations | undefined;
 let watchDynamically = false;
+/** Whether completion items may carry `editor.action.triggerSuggest` (a VS Code command other clients lack). */
+let suggestCommand = false;
 
 interface InitOptions {
   schemaFile?: string;
   configDirs?: string[];
+  /** The client runs `editor.action.triggerSuggest` from completion items; VS Code-based clients do unasked. */
+  triggerSuggestCommand?: boolean;
+}
+
+/**
+ * Without a workspace root (Neovim, Helix and others often send none): one model per config root found from
+ * each document's folder upward, else the trainer schema next to the server (the extension's own copy).
+ */
+const rootless = new Map<string, HydraModel>();
+const rootOfDir = new Map<string, string>();
+const SHIPPED_ROOT = path.join(__dirname, '..');
+
+function modelFor(uri: string | undefined): HydraModel {
+  if (locations || !uri?.startsWith('file:')) return locations ? model : shippedModel();
+  const dir = path.dirname(fileURLToPath(uri));
+  let root = rootOfDir.get(dir);
+  if (root === undefined) {
+    root = findConfigRoot(dir) ?? SHIPPED_ROOT;
+    rootOfDir.set(dir, root);
+  }
+  let m = rootless.get(root);
+  if (!m) {
+    const r = root;
+    m = safely('loading the hydra config', emptyModel(), () => loadHydraModel({ root: r }));
+    rootless.set(root, m);
+    connection.console.info(`hydra config for ${dir} (no workspace root): ${m.origin}, from ${root}`);
+  }
+  return m;
+}
+
+function shippedModel(): HydraModel {
+  let m = rootless.get(SHIPPED_ROOT);
+  if (!m) {
+    m = safely('loading the shipped schema', emptyModel(), () => loadHydraModel({ root: SHIPPED_ROOT }));
+    rootless.set(SHIPPED_ROOT, m);
+  }
+  return m;
+}
+
+/** Completion items without the VS Code-only command, for clients that did not say they run it. */
+function forClient(list: CompletionList | null): CompletionList | null {
+  if (!list || suggestCommand) return list;
+  // Set to undefined rather than deleted: JSON leaves it out either way, and objects keep their shape (fast).
+  for (const it of list.items) if (it.command?.command === 'editor.action.triggerSuggest') it.command = undefined;
+  return list;
 }
 
 /** A feature must never take the server down: a bug answers "nothing here" and is logged. */
@@ -45,18 +92,23 @@ function safely<T>(what: string, fallback: T, f: () => T): T {
 }
 
 function reloadModel(): void {
+  // Rootless models load again on next use.
+  rootless.clear();
+  rootOfDir.clear();
   if (!locations) return;
   model = safely('loading the hydra config', emptyModel(), () => loadHydraModel(locations!));
   connection.console.info(`hydra config: ${model.origin}, ${model.groups.size} groups, dirs ${model.configDirs.join(', ') || '(none)'}`);
 }
 
 connection.onInitialize((params) => {
-  const rootUri = params.workspaceFolders?.[0]?.uri ?? params.rootUri;
+  const rootUri = params.workspaceFolders?.[0]?.uri ?? params.rootUri ?? (params.rootPath ? pathToFileURL(params.rootPath).toString() : undefined);
   const opts = (params.initializationOptions ?? {}) as InitOptions;
   if (rootUri?.startsWith('file:')) {
     locations = { root: fileURLToPath(rootUri), schemaFile: opts.schemaFile, configDirs: opts.configDirs };
     reloadModel();
   }
+  // No LSP capability says "runs this editor command": an explicit option wins, else VS Code and its forks.
+  suggestCommand = opts.triggerSuggestCommand ?? /visual studio code|code - oss|code-server|vscodium|cursor/i.test(params.clientInfo?.name ?? '');
   watchDynamically = params.capabilities.workspace?.didChangeWatchedFiles?.dynamicRegistration === true;
   return {
     capabilities: {
@@ -96,14 +148,15 @@ connection.onCompletion((params): CompletionList | null =>
   safely('completion', null, () => {
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
-    return flagCompletion(doc, params.position) ?? overrideCompletion(model, doc, params.position) ?? configCompletion(model, doc, params.position);
+    const m = modelFor(doc.uri);
+    return forClient(flagCompletion(doc, params.position) ?? overrideCompletion(m, doc, params.position) ?? configCompletion(m, doc, params.position));
   }),
 );
 
 // The "Run on TPU with Overrides…" input: the same checks as overrides in a recipe, against the same model.
 connection.onRequest(CompleteOverridesRequest, (params) =>
   safely('override line', { items: [], problems: [], overrides: params.line.split(/\s+/).filter(Boolean), checked: false }, () =>
-    completeOverrideLine(model, params.line, params.cursor),
+    completeOverrideLine(locations ? model : shippedModel(), params.line, params.cursor),
   ),
 );
 
@@ -111,7 +164,8 @@ connection.onHover((params) =>
   safely('hover', null, () => {
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
-    return flagHover(doc, params.position) ?? overrideHover(model, doc, params.position) ?? configHover(model, doc, params.position);
+    const m = modelFor(doc.uri);
+    return flagHover(doc, params.position) ?? overrideHover(m, doc, params.position) ?? configHover(m, doc, params.position);
   }),
 );
 
@@ -119,7 +173,8 @@ connection.onDefinition((params) =>
   safely('definition', null, () => {
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
-    return overrideDefinition(model, doc, params.position) ?? configDefinition(model, doc, params.position);
+    const m = modelFor(doc.uri);
+    return overrideDefinition(m, doc, params.position) ?? configDefinition(m, doc, params.position);
   }),
 );
 
@@ -131,6 +186,7 @@ connection.onCodeAction((params) =>
 );
 
 export function validate(doc: TextDocument): Diagnostic[] {
+  const model = modelFor(doc.uri);
   return [
     ...safely('flag diagnostics', [], () => flagDiagnostics(doc)),
     ...safely('override diagnostics', [], () => overrideDiagnostics(model, doc)),

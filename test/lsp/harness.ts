@@ -77,7 +77,8 @@ export class LspClient {
   }
 
   /** Starts our server; `argv` starts another (the benchmark's peer, yaml-language-server). */
-  static async start(root: string | null = repoRoot, initializationOptions?: object, argv = [bundle, '--stdio'], capabilities?: object): Promise<LspClient> {
+  /** `initExtra` adds to or replaces fields of the initialize request (rootPath, clientInfo, ...). */
+  static async start(root: string | null = repoRoot, initializationOptions?: object, argv = [bundle, '--stdio'], capabilities?: object, initExtra: object = {}): Promise<LspClient> {
     if (argv[0] === bundle) await (fresh ??= ensureFreshBundle(serverBundle));
     const c = new LspClient(argv);
     c.init = (await c.conn.sendRequest('initialize', {
@@ -85,6 +86,7 @@ export class LspClient {
       rootUri: root ? pathToFileURL(root).toString() : null,
       capabilities: capabilities ?? { workspace: { didChangeWatchedFiles: { dynamicRegistration: true } } },
       initializationOptions,
+      ...initExtra,
     })) as InitializeResult;
     await c.conn.sendNotification('initialized', {});
     return c;

@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import builtins from './hydra-builtins.json';
 
 export type JsonType = 'object' | 'string' | 'integer' | 'number' | 'boolean' | 'null' | 'array';
 export type Scalar = string | number | boolean | null;
@@ -148,6 +149,18 @@ function scanGroups(dir: string, rel: string, groups: Map<string, ConfigGroup>):
   }
 }
 
+/**
+ * For editors that open files without a workspace root: the nearest folder, from `startDir` upward, that holds
+ * the trainer's schema or config tree in one of the default places; undefined when none does.
+ */
+export function findConfigRoot(startDir: string): string | undefined {
+  for (let dir = path.resolve(startDir); ; dir = path.dirname(dir)) {
+    if (firstExisting(dir, [...DEFAULT_SCHEMA, ...DEFAULT_CONFIG_DIRS.filter((d) => d !== 'configs')])) return dir;
+    if (fs.existsSync(path.join(dir, 'configs')) && fs.existsSync(primaryConfigFile(path.join(dir, 'configs')))) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
 function firstExisting(root: string, candidates: string[]): string | undefined {
   return candidates.map((c) => path.resolve(root, c)).find((p) => fs.existsSync(p));
 }
@@ -206,8 +219,30 @@ export function loadHydraModel(loc: HydraLocations): HydraModel {
       }
     }
   }
+  addHydraBuiltins(model);
   return model;
 }
+
+/**
+ * Hydra's own config (`hydra.run.dir`, `hydra.job.chdir`, ...) and groups (`hydra/job_logging=disabled`) exist in
+ * every hydra app; they come from the installed hydra-core (gen-hydra-builtins.py), not from the trainer.
+ */
+export function addHydraBuiltins(model: HydraModel): void {
+  if (model.origin === 'none') return;
+  model.root.properties ??= new Map();
+  if (!model.root.properties.has('hydra')) {
+    const node = fromJsonSchema(builtins.hydra as JsonSchema);
+    node.description = `hydra's own settings (hydra ${builtins.hydraVersion})`;
+    model.root.properties.set('hydra', node);
+  }
+  for (const [name, options] of Object.entries(builtins.groups)) {
+    if (model.groups.has(name)) continue;
+    model.groups.set(name, { path: name, options: new Map(options.map((o) => [o, { name: o }])), default: options.includes('default') ? 'default' : options[0] });
+  }
+}
+
+/** Resolvers every hydra app has (`${oc.env:HOME}`, `${now:%H}`). */
+export const BUILTIN_RESOLVERS: readonly string[] = builtins.resolvers;
 
 function ensurePath(root: SchemaNode, parts: string[]): SchemaNode {
   let node = root;

@@ -16,9 +16,9 @@ import {
   type Position,
 } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { allPaths, checkScalar, nodeAt, typeText, type HydraModel, type Scalar } from '../hydra/model';
+import { nodeAt, typeText, type HydraModel } from '../hydra/model';
 import { DIAGNOSTIC_SOURCE, didYouMeanData } from './flags';
-import { didYouMean } from './fuzzy';
+import { checkOverride } from './override-check';
 import { groupOptionItems, optionLocation, schemaMarkdown, valueItems } from './hydra-yaml';
 
 /** The trainer entry points whose arguments are hydra overrides. */
@@ -33,6 +33,19 @@ export interface Word {
   value: string;
   /** Offset in the document of value[0] when the word starts with a quote, else start. */
   valueStart: number;
+  /** The document offset of each character of value. */
+  map: number[];
+  /** What bash itself does to the word (expansions, syntax) that the author probably did not mean. */
+  issues: ShellIssue[];
+  /** The word holds a shell expansion ($VAR, "$@", `...`) whose value is not known here. */
+  dynamic: boolean;
+}
+
+export interface ShellIssue {
+  start: number;
+  end: number;
+  message: string;
+  severity: 'error' | 'warning';
 }
 
 export interface TrainerCommand {
@@ -81,31 +94,152 @@ function scanCommands(text: string): TrainerCommand[] {
   return out;
 }
 
+/** Options of hydra's command line that take the next word as their argument. */
+const OPTION_WITH_ARG = new Set(['--cfg', '-c', '--package', '-p', '--config-path', '-cp', '--config-name', '-cn', '--config-dir', '-cd', '--experimental-rerun']);
+
+const BASH_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Where a `{` opened outside quotes closes, when bash would brace-expand it (a `,` or `..` at its top level). */
+function braceExpansionEnd(text: string, i: number, end: number): number | undefined {
+  let depth = 0;
+  let expands = false;
+  for (let j = i; j < end && !/\s/.test(text[j]); j++) {
+    const c = text[j];
+    if (c === "'" || c === '"' || c === '\\') return undefined;
+    if (c === '{') depth++;
+    else if (c === '}') {
+      depth--;
+      if (depth === 0) return expands ? j + 1 : undefined;
+    } else if (depth === 1 && (c === ',' || (c === '.' && text[j + 1] === '.'))) expands = true;
+  }
+  return undefined;
+}
+
+/** `a,b{c,d}` → [a, b{c,d}]: bash's alternatives, split at commas outside nested braces. */
+function splitTopLevel(s: string): string[] {
+  if (!s.includes(',')) return [s]; // a {1..3} sequence: left as written
+  const out: string[] = [];
+  let depth = 0;
+  let cur = '';
+  for (const c of s) {
+    if (c === ',' && depth === 0) {
+      out.push(cur);
+      cur = '';
+      continue;
+    }
+    if (c === '{') depth++;
+    if (c === '}') depth--;
+    cur += c;
+  }
+  out.push(cur);
+  return out;
+}
+
 function splitWords(text: string, start: number, end: number): Word[] {
   const words: Word[] = [];
   let i = start;
   while (i < end) {
     while (i < end && (/\s/.test(text[i]) || (text[i] === '\\' && /[\r\n]/.test(text[i + 1] ?? '')))) i++;
-    if (i >= end || text[i] === '#' || text[i] === ';' || text[i] === '|' || text[i] === '&' || text[i] === '>') break;
+    if (i >= end || text[i] === '#' || text[i] === ';' || text[i] === '|' || text[i] === '&' || text[i] === '>' || text[i] === '<') break;
     const s = i;
     let value = '';
+    const map: number[] = [];
+    const issues: ShellIssue[] = [];
+    let dynamic = false;
+    let stop = false;
+    let brace: { at: number; alts: string[]; docStart: number } | undefined;
+    const add = (ch: string, at: number) => {
+      value += ch;
+      map.push(at);
+    };
+    /** `$...` at i (outside single quotes): returns the index after it. */
+    const dollar = (j: number): number => {
+      if (text[j + 1] === '{') {
+        const close = text.indexOf('}', j + 2);
+        const stopAt = close < 0 || close >= end ? end : close + 1;
+        const body = text.slice(j + 2, stopAt - 1);
+        if (BASH_NAME.test(body)) {
+          issues.push({ start: j, end: stopAt, severity: 'warning', message: `bash replaces \${${body}} with the environment variable ${body} (empty when unset) before hydra sees it; put the override in single quotes to give hydra the interpolation` });
+        } else {
+          issues.push({ start: j, end: stopAt, severity: 'error', message: `bash stops at \${${body}} ("bad substitution"): put the override in single quotes ('...=\${${body}}') so hydra gets the interpolation` });
+        }
+        return stopAt;
+      }
+      if (text[j + 1] === '(') {
+        // $(command): its output is not known here; skip to the matching parenthesis.
+        dynamic = true;
+        let depth = 0;
+        for (let k = j + 1; k < end; k++) {
+          if (text[k] === '(') depth++;
+          else if (text[k] === ')' && --depth === 0) return k + 1;
+        }
+        return end;
+      }
+      if (/[A-Za-z_@*#?$!0-9]/.test(text[j + 1] ?? '')) dynamic = true;
+      else add('$', j);
+      return j + 1;
+    };
     while (i < end && !/\s/.test(text[i])) {
       const c = text[i];
-      if (c === "'" || c === '"') {
-        const close = text.indexOf(c, i + 1);
-        const stop = close < 0 || close > end ? end : close;
-        value += text.slice(i + 1, stop);
-        i = stop + 1;
+      if (c === "'") {
+        const close = text.indexOf("'", i + 1);
+        if (close < 0 || close >= end) {
+          issues.push({ start: i, end, severity: 'error', message: "bash: this ' is never closed" });
+          for (let k = i + 1; k < end; k++) add(text[k], k);
+          i = end;
+          break;
+        }
+        for (let k = i + 1; k < close; k++) add(text[k], k);
+        i = close + 1;
+      } else if (c === '"') {
+        let j = i + 1;
+        for (; j < end && text[j] !== '"'; ) {
+          if (text[j] === '\\' && /[$`"\\\n]/.test(text[j + 1] ?? '')) {
+            if (text[j + 1] !== '\n') add(text[j + 1], j + 1);
+            j += 2;
+          } else if (text[j] === '$') j = dollar(j);
+          else {
+            if (text[j] === '`') dynamic = true;
+            add(text[j], j);
+            j++;
+          }
+        }
+        if (j >= end) issues.push({ start: i, end, severity: 'error', message: 'bash: this " is never closed' });
+        i = Math.min(j + 1, end);
       } else if (c === '\\' && i + 1 < end) {
-        value += text[i + 1];
+        if (!/[\r\n]/.test(text[i + 1])) add(text[i + 1], i + 1);
         i += 2;
-      } else {
-        value += c;
-        i++;
-      }
+      } else if (c === '$') i = dollar(i);
+      else if (c === '`') {
+        dynamic = true;
+        add(c, i++);
+      } else if (c === '(' || c === ')') {
+        issues.push({ start: i, end: i + 1, severity: 'error', message: `bash reads "${c}" as syntax: put the override in single quotes` });
+        add(c, i++);
+      } else if (c === ';' || c === '|' || c === '&' || c === '<' || c === '>') {
+        // `2>&1`: the digits name a file descriptor of the redirection, not an argument.
+        if ((c === '<' || c === '>') && /^\d+$/.test(value)) value = '';
+        stop = true;
+        break;
+      } else if (c === '{' && braceExpansionEnd(text, i, end) !== undefined) {
+        const e = braceExpansionEnd(text, i, end)!;
+        issues.push({ start: i, end: e, severity: 'warning', message: 'bash expands {a,b} into separate words (brace expansion) before hydra sees them: put the override in single quotes to pass a dict' });
+        brace ??= { at: value.length, alts: splitTopLevel(text.slice(i + 1, e - 1)), docStart: i };
+        i = e;
+      } else add(c, i++);
     }
     i = Math.min(i, end);
-    words.push({ start: s, end: i, value, valueStart: text[s] === '"' || text[s] === "'" ? s + 1 : s });
+    const valueStart = text[s] === '"' || text[s] === "'" ? s + 1 : s;
+    if (brace) {
+      // One word per alternative, as bash passes them; the issue is reported once.
+      const b = brace;
+      b.alts.forEach((alt, n) => {
+        const v = value.slice(0, b.at) + alt + value.slice(b.at);
+        const m = [...map.slice(0, b.at), ...[...alt].map(() => b.docStart), ...map.slice(b.at)];
+        words.push({ start: s, end: i, value: v, valueStart, map: m, issues: n === 0 ? issues : [], dynamic });
+      });
+    } else if (i > s && !(stop && value === '' && map.length > 0)) words.push({ start: s, end: i, value, valueStart, map, issues, dynamic });
+    if (stop) break;
   }
   return words;
 }
@@ -133,61 +267,30 @@ function parseOverride(w: Word): Override | undefined {
 /** The config path a key names: `model.hidden_size` → [model, hidden_size]; `@package` suffixes dropped. */
 const parts = (key: string) => key.replace(/@.*$/, '').split('.');
 
-/** Parses an override value like hydra's grammar does, for the simple cases; undefined for the rest. */
-function parseValue(v: string): { value: Scalar; raw: string } | undefined {
-  // Sweeps (a,b), functions, lists, dicts, interpolations and shell expansions: not checked.
-  if (/[,$[\]{}()]/.test(v)) return undefined;
-  if (/^(null|~)$/i.test(v)) return { value: null, raw: v };
-  if (/^(true|false)$/i.test(v)) return { value: v.toLowerCase() === 'true', raw: v };
-  if (/^[+-]?\d+$/.test(v)) return { value: Number(v), raw: v };
-  if (/^[+-]?(\d+\.\d*|\.\d+|\d+)(e[+-]?\d+)?$/i.test(v) || /^[+-]?(inf|nan)$/i.test(v)) return { value: Number(v), raw: v };
-  return { value: v, raw: v };
-}
-
 export function overrideDiagnostics(model: HydraModel, doc: TextDocument): Diagnostic[] {
   if (model.origin === 'none') return [];
   const out: Diagnostic[] = [];
   const rng = (a: number, b: number) => ({ start: doc.positionAt(a), end: doc.positionAt(b) });
-  const push = (a: number, b: number, message: string, code: string, severity: DiagnosticSeverity = DiagnosticSeverity.Error, suggestions: string[] = []) =>
-    out.push({ range: rng(a, b), message, code, severity, source: DIAGNOSTIC_SOURCE, ...didYouMeanData(suggestions) });
+  const sev = (s: 'error' | 'warning') => (s === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning);
   for (const cmd of findTrainerCommands(doc.getText())) {
+    const multirun = cmd.words.some((w) => w.value === '-m' || w.value === '--multirun');
+    let skipNext = false;
     for (const w of cmd.words) {
-      if (w.value.startsWith('-') || w.value.includes('$')) continue; // options and "$@"
-      const o = parseOverride(w);
-      if (!o) continue;
-      const group = model.groups.get(o.key);
-      if (group) {
-        if (o.value !== undefined && o.value !== 'null' && !group.options.has(o.value) && !/[,$(]/.test(o.value)) {
-          const near = didYouMean(o.value, group.options.keys());
-          push(o.valueStart, w.end, `Unknown option "${o.value}" for group ${o.key}${near.length ? `. Did you mean "${near[0]}"?` : ` (options: ${[...group.options.keys()].join(', ')})`}`, 'unknown-option', DiagnosticSeverity.Error, near);
-        }
+      for (const i of w.issues) out.push({ range: rng(i.start, i.end), message: i.message, code: 'shell', severity: sev(i.severity), source: DIAGNOSTIC_SOURCE });
+      if (skipNext || w.dynamic || w.issues.some((i) => i.severity === 'error')) {
+        skipNext = false;
         continue;
       }
-      if (o.key.includes('/')) {
-        const near = didYouMean(o.key, model.groups.keys());
-        push(o.keyStart, o.keyEnd, `Unknown config group "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-group', DiagnosticSeverity.Error, near);
+      if (w.value.startsWith('-')) {
+        skipNext = OPTION_WITH_ARG.has(w.value);
         continue;
       }
-      const p = parts(o.key);
-      const node = nodeAt(model, p);
-      if (!node) {
-        const parent = nodeAt(model, p.slice(0, -1));
-        // `++key` forces a new key into an open config; in a closed (structured) one hydra rejects it too.
-        if (parent && !parent.closed && o.prefix !== '') continue;
-        const siblings = parent?.properties ? [...parent.properties.keys()].map((k) => [...p.slice(0, -1), k].join('.')) : [];
-        const candidates = parent ? [...siblings, ...model.groups.keys()] : [...allPaths(model.root), ...model.groups.keys()];
-        const near = didYouMean(o.key, candidates);
-        if (parent || model.root.closed) push(o.keyStart, o.keyEnd, `Unknown config key "${o.key}"${near.length ? `. Did you mean "${near[0]}"?` : ''}`, 'unknown-key', DiagnosticSeverity.Error, near);
-        continue;
+      const at = (k: number) => (k < w.map.length ? w.map[k] : k > 0 && w.map.length ? w.map[w.map.length - 1] + 1 : w.end);
+      for (const p of checkOverride(model, w.value, multirun).problems) {
+        const a = at(Math.max(0, p.start));
+        const b = Math.max(at(Math.max(p.start, p.end - 1)) + 1, a + 1);
+        out.push({ range: rng(a, Math.min(b, w.end)), message: p.message, code: p.code, severity: sev(p.severity), source: DIAGNOSTIC_SOURCE, ...didYouMeanData(p.suggestions ?? []) });
       }
-      if (o.prefix === '+') {
-        push(o.keyStart - 1, o.keyEnd, `"${o.key}" already exists: "+" appends a new key (write ${o.key}=... to change it, or ++${o.key}=... to force)`, 'override-exists', DiagnosticSeverity.Warning);
-      }
-      if (o.value === undefined || o.prefix === '~') continue;
-      const parsed = parseValue(o.value);
-      if (!parsed) continue;
-      const bad = node.properties && !node.types.includes('string') ? `${o.key} is a config node (${typeText(node)}); set its keys, e.g. ${o.key}.${[...node.properties.keys()][0]}=...` : checkScalar(node, parsed.value, parsed.raw);
-      if (bad) push(o.valueStart, w.end, `${o.key}: ${bad}`, 'wrong-type');
     }
   }
   return out;
@@ -240,6 +343,8 @@ export function overrideCompletion(model: HydraModel, doc: TextDocument, pos: Po
   }
   if (dot < 0 || key.includes('/')) {
     for (const g of model.groups.values()) {
+      // hydra's own groups once the word starts with `hydra`: they are rarely set, and lists stay short.
+      if (g.path.startsWith('hydra/') && !key.startsWith('hydra')) continue;
       items.push({
         label: g.path,
         kind: CompletionItemKind.Folder,
