@@ -55,12 +55,12 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from tpu_trainer import train as train_mod
     from tpu_trainer.config import ConfigError, from_omegaconf, register_configs, resolve_aliases, validate
+    from tpu_trainer.overrides import check_overrides
 
     multirun = any(w in ("-m", "--multirun") for w in words)
     overrides = [w for w in words if not w.startswith("-")]
-    problem = train_mod.check_overrides(words)
+    problem = check_overrides(words)
     if problem:
         return False, problem
     try:

@@ -9,8 +9,8 @@ from omegaconf import OmegaConf
 from _trainer_helpers import compose
 from tpu_trainer.config import ConfigError, ModelConfig, SchedulerConfig, TrainConfig, config_keys, validate
 from tpu_trainer.optim import lr_multiplier
+from tpu_trainer.overrides import check_overrides
 from tpu_trainer.schema import CONFIG_DIR
-from tpu_trainer.train import check_overrides
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 
 from _trainer_helpers import run_trainer
 from override_verdicts import VERDICTS, corpus_lines, verdict
-from tpu_trainer.train import check_overrides
+from tpu_trainer.overrides import check_overrides
 
 STORED = json.loads(VERDICTS.read_text(encoding="utf-8"))
 
