@@ -33,6 +33,7 @@ import { attachRun, startDetached } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { runProgram } from '../helpers/process';
 import { deltaSync } from '../../extension/src/core/sync/delta';
 import { tarStream } from '../../extension/src/core/sync/tar';
 import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
@@ -68,17 +69,6 @@ function stats(samples: number[]): Stats {
   const s = [...samples].sort((a, b) => a - b);
   const r = (x: number) => Math.round(x * 10) / 10;
   return { n: s.length, medianMs: r(quantile(s, 0.5)), p90Ms: r(quantile(s, 0.9)), minMs: r(s[0]), maxMs: r(s[s.length - 1]), samplesMs: samples.map(r) };
-}
-
-/** Runs a program; rejects with its stderr unless it exits 0. */
-function run(cmd: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.once('error', reject);
-    child.once('exit', (code, sig) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} → ${code ?? sig}: ${err.trim()}`))));
-  });
 }
 
 async function timed(fn: () => Promise<void>): Promise<number> {
@@ -227,7 +217,7 @@ async function ourBareExec(t: Target, conns: ConnectionManager): Promise<void> {
 const SAME_ALGOS = ['-o', 'KexAlgorithms=curve25519-sha256@libssh.org', '-o', 'Ciphers=aes128-gcm@openssh.com'];
 
 function sshAll(t: Target, extra: string[] = []): Promise<void> {
-  return Promise.all(t.workers.map((w) => run('ssh', [...sshOpts(t.keyFile, w.port, extra), `${w.username}@${w.host}`, 'true']))).then(() => undefined);
+  return Promise.all(t.workers.map((w) => runProgram('ssh', [...sshOpts(t.keyFile, w.port, extra), `${w.username}@${w.host}`, 'true']))).then(() => undefined);
 }
 
 interface Variant {
@@ -258,7 +248,7 @@ function fanoutVariants(t: Target): Variant[] {
   const cm = path.join(tmp, `cm-%C`);
   const cmOpts = ['-o', 'ControlMaster=auto', '-o', `ControlPath=${cm}`, '-o', 'ControlPersist=300'];
   cleanups.push(async () => {
-    await Promise.all(t.workers.map((w) => run('ssh', [...sshOpts(t.keyFile, w.port, cmOpts), '-O', 'exit', `${w.username}@${w.host}`]).catch(() => undefined)));
+    await Promise.all(t.workers.map((w) => runProgram('ssh', [...sshOpts(t.keyFile, w.port, cmOpts), '-O', 'exit', `${w.username}@${w.host}`]).catch(() => undefined)));
   });
   const cold = async (fn: (c: ConnectionManager) => Promise<void>) => {
     const c = manager();
@@ -318,10 +308,10 @@ function syncVariants(t: Target, ws: string, rsyncOk: boolean): { variants: Vari
     Promise.all(
       t.workers.map((w) => {
         const d = dest(tag, w);
-        return run('bash', ['-c', `set -o pipefail; tar -cf - -C ${ws} . | ${sshCmd(w, extra)} ${w.username}@${w.host} 'mkdir -p ${d} && tar -xf - -C ${d}'`]);
+        return runProgram('bash', ['-c', `set -o pipefail; tar -cf - -C ${ws} . | ${sshCmd(w, extra)} ${w.username}@${w.host} 'mkdir -p ${d} && tar -xf - -C ${d}'`]);
       }),
     ).then(() => undefined);
-  const rsyncTo = (tag: string) => Promise.all(t.workers.map((w) => run('rsync', ['-a', '-e', sshCmd(w), `${ws}/`, `${w.username}@${w.host}:${dest(tag, w)}/`]))).then(() => undefined);
+  const rsyncTo = (tag: string) => Promise.all(t.workers.map((w) => runProgram('rsync', ['-a', '-e', sshCmd(w), `${ws}/`, `${w.username}@${w.host}:${dest(tag, w)}/`]))).then(() => undefined);
   // The pipeline's sync step, as runRecipe calls it, over a new owner (a fresh `tpw run`: cold connections).
   const ourSync = (tag: string) => async () => {
     const conns = manager();

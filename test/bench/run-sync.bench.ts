@@ -19,7 +19,7 @@
  *
  * Prints markdown tables; writes every sample to test-artifacts/bench/run-sync.json.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -28,6 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { attachRun, startDetached, stopDetached } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
+import { runProgram } from '../helpers/process';
 import { deltaSync } from '../../extension/src/core/sync/delta';
 import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
 import { makeKeyPair, startSshd, type SshdInstance } from '../helpers/sshd';
@@ -56,16 +57,6 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-bench-rs-'));
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? Math.round(s[Math.floor((s.length - 1) / 2)] * 10) / 10 : NaN;
-}
-
-function run(cmd: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.once('error', reject);
-    child.once('exit', (code, sig) => (code === 0 ? resolve() : reject(new Error(`${cmd} → ${code ?? sig}: ${err.trim().slice(0, 400)}`))));
-  });
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -120,7 +111,7 @@ async function benchFanout(clientKey: string, hostKey: string, results: Record<s
         );
         followed.dispose();
         const sshArgs = SSH_OPTS(clientKey).join(' ');
-        pssh.push(await timed(() => run('parallel-ssh', ['-h', hostsFile, '-p', String(n), '-t', '60', '-x', sshArgs, 'true'])));
+        pssh.push(await timed(() => runProgram('parallel-ssh', ['-h', hostsFile, '-p', String(n), '-t', '60', '-x', sshArgs, 'true'])));
       }
     } finally {
       await Promise.all(sshds.map((s) => s.stop()));
@@ -157,7 +148,7 @@ async function benchSync(clientKey: string, hostKey: string, results: Record<str
         Promise.all(
           sshds.map((s, i) => {
             fs.mkdirSync(rsyncDest(i), { recursive: true });
-            return run('rsync', ['-a', '--delete', '-e', `ssh ${SSH_OPTS(clientKey).join(' ')} -p ${s.port}`, `${ws}/`, `${s.username}@${s.host}:${rsyncDest(i)}/`]);
+            return runProgram('rsync', ['-a', '--delete', '-e', `ssh ${SSH_OPTS(clientKey).join(' ')} -p ${s.port}`, `${ws}/`, `${s.username}@${s.host}:${rsyncDest(i)}/`]);
           }),
         );
       for (const [name, prep] of [

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 
 /**
@@ -64,4 +65,15 @@ export function acceptedConnections(host: string, port: number): number {
     .slice(1)
     .map((l) => l.trim().split(/\s+/))
     .filter((f) => f[1] === local && f[3] === ESTABLISHED).length;
+}
+
+/** Runs a program (a peer tool in a benchmark, a set-up step); rejects with its stderr unless it exits 0. */
+export function runProgram(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.once('error', reject);
+    child.once('exit', (code, sig) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ').slice(0, 200)} → ${code ?? sig}: ${err.trim().slice(0, 400)}`))));
+  });
 }
