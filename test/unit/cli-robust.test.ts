@@ -1,6 +1,7 @@
 /**
  * The CLI against failures it cannot fix by retrying, as a user's shell sees it (a spawned `tpw`): a changed
- * host key ends `tpw logs --follow` with the message and a non-zero exit instead of retrying forever.
+ * host key ends `tpw logs --follow` with the message and a non-zero exit instead of retrying forever; a reader
+ * that closes the pipe early ends `tpw` quietly.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -37,5 +38,18 @@ test('logs --follow ends with the message when a worker host key changed (no ret
   } finally {
     fs.writeFileSync(knownHosts, original);
     await pod.tpw('stop', runId);
+  }
+});
+
+test('a reader that closes after one line ends tpw quietly (exit 0, no stack trace)', async () => {
+  // Several runs, so `tpw runs` writes several lines.
+  for (let i = 0; i < 3; i++) await pod.tpw('run', pod.writeRecipe(`q${i}.sh`, 'true\n'), '--vm', 'pod');
+  for (const argv of [['runs'], ['--help']]) {
+    const script = `node --require ${JSON.stringify(require.resolve('tsx/cjs'))} ${JSON.stringify(path.resolve(__dirname, '../../extension/src/cli/main.ts'))} ${argv.join(' ')} 2>"$ERR" | head -1 >/dev/null; echo "\${PIPESTATUS[0]}"`;
+    const errFile = path.join(pod.home, 'pipe-stderr');
+    const status = execFileSync('bash', ['-c', script], { cwd: pod.ws, env: { ...process.env, TPW_HOME: pod.home, ERR: errFile }, encoding: 'utf8' }).trim();
+    const stderr = fs.readFileSync(errFile, 'utf8');
+    assert.equal(status, '0', `tpw ${argv.join(' ')} exited ${status}: ${stderr}`);
+    assert.doesNotMatch(stderr, /EPIPE|^\s+at /m, stderr);
   }
 });
