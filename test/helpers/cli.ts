@@ -37,17 +37,17 @@ const CLI_SOURCE = path.resolve(__dirname, '../../extension/src/cli/main.ts');
  * Runs the real `tpw` as a child process: the TypeScript source through tsx (so never a stale bundle), with
  * `env` laid over this process's environment. Exit code, stdout and stderr as the user's shell would see them.
  */
-export function spawnTpw(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SpawnedTpw> {
+export function spawnTpw(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SpawnedTpw> {
   // A variable given as undefined is removed from the child's environment.
   const env = Object.fromEntries(Object.entries({ ...process.env, ...opts.env }).filter(([, v]) => v !== undefined));
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
       ['--require', require.resolve('tsx/cjs'), CLI_SOURCE, ...argv],
-      { cwd: opts.cwd, env, encoding: 'utf8', timeout: 120_000 },
+      { cwd: opts.cwd, env, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 },
       (error, stdout, stderr) => {
         const code = error ? error.code : 0;
-        if (typeof code !== 'number') reject(new Error(`tpw ${argv.join(' ')} did not exit: ${String(error)}\n${stderr}`));
+        if (typeof code !== 'number') reject(new Error(`tpw ${argv.join(' ')} did not exit: ${String(error)}\nstdout: ${stdout}\nstderr: ${stderr}`));
         else resolve({ code, stdout, stderr });
       },
     );

@@ -1,4 +1,4 @@
-import { TpwError, describeError } from '../errors';
+import { TpwError, describeError, isTpwError } from '../errors';
 import type { ConnectionManager } from '../ssh/connection';
 import { channelEnd, targetLabel } from '../ssh/connection';
 import { LineSplitter, execCollect } from '../ssh/exec';
@@ -109,6 +109,14 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
   const reconnectForMs = opts.reconnectForMs ?? 10 * 60_000;
   const notice = opts.onNotice ?? (() => undefined);
   const t0 = Date.now();
+  // A permanent error on one worker (a changed host key, a refused key) ends the whole watch: retrying cannot
+  // fix it, and the run itself may still be going, so nothing is recorded as its result.
+  const inner = new AbortController();
+  const signal = inner.signal;
+  const onOuterAbort = () => inner.abort();
+  if (opts.signal?.aborted) inner.abort();
+  else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  let permanent: unknown;
   const stopped = new Set<number>();
   let cancelled = false;
   let stopping: Promise<unknown> | undefined;
@@ -136,7 +144,7 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
     const failed = r.error !== undefined || (r.exitCode !== 0 && r.exitCode !== undefined && r.exitCode !== PREEMPTED_EXIT);
     // Workers end in the order their tails see the exit: the first failure is the cause, the rest its echo.
     if (failed && !result.stopped && firstFailed === undefined) firstFailed = w.index;
-    if (failed && follow && failFast && !result.stopped && !cancelled && !opts.signal?.aborted) void stopAll();
+    if (failed && follow && failFast && !result.stopped && !cancelled && !signal.aborted) void stopAll();
   };
 
   const watch = async (w: WorkerTarget): Promise<void> => {
@@ -144,7 +152,7 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
     let lostSince: number | undefined;
     let delay = 250;
     for (;;) {
-      if (opts.signal?.aborted) return;
+      if (signal.aborted) return;
       const offset = offsets.get(w.index) ?? 0;
       let out;
       try {
@@ -155,8 +163,16 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
         // Reached the worker again: the give-up clock and the backoff start over.
         lostSince = undefined;
         delay = 250;
-        const onAbort = () => channel.close();
-        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        // Closing asks the worker to close too; the watch does not wait for its answer (a server busy with the
+        // tail may never give one).
+        let abandoned: (v: { code: null; lost: true }) => void = () => undefined;
+        const abandon = new Promise<{ code: null; lost: true }>((resolve) => (abandoned = resolve));
+        const onAbort = () => {
+          channel.close();
+          abandoned({ code: null, lost: true });
+        };
+        if (signal.aborted) onAbort(); // ended while the channel was opening
+        else signal.addEventListener('abort', onAbort, { once: true });
         channel.on('data', (b: Buffer) => {
           // Count bytes before splitting: the offset is what the worker's file has, whatever the encoding.
           offsets.set(w.index, (offsets.get(w.index) ?? 0) + b.length);
@@ -167,13 +183,22 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
         // The exit status comes from the listener SshConnection.exec attached before yielding the channel: a
         // tail of a finished run exits at once, and its 'exit' can fire before this code could listen (each
         // such miss looked like a lost connection and cost a reconnect).
-        const end = await channelEnd(channel);
-        opts.signal?.removeEventListener('abort', onAbort);
+        let end;
+        try {
+          end = await Promise.race([channelEnd(channel), abandon]);
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
         out = { code: end.code, lost: end.lost, stderr };
       } catch (e) {
+        if (isPermanentSshError(e)) {
+          permanent ??= e;
+          inner.abort();
+          return;
+        }
         out = { code: null, lost: true, stderr: describeError(e) };
       }
-      if (opts.signal?.aborted) return;
+      if (signal.aborted) return;
       const marker = out.stderr.split('\n').find((l) => l.startsWith(EXIT_MARKER));
       if (marker !== undefined && out.code === 0) {
         for (const line of splitter.flush()) listener.onLine?.(w.index, 'stdout', line);
@@ -194,13 +219,15 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
         return;
       }
       notice(w.index, `connection lost (${out.stderr.trim().split('\n').pop() || 'no reason given'}); resuming at byte ${offsets.get(w.index) ?? 0}`);
-      await sleep(delay, opts.signal);
+      await sleep(delay, signal);
       delay = Math.min(delay * 2, 5000);
     }
   };
 
   const result = Promise.all(workers.map((w) => watch(w))).then(async () => {
+    opts.signal?.removeEventListener('abort', onOuterAbort);
     await stopping;
+    if (permanent !== undefined) throw permanent;
     const list = workers.map((w) => results.get(w.index) ?? { index: w.index, host: w.host, exitCode: null, stopped: stopped.has(w.index) });
     const detached = list.some((w) => !results.has(w.index));
     const ok = !detached && !cancelled && list.every((w) => w.exitCode === 0 && !w.error);
@@ -217,16 +244,28 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
   };
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms` or until `signal` aborts; the abort listener goes with the wait (one per retry would pile up). */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Errors no retry can fix: the host key changed, is unknown under a strict policy or revoked, or the worker
+ * refused our key. Network errors (refused, reset, timeouts) are transient: the VM may be rebooting.
+ */
+export function isPermanentSshError(e: unknown): boolean {
+  if (isTpwError(e, 'SSH_HOST_KEY')) return true;
+  if (!isTpwError(e, 'SSH_CONNECT')) return false;
+  const cause = (e as Error & { cause?: { level?: string } }).cause;
+  return cause?.level === 'client-authentication';
 }
