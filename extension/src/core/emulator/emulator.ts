@@ -8,6 +8,7 @@ import { emulatorDir } from '../paths';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../ssh/keys';
 import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
+import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
 import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from './endpoint';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
@@ -78,6 +79,7 @@ const defaultPool: WorkerPoolFactory = async (o) => new (await import('./ssh-wor
 export class Emulator {
   readonly dir: string;
   private stateValue: EmulatorState | undefined;
+  private computeValue: ComputeState | undefined;
   private restValue: RestServer | undefined;
   private pool: WorkerPool | undefined;
   private endpointValue: EmulatorEndpoint | undefined;
@@ -96,6 +98,12 @@ export class Emulator {
   get state(): EmulatorState {
     if (!this.stateValue) throw new Error('emulator not started');
     return this.stateValue;
+  }
+
+  /** Compute Engine instances, MIGs, templates and policies. */
+  get compute(): ComputeState {
+    if (!this.computeValue) throw new Error('emulator not started');
+    return this.computeValue;
   }
 
   /** The REST server, for fault and latency injection in tests. */
@@ -157,10 +165,33 @@ export class Emulator {
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
       metadataChanged: (n) => this.pool?.setNodeKeys?.(shortName(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
-    this.setOrphanSandboxesAside(state.allNodes());
+    const d = this.opts.opDelayMs;
+    const compute = new ComputeState(
+      {
+        allocate: (owner, count) => state.allocateAddresses(owner, count),
+        release: (owner) => state.releaseAddresses(owner),
+        save: () => state.save(),
+        capacityExhausted: (zone, type) => this.restValue?.faults.capacityExhausted(zone, type) ?? false,
+        opDelayMs: typeof d === 'number' ? d : (d?.create ?? 1500),
+        log: this.log,
+      },
+      state.savedCompute,
+    );
+    this.computeValue = compute;
+    state.setComputeSource(() => compute.toJSON());
+    compute.hooks = {
+      instanceUp: (i, w) => this.instanceUp(i, w),
+      instanceDown: (i, w, reason) => this.instanceDown(i, w, reason),
+      metadataChanged: (i, w) => this.pool?.setNodeKeys?.(w.key, sshKeysOf(i)),
+    };
+    this.setOrphanSandboxesAside(state.allNodes(), [...compute.workers.values()].map((w) => w.key));
     for (const node of state.allNodes().filter((n) => n.state === 'READY')) {
       // A VM that cannot get its workers back is still listed; the log says why it is unreachable.
       await this.nodeUp(node).catch((e: Error) => this.log(`workers of ${node.name} did not start: ${e.message}`));
+    }
+    for (const inst of [...compute.instances.values()].filter((i) => i.status === 'RUNNING')) {
+      const w = compute.workerOf(inst);
+      if (w) await this.instanceUp(inst, w).catch((e: Error) => this.log(`worker of ${inst.name} did not start: ${e.message}`));
     }
 
     // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
@@ -178,6 +209,7 @@ export class Emulator {
       queuedStepMs: this.opts.queuedStepMs,
       hostPublicKey: keys.hostPublicKey,
       log: this.log,
+      compute,
     });
     const restPort = await this.restValue.listen();
     const endpoint: EmulatorEndpoint = {
@@ -210,12 +242,14 @@ export class Emulator {
       }
     };
     await step(() => this.restValue?.close());
+    await step(() => this.computeValue?.close());
     await step(() => this.stateValue?.close());
     await step(() => this.pool?.close());
     if (this.endpointValue) await step(() => fs.rmSync(endpointFile(this.dir), { force: true }));
     if (this.lockHeld) await step(() => fs.rmSync(lockFile(this.dir), { force: true }));
     this.restValue = undefined;
     this.stateValue = undefined;
+    this.computeValue = undefined;
     this.pool = undefined;
     this.endpointValue = undefined;
     this.lockHeld = false;
@@ -255,6 +289,28 @@ export class Emulator {
     }
   }
 
+  /** A Compute Engine TPU VM's one worker (its place in its slice is `w.index`). */
+  private async instanceUp(inst: InstanceJson, w: InstanceWorker): Promise<void> {
+    const pool = this.pool;
+    if (!pool) throw new Error('emulator not started');
+    const sandboxDir = this.sandboxDir(w.key, w.index);
+    fs.mkdirSync(sandboxDir, { recursive: true, mode: 0o700 });
+    try {
+      await pool.addWorker({ nodeId: w.key, index: w.index, address: w.address, hostnames: w.hostnames, sandboxDir, acceleratorType: w.acceleratorType });
+      pool.setNodeKeys?.(w.key, sshKeysOf(inst));
+    } catch (e) {
+      await pool.removeNode(w.key).catch(() => undefined);
+      throw e;
+    }
+    this.log(`worker ${w.index} of ${inst.name} up: ${w.address}`);
+  }
+
+  private async instanceDown(inst: InstanceJson, w: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
+    await this.pool?.removeNode(w.key);
+    if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', w.key), { recursive: true, force: true });
+    this.log(`worker of ${inst.name} down (${reason})`);
+  }
+
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
     const nodeId = shortName(node.name);
     await this.pool?.removeNode(nodeId);
@@ -267,8 +323,8 @@ export class Emulator {
    * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
    * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
    */
-  private setOrphanSandboxesAside(nodes: NodeJson[]): void {
-    const keep = new Set(nodes.map((n) => shortName(n.name)));
+  private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
+    const keep = new Set([...nodes.map((n) => shortName(n.name)), ...instanceKeys]);
     const root = path.join(this.dir, 'workers');
     let entries: string[] = [];
     try {
@@ -308,6 +364,11 @@ export class Emulator {
     }
     throw new TpwError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
   }
+}
+
+/** The `ssh-keys` item of an instance's metadata. */
+function sshKeysOf(inst: InstanceJson): string {
+  return inst.metadata.items.find((x) => x.key === 'ssh-keys')?.value ?? '';
 }
 
 export function lockFile(dir: string): string {

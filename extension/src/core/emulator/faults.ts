@@ -134,8 +134,8 @@ export class FaultInjector {
   }
 
   /** Runs before every API call: the service-disabled switch first (Google checks it first), then RPC faults. */
-  inject(rpc: string): void {
-    if (this.serviceDisabled) throw serviceDisabledError(this.project);
+  inject(rpc: string, service: DisableableService = TPU_SERVICE): void {
+    if (this.serviceDisabled) throw serviceDisabledError(this.project, service);
     const f = this.faults.find((x) => x.remaining > 0 && x.re.test(rpc));
     if (!f) return;
     f.remaining--;
@@ -165,11 +165,18 @@ export class FaultInjector {
  * project by number, and the details carry ErrorInfo (reason SERVICE_DISABLED, metadata with
  * activationUrl) and a Help link — which is what clients read to say where to enable it.
  */
-export function serviceDisabledError(project: string): ApiError {
-  const activationUrl = `https://console.developers.google.com/apis/api/tpu.googleapis.com/overview?project=${PROJECT_NUMBER}`;
+export interface DisableableService {
+  service: string;
+  title: string;
+}
+export const TPU_SERVICE: DisableableService = { service: 'tpu.googleapis.com', title: 'Cloud TPU API' };
+export const COMPUTE_SERVICE: DisableableService = { service: 'compute.googleapis.com', title: 'Compute Engine API' };
+
+export function serviceDisabledError(project: string, svc: DisableableService = TPU_SERVICE): ApiError {
+  const activationUrl = `https://console.developers.google.com/apis/api/${svc.service}/overview?project=${PROJECT_NUMBER}`;
   return new ApiError(
     'PERMISSION_DENIED',
-    `Cloud TPU API has not been used in project ${PROJECT_NUMBER} before or it is disabled. Enable it by visiting ${activationUrl} then retry. ` +
+    `${svc.title} has not been used in project ${PROJECT_NUMBER} before or it is disabled. Enable it by visiting ${activationUrl} then retry. ` +
       'If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry.',
     {
       details: [
@@ -178,8 +185,8 @@ export function serviceDisabledError(project: string): ApiError {
           reason: 'SERVICE_DISABLED',
           domain: 'googleapis.com',
           metadata: {
-            service: 'tpu.googleapis.com',
-            serviceTitle: 'Cloud TPU API',
+            service: svc.service,
+            serviceTitle: svc.title,
             consumer: `projects/${PROJECT_NUMBER}`,
             containerInfo: PROJECT_NUMBER,
             activationUrl,
@@ -192,6 +199,7 @@ export function serviceDisabledError(project: string): ApiError {
           links: [{ description: 'Google developers console API activation', url: activationUrl }],
         },
       ],
+      reason: 'accessNotConfigured',
     },
   );
 }

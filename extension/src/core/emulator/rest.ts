@@ -2,7 +2,9 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boolParam, checkStoppable, decodeSegment, guestAttributes, operationFilter, serviceIdentity } from './api-extras';
 import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
-import { FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
+import { computeErrorBody, computeRoutes } from './compute-rest';
+import type { ComputeState } from './compute-state';
+import { COMPUTE_SERVICE, FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
 import { ACCEL_CONFIG_TYPE, acceleratorTypeOf } from './node-config';
 import { QueuedResources } from './queued';
 import { guardRequest } from './rest-guard';
@@ -49,6 +51,8 @@ export interface RestServerOptions {
   log?: (msg: string) => void;
   /** Every request must carry `Authorization: Bearer <token>` (rest-guard.ts). */
   token: string;
+  /** Compute Engine resources: with it, the server also answers the compute/v1 subset (compute-rest.ts). */
+  compute?: ComputeState;
 }
 
 type Query = URLSearchParams;
@@ -101,6 +105,7 @@ export class RestServer {
       log: this.log,
     });
     this.routes = this.buildRoutes();
+    if (opts.compute) this.routes.push(...computeRoutes({ compute: opts.compute, project: opts.project, zones: opts.zones }));
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
 
@@ -161,10 +166,11 @@ export class RestServer {
         throw new ApiError('NOT_FOUND', `The requested URL ${method} ${url.pathname} was not found on this server.`);
       }
       const body = await readJson(req);
-      const isApi = /^\/v[12]\//.test(url.pathname);
+      const isCompute = url.pathname.startsWith('/compute/v1/');
+      const isApi = /^\/v[12]\//.test(url.pathname) || isCompute;
       if (isApi) {
         if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
-        this.faults.inject(route.rpc);
+        this.faults.inject(route.rpc, isCompute ? COMPUTE_SERVICE : undefined);
       }
       const ctx: Ctx = {
         method,
@@ -179,7 +185,10 @@ export class RestServer {
       if (e instanceof PayloadTooLarge) res.shouldKeepAlive = false;
       status = err.http ?? GOOGLE_STATUS[err.status].http;
       if (err.status === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
-      send(res, status, { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } });
+      const body = url.pathname.startsWith('/compute/')
+        ? computeErrorBody(err, status)
+        : { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
+      send(res, status, body);
     }
     this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
   }

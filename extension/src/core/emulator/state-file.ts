@@ -23,6 +23,8 @@ export interface StateFile {
   addresses: Record<string, string>;
   /** Queued resources (queued.ts keeps them; they live in this file so one file holds the whole state). */
   queuedResources?: unknown[];
+  /** Compute Engine instances, templates, MIGs, policies and operations (compute-state.ts). */
+  compute?: unknown;
 }
 
 export type StateRecovery = 'restore-previous' | 'reset-state';
@@ -48,6 +50,7 @@ const StateFileSchema = z.object({
   operations: z.array(OperationSchema),
   addresses: z.record(z.string(), z.string()),
   queuedResources: z.array(z.unknown()).optional(),
+  compute: z.unknown().optional(),
 });
 
 export function stateFile(dir: string): string {

@@ -62,6 +62,8 @@ export class EmulatorState {
   private sshPortValue: number | undefined;
   private loadedQueued: unknown[] = [];
   private queuedSource: (() => unknown[]) | undefined;
+  private loadedCompute: unknown = undefined;
+  private computeSource: (() => unknown) | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** Per-node chain so that transitions of one node never interleave (e.g. delete during create's nodeUp). */
   private readonly nodeLocks = new Map<string, Promise<unknown>>();
@@ -91,6 +93,7 @@ export class EmulatorState {
       s.sshPortValue = data.sshPort;
       for (const n of data.nodes) s.nodes.set(n.name, withNodeConfigs(n));
       s.loadedQueued = data.queuedResources ?? [];
+      s.loadedCompute = data.compute;
       for (const o of data.operations) s.operations.set(o.name, o);
       for (const [addr, owner] of Object.entries(data.addresses)) s.addresses.set(addr, owner);
       s.settle();
@@ -301,6 +304,9 @@ export class EmulatorState {
       ...(this.sshPortValue !== undefined ? { sshPort: this.sshPortValue } : {}),
       nodes: [...this.nodes.values()],
       queuedResources: this.queuedSource ? this.queuedSource() : this.loadedQueued,
+      ...((this.computeSource ? this.computeSource() : this.loadedCompute) !== undefined
+        ? { compute: this.computeSource ? this.computeSource() : this.loadedCompute }
+        : {}),
       operations: [...this.operations.values()],
       addresses: Object.fromEntries(this.addresses),
     };
@@ -319,6 +325,26 @@ export class EmulatorState {
   /** Queued resources as the last save left them (queued.ts reads them once at start). */
   get savedQueuedResources(): unknown[] {
     return this.loadedQueued;
+  }
+
+  /** Compute Engine resources as the last save left them (compute-state.ts reads them once at start). */
+  get savedCompute(): unknown {
+    return this.loadedCompute;
+  }
+
+  /** From now on save() writes what `source` returns as the file's Compute Engine resources. */
+  setComputeSource(source: () => unknown): void {
+    this.computeSource = source;
+  }
+
+  /** Loopback addresses for `count` workers of `owner` (a Compute Engine instance), from the pool nodes use. */
+  allocateAddresses(owner: string, count: number): string[] {
+    return this.allocate(owner, count);
+  }
+
+  /** Gives back the addresses of `owner`. */
+  releaseAddresses(owner: string): void {
+    for (const [addr, o] of [...this.addresses]) if (o.startsWith(`${owner}#`)) this.addresses.delete(addr);
   }
 
   /** From now on save() writes what `source` returns as the file's queued resources. */

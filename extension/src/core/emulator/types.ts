@@ -31,15 +31,18 @@ export type GoogleStatus = keyof typeof GOOGLE_STATUS;
 export class ApiError extends Error {
   readonly details?: Record<string, unknown>[];
   readonly http?: number;
+  /** Compute Engine's `errors[].reason` (e.g. notFound, resourceInUseByAnotherResource); the Cloud TPU API has none. */
+  readonly reason?: string;
   constructor(
     readonly status: GoogleStatus,
     message: string,
-    opts: { details?: Record<string, unknown>[]; http?: number } = {},
+    opts: { details?: Record<string, unknown>[]; http?: number; reason?: string } = {},
   ) {
     super(message);
     this.name = 'ApiError';
     this.details = opts.details;
     this.http = opts.http;
+    this.reason = opts.reason;
   }
 }
 

@@ -1,0 +1,174 @@
+import { familyInfo, TPU_FAMILIES, TPU_MACHINE_TYPES } from '../compute/tpu-machine-types';
+import type { ComputeState, Json } from './compute-state';
+import { ApiError, GOOGLE_STATUS } from './types';
+
+/**
+ * The Compute Engine v1 REST subset that TPU VMs on Compute Engine need, on the emulator's one HTTP server, at
+ * the paths Google serves them so that `@google-cloud/compute` (REST) and Python's google-cloud-compute reach it
+ * unchanged. What the Node client sends (logged from the real client):
+ *   POST   /compute/v1/projects/p/zones/z/instances                       body: the Instance
+ *   GET    /compute/v1/projects/p/zones/z/instances[/i]      DELETE …/instances/i
+ *   POST   /compute/v1/projects/p/zones/z/instances/i/{start,stop,setMetadata}
+ *   POST   /compute/v1/projects/p/global/instanceTemplates               body: the InstanceTemplate
+ *   POST   /compute/v1/projects/p/regions/r/resourcePolicies             body: { name, workloadPolicy }
+ *   POST   /compute/v1/projects/p/zones/z/instanceGroupManagers[/m/listManagedInstances | /m/resize?size=N]
+ *   POST   /compute/v1/projects/p/{zones/z|regions/r|global}/operations/op/wait   (GET without /wait)
+ * Lists page with maxResults/pageToken and answer `items`. Errors are Compute's: {error:{code,message,errors:[{reason}]}}.
+ */
+
+export interface ComputeRoute {
+  verb: string;
+  re: RegExp;
+  rpc: string;
+  handle: (m: string[], ctx: { query: URLSearchParams; body: Record<string, unknown> }) => unknown;
+}
+
+const SEG = '([^/]+)';
+const BASE = 'https://compute.googleapis.com/compute/v1';
+/** Compute Engine's operations.wait returns after at most 2 minutes; the emulator's after a few seconds. */
+const WAIT_MS = 5000;
+
+/** Compute's `errors[].reason` for a status, when the error does not name one. */
+const REASONS: Partial<Record<keyof typeof GOOGLE_STATUS, string>> = {
+  NOT_FOUND: 'notFound', ALREADY_EXISTS: 'alreadyExists', INVALID_ARGUMENT: 'invalid', PERMISSION_DENIED: 'forbidden',
+  RESOURCE_EXHAUSTED: 'quotaExceeded', UNAUTHENTICATED: 'authError', FAILED_PRECONDITION: 'conditionNotMet',
+  UNAVAILABLE: 'backendError', INTERNAL: 'backendError',
+};
+
+/** The error body Compute Engine answers with (it also carries `status`, and ErrorInfo details where it has them). */
+export function computeErrorBody(err: ApiError, http: number): Json {
+  return {
+    error: {
+      code: http,
+      message: err.message,
+      errors: [{ message: err.message, domain: err.reason === 'accessNotConfigured' ? 'usageLimits' : 'global', reason: err.reason ?? REASONS[err.status] ?? 'backendError' }],
+      status: err.status,
+      ...(err.details ? { details: err.details } : {}),
+    },
+  };
+}
+
+export function computeRoutes(opts: { compute: ComputeState; project: string; zones: readonly string[] }): ComputeRoute[] {
+  const cs = opts.compute;
+  const checkProject = (p: string): string => {
+    if (p !== opts.project) {
+      throw new ApiError('PERMISSION_DENIED', `Required 'compute.instances.list' permission for 'projects/${p}': the local emulator serves only project "${opts.project}".`, { reason: 'forbidden' });
+    }
+    return p;
+  };
+  const checkZone = (p: string, z: string): string => {
+    checkProject(p);
+    if (!opts.zones.includes(z)) throw new ApiError('NOT_FOUND', `The resource 'projects/${p}/zones/${z}' was not found`, { reason: 'notFound' });
+    return z;
+  };
+  const regions = () => [...new Set(opts.zones.map(regionOf))];
+  const checkRegion = (p: string, r: string): string => {
+    checkProject(p);
+    if (!regions().includes(r)) throw new ApiError('NOT_FOUND', `The resource 'projects/${p}/regions/${r}' was not found`, { reason: 'notFound' });
+    return r;
+  };
+  const P = `^/compute/v1/projects/${SEG}`;
+  const Z = `${P}/zones/${SEG}`;
+  const R = `${P}/regions/${SEG}`;
+  const G = `${P}/global`;
+  const zoneJson = (p: string, z: string) => ({ kind: 'compute#zone', name: z, status: 'UP', region: `${BASE}/projects/${p}/regions/${regionOf(z)}`, selfLink: `${BASE}/projects/${p}/zones/${z}` });
+  const machineTypes = (p: string, z: string) =>
+    TPU_MACHINE_TYPES.map((mt) => ({
+      kind: 'compute#machineType', name: mt.name, zone: z, selfLink: `${BASE}/projects/${p}/zones/${z}/machineTypes/${mt.name}`,
+      description: `${mt.chips} ${familyInfo(mt.family)?.label ?? mt.family} chip${mt.chips === 1 ? '' : 's'}`,
+    }));
+  const images = (p: string) =>
+    [...new Set(TPU_FAMILIES.map((f) => f.defaultImage))].map((family) => ({
+      kind: 'compute#image', name: `${family}-v20250101`, family, status: 'READY', selfLink: `${BASE}/projects/${p}/global/images/${family}-v20250101`,
+      description: 'TPU VM image (local emulator)',
+    }));
+  const findImage = (p: string, pred: (i: Json) => boolean, what: string) => {
+    const hit = images(p).find(pred);
+    if (!hit) throw new ApiError('NOT_FOUND', `The resource 'projects/${p}/global/images/${what}' was not found`, { reason: 'notFound' });
+    return hit;
+  };
+  const op = (scope: 'zones' | 'regions' | 'global') => (m: string[], wait: boolean) => {
+    const s = scope === 'zones' ? { zone: checkZone(m[0], m[1]) } : scope === 'regions' ? { region: checkRegion(m[0], m[1]) } : (checkProject(m[0]), {});
+    const name = scope === 'global' ? m[1] : m[2];
+    return wait ? cs.waitOperation(m[0], s, name, WAIT_MS) : cs.getOperation(m[0], s, name);
+  };
+  return [
+    { verb: 'GET', re: new RegExp(`${P}/zones$`), rpc: 'compute.zones.list', handle: (m, c) => page(opts.zones.map((z) => zoneJson(checkProject(m[0]), z)), c.query, 'compute#zoneList') },
+    { verb: 'GET', re: new RegExp(`${Z}$`), rpc: 'compute.zones.get', handle: (m) => zoneJson(m[0], checkZone(m[0], m[1])) },
+    { verb: 'GET', re: new RegExp(`${Z}/machineTypes$`), rpc: 'compute.machineTypes.list', handle: (m, c) => page(machineTypes(m[0], checkZone(m[0], m[1])), c.query, 'compute#machineTypeList') },
+    {
+      verb: 'GET', re: new RegExp(`${Z}/machineTypes/${SEG}$`), rpc: 'compute.machineTypes.get',
+      handle: (m) => {
+        const hit = machineTypes(m[0], checkZone(m[0], m[1])).find((t) => t.name === m[2]);
+        if (!hit) throw new ApiError('NOT_FOUND', `The resource 'projects/${m[0]}/zones/${m[1]}/machineTypes/${m[2]}' was not found`, { reason: 'notFound' });
+        return hit;
+      },
+    },
+    // Images are public in Google's image projects; the emulator serves its TPU VM image under any project name.
+    { verb: 'GET', re: new RegExp(`${G}/images$`), rpc: 'compute.images.list', handle: (m, c) => page(images(m[0]), c.query, 'compute#imageList') },
+    { verb: 'GET', re: new RegExp(`${G}/images/family/${SEG}$`), rpc: 'compute.images.getFromFamily', handle: (m) => findImage(m[0], (i) => i.family === m[1], `family/${m[1]}`) },
+    { verb: 'GET', re: new RegExp(`${G}/images/${SEG}$`), rpc: 'compute.images.get', handle: (m) => findImage(m[0], (i) => i.name === m[1], m[1]) },
+
+    { verb: 'GET', re: new RegExp(`${Z}/instances$`), rpc: 'compute.instances.list', handle: (m, c) => page(cs.listInstances(m[0], checkZone(m[0], m[1])), c.query, 'compute#instanceList') },
+    { verb: 'POST', re: new RegExp(`${Z}/instances$`), rpc: 'compute.instances.insert', handle: (m, c) => cs.insertInstance(m[0], checkZone(m[0], m[1]), c.body) },
+    { verb: 'GET', re: new RegExp(`${Z}/instances/${SEG}$`), rpc: 'compute.instances.get', handle: (m) => cs.getInstance(m[0], checkZone(m[0], m[1]), m[2]) },
+    { verb: 'DELETE', re: new RegExp(`${Z}/instances/${SEG}$`), rpc: 'compute.instances.delete', handle: (m) => cs.deleteInstance(m[0], checkZone(m[0], m[1]), m[2]) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/start$`), rpc: 'compute.instances.start', handle: (m) => cs.startInstance(m[0], checkZone(m[0], m[1]), m[2]) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/stop$`), rpc: 'compute.instances.stop', handle: (m) => cs.stopInstance(m[0], checkZone(m[0], m[1]), m[2]) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/setMetadata$`), rpc: 'compute.instances.setMetadata', handle: (m, c) => cs.setMetadata(m[0], checkZone(m[0], m[1]), m[2], c.body) },
+
+    { verb: 'GET', re: new RegExp(`${G}/instanceTemplates$`), rpc: 'compute.instanceTemplates.list', handle: (m, c) => page([...cs.templates.values()].filter((t) => String(t.selfLink).startsWith(`${BASE}/projects/${checkProject(m[0])}/`)), c.query, 'compute#instanceTemplateList') },
+    { verb: 'POST', re: new RegExp(`${G}/instanceTemplates$`), rpc: 'compute.instanceTemplates.insert', handle: (m, c) => cs.insertTemplate(checkProject(m[0]), c.body) },
+    { verb: 'GET', re: new RegExp(`${G}/instanceTemplates/${SEG}$`), rpc: 'compute.instanceTemplates.get', handle: (m) => cs.getTemplate(checkProject(m[0]), m[1]) },
+    { verb: 'DELETE', re: new RegExp(`${G}/instanceTemplates/${SEG}$`), rpc: 'compute.instanceTemplates.delete', handle: (m) => cs.deleteTemplate(checkProject(m[0]), m[1]) },
+
+    { verb: 'GET', re: new RegExp(`${R}/resourcePolicies$`), rpc: 'compute.resourcePolicies.list', handle: (m, c) => page([...cs.policies.values()].filter((p) => String(p.selfLink).includes(`/projects/${m[0]}/regions/${checkRegion(m[0], m[1])}/`)), c.query, 'compute#resourcePolicyList') },
+    { verb: 'POST', re: new RegExp(`${R}/resourcePolicies$`), rpc: 'compute.resourcePolicies.insert', handle: (m, c) => cs.insertPolicy(m[0], checkRegion(m[0], m[1]), c.body) },
+    { verb: 'GET', re: new RegExp(`${R}/resourcePolicies/${SEG}$`), rpc: 'compute.resourcePolicies.get', handle: (m) => cs.getPolicy(m[0], checkRegion(m[0], m[1]), m[2]) },
+    { verb: 'DELETE', re: new RegExp(`${R}/resourcePolicies/${SEG}$`), rpc: 'compute.resourcePolicies.delete', handle: (m) => cs.deletePolicy(m[0], checkRegion(m[0], m[1]), m[2]) },
+
+    { verb: 'GET', re: new RegExp(`${Z}/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.list', handle: (m, c) => page(cs.listMigs(m[0], checkZone(m[0], m[1])), c.query, 'compute#instanceGroupManagerList') },
+    { verb: 'POST', re: new RegExp(`${Z}/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.insert', handle: (m, c) => cs.insertMig(m[0], checkZone(m[0], m[1]), c.body) },
+    { verb: 'GET', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}$`), rpc: 'compute.instanceGroupManagers.get', handle: (m) => cs.getMig(m[0], checkZone(m[0], m[1]), m[2]) },
+    { verb: 'DELETE', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}$`), rpc: 'compute.instanceGroupManagers.delete', handle: (m) => cs.deleteMig(m[0], checkZone(m[0], m[1]), m[2]) },
+    {
+      verb: 'POST', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}/listManagedInstances$`), rpc: 'compute.instanceGroupManagers.listManagedInstances',
+      handle: (m, c) => page(cs.listManagedInstances(m[0], checkZone(m[0], m[1]), m[2]), c.query, undefined, 'managedInstances'),
+    },
+    {
+      verb: 'POST', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}/resize$`), rpc: 'compute.instanceGroupManagers.resize',
+      handle: (m, c) => cs.resizeMig(m[0], checkZone(m[0], m[1]), m[2], Number(c.query.get('size') ?? 'NaN')),
+    },
+
+    { verb: 'GET', re: new RegExp(`${Z}/operations/${SEG}$`), rpc: 'compute.zoneOperations.get', handle: (m) => op('zones')(m, false) },
+    { verb: 'POST', re: new RegExp(`${Z}/operations/${SEG}/wait$`), rpc: 'compute.zoneOperations.wait', handle: (m) => op('zones')(m, true) },
+    { verb: 'GET', re: new RegExp(`${R}/operations/${SEG}$`), rpc: 'compute.regionOperations.get', handle: (m) => op('regions')(m, false) },
+    { verb: 'POST', re: new RegExp(`${R}/operations/${SEG}/wait$`), rpc: 'compute.regionOperations.wait', handle: (m) => op('regions')(m, true) },
+    { verb: 'GET', re: new RegExp(`${G}/operations/${SEG}$`), rpc: 'compute.globalOperations.get', handle: (m) => op('global')(m, false) },
+    { verb: 'POST', re: new RegExp(`${G}/operations/${SEG}/wait$`), rpc: 'compute.globalOperations.wait', handle: (m) => op('global')(m, true) },
+
+    // Test-only: Compute Engine ends a spot or flex-start VM (its instanceTerminationAction decides what is left).
+    {
+      verb: 'POST', re: new RegExp(`^/emulator/v1/compute/projects/${SEG}/zones/${SEG}/instances/${SEG}:preempt$`), rpc: 'ComputePreempt',
+      handle: (m) => cs.preempt(m[0], checkZone(m[0], m[1]), m[2]),
+    },
+  ];
+}
+
+/** A zone's region: us-central1-a → us-central1. */
+export function regionOf(zone: string): string {
+  return zone.replace(/-[a-z]$/, '');
+}
+
+/** Compute's list paging: maxResults and pageToken in, `items` (or `key`) and nextPageToken out. */
+function page(items: unknown[], q: URLSearchParams, kind: string | undefined, key = 'items'): Json {
+  const size = Number(q.get('maxResults') ?? '500');
+  if (!Number.isInteger(size) || size < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'maxResults': '${q.get('maxResults')}'.`, { reason: 'invalid' });
+  const token = q.get('pageToken') ?? '';
+  const start = token ? Number(Buffer.from(token, 'base64url').toString('utf8')) : 0;
+  if (!Number.isInteger(start) || start < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'pageToken': '${token}'.`, { reason: 'invalid' });
+  const end = size > 0 ? Math.min(start + size, items.length) : items.length;
+  const out: Json = { ...(kind ? { kind } : {}), [key]: items.slice(start, end) };
+  if (end < items.length) out.nextPageToken = Buffer.from(String(end), 'utf8').toString('base64url');
+  return out;
+}

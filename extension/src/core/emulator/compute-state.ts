@@ -1,0 +1,607 @@
+import * as crypto from 'node:crypto';
+import { familyInfo, machineTypeInfo, shapeFromTopology } from '../compute/tpu-machine-types';
+import { TpwError } from '../errors';
+import { NODE_ID_PATTERN } from '../tpu/models';
+import { ApiError } from './types';
+
+/**
+ * The emulator's Compute Engine resources (compute/v1 REST JSON): TPU VM instances, instance templates,
+ * managed instance groups (a multi-host slice is a MIG whose workload policy sets the accelerator topology),
+ * resource policies and zone/region/global operations. Saved in the same state file as the Cloud TPU nodes
+ * (its `compute` field). Every RUNNING instance has one SSH worker, brought up by the emulator's hooks before
+ * the instance is reported RUNNING and taken down before it is reported TERMINATED or gone.
+ */
+
+export type InstanceStatus = 'PROVISIONING' | 'STAGING' | 'RUNNING' | 'STOPPING' | 'TERMINATED';
+export type Json = Record<string, unknown>;
+
+export interface InstanceJson extends Json {
+  kind: 'compute#instance';
+  id: string;
+  name: string;
+  zone: string;
+  machineType: string;
+  status: InstanceStatus;
+  selfLink: string;
+  creationTimestamp: string;
+  networkInterfaces: { name: string; network: string; networkIP: string }[];
+  metadata: { kind: 'compute#metadata'; fingerprint: string; items: { key: string; value: string }[] };
+  scheduling: Json;
+  labels: Record<string, string>;
+}
+
+export interface OperationJson extends Json {
+  kind: 'compute#operation';
+  id: string;
+  name: string;
+  operationType: string;
+  targetLink: string;
+  status: 'PENDING' | 'RUNNING' | 'DONE';
+  progress: number;
+  insertTime: string;
+  selfLink: string;
+  zone?: string;
+  region?: string;
+  endTime?: string;
+  error?: { errors: { code: string; message: string }[] };
+  httpErrorStatusCode?: number;
+  httpErrorMessage?: string;
+}
+
+/** Where a worker of an instance sits in its slice (the SSH pool's view). */
+export interface InstanceWorker {
+  /** Key of the instance's SSH worker and sandbox: "ce-<instance>". */
+  key: string;
+  index: number;
+  address: string;
+  /** Every worker address of the slice, in worker order. */
+  hostnames: string[];
+  acceleratorType: string;
+}
+
+export interface ComputeHooks {
+  instanceUp?(inst: InstanceJson, worker: InstanceWorker): Promise<void>;
+  instanceDown?(inst: InstanceJson, worker: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void>;
+  metadataChanged?(inst: InstanceJson, worker: InstanceWorker): void;
+}
+
+/** How the world around the Compute state is reached: loopback addresses (shared with Cloud TPU nodes), the state file, capacity. */
+export interface ComputeEnv {
+  allocate(owner: string, count: number): string[];
+  release(owner: string): void;
+  save(): void;
+  capacityExhausted(zone: string, acceleratorType: string): boolean;
+  opDelayMs: number;
+  log(msg: string): void;
+}
+
+interface Saved {
+  instances: InstanceJson[];
+  workers: Record<string, InstanceWorker>;
+  templates: Json[];
+  migs: Json[];
+  policies: Json[];
+  operations: OperationJson[];
+}
+
+const BASE = 'https://compute.googleapis.com/compute/v1';
+const MAX_DONE_OPS = 200;
+
+export class ComputeState {
+  readonly instances = new Map<string, InstanceJson>();
+  readonly workers = new Map<string, InstanceWorker>();
+  readonly templates = new Map<string, Json>();
+  readonly migs = new Map<string, Json>();
+  readonly policies = new Map<string, Json>();
+  readonly operations = new Map<string, OperationJson>();
+  hooks: ComputeHooks = {};
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly waiters = new Set<() => void>();
+
+  constructor(private readonly env: ComputeEnv, saved?: unknown) {
+    const s = (saved && typeof saved === 'object' ? saved : {}) as Partial<Saved>;
+    for (const i of s.instances ?? []) {
+      // A transition the previous emulator left half-way is finished now, as its timer would have.
+      if (i.status === 'PROVISIONING' || i.status === 'STAGING') i.status = 'RUNNING';
+      if (i.status === 'STOPPING') i.status = 'TERMINATED';
+      this.instances.set(i.selfLink, i);
+    }
+    for (const [k, w] of Object.entries(s.workers ?? {})) this.workers.set(k, w);
+    for (const t of s.templates ?? []) this.templates.set(String(t.selfLink), t);
+    for (const m of s.migs ?? []) this.migs.set(String(m.selfLink), m);
+    for (const p of s.policies ?? []) this.policies.set(String(p.selfLink), p);
+    for (const o of s.operations ?? []) {
+      if (o.status !== 'DONE') Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
+      this.operations.set(o.selfLink, o);
+    }
+  }
+
+  toJSON(): Saved {
+    return {
+      instances: [...this.instances.values()],
+      workers: Object.fromEntries(this.workers),
+      templates: [...this.templates.values()],
+      migs: [...this.migs.values()],
+      policies: [...this.policies.values()],
+      operations: [...this.operations.values()],
+    };
+  }
+
+  close(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const w of this.waiters) w();
+  }
+
+  /** The worker of an instance, by its self link. */
+  workerOf(inst: InstanceJson): InstanceWorker | undefined {
+    return this.workers.get(inst.selfLink);
+  }
+
+  // --- instances ---------------------------------------------------------------------------------------
+
+  listInstances(project: string, zone: string): InstanceJson[] {
+    const prefix = `${BASE}/projects/${project}/zones/${zone}/instances/`;
+    return [...this.instances.values()].filter((i) => i.selfLink.startsWith(prefix)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  getInstance(project: string, zone: string, name: string): InstanceJson {
+    const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
+    const i = this.instances.get(link);
+    if (!i) throw notFound(`projects/${project}/zones/${zone}/instances/${name}`);
+    return i;
+  }
+
+  /** instances.insert: validated now, the VM RUNNING (with its worker) when the operation is done. */
+  insertInstance(project: string, zone: string, body: Json): OperationJson {
+    const name = checkName(body.name, 'instance');
+    const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
+    if (this.instances.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instances/${name}' already exists`);
+    const mt = tpuMachineType(body.machineType);
+    const op = this.newOp(project, { zone }, 'insert', link);
+    const shape = singleHostType(mt.name);
+    const capacity = this.env.capacityExhausted(zone, shape);
+    this.later(() => {
+      if (capacity) return this.fail(op, 'ZONE_RESOURCE_POOL_EXHAUSTED', 503, `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Try a different zone, or try again later.`);
+      const inst = this.makeInstance(project, zone, name, mt.name, body);
+      return this.bringUp([inst], shape).then(() => this.finish(op));
+    });
+    return op;
+  }
+
+  deleteInstance(project: string, zone: string, name: string, opType = 'delete'): OperationJson {
+    const inst = this.getInstance(project, zone, name);
+    const op = this.newOp(project, { zone }, opType, inst.selfLink);
+    this.later(async () => {
+      await this.takeDown(inst, 'delete');
+      this.instances.delete(inst.selfLink);
+      this.workers.delete(inst.selfLink);
+      this.env.release(inst.selfLink);
+      this.finish(op);
+    });
+    return op;
+  }
+
+  stopInstance(project: string, zone: string, name: string): OperationJson {
+    const inst = this.getInstance(project, zone, name);
+    if (inst.status !== 'RUNNING' && inst.status !== 'TERMINATED') throw new ApiError('FAILED_PRECONDITION', `The instance 'projects/${project}/zones/${zone}/instances/${name}' is ${inst.status} and cannot be stopped now.`, { reason: 'resourceNotReady' });
+    const op = this.newOp(project, { zone }, 'stop', inst.selfLink);
+    if (inst.status === 'RUNNING') inst.status = 'STOPPING';
+    this.later(async () => {
+      await this.takeDown(inst, 'stop');
+      inst.status = 'TERMINATED';
+      this.finish(op);
+    });
+    return op;
+  }
+
+  startInstance(project: string, zone: string, name: string): OperationJson {
+    const inst = this.getInstance(project, zone, name);
+    const op = this.newOp(project, { zone }, 'start', inst.selfLink);
+    if (inst.status !== 'TERMINATED') {
+      this.later(() => this.finish(op));
+      return op;
+    }
+    inst.status = 'STAGING';
+    this.later(async () => {
+      const w = this.workerOf(inst);
+      if (w) await this.hooks.instanceUp?.(inst, w);
+      inst.status = 'RUNNING';
+      this.finish(op);
+    });
+    return op;
+  }
+
+  setMetadata(project: string, zone: string, name: string, body: Json): OperationJson {
+    const inst = this.getInstance(project, zone, name);
+    if (body.fingerprint !== inst.metadata.fingerprint) {
+      throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
+    }
+    inst.metadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    const w = this.workerOf(inst);
+    if (w) this.hooks.metadataChanged?.(inst, w);
+    const op = this.newOp(project, { zone }, 'setMetadata', inst.selfLink);
+    this.finish(op);
+    return op;
+  }
+
+  /** Test-only: Compute Engine ends a spot / flex-start VM; its action (STOP or DELETE) decides what is left. */
+  async preempt(project: string, zone: string, name: string): Promise<InstanceJson> {
+    const inst = this.getInstance(project, zone, name);
+    await this.takeDown(inst, 'preempt');
+    inst.status = 'TERMINATED';
+    const sc = inst.scheduling as { instanceTerminationAction?: string };
+    if (sc.instanceTerminationAction === 'DELETE') {
+      this.instances.delete(inst.selfLink);
+      this.workers.delete(inst.selfLink);
+      this.env.release(inst.selfLink);
+    }
+    this.env.save();
+    return inst;
+  }
+
+  // --- templates, policies, MIGs ------------------------------------------------------------------------
+
+  insertTemplate(project: string, body: Json): OperationJson {
+    const name = checkName(body.name, 'instance template');
+    const link = `${BASE}/projects/${project}/global/instanceTemplates/${name}`;
+    if (this.templates.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/global/instanceTemplates/${name}' already exists`);
+    const props = (body.properties ?? {}) as Json;
+    tpuMachineType(props.machineType);
+    this.templates.set(link, { ...body, kind: 'compute#instanceTemplate', id: newId(), selfLink: link, creationTimestamp: now() });
+    return this.done(this.newOp(project, {}, 'insert', link));
+  }
+
+  getTemplate(project: string, name: string): Json {
+    const t = this.templates.get(`${BASE}/projects/${project}/global/instanceTemplates/${name}`);
+    if (!t) throw notFound(`projects/${project}/global/instanceTemplates/${name}`);
+    return t;
+  }
+
+  deleteTemplate(project: string, name: string): OperationJson {
+    const t = this.getTemplate(project, name);
+    const user = [...this.migs.values()].find((m) => String(m.instanceTemplate) === t.selfLink);
+    if (user) throw new ApiError('FAILED_PRECONDITION', `The instance_template resource '${String(t.selfLink)}' is already being used by '${String(user.selfLink)}'`, { reason: 'resourceInUseByAnotherResource' });
+    this.templates.delete(String(t.selfLink));
+    return this.done(this.newOp(project, {}, 'delete', String(t.selfLink)));
+  }
+
+  insertPolicy(project: string, region: string, body: Json): OperationJson {
+    const name = checkName(body.name, 'resource policy');
+    const link = `${BASE}/projects/${project}/regions/${region}/resourcePolicies/${name}`;
+    if (this.policies.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/regions/${region}/resourcePolicies/${name}' already exists`);
+    const wp = body.workloadPolicy as Json | undefined;
+    if (wp && wp.type !== 'HIGH_THROUGHPUT' && wp.type !== 'HIGH_AVAILABILITY') {
+      throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.workloadPolicy.type': '${String(wp.type)}'.`, { reason: 'invalid' });
+    }
+    this.policies.set(link, { ...body, kind: 'compute#resourcePolicy', id: newId(), region: `${BASE}/projects/${project}/regions/${region}`, selfLink: link, status: 'READY', creationTimestamp: now() });
+    return this.done(this.newOp(project, { region }, 'insert', link));
+  }
+
+  getPolicy(project: string, region: string, name: string): Json {
+    const p = this.policies.get(`${BASE}/projects/${project}/regions/${region}/resourcePolicies/${name}`);
+    if (!p) throw notFound(`projects/${project}/regions/${region}/resourcePolicies/${name}`);
+    return p;
+  }
+
+  deletePolicy(project: string, region: string, name: string): OperationJson {
+    const p = this.getPolicy(project, region, name);
+    const user = [...this.migs.values()].find((m) => (m.resourcePolicies as Json | undefined)?.workloadPolicy === p.selfLink);
+    if (user) throw new ApiError('FAILED_PRECONDITION', `The resource_policy resource '${String(p.selfLink)}' is already being used by '${String(user.selfLink)}'`, { reason: 'resourceInUseByAnotherResource' });
+    this.policies.delete(String(p.selfLink));
+    return this.done(this.newOp(project, { region }, 'delete', String(p.selfLink)));
+  }
+
+  listMigs(project: string, zone: string): Json[] {
+    const prefix = `${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/`;
+    return [...this.migs.values()].filter((m) => String(m.selfLink).startsWith(prefix)).map((m) => this.migView(m));
+  }
+
+  getMig(project: string, zone: string, name: string): Json {
+    return this.migView(this.migRecord(project, zone, name));
+  }
+
+  /**
+   * instanceGroupManagers.insert: a MIG of targetSize TPU VMs from a template. With a HIGH_THROUGHPUT workload
+   * policy the topology must fit the template's machine type and the MIG makes all of its VMs or none (no
+   * capacity: every managed instance stays CREATING with ZONE_RESOURCE_POOL_EXHAUSTED as its last attempt).
+   */
+  insertMig(project: string, zone: string, body: Json): OperationJson {
+    const name = checkName(body.name, 'instance group manager');
+    const link = `${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/${name}`;
+    if (this.migs.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instanceGroupManagers/${name}' already exists`);
+    const templateName = /instanceTemplates\/([^/]+)$/.exec(String(body.instanceTemplate ?? ''))?.[1];
+    if (!templateName) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.instanceTemplate': '${String(body.instanceTemplate ?? '')}'.`, { reason: 'invalid' });
+    const template = this.getTemplate(project, templateName);
+    const mt = tpuMachineType((template.properties as Json).machineType);
+    const targetSize = Number(body.targetSize ?? 0);
+    if (!Number.isInteger(targetSize) || targetSize < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.targetSize': '${String(body.targetSize)}'.`, { reason: 'invalid' });
+    const policyLink = (body.resourcePolicies as Json | undefined)?.workloadPolicy;
+    let acceleratorType = singleHostType(mt.name);
+    if (typeof policyLink === 'string' && policyLink) {
+      const m = /regions\/([^/]+)\/resourcePolicies\/([^/]+)$/.exec(policyLink);
+      if (!m) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.resourcePolicies.workloadPolicy': '${policyLink}'.`, { reason: 'invalid' });
+      const policy = this.getPolicy(project, m[1], m[2]);
+      const topology = String((policy.workloadPolicy as Json | undefined)?.acceleratorTopology ?? '');
+      let vms: number;
+      try {
+        const shape = shapeFromTopology(mt.family, topology);
+        if (shape.chipsPerVm !== mt.chips) throw new TpwError('INVALID_ARGUMENT', `a ${topology} slice is made of ${shape.machineType} VMs, not ${mt.name}`);
+        vms = shape.vmCount;
+        acceleratorType = shape.acceleratorType;
+      } catch (e) {
+        throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.resourcePolicies.workloadPolicy': accelerator topology '${topology}' is not supported for machine type '${mt.name}' (${(e as Error).message}).`, { reason: 'invalid' });
+      }
+      if (targetSize !== 0 && targetSize !== vms) {
+        throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.targetSize': ${targetSize}. Accelerator topology '${topology}' needs exactly ${vms} VMs.`, { reason: 'invalid' });
+      }
+    }
+    const record: Json = {
+      kind: 'compute#instanceGroupManager', id: newId(), name, selfLink: link, creationTimestamp: now(),
+      zone: `${BASE}/projects/${project}/zones/${zone}`, baseInstanceName: String(body.baseInstanceName ?? name),
+      instanceTemplate: String(template.selfLink), targetSize, resourcePolicies: body.resourcePolicies ?? {},
+      instanceGroup: `${BASE}/projects/${project}/zones/${zone}/instanceGroups/${name}`,
+      // Emulator bookkeeping (not part of the API's answer): the slice's type and members.
+      _acceleratorType: acceleratorType, _members: [] as string[], _failed: '',
+    };
+    this.migs.set(link, record);
+    const op = this.newOp(project, { zone }, 'insert', link);
+    this.finish(op);
+    this.later(() => this.reconcile(project, zone, record));
+    return op;
+  }
+
+  resizeMig(project: string, zone: string, name: string, size: number): OperationJson {
+    const mig = this.migRecord(project, zone, name);
+    if (!Number.isInteger(size) || size < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'size': '${size}'.`, { reason: 'invalid' });
+    mig.targetSize = size;
+    mig._failed = '';
+    const op = this.newOp(project, { zone }, 'compute.instanceGroupManagers.resize', String(mig.selfLink));
+    this.finish(op);
+    this.later(() => this.reconcile(project, zone, mig));
+    return op;
+  }
+
+  deleteMig(project: string, zone: string, name: string): OperationJson {
+    const mig = this.migRecord(project, zone, name);
+    const op = this.newOp(project, { zone }, 'delete', String(mig.selfLink));
+    this.later(async () => {
+      mig.targetSize = 0;
+      await this.reconcile(project, zone, mig);
+      this.migs.delete(String(mig.selfLink));
+      this.finish(op);
+    });
+    return op;
+  }
+
+  listManagedInstances(project: string, zone: string, name: string): Json[] {
+    const mig = this.migRecord(project, zone, name);
+    const members = (mig._members as string[]).map((l) => this.instances.get(l)).filter((i): i is InstanceJson => i !== undefined);
+    const out: Json[] = members.map((i) => ({
+      instance: i.selfLink, id: i.id, name: i.name, instanceStatus: i.status,
+      currentAction: i.status === 'RUNNING' || i.status === 'TERMINATED' ? 'NONE' : 'CREATING', targetStatus: 'RUNNING',
+    }));
+    const missing = Number(mig.targetSize) - members.length;
+    for (let k = 0; k < missing; k++) {
+      out.push({
+        name: `${String(mig.baseInstanceName)}-pending${k}`, currentAction: 'CREATING', targetStatus: 'RUNNING',
+        ...(mig._failed ? { lastAttempt: { errors: { errors: [{ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: String(mig._failed) }] } } } : {}),
+      });
+    }
+    return out;
+  }
+
+  // --- operations --------------------------------------------------------------------------------------
+
+  getOperation(project: string, scope: { zone?: string; region?: string }, name: string): OperationJson {
+    const link = `${BASE}/projects/${project}/${scopePath(scope)}/operations/${name}`;
+    const op = this.operations.get(link);
+    if (!op) throw notFound(`projects/${project}/${scopePath(scope)}/operations/${name}`);
+    return op;
+  }
+
+  /** operations.wait: returns when the operation is DONE or after `maxMs`, as Compute Engine's does (2 minutes there). */
+  async waitOperation(project: string, scope: { zone?: string; region?: string }, name: string, maxMs: number): Promise<OperationJson> {
+    const op = this.getOperation(project, scope, name);
+    const deadline = Date.now() + maxMs;
+    while (op.status !== 'DONE' && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(50, Math.max(1, deadline - Date.now())));
+        function done() {
+          clearTimeout(t);
+          resolve();
+        }
+        this.waiters.add(done);
+        setTimeout(() => this.waiters.delete(done), 60);
+      });
+    }
+    return op;
+  }
+
+  // --- internals ---------------------------------------------------------------------------------------
+
+  private migRecord(project: string, zone: string, name: string): Json {
+    const m = this.migs.get(`${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/${name}`);
+    if (!m) throw notFound(`projects/${project}/zones/${zone}/instanceGroupManagers/${name}`);
+    return m;
+  }
+
+  private migView(m: Json): Json {
+    const members = (m._members as string[]).map((l) => this.instances.get(l)).filter((i): i is InstanceJson => i !== undefined);
+    const running = members.filter((i) => i.status === 'RUNNING').length;
+    const creating = Number(m.targetSize) - running;
+    const view: Json = Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('_')));
+    view.currentActions = { creating: Math.max(0, creating), none: running, deleting: 0 };
+    view.status = { isStable: creating === 0 && !m._busy };
+    return view;
+  }
+
+  /** Brings the MIG's members to its target size: all at once (a slice is atomic), or the failure recorded. */
+  private async reconcile(project: string, zone: string, mig: Json): Promise<void> {
+    const members = mig._members as string[];
+    const target = Number(mig.targetSize);
+    mig._busy = true;
+    try {
+      while (members.length > target) {
+        const link = members.pop() as string;
+        const inst = this.instances.get(link);
+        if (!inst) continue;
+        await this.takeDown(inst, 'delete');
+        this.instances.delete(link);
+        this.workers.delete(link);
+        this.env.release(link);
+      }
+      if (members.length >= target) return;
+      const acceleratorType = String(mig._acceleratorType);
+      if (this.env.capacityExhausted(zone, acceleratorType)) {
+        mig._failed = `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Resource type: ${acceleratorType}.`;
+        return;
+      }
+      const props = (this.templates.get(String(mig.instanceTemplate))?.properties ?? {}) as Json;
+      const mt = tpuMachineType(props.machineType);
+      const made: InstanceJson[] = [];
+      for (let k = members.length; k < target; k++) {
+        const name = `${String(mig.baseInstanceName)}-${crypto.randomBytes(2).toString('hex')}`;
+        const inst = this.makeInstance(project, zone, name, mt.name, { ...props, name });
+        // Compute Engine marks a MIG's instances with the MIG that made them.
+        inst.metadata.items.push({ key: 'created-by', value: `projects/${project}/zones/${zone}/instanceGroupManagers/${String(mig.name)}` });
+        made.push(inst);
+      }
+      members.push(...made.map((i) => i.selfLink));
+      await this.bringUp(members.map((l) => this.instances.get(l)).filter((i): i is InstanceJson => !!i), acceleratorType, made);
+    } finally {
+      mig._busy = false;
+      this.env.save();
+    }
+  }
+
+  private makeInstance(project: string, zone: string, name: string, machineType: string, body: Json): InstanceJson {
+    const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
+    const [address] = this.env.allocate(link, 1);
+    const inst: InstanceJson = {
+      kind: 'compute#instance', id: newId(), name, zone: `${BASE}/projects/${project}/zones/${zone}`,
+      machineType: `${BASE}/projects/${project}/zones/${zone}/machineTypes/${machineType}`, status: 'PROVISIONING',
+      selfLink: link, creationTimestamp: now(),
+      networkInterfaces: [{ name: 'nic0', network: `${BASE}/projects/${project}/global/networks/default`, networkIP: address }],
+      metadata: { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems((body.metadata as Json | undefined)?.items) },
+      scheduling: { ...((body.scheduling as Json | undefined) ?? {}) },
+      labels: { ...((body.labels as Record<string, string> | undefined) ?? {}) },
+      ...(body.reservationAffinity ? { reservationAffinity: body.reservationAffinity } : {}),
+      ...(body.disks ? { disks: body.disks } : {}),
+    };
+    this.instances.set(link, inst);
+    return inst;
+  }
+
+  /** Gives each instance its worker (index = its place in `slice`) and reports the new ones RUNNING. */
+  private async bringUp(slice: InstanceJson[], acceleratorType: string, fresh: InstanceJson[] = slice): Promise<void> {
+    const hostnames = slice.map((i) => i.networkInterfaces[0].networkIP);
+    for (const [index, inst] of slice.entries()) {
+      const worker: InstanceWorker = { key: `ce-${inst.name}`, index, address: hostnames[index], hostnames, acceleratorType };
+      this.workers.set(inst.selfLink, worker);
+      // TPU VMs carry their worker number in their metadata, which runtimes read to find their rank.
+      inst.metadata.items = [...inst.metadata.items.filter((x) => x.key !== 'agent-worker-number'), { key: 'agent-worker-number', value: String(index) }];
+      if (!fresh.includes(inst)) continue;
+      await this.hooks.instanceUp?.(inst, worker);
+      inst.status = 'RUNNING';
+    }
+  }
+
+  private async takeDown(inst: InstanceJson, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
+    const w = this.workerOf(inst);
+    if (w && inst.status !== 'TERMINATED') await this.hooks.instanceDown?.(inst, w, reason);
+    else if (w && reason === 'delete') await this.hooks.instanceDown?.(inst, w, reason);
+  }
+
+  private newOp(project: string, scope: { zone?: string; region?: string }, operationType: string, targetLink: string): OperationJson {
+    const name = `operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`;
+    const link = `${BASE}/projects/${project}/${scopePath(scope)}/operations/${name}`;
+    const op: OperationJson = {
+      kind: 'compute#operation', id: newId(), name, operationType, targetLink, status: 'RUNNING', progress: 0,
+      insertTime: now(), startTime: now(), selfLink: link,
+      ...(scope.zone ? { zone: `${BASE}/projects/${project}/zones/${scope.zone}` } : {}),
+      ...(scope.region ? { region: `${BASE}/projects/${project}/regions/${scope.region}` } : {}),
+    };
+    this.operations.set(link, op);
+    const done = [...this.operations.values()].filter((o) => o.status === 'DONE');
+    for (const o of done.slice(0, Math.max(0, done.length - MAX_DONE_OPS))) this.operations.delete(o.selfLink);
+    return op;
+  }
+
+  private done(op: OperationJson): OperationJson {
+    this.finish(op);
+    return op;
+  }
+
+  private finish(op: OperationJson): void {
+    Object.assign(op, { status: 'DONE', progress: 100, endTime: now() });
+    this.env.save();
+  }
+
+  private fail(op: OperationJson, code: string, http: number, message: string): void {
+    Object.assign(op, { error: { errors: [{ code, message }] }, httpErrorStatusCode: http, httpErrorMessage: http === 503 ? 'SERVICE UNAVAILABLE' : 'BAD REQUEST' });
+    this.finish(op);
+  }
+
+  /** Runs `fn` after the operation delay; a failure is logged (the operation stays RUNNING only if fn never finished it). */
+  private later(fn: () => Promise<void> | void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      Promise.resolve()
+        .then(fn)
+        .catch((e: Error) => this.env.log(`compute: ${e.message}`))
+        .finally(() => this.env.save());
+    }, this.env.opDelayMs);
+    this.timers.add(t);
+  }
+}
+
+function scopePath(scope: { zone?: string; region?: string }): string {
+  if (scope.zone) return `zones/${scope.zone}`;
+  if (scope.region) return `regions/${scope.region}`;
+  return 'global';
+}
+
+function checkName(v: unknown, what: string): string {
+  const name = typeof v === 'string' ? v : '';
+  if (!name) throw new ApiError('INVALID_ARGUMENT', `Required field 'resource.name' not specified (${what}).`, { reason: 'required' });
+  if (!NODE_ID_PATTERN.test(name)) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.name': '${name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`, { reason: 'invalid' });
+  return name;
+}
+
+/** A machine type URL, partial URL or name → a TPU machine type the emulator serves; 400 otherwise. */
+function tpuMachineType(v: unknown): { name: string; family: string; chips: number } {
+  const raw = typeof v === 'string' ? v : '';
+  const name = raw.slice(raw.lastIndexOf('/') + 1);
+  const mt = machineTypeInfo(name);
+  if (!mt) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.machineType': '${raw}'. Machine type with name '${name}' does not exist in zone (the local emulator serves TPU machine types only).`, { reason: 'invalid' });
+  return mt;
+}
+
+/** The accelerator type of one VM of `machineType` (tpu7x-standard-4t → tpu7x-8). */
+function singleHostType(machineType: string): string {
+  const mt = machineTypeInfo(machineType);
+  const f = mt ? familyInfo(mt.family) : undefined;
+  return mt && f ? `${f.family}-${mt.chips * f.suffixPerChip}` : machineType;
+}
+
+function metadataItems(v: unknown): { key: string; value: string }[] {
+  if (!Array.isArray(v)) return [];
+  return v.filter((x): x is { key: string; value: string } => !!x && typeof (x as Json).key === 'string').map((x) => ({ key: x.key, value: String(x.value ?? '') }));
+}
+
+function notFound(resource: string): ApiError {
+  return new ApiError('NOT_FOUND', `The resource '${resource}' was not found`, { reason: 'notFound' });
+}
+
+function newId(): string {
+  return (BigInt.asUintN(63, crypto.randomBytes(8).readBigUInt64BE()) || 1n).toString();
+}
+
+function fingerprint(): string {
+  return crypto.randomBytes(8).toString('base64');
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
