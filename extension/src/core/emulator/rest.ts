@@ -483,6 +483,8 @@ function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
       if (!text) return resolve({});
       try {
         const parsed: unknown = JSON.parse(text);
+        // @google-cloud/compute sends a body-less POST (operations.wait, listManagedInstances) as the JSON string "".
+        if (parsed === '') return resolve({});
         if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
         resolve(parsed as Record<string, unknown>);
       } catch {

@@ -1,0 +1,213 @@
+/**
+ * Issue 14, the Compute Engine control plane: the TPU machine-type catalog, and the provider through the real
+ * `@google-cloud/compute` clients (REST) against a real emulator — single-host TPU VMs (on-demand, spot,
+ * flex-start, reservation), a 2-VM tpu7x-16 slice (workload policy → template → MIG) with one SSH worker per VM,
+ * start/stop, SSH keys through metadata, delete (only what the slice create made), and every error path:
+ * stockout (single host and atomic MIG, with nothing left behind), quota, 403, API not enabled, invalid
+ * topology, name taken, latency.
+ *
+ * Expected shapes come from Google's TPU pages: v5p's table (2x2x1: 8 cores, 4 chips, 1 host; 2x2x2: 16 cores,
+ * 8 chips, 2 hosts), v5e's VM types (ct5lp-hightpu-1t/4t/8t: 1/4/8 chips; 4x4 = 16 chips on 4 hosts... 2 hosts of
+ * 8 in the v5e table count 8-chip hosts; Compute Engine multi-host slices use the 4-chip VM), TPU7x (two
+ * TensorCores per chip, Compute Engine only), and issue 14 (a 2x2x2 TPU7x topology is 2 VMs).
+ */
+import * as assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { emulatorComputeClients, type ComputeClients } from '../../extension/src/core/compute/client';
+import { ComputeTpuProvider } from '../../extension/src/core/compute/provider';
+import { listSliceShapes, resolveSliceShape, shapeFromTopology } from '../../extension/src/core/compute/tpu-machine-types';
+import { isTpwError, type TpwError } from '../../extension/src/core/errors';
+import { emulatorCall, sshBanner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
+
+const P = 'local-project';
+const Z = 'us-east5-b';
+const R = 'us-east5';
+const isErr = (code: TpwError['code'], re: RegExp) => (e: unknown) => {
+  if (isTpwError(e, code) && re.test(e.message)) return true;
+  assert.fail(`expected ${code} matching ${re}, got ${isTpwError(e) ? `${e.code}: ${e.message}` : String(e)}`);
+};
+
+describe('TPU machine types on Compute Engine', () => {
+  it('maps accelerator types to machine types, chips, VMs and devices', () => {
+    const t = (type: string, topology?: string) => {
+      const s = resolveSliceShape(type, topology);
+      return [s.machineType, s.chips, s.vmCount, s.topology, s.devices, s.tpuApiOffers];
+    };
+    assert.deepEqual(t('tpu7x-8'), ['tpu7x-standard-4t', 4, 1, '2x2x1', 8, false]);
+    assert.deepEqual(t('tpu7x-16'), ['tpu7x-standard-4t', 8, 2, '2x2x2', 16, false]);
+    assert.deepEqual(t('tpu7x-2'), ['tpu7x-standard-1t', 1, 1, '1x1x1', 2, false]);
+    assert.deepEqual(t('v5p-8'), ['ct5p-hightpu-4t', 4, 1, '2x2x1', 4, true]);
+    assert.deepEqual(t('v5p-16'), ['ct5p-hightpu-4t', 8, 2, '2x2x2', 8, true]);
+    assert.deepEqual(t('v4-8'), ['ct4p-hightpu-4t', 4, 1, '2x2x1', 4, true]);
+    assert.deepEqual(t('v6e-8'), ['ct6e-standard-8t', 8, 1, '2x4', 8, true]);
+    assert.deepEqual(t('v6e-1'), ['ct6e-standard-1t', 1, 1, '1x1', 1, true]);
+    assert.deepEqual(t('v5litepod-4'), ['ct5lp-hightpu-4t', 4, 1, '2x2', 4, true]);
+    assert.deepEqual(t('v5litepod-16'), ['ct5lp-hightpu-4t', 16, 4, '4x4', 16, true]);
+    assert.equal(shapeFromTopology('tpu7x', '2x2x2').acceleratorType, 'tpu7x-16');
+    assert.ok(listSliceShapes().some((s) => s.acceleratorType === 'tpu7x-16' && s.vmCount === 2));
+  });
+
+  it('names the type or the topology at fault', () => {
+    assert.throws(() => resolveSliceShape('tpu9-8'), isErr('INVALID_ARGUMENT', /Unknown TPU accelerator type "tpu9-8"/));
+    assert.throws(() => resolveSliceShape('tpu7x-7'), isErr('INVALID_ARGUMENT', /"tpu7x-7".*even/));
+    assert.throws(() => resolveSliceShape('v6e-3'), isErr('INVALID_ARGUMENT', /"v6e-3"/));
+    assert.throws(() => resolveSliceShape('tpu7x-16', '2x2x1'), isErr('INVALID_ARGUMENT', /Topology "2x2x1" is not valid for tpu7x-16: it has 4 chips/));
+    assert.throws(() => resolveSliceShape('tpu7x-16', '4x2'), isErr('INVALID_ARGUMENT', /Topology "4x2".*3 dimensions/));
+    assert.throws(() => resolveSliceShape('tpu7x-24', '1x3x4'), isErr('INVALID_ARGUMENT', /Topology "1x3x4"/));
+  });
+});
+
+describe('Compute Engine provider against the emulator', () => {
+  let fx: EmulatorApi;
+  let clients: ComputeClients;
+  let cp: ComputeTpuProvider;
+
+  before(async () => {
+    fx = await startEmulatorApi('tpw-compute-', { opDelayMs: 40, addressPrefix: '127.0.141' });
+    clients = emulatorComputeClients(fx.ep);
+    cp = new ComputeTpuProvider(clients);
+  });
+  after(async () => {
+    await cp.close();
+    await fx.close();
+  });
+
+  it('creates an on-demand TPU7x VM whose worker answers SSH, stops and starts it, and deletes it', async () => {
+    const progress: boolean[] = [];
+    const s = await cp.createSlice({ project: P, zone: Z, name: 'iron-1', acceleratorType: 'tpu7x-8' }, { onProgress: (p) => progress.push(p.done) });
+    assert.equal(s.kind, 'instance');
+    assert.equal(s.state, 'READY');
+    assert.equal(s.machineType, 'tpu7x-standard-4t');
+    assert.equal(s.acceleratorType, 'tpu7x-8');
+    assert.equal(s.provisioning, 'on-demand');
+    assert.equal(s.workers.length, 1);
+    assert.ok(progress.includes(true) && progress[0] === false);
+    assert.match(await sshBanner(s.workers[0].internalIp, fx.ep.sshPort), /^SSH-2\.0-/);
+    assert.deepEqual((await cp.listSlices(P, Z)).map((x) => x.name), ['iron-1']);
+
+    const stopped = await cp.stopSlice(P, Z, 'iron-1');
+    assert.equal(stopped.state, 'STOPPED');
+    assert.equal(stopped.status, 'TERMINATED');
+    await assert.rejects(sshBanner(s.workers[0].internalIp, fx.ep.sshPort));
+    const started = await cp.startSlice(P, Z, 'iron-1');
+    assert.equal(started.state, 'READY');
+    assert.match(await sshBanner(s.workers[0].internalIp, fx.ep.sshPort), /^SSH-2\.0-/);
+
+    const keyed = await cp.addSshKeys(P, Z, 'iron-1', ['alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB alice']);
+    assert.match(keyed.metadata['ssh-keys'], /^alice:ssh-ed25519 /);
+    const again = await cp.addSshKeys(P, Z, 'iron-1', ['alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB alice', 'bob:ssh-ed25519 AAAAB bob']);
+    assert.equal(again.metadata['ssh-keys'].split('\n').length, 2);
+
+    await cp.deleteSlice(P, Z, 'iron-1');
+    await assert.rejects(cp.getSlice(P, Z, 'iron-1'), isErr('NOT_FOUND', /TPU VM "iron-1" was not found/));
+    await assert.rejects(sshBanner(s.workers[0].internalIp, fx.ep.sshPort));
+  });
+
+  it('sends spot, flex-start and reservation scheduling as Compute Engine takes them', async () => {
+    const spot = await cp.createSlice({ project: P, zone: Z, name: 'sp-1', acceleratorType: 'v6e-1', provisioning: 'spot' });
+    assert.equal(spot.provisioning, 'spot');
+    const flex = await cp.createSlice({ project: P, zone: Z, name: 'fx-1', acceleratorType: 'v5litepod-4', provisioning: 'flex-start', maxRunDurationSeconds: 7200 });
+    assert.equal(flex.provisioning, 'flex-start');
+    const res = await cp.createSlice({ project: P, zone: Z, name: 'rs-1', acceleratorType: 'v5p-8', provisioning: 'reservation', reservation: 'my-res' });
+    assert.equal(res.provisioning, 'reservation');
+    // What reached the server, read past the client.
+    const raw = (name: string) => emulatorCall(fx.ep, 'GET', `/compute/v1/projects/${P}/zones/${Z}/instances/${name}`).then((r) => r.body);
+    assert.deepEqual(((await raw('sp-1')).scheduling as Record<string, unknown>).provisioningModel, 'SPOT');
+    const fs = (await raw('fx-1')).scheduling as Record<string, unknown>;
+    assert.equal(fs.provisioningModel, 'FLEX_START');
+    assert.deepEqual(fs.maxRunDuration, { seconds: '7200' });
+    assert.equal(fs.instanceTerminationAction, 'DELETE');
+    assert.deepEqual((await raw('rs-1')).reservationAffinity, { consumeReservationType: 'SPECIFIC_RESERVATION', key: 'compute.googleapis.com/reservation-name', values: ['my-res'] });
+    await assert.rejects(
+      cp.createSlice({ project: P, zone: Z, name: 'fx-2', acceleratorType: 'v5litepod-4', provisioning: 'flex-start' }),
+      isErr('INVALID_ARGUMENT', /Flex-start TPU VM "fx-2" needs a maximum run duration/),
+    );
+    for (const n of ['sp-1', 'fx-1', 'rs-1']) await cp.deleteSlice(P, Z, n);
+  });
+
+  it('makes a 2-VM tpu7x-16 slice (policy, template, MIG), workers in worker-id order, and deletes only what it made', async () => {
+    // Someone else's template in the project: a slice delete must leave it.
+    const [op] = await clients.templates.insert({ project: P, instanceTemplateResource: { name: 'theirs', properties: { machineType: 'tpu7x-standard-4t' } } });
+    assert.ok(op);
+    const s = await cp.createSlice({ project: P, zone: Z, name: 'iron-slice', acceleratorType: 'tpu7x-16' });
+    assert.equal(s.kind, 'mig');
+    assert.equal(s.state, 'READY');
+    assert.equal(s.topology, '2x2x2');
+    assert.equal(s.acceleratorType, 'tpu7x-16');
+    assert.deepEqual(s.workers.map((w) => w.index), [0, 1]);
+    for (const w of s.workers) {
+      assert.match(w.instance, /^iron-slice-/);
+      assert.match(await sshBanner(w.internalIp, fx.ep.sshPort), /^SSH-2\.0-/);
+    }
+    // The workers' ids are the VMs' agent-worker-number, as their worker environment says.
+    const members = await Promise.all(s.workers.map((w) => clients.instances.get({ project: P, zone: Z, instance: w.instance }).then((r) => r[0])));
+    assert.deepEqual(members.map((m) => m.metadata?.items?.find((i) => i.key === 'agent-worker-number')?.value), ['0', '1']);
+    // Listed once, as a slice: its VMs are not listed on their own.
+    assert.deepEqual((await cp.listSlices(P, Z)).map((x) => `${x.kind}:${x.name}`), ['mig:iron-slice']);
+    await assert.rejects(cp.stopSlice(P, Z, 'iron-slice'), isErr('FAILED_PRECONDITION', /multi-host slice/));
+
+    await cp.deleteSlice(P, Z, 'iron-slice');
+    const [migs] = await clients.migs.list({ project: P, zone: Z });
+    assert.deepEqual(migs, []);
+    const [templates] = await clients.templates.list({ project: P });
+    assert.deepEqual(templates.map((t) => t.name), ['theirs']);
+    const [policies] = await clients.policies.list({ project: P, region: R });
+    assert.deepEqual(policies, []);
+    const [instances] = await clients.instances.list({ project: P, zone: Z });
+    assert.deepEqual(instances, []);
+    for (const w of s.workers) await assert.rejects(sshBanner(w.internalIp, fx.ep.sshPort));
+    await clients.templates.delete({ project: P, instanceTemplate: 'theirs' });
+  });
+
+  it('stockout: a single VM and an atomic MIG both fail as RESOURCE_EXHAUSTED naming the zone, leaving nothing', async () => {
+    fx.emu.rest.addCapacityFault({ zone: Z, acceleratorType: 'tpu7x-8' });
+    fx.emu.rest.addCapacityFault({ zone: Z, acceleratorType: 'tpu7x-16' });
+    try {
+      await assert.rejects(cp.createSlice({ project: P, zone: Z, name: 'so-1', acceleratorType: 'tpu7x-8' }), isErr('RESOURCE_EXHAUSTED', /No capacity of tpu7x-8 in zone us-east5-b.*ZONE_RESOURCE_POOL_EXHAUSTED/));
+      await assert.rejects(cp.createSlice({ project: P, zone: Z, name: 'so-2', acceleratorType: 'tpu7x-16' }), isErr('RESOURCE_EXHAUSTED', /No capacity of tpu7x-16 in zone us-east5-b/));
+    } finally {
+      fx.emu.rest.clearFaults();
+    }
+    assert.deepEqual((await clients.migs.list({ project: P, zone: Z }))[0], []);
+    assert.deepEqual((await clients.templates.list({ project: P }))[0], []);
+    assert.deepEqual((await clients.policies.list({ project: P, region: R }))[0], []);
+  });
+
+  it('refuses a workload-policy topology that does not fit the machine type, and a taken name', async () => {
+    await clients.policies.insert({ project: P, region: R, resourcePolicyResource: { name: 'wp', workloadPolicy: { type: 'HIGH_THROUGHPUT', acceleratorTopology: '2x4' } } });
+    await clients.templates.insert({ project: P, instanceTemplateResource: { name: 'tp', properties: { machineType: 'tpu7x-standard-4t' } } });
+    await assert.rejects(
+      clients.migs.insert({ project: P, zone: Z, instanceGroupManagerResource: { name: 'bad', baseInstanceName: 'bad', targetSize: 2, instanceTemplate: `projects/${P}/global/instanceTemplates/tp`, resourcePolicies: { workloadPolicy: `projects/${P}/regions/${R}/resourcePolicies/wp` } } }),
+      (e: { code?: number; message?: string }) => e.code === 3 && /accelerator topology '2x4' is not supported for machine type 'tpu7x-standard-4t'/.test(e.message ?? ''),
+    );
+    await clients.templates.delete({ project: P, instanceTemplate: 'tp' });
+    await clients.policies.delete({ project: P, region: R, resourcePolicy: 'wp' });
+    await cp.createSlice({ project: P, zone: Z, name: 'taken', acceleratorType: 'v6e-1' });
+    await assert.rejects(cp.createSlice({ project: P, zone: Z, name: 'taken', acceleratorType: 'v6e-1' }), isErr('ALREADY_EXISTS', /TPU VM "taken" already exists in local-project\/us-east5-b/));
+    await cp.deleteSlice(P, Z, 'taken');
+  });
+
+  it('quota, 403, API not enabled and latency reach the user as TpwErrors with a next step', async () => {
+    fx.emu.rest.addFault({ method: 'compute\\.instances\\.insert', code: 429 });
+    await assert.rejects(cp.createSlice({ project: P, zone: Z, name: 'q-1', acceleratorType: 'v6e-1' }), isErr('RESOURCE_EXHAUSTED', /Quota exhausted.*TPU VM "q-1".*Request more quota/));
+    fx.emu.rest.addFault({ method: 'compute\\.instances\\.list', code: 403 });
+    await assert.rejects(cp.listSlices(P, Z), isErr('PERMISSION_DENIED', /Permission denied to list TPU VMs in local-project\/us-east5-b/));
+    fx.emu.rest.setServiceDisabled(true);
+    try {
+      await assert.rejects(cp.listSlices(P, Z), isErr('API_DISABLED', /Compute Engine API is not enabled in project local-project: enable compute\.googleapis\.com at https:\/\/console\.developers\.google\.com\/apis\/api\/compute\.googleapis\.com\//));
+    } finally {
+      fx.emu.rest.setServiceDisabled(false);
+    }
+    fx.emu.rest.setLatency(150);
+    try {
+      const t0 = Date.now();
+      await cp.listSlices(P, Z);
+      assert.ok(Date.now() - t0 >= 150);
+    } finally {
+      fx.emu.rest.clearFaults();
+    }
+    const bad = await emulatorCall(fx.ep, 'GET', `/compute/v1/projects/${P}/zones/${Z}/instances/nope`);
+    assert.equal(bad.status, 404);
+    assert.deepEqual((bad.body.error as { errors: { reason: string }[] }).errors[0].reason, 'notFound');
+  });
+});
