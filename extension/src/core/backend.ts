@@ -1,6 +1,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { emulatorComputeClients, googleComputeClients } from './compute/client';
+import { ComputeTpuProvider } from './compute/provider';
+import { withComputeSlices } from './compute/slice-api';
 import { readEmulatorEndpoint } from './emulator/endpoint';
 import { TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
@@ -42,7 +45,10 @@ export function parseJump(spec: string, privateKey: string | Buffer): SshTarget 
 
 export interface Backend {
   readonly kind: 'emulator' | 'cloud';
+  /** Nodes of the Cloud TPU API and TPU slices of Compute Engine, as one set of nodes (core/compute/slice-api.ts). */
   readonly api: TpuApi;
+  /** Compute Engine's TPU VMs and slices (creating them, and what only Compute Engine has). */
+  readonly compute: ComputeTpuProvider;
   readonly project: string;
   readonly zones: string[];
   /** SSH targets for every worker of a READY node, in worker order. */
@@ -66,10 +72,12 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
     throw new TpwError('EMULATOR_NOT_RUNNING', 'The local TPU emulator is not running: start it with `tpw emulator start` (or "TPU: Start Local Emulator").');
   }
   const privateKey = fs.readFileSync(endpoint.clientKeyPath);
-  const api = emulatorTpuApi(endpoint);
+  const compute = new ComputeTpuProvider(emulatorComputeClients(endpoint));
+  const api = withComputeSlices(emulatorTpuApi(endpoint), compute);
   return {
     kind: 'emulator',
     api,
+    compute,
     project: endpoint.project,
     zones: opts.zones && opts.zones.length > 0 ? opts.zones.filter((z) => endpoint.zones.includes(z)) : endpoint.zones,
     workersOf: async (node) =>
@@ -83,7 +91,8 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
     throw new TpwError('INVALID_ARGUMENT', 'No GCP project is set: set "tpuWorkbench.project" (or pass --project), or use the local emulator.');
   }
   // Application Default Credentials, checked now: without them this throws UNAUTHENTICATED with the fix.
-  const api = await cloudTpuApiForProject(opts.project);
+  const compute = new ComputeTpuProvider(googleComputeClients(opts.project));
+  const api = withComputeSlices(await cloudTpuApiForProject(opts.project), compute);
   // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
   const zones = opts.zones && opts.zones.length > 0 ? opts.zones : (await api.listZones(opts.project)).map((z) => z.locationId);
   if (zones.length === 0) throw new TpwError('INVALID_ARGUMENT', `The Cloud TPU API lists no zones for project ${opts.project}: set "tpuWorkbench.zones" (or pass --zone).`);
@@ -92,6 +101,7 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   return {
     kind: 'cloud',
     api,
+    compute,
     project: opts.project,
     zones,
     workersOf: async (node) => {

@@ -76,6 +76,8 @@ const TEMPLATE_SUFFIX = '-tpw-template';
 const POLICY_SUFFIX = '-tpw-policy';
 const MARK = 'Made by TPU Workbench for TPU slice';
 const POLL_MS = 500;
+/** Metadata Compute Engine keeps per VM of a slice; a slice-wide metadata update leaves them as they are. */
+const PER_VM_KEYS = ['agent-worker-number', 'created-by', 'instance-template'];
 
 export class ComputeTpuProvider {
   constructor(readonly clients: ComputeClients) {}
@@ -178,6 +180,24 @@ export class ComputeTpuProvider {
       const merged = [...have, ...lines.filter((l) => !have.has(l.trim()))].join('\n');
       const next = [...items.filter((x) => x.key !== 'ssh-keys'), { key: 'ssh-keys', value: merged }];
       const [op] = await this.call(ctx, () => this.clients.instances.setMetadata({ project, zone, instance: w.instance, metadataResource: { fingerprint: inst.metadata?.fingerprint, items: next } }));
+      await this.waitOp(op, ctx, opts);
+    }
+    return this.getSlice(project, zone, name);
+  }
+
+  /**
+   * Sets the slice's metadata on every VM (what the Cloud TPU API's UpdateNode with updateMask=metadata does for a
+   * node; callers merge first). Keys Compute Engine sets per VM (worker number, the MIG and template that made it)
+   * keep each VM's own value.
+   */
+  async setSliceMetadata(project: string, zone: string, name: string, metadata: Record<string, string>, opts: WaitOptions = {}): Promise<ComputeSlice> {
+    const slice = await this.getSlice(project, zone, name);
+    for (const w of slice.workers) {
+      const ctx = this.ctx('set the metadata of', `TPU VM "${w.instance}"`, project, zone);
+      const [inst] = await this.call(ctx, () => this.clients.instances.get({ project, zone, instance: w.instance }));
+      const own = (inst.metadata?.items ?? []).filter((x) => PER_VM_KEYS.includes(x.key ?? '')).map((x) => ({ key: x.key ?? '', value: x.value ?? '' }));
+      const items = [...Object.entries(metadata).filter(([k]) => !PER_VM_KEYS.includes(k)).map(([key, value]) => ({ key, value })), ...own];
+      const [op] = await this.call(ctx, () => this.clients.instances.setMetadata({ project, zone, instance: w.instance, metadataResource: { fingerprint: inst.metadata?.fingerprint, items } }));
       await this.waitOp(op, ctx, opts);
     }
     return this.getSlice(project, zone, name);

@@ -46,6 +46,8 @@ export const TpuNodeSchema = z.object({
   /** Instance metadata (e.g. `ssh-keys`: `user:ssh-ed25519 AAAA… comment` lines). */
   metadata: z.record(z.string()).default({}),
   createTime: z.string().optional(),
+  /** Which control plane made the VM: the Cloud TPU API (the default) or Compute Engine (core/compute/). */
+  controlPlane: z.enum(['tpu-api', 'compute']).optional(),
 });
 export type TpuNode = z.infer<typeof TpuNodeSchema>;
 
