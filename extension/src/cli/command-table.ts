@@ -76,6 +76,7 @@ const VM: CommandSpec = {
       details: [
         '--queued creates a queued resource instead (the VM is created once capacity is there; see `tpw qr list`); --dry-run prints the equivalent gcloud command and creates nothing.',
         'A quota or capacity failure names the zones that offer TYPE.',
+        'Types the Cloud TPU API does not offer (TPU7x) are made on Compute Engine: one VM, or a multi-host slice (a managed instance group with a workload policy) when the topology needs several VMs (tpu7x-16: 2 VMs).',
       ],
       options: {
         type: { type: 'string', arg: 'TYPE', description: 'Accelerator type, e.g. v5litepod-16 (`tpw vm types` lists them)' },
@@ -91,6 +92,12 @@ const VM: CommandSpec = {
         tier: { type: 'string', arg: 'spot|guaranteed', description: 'Tier of the queued resource (default: guaranteed; spot with --spot)' },
         'valid-until': { type: 'string', arg: '6h|TIME', description: 'Give up on the queued resource after a duration or at an RFC 3339 time' },
         'dry-run': { type: 'boolean', description: 'Print the gcloud command only' },
+        'control-plane': { type: 'string', arg: 'tpu-api|compute', description: 'Who makes the VM (default: compute for types the Cloud TPU API does not offer, e.g. tpu7x-8; tpu-api otherwise)' },
+        topology: { type: 'string', arg: 'AxBxC', description: 'Compute Engine: chip topology (default: the type\'s usual one; e.g. tpu7x-16 is 2x2x2, 2 VMs)' },
+        image: { type: 'string', arg: 'IMAGE', description: 'Compute Engine: boot image (default: the TPU VM image family)' },
+        'flex-start': { type: 'boolean', description: 'Compute Engine: a flex-start VM, made when capacity is there (needs --max-run-duration)' },
+        'max-run-duration': { type: 'string', arg: '4h', description: 'Compute Engine flex-start: how long the VMs may run' },
+        reservation: { type: 'string', arg: 'NAME', description: 'Compute Engine with --reserved: the reservation to use' },
       },
       globals: ['project', 'emulator'],
       run: vmCreate,

@@ -9,6 +9,7 @@ import { NODE_ID_PATTERN, shortName } from '../core/tpu/models';
 import { parseValidUntil } from '../core/tpu/valid-until';
 import { zonesOffering } from '../core/tpu/zones';
 import { openCliBackend } from './backend-from-args';
+import { chooseControlPlane, createOnCompute, refuseComputeOnly } from './compute-create';
 import { requireArg, UsageError, type CommandContext } from './context';
 
 /**
@@ -24,6 +25,11 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
   }
   const type = requireArg(ctx.values.type as string | undefined, '--type (e.g. --type v5litepod-16; see `tpw vm types`)');
   const opts = parseCreateOptions(ctx);
+  if (chooseControlPlane(ctx, type) === 'compute') {
+    const common = { spot: opts.spot, reserved: opts.reserved, labels: opts.labels, startupScript: opts.startupScript?.text, queued: Boolean(ctx.values.queued) };
+    return createOnCompute(ctx, node, type, common, () => openCliBackend(ctx.globals), progress);
+  }
+  refuseComputeOnly(ctx);
   const dryRun = Boolean(ctx.values['dry-run']);
   let version = ctx.values.version as string | undefined;
   // A dry run with everything given needs no backend: it only prints the gcloud command.

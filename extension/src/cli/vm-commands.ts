@@ -47,8 +47,11 @@ export function vmList(ctx: CommandContext): Promise<number> {
       ctx.out(`No TPU VMs in ${backend.project} (${backend.zones.join(', ')}).`);
       return 0;
     }
-    const rows = nodes.map(({ node, zone }) => [shortName(node.name), zone, node.acceleratorType, node.state, String(node.networkEndpoints.length), node.runtimeVersion]);
-    printTable(ctx, ['NAME', 'ZONE', 'TYPE', 'STATE', 'WORKERS', 'RUNTIME'], rows);
+    const rows = nodes.map(({ node, zone }) => [
+      shortName(node.name), zone, node.acceleratorType, node.state, String(node.networkEndpoints.length), node.runtimeVersion || '-',
+      node.controlPlane === 'compute' ? 'compute' : 'tpu-api',
+    ]);
+    printTable(ctx, ['NAME', 'ZONE', 'TYPE', 'STATE', 'WORKERS', 'RUNTIME', 'CONTROL PLANE'], rows);
     return 0;
   });
 }

@@ -72,8 +72,8 @@ export interface CreateComputeSliceRequest {
 /** What Compute Engine calls the project that publishes the TPU VM images. */
 export const TPU_IMAGE_PROJECT = 'ubuntu-os-accelerator-images';
 /** Names of what a slice create makes besides the MIG; deletion removes them only if they carry MARK. */
-const TEMPLATE_SUFFIX = '-tpw-template';
-const POLICY_SUFFIX = '-tpw-policy';
+export const TEMPLATE_SUFFIX = '-tpw-template';
+export const POLICY_SUFFIX = '-tpw-policy';
 const MARK = 'Made by TPU Workbench for TPU slice';
 const POLL_MS = 500;
 /** Metadata Compute Engine keeps per VM of a slice; a slice-wide metadata update leaves them as they are. */

@@ -1,0 +1,65 @@
+import { shQuote } from '../ssh/quote';
+import { familyInfo, type TpuSliceShape } from './tpu-machine-types';
+import { POLICY_SUFFIX, TEMPLATE_SUFFIX, TPU_IMAGE_PROJECT, type CreateComputeSliceRequest } from './provider';
+
+/** Words joined for a shell; a `--flag=value` keeps its flag bare and quotes only the value (as gcloud's docs write it). */
+function shJoin(words: readonly string[]): string {
+  return words.map((w) => (/^--[a-z-]+=/.test(w) ? `${w.slice(0, w.indexOf('=') + 1)}${shQuote(w.slice(w.indexOf('=') + 1))}` : shQuote(w))).join(' ');
+}
+
+/**
+ * The `gcloud compute …` commands equivalent to a Compute Engine slice create, for copy (`tpw vm create
+ * --dry-run`, the wizard). One VM: `instances create`; a multi-host slice: the workload policy, the instance
+ * template, then the MIG. Flags as gcloud's reference names them (resource-policies create workload-policy:
+ * --type, --accelerator-topology, --region). Every value is shell-quoted.
+ */
+export function gcloudComputeCommands(req: CreateComputeSliceRequest, shape: TpuSliceShape): string[] {
+  const image = imageFlags(req, shape);
+  const vmFlags = [...image, ...schedulingFlags(req), ...labelFlags(req), ...metadataFlags(req)];
+  if (shape.vmCount === 1) {
+    return [shJoin(['gcloud', 'compute', 'instances', 'create', req.name, `--project=${req.project}`, `--zone=${req.zone}`, `--machine-type=${shape.machineType}`, ...vmFlags])];
+  }
+  const region = req.zone.replace(/-[a-z]$/, '');
+  const policy = `${req.name}${POLICY_SUFFIX}`;
+  const template = `${req.name}${TEMPLATE_SUFFIX}`;
+  return [
+    shJoin(['gcloud', 'compute', 'resource-policies', 'create', 'workload-policy', policy, `--project=${req.project}`, `--region=${region}`, '--type=HIGH_THROUGHPUT', `--accelerator-topology=${shape.topology}`]),
+    shJoin(['gcloud', 'compute', 'instance-templates', 'create', template, `--project=${req.project}`, `--machine-type=${shape.machineType}`, ...vmFlags]),
+    shJoin([
+      'gcloud', 'compute', 'instance-groups', 'managed', 'create', req.name, `--project=${req.project}`, `--zone=${req.zone}`,
+      `--template=${template}`, `--size=${shape.vmCount}`, `--workload-policy=projects/${req.project}/regions/${region}/resourcePolicies/${policy}`,
+    ]),
+  ];
+}
+
+function imageFlags(req: CreateComputeSliceRequest, shape: TpuSliceShape): string[] {
+  if (req.image) return [`--image=${req.image}`];
+  return [`--image-family=${familyInfo(shape.family)?.defaultImage ?? ''}`, `--image-project=${TPU_IMAGE_PROJECT}`];
+}
+
+function schedulingFlags(req: CreateComputeSliceRequest): string[] {
+  switch (req.provisioning) {
+    case 'spot':
+      return ['--provisioning-model=SPOT', '--instance-termination-action=STOP', '--maintenance-policy=TERMINATE'];
+    case 'flex-start':
+      return ['--provisioning-model=FLEX_START', `--max-run-duration=${req.maxRunDurationSeconds ?? 0}s`, '--instance-termination-action=DELETE', '--maintenance-policy=TERMINATE', '--reservation-affinity=none'];
+    case 'reservation':
+      return ['--reservation-affinity=specific', `--reservation=${req.reservation ?? ''}`, '--maintenance-policy=TERMINATE'];
+    default:
+      return ['--maintenance-policy=TERMINATE'];
+  }
+}
+
+function labelFlags(req: CreateComputeSliceRequest): string[] {
+  const labels = Object.entries(req.labels ?? {});
+  return labels.length > 0 ? [`--labels=${labels.map(([k, v]) => `${k}=${v}`).join(',')}`] : [];
+}
+
+function metadataFlags(req: CreateComputeSliceRequest): string[] {
+  const md = Object.entries(req.metadata ?? {});
+  if (md.length === 0) return [];
+  // A value with a comma needs gcloud's ^DELIM^ list syntax, with a delimiter no value contains.
+  if (!md.some(([, v]) => v.includes(','))) return [`--metadata=${md.map(([k, v]) => `${k}=${v}`).join(',')}`];
+  const delim = ['~', '|', '#', '@'].find((d) => md.every(([k, v]) => !k.includes(d) && !v.includes(d))) ?? '\u0001';
+  return [`--metadata=^${delim}^${md.map(([k, v]) => `${k}=${v}`).join(delim)}`];
+}
