@@ -1,0 +1,112 @@
+"""Google's Python client for Compute Engine (`google-cloud-compute`, REST: its only transport) against the
+emulator's compute/v1 subset: zones, TPU machine types, a TPU7x VM through insert → operation → RUNNING →
+setMetadata → stop/start → delete, a 2-VM tpu7x-16 slice (workload policy, instance template, MIG), and a
+Google-style 404. The client is Google's code; what it accepts is what a real Compute Engine answer looks like."""
+
+from __future__ import annotations
+
+import pytest
+from google.api_core import exceptions
+from google.cloud import compute_v1
+
+from tpw_emulator import Emulator
+
+
+def _opts(emulator: Emulator) -> dict[str, object]:
+    return {"credentials": emulator.credentials(), "client_options": {"api_endpoint": f"http://{emulator.host}:{emulator.port}"}}
+
+
+def _done(emulator: Emulator, op: object) -> None:
+    """Waits with operations.wait on the emulator. (The client's own `.result()` polls through an operations client
+    it makes without the caller's api_endpoint, so it would ask compute.googleapis.com.)"""
+    name = op.name  # type: ignore[attr-defined]
+    zone, region = getattr(op, "zone", ""), getattr(op, "region", "")
+    for _ in range(60):
+        if zone:
+            got = compute_v1.ZoneOperationsClient(**_opts(emulator)).wait(project=emulator.project, zone=zone.rsplit("/", 1)[-1], operation=name)
+        elif region:
+            got = compute_v1.RegionOperationsClient(**_opts(emulator)).wait(project=emulator.project, region=region.rsplit("/", 1)[-1], operation=name)
+        else:
+            got = compute_v1.GlobalOperationsClient(**_opts(emulator)).wait(project=emulator.project, operation=name)
+        if got.status == compute_v1.Operation.Status.DONE:
+            assert not got.error.errors, got.error
+            return
+    raise AssertionError(f"operation {name} not done")
+
+
+@pytest.fixture(scope="module")
+def region(emulator: Emulator) -> str:
+    return emulator.zone.rsplit("-", 1)[0]
+
+
+def test_zones_and_tpu_machine_types(emulator: Emulator) -> None:
+    zones = [z.name for z in compute_v1.ZonesClient(**_opts(emulator)).list(project=emulator.project)]
+    assert emulator.zone in zones
+    types = [m.name for m in compute_v1.MachineTypesClient(**_opts(emulator)).list(project=emulator.project, zone=emulator.zone)]
+    assert {"tpu7x-standard-4t", "ct6e-standard-8t", "ct5p-hightpu-4t", "ct5lp-hightpu-1t"} <= set(types)
+
+
+def test_tpu7x_vm_lifecycle(emulator: Emulator) -> None:
+    instances = compute_v1.InstancesClient(**_opts(emulator))
+    p, z = emulator.project, emulator.zone
+    vm = compute_v1.Instance(
+        name="py-iron",
+        machine_type=f"zones/{z}/machineTypes/tpu7x-standard-4t",
+        scheduling=compute_v1.Scheduling(provisioning_model="SPOT", instance_termination_action="STOP"),
+    )
+    _done(emulator, instances.insert(project=p, zone=z, instance_resource=vm))
+    got = instances.get(project=p, zone=z, instance="py-iron")
+    assert got.status == "RUNNING"
+    assert got.machine_type.endswith("/machineTypes/tpu7x-standard-4t")
+    assert got.scheduling.provisioning_model == "SPOT"
+    assert got.network_interfaces[0].network_i_p.startswith("127.")
+    assert "py-iron" in [i.name for i in instances.list(project=p, zone=z)]
+
+    md = compute_v1.Metadata(fingerprint=got.metadata.fingerprint, items=[compute_v1.Items(key="ssh-keys", value="me:ssh-ed25519 AAAA me")])
+    _done(emulator, instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md))
+    assert {i.key: i.value for i in instances.get(project=p, zone=z, instance="py-iron").metadata.items}["ssh-keys"] == "me:ssh-ed25519 AAAA me"
+    # A stale fingerprint is refused, as Compute Engine refuses it (412).
+    with pytest.raises(exceptions.PreconditionFailed):
+        instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md)
+
+    _done(emulator, instances.stop(project=p, zone=z, instance="py-iron"))
+    assert instances.get(project=p, zone=z, instance="py-iron").status == "TERMINATED"
+    _done(emulator, instances.start(project=p, zone=z, instance="py-iron"))
+    assert instances.get(project=p, zone=z, instance="py-iron").status == "RUNNING"
+    _done(emulator, instances.delete(project=p, zone=z, instance="py-iron"))
+    with pytest.raises(exceptions.NotFound) as e:
+        instances.get(project=p, zone=z, instance="py-iron")
+    assert "py-iron" in str(e.value)
+
+
+def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
+    p, z = emulator.project, emulator.zone
+    policies = compute_v1.ResourcePoliciesClient(**_opts(emulator))
+    templates = compute_v1.InstanceTemplatesClient(**_opts(emulator))
+    migs = compute_v1.InstanceGroupManagersClient(**_opts(emulator))
+    wp = compute_v1.ResourcePolicy(name="py-wp", workload_policy=compute_v1.ResourcePolicyWorkloadPolicy(type_="HIGH_THROUGHPUT", accelerator_topology="2x2x2"))
+    _done(emulator, policies.insert(project=p, region=region, resource_policy_resource=wp))
+    tpl = compute_v1.InstanceTemplate(name="py-tpl", properties=compute_v1.InstanceProperties(machine_type="tpu7x-standard-4t"))
+    _done(emulator, templates.insert(project=p, instance_template_resource=tpl))
+    mig = compute_v1.InstanceGroupManager(
+        name="py-slice",
+        base_instance_name="py-slice",
+        target_size=2,
+        instance_template=f"projects/{p}/global/instanceTemplates/py-tpl",
+        resource_policies=compute_v1.InstanceGroupManagerResourcePolicies(workload_policy=f"projects/{p}/regions/{region}/resourcePolicies/py-wp"),
+    )
+    _done(emulator, migs.insert(project=p, zone=z, instance_group_manager_resource=mig))
+    import time
+
+    deadline = time.time() + 30
+    while True:
+        managed = list(migs.list_managed_instances(project=p, zone=z, instance_group_manager="py-slice"))
+        if len(managed) == 2 and all(m.instance_status == "RUNNING" for m in managed):
+            break
+        assert time.time() < deadline, [m.instance_status for m in managed]
+        time.sleep(0.1)
+    assert migs.get(project=p, zone=z, instance_group_manager="py-slice").target_size == 2
+    _done(emulator, migs.delete(project=p, zone=z, instance_group_manager="py-slice"))
+    _done(emulator, templates.delete(project=p, instance_template="py-tpl"))
+    _done(emulator, policies.delete(project=p, region=region, resource_policy="py-wp"))
+    assert [i.name for i in compute_v1.InstancesClient(**_opts(emulator)).list(project=p, zone=z) if i.name.startswith("py-slice")] == []
