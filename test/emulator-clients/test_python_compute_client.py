@@ -5,6 +5,8 @@ Google-style 404. The client is Google's code; what it accepts is what a real Co
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from google.api_core import exceptions
 from google.cloud import compute_v1
@@ -96,8 +98,6 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
         resource_policies=compute_v1.InstanceGroupManagerResourcePolicies(workload_policy=f"projects/{p}/regions/{region}/resourcePolicies/py-wp"),
     )
     _done(emulator, migs.insert(project=p, zone=z, instance_group_manager_resource=mig))
-    import time
-
     deadline = time.time() + 30
     while True:
         managed = list(migs.list_managed_instances(project=p, zone=z, instance_group_manager="py-slice"))
