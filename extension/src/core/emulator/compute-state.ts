@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
-import { familyInfo, machineTypeInfo, shapeFromTopology } from '../compute/tpu-machine-types';
-import { TpwError } from '../errors';
+import { familyInfo, machineTypeInfo } from '../compute/tpu-machine-types';
 import { NODE_ID_PATTERN } from '../tpu/models';
+import { ComputeGroups } from './compute-groups';
 import { ApiError } from './types';
 
 /**
@@ -84,22 +84,22 @@ interface Saved {
   operations: OperationJson[];
 }
 
-const BASE = 'https://compute.googleapis.com/compute/v1';
+export const BASE = 'https://compute.googleapis.com/compute/v1';
 const MAX_DONE_OPS = 200;
 
 export class ComputeState {
   readonly instances = new Map<string, InstanceJson>();
   readonly workers = new Map<string, InstanceWorker>();
-  readonly templates = new Map<string, Json>();
-  readonly migs = new Map<string, Json>();
-  readonly policies = new Map<string, Json>();
+  /** Instance templates, workload policies and MIGs (compute-groups.ts). */
+  readonly groups: ComputeGroups;
   readonly operations = new Map<string, OperationJson>();
   hooks: ComputeHooks = {};
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
 
-  constructor(private readonly env: ComputeEnv, saved?: unknown) {
+  constructor(readonly env: ComputeEnv, saved?: unknown) {
     const s = (saved && typeof saved === 'object' ? saved : {}) as Partial<Saved>;
+    this.groups = new ComputeGroups(this);
     for (const i of s.instances ?? []) {
       // A transition the previous emulator left half-way is finished now, as its timer would have.
       if (i.status === 'PROVISIONING' || i.status === 'STAGING') i.status = 'RUNNING';
@@ -107,9 +107,9 @@ export class ComputeState {
       this.instances.set(i.selfLink, i);
     }
     for (const [k, w] of Object.entries(s.workers ?? {})) this.workers.set(k, w);
-    for (const t of s.templates ?? []) this.templates.set(String(t.selfLink), t);
-    for (const m of s.migs ?? []) this.migs.set(String(m.selfLink), m);
-    for (const p of s.policies ?? []) this.policies.set(String(p.selfLink), p);
+    for (const t of s.templates ?? []) this.groups.templates.set(String(t.selfLink), t);
+    for (const m of s.migs ?? []) this.groups.migs.set(String(m.selfLink), m);
+    for (const p of s.policies ?? []) this.groups.policies.set(String(p.selfLink), p);
     for (const o of s.operations ?? []) {
       if (o.status !== 'DONE') Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
       this.operations.set(o.selfLink, o);
@@ -120,9 +120,9 @@ export class ComputeState {
     return {
       instances: [...this.instances.values()],
       workers: Object.fromEntries(this.workers),
-      templates: [...this.templates.values()],
-      migs: [...this.migs.values()],
-      policies: [...this.policies.values()],
+      templates: [...this.groups.templates.values()],
+      migs: [...this.groups.migs.values()],
+      policies: [...this.groups.policies.values()],
       operations: [...this.operations.values()],
     };
   }
@@ -240,157 +240,6 @@ export class ComputeState {
     return inst;
   }
 
-  // --- templates, policies, MIGs ------------------------------------------------------------------------
-
-  insertTemplate(project: string, body: Json): OperationJson {
-    const name = checkName(body.name, 'instance template');
-    const link = `${BASE}/projects/${project}/global/instanceTemplates/${name}`;
-    if (this.templates.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/global/instanceTemplates/${name}' already exists`);
-    const props = (body.properties ?? {}) as Json;
-    tpuMachineType(props.machineType);
-    this.templates.set(link, { ...body, kind: 'compute#instanceTemplate', id: newId(), selfLink: link, creationTimestamp: now() });
-    return this.done(this.newOp(project, {}, 'insert', link));
-  }
-
-  getTemplate(project: string, name: string): Json {
-    const t = this.templates.get(`${BASE}/projects/${project}/global/instanceTemplates/${name}`);
-    if (!t) throw notFound(`projects/${project}/global/instanceTemplates/${name}`);
-    return t;
-  }
-
-  deleteTemplate(project: string, name: string): OperationJson {
-    const t = this.getTemplate(project, name);
-    const user = [...this.migs.values()].find((m) => String(m.instanceTemplate) === t.selfLink);
-    if (user) throw new ApiError('FAILED_PRECONDITION', `The instance_template resource '${String(t.selfLink)}' is already being used by '${String(user.selfLink)}'`, { reason: 'resourceInUseByAnotherResource' });
-    this.templates.delete(String(t.selfLink));
-    return this.done(this.newOp(project, {}, 'delete', String(t.selfLink)));
-  }
-
-  insertPolicy(project: string, region: string, body: Json): OperationJson {
-    const name = checkName(body.name, 'resource policy');
-    const link = `${BASE}/projects/${project}/regions/${region}/resourcePolicies/${name}`;
-    if (this.policies.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/regions/${region}/resourcePolicies/${name}' already exists`);
-    const wp = body.workloadPolicy as Json | undefined;
-    if (wp && wp.type !== 'HIGH_THROUGHPUT' && wp.type !== 'HIGH_AVAILABILITY') {
-      throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.workloadPolicy.type': '${String(wp.type)}'.`, { reason: 'invalid' });
-    }
-    this.policies.set(link, { ...body, kind: 'compute#resourcePolicy', id: newId(), region: `${BASE}/projects/${project}/regions/${region}`, selfLink: link, status: 'READY', creationTimestamp: now() });
-    return this.done(this.newOp(project, { region }, 'insert', link));
-  }
-
-  getPolicy(project: string, region: string, name: string): Json {
-    const p = this.policies.get(`${BASE}/projects/${project}/regions/${region}/resourcePolicies/${name}`);
-    if (!p) throw notFound(`projects/${project}/regions/${region}/resourcePolicies/${name}`);
-    return p;
-  }
-
-  deletePolicy(project: string, region: string, name: string): OperationJson {
-    const p = this.getPolicy(project, region, name);
-    const user = [...this.migs.values()].find((m) => (m.resourcePolicies as Json | undefined)?.workloadPolicy === p.selfLink);
-    if (user) throw new ApiError('FAILED_PRECONDITION', `The resource_policy resource '${String(p.selfLink)}' is already being used by '${String(user.selfLink)}'`, { reason: 'resourceInUseByAnotherResource' });
-    this.policies.delete(String(p.selfLink));
-    return this.done(this.newOp(project, { region }, 'delete', String(p.selfLink)));
-  }
-
-  listMigs(project: string, zone: string): Json[] {
-    const prefix = `${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/`;
-    return [...this.migs.values()].filter((m) => String(m.selfLink).startsWith(prefix)).map((m) => this.migView(m));
-  }
-
-  getMig(project: string, zone: string, name: string): Json {
-    return this.migView(this.migRecord(project, zone, name));
-  }
-
-  /**
-   * instanceGroupManagers.insert: a MIG of targetSize TPU VMs from a template. With a HIGH_THROUGHPUT workload
-   * policy the topology must fit the template's machine type and the MIG makes all of its VMs or none (no
-   * capacity: every managed instance stays CREATING with ZONE_RESOURCE_POOL_EXHAUSTED as its last attempt).
-   */
-  insertMig(project: string, zone: string, body: Json): OperationJson {
-    const name = checkName(body.name, 'instance group manager');
-    const link = `${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/${name}`;
-    if (this.migs.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instanceGroupManagers/${name}' already exists`);
-    const templateName = /instanceTemplates\/([^/]+)$/.exec(String(body.instanceTemplate ?? ''))?.[1];
-    if (!templateName) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.instanceTemplate': '${String(body.instanceTemplate ?? '')}'.`, { reason: 'invalid' });
-    const template = this.getTemplate(project, templateName);
-    const mt = tpuMachineType((template.properties as Json).machineType);
-    const targetSize = Number(body.targetSize ?? 0);
-    if (!Number.isInteger(targetSize) || targetSize < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.targetSize': '${String(body.targetSize)}'.`, { reason: 'invalid' });
-    const policyLink = (body.resourcePolicies as Json | undefined)?.workloadPolicy;
-    let acceleratorType = singleHostType(mt.name);
-    if (typeof policyLink === 'string' && policyLink) {
-      const m = /regions\/([^/]+)\/resourcePolicies\/([^/]+)$/.exec(policyLink);
-      if (!m) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.resourcePolicies.workloadPolicy': '${policyLink}'.`, { reason: 'invalid' });
-      const policy = this.getPolicy(project, m[1], m[2]);
-      const topology = String((policy.workloadPolicy as Json | undefined)?.acceleratorTopology ?? '');
-      let vms: number;
-      try {
-        const shape = shapeFromTopology(mt.family, topology);
-        if (shape.chipsPerVm !== mt.chips) throw new TpwError('INVALID_ARGUMENT', `a ${topology} slice is made of ${shape.machineType} VMs, not ${mt.name}`);
-        vms = shape.vmCount;
-        acceleratorType = shape.acceleratorType;
-      } catch (e) {
-        throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.resourcePolicies.workloadPolicy': accelerator topology '${topology}' is not supported for machine type '${mt.name}' (${(e as Error).message}).`, { reason: 'invalid' });
-      }
-      if (targetSize !== 0 && targetSize !== vms) {
-        throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.targetSize': ${targetSize}. Accelerator topology '${topology}' needs exactly ${vms} VMs.`, { reason: 'invalid' });
-      }
-    }
-    const record: Json = {
-      kind: 'compute#instanceGroupManager', id: newId(), name, selfLink: link, creationTimestamp: now(),
-      zone: `${BASE}/projects/${project}/zones/${zone}`, baseInstanceName: String(body.baseInstanceName ?? name),
-      instanceTemplate: String(template.selfLink), targetSize, resourcePolicies: body.resourcePolicies ?? {},
-      instanceGroup: `${BASE}/projects/${project}/zones/${zone}/instanceGroups/${name}`,
-      // Emulator bookkeeping (not part of the API's answer): the slice's type and members.
-      _acceleratorType: acceleratorType, _members: [] as string[], _failed: '',
-    };
-    this.migs.set(link, record);
-    const op = this.newOp(project, { zone }, 'insert', link);
-    this.finish(op);
-    this.later(() => this.reconcile(project, zone, record));
-    return op;
-  }
-
-  resizeMig(project: string, zone: string, name: string, size: number): OperationJson {
-    const mig = this.migRecord(project, zone, name);
-    if (!Number.isInteger(size) || size < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'size': '${size}'.`, { reason: 'invalid' });
-    mig.targetSize = size;
-    mig._failed = '';
-    const op = this.newOp(project, { zone }, 'compute.instanceGroupManagers.resize', String(mig.selfLink));
-    this.finish(op);
-    this.later(() => this.reconcile(project, zone, mig));
-    return op;
-  }
-
-  deleteMig(project: string, zone: string, name: string): OperationJson {
-    const mig = this.migRecord(project, zone, name);
-    const op = this.newOp(project, { zone }, 'delete', String(mig.selfLink));
-    this.later(async () => {
-      mig.targetSize = 0;
-      await this.reconcile(project, zone, mig);
-      this.migs.delete(String(mig.selfLink));
-      this.finish(op);
-    });
-    return op;
-  }
-
-  listManagedInstances(project: string, zone: string, name: string): Json[] {
-    const mig = this.migRecord(project, zone, name);
-    const members = (mig._members as string[]).map((l) => this.instances.get(l)).filter((i): i is InstanceJson => i !== undefined);
-    const out: Json[] = members.map((i) => ({
-      instance: i.selfLink, id: i.id, name: i.name, instanceStatus: i.status,
-      currentAction: i.status === 'RUNNING' || i.status === 'TERMINATED' ? 'NONE' : 'CREATING', targetStatus: 'RUNNING',
-    }));
-    const missing = Number(mig.targetSize) - members.length;
-    for (let k = 0; k < missing; k++) {
-      out.push({
-        name: `${String(mig.baseInstanceName)}-pending${k}`, currentAction: 'CREATING', targetStatus: 'RUNNING',
-        ...(mig._failed ? { lastAttempt: { errors: { errors: [{ code: 'ZONE_RESOURCE_POOL_EXHAUSTED', message: String(mig._failed) }] } } } : {}),
-      });
-    }
-    return out;
-  }
-
   // --- operations --------------------------------------------------------------------------------------
 
   getOperation(project: string, scope: { zone?: string; region?: string }, name: string): OperationJson {
@@ -420,62 +269,8 @@ export class ComputeState {
 
   // --- internals ---------------------------------------------------------------------------------------
 
-  private migRecord(project: string, zone: string, name: string): Json {
-    const m = this.migs.get(`${BASE}/projects/${project}/zones/${zone}/instanceGroupManagers/${name}`);
-    if (!m) throw notFound(`projects/${project}/zones/${zone}/instanceGroupManagers/${name}`);
-    return m;
-  }
-
-  private migView(m: Json): Json {
-    const members = (m._members as string[]).map((l) => this.instances.get(l)).filter((i): i is InstanceJson => i !== undefined);
-    const running = members.filter((i) => i.status === 'RUNNING').length;
-    const creating = Number(m.targetSize) - running;
-    const view: Json = Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('_')));
-    view.currentActions = { creating: Math.max(0, creating), none: running, deleting: 0 };
-    view.status = { isStable: creating === 0 && !m._busy };
-    return view;
-  }
-
-  /** Brings the MIG's members to its target size: all at once (a slice is atomic), or the failure recorded. */
-  private async reconcile(project: string, zone: string, mig: Json): Promise<void> {
-    const members = mig._members as string[];
-    const target = Number(mig.targetSize);
-    mig._busy = true;
-    try {
-      while (members.length > target) {
-        const link = members.pop() as string;
-        const inst = this.instances.get(link);
-        if (!inst) continue;
-        await this.takeDown(inst, 'delete');
-        this.instances.delete(link);
-        this.workers.delete(link);
-        this.env.release(link);
-      }
-      if (members.length >= target) return;
-      const acceleratorType = String(mig._acceleratorType);
-      if (this.env.capacityExhausted(zone, acceleratorType)) {
-        mig._failed = `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Resource type: ${acceleratorType}.`;
-        return;
-      }
-      const props = (this.templates.get(String(mig.instanceTemplate))?.properties ?? {}) as Json;
-      const mt = tpuMachineType(props.machineType);
-      const made: InstanceJson[] = [];
-      for (let k = members.length; k < target; k++) {
-        const name = `${String(mig.baseInstanceName)}-${crypto.randomBytes(2).toString('hex')}`;
-        const inst = this.makeInstance(project, zone, name, mt.name, { ...props, name });
-        // Compute Engine marks a MIG's instances with the MIG that made them.
-        inst.metadata.items.push({ key: 'created-by', value: `projects/${project}/zones/${zone}/instanceGroupManagers/${String(mig.name)}` });
-        made.push(inst);
-      }
-      members.push(...made.map((i) => i.selfLink));
-      await this.bringUp(members.map((l) => this.instances.get(l)).filter((i): i is InstanceJson => !!i), acceleratorType, made);
-    } finally {
-      mig._busy = false;
-      this.env.save();
-    }
-  }
-
-  private makeInstance(project: string, zone: string, name: string, machineType: string, body: Json): InstanceJson {
+  /** @internal compute-groups.ts */
+  makeInstance(project: string, zone: string, name: string, machineType: string, body: Json): InstanceJson {
     const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
     const [address] = this.env.allocate(link, 1);
     const inst: InstanceJson = {
@@ -494,7 +289,8 @@ export class ComputeState {
   }
 
   /** Gives each instance its worker (index = its place in `slice`) and reports the new ones RUNNING. */
-  private async bringUp(slice: InstanceJson[], acceleratorType: string, fresh: InstanceJson[] = slice): Promise<void> {
+  /** @internal compute-groups.ts */
+  async bringUp(slice: InstanceJson[], acceleratorType: string, fresh: InstanceJson[] = slice): Promise<void> {
     const hostnames = slice.map((i) => i.networkInterfaces[0].networkIP);
     for (const [index, inst] of slice.entries()) {
       const worker: InstanceWorker = { key: `ce-${inst.name}`, index, address: hostnames[index], hostnames, acceleratorType };
@@ -507,13 +303,15 @@ export class ComputeState {
     }
   }
 
-  private async takeDown(inst: InstanceJson, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
+  /** @internal compute-groups.ts */
+  async takeDown(inst: InstanceJson, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
     const w = this.workerOf(inst);
     if (w && inst.status !== 'TERMINATED') await this.hooks.instanceDown?.(inst, w, reason);
     else if (w && reason === 'delete') await this.hooks.instanceDown?.(inst, w, reason);
   }
 
-  private newOp(project: string, scope: { zone?: string; region?: string }, operationType: string, targetLink: string): OperationJson {
+  /** @internal compute-groups.ts */
+  newOp(project: string, scope: { zone?: string; region?: string }, operationType: string, targetLink: string): OperationJson {
     const name = `operation-${Date.now()}-${crypto.randomBytes(6).toString('hex')}`;
     const link = `${BASE}/projects/${project}/${scopePath(scope)}/operations/${name}`;
     const op: OperationJson = {
@@ -528,12 +326,14 @@ export class ComputeState {
     return op;
   }
 
-  private done(op: OperationJson): OperationJson {
+  /** @internal compute-groups.ts */
+  done(op: OperationJson): OperationJson {
     this.finish(op);
     return op;
   }
 
-  private finish(op: OperationJson): void {
+  /** @internal compute-groups.ts */
+  finish(op: OperationJson): void {
     Object.assign(op, { status: 'DONE', progress: 100, endTime: now() });
     this.env.save();
   }
@@ -544,7 +344,8 @@ export class ComputeState {
   }
 
   /** Runs `fn` after the operation delay; a failure is logged (the operation stays RUNNING only if fn never finished it). */
-  private later(fn: () => Promise<void> | void): void {
+  /** @internal compute-groups.ts */
+  later(fn: () => Promise<void> | void): void {
     const t = setTimeout(() => {
       this.timers.delete(t);
       Promise.resolve()
@@ -556,13 +357,13 @@ export class ComputeState {
   }
 }
 
-function scopePath(scope: { zone?: string; region?: string }): string {
+export function scopePath(scope: { zone?: string; region?: string }): string {
   if (scope.zone) return `zones/${scope.zone}`;
   if (scope.region) return `regions/${scope.region}`;
   return 'global';
 }
 
-function checkName(v: unknown, what: string): string {
+export function checkName(v: unknown, what: string): string {
   const name = typeof v === 'string' ? v : '';
   if (!name) throw new ApiError('INVALID_ARGUMENT', `Required field 'resource.name' not specified (${what}).`, { reason: 'required' });
   if (!NODE_ID_PATTERN.test(name)) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.name': '${name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`, { reason: 'invalid' });
@@ -570,7 +371,7 @@ function checkName(v: unknown, what: string): string {
 }
 
 /** A machine type URL, partial URL or name → a TPU machine type the emulator serves; 400 otherwise. */
-function tpuMachineType(v: unknown): { name: string; family: string; chips: number } {
+export function tpuMachineType(v: unknown): { name: string; family: string; chips: number } {
   const raw = typeof v === 'string' ? v : '';
   const name = raw.slice(raw.lastIndexOf('/') + 1);
   const mt = machineTypeInfo(name);
@@ -579,29 +380,29 @@ function tpuMachineType(v: unknown): { name: string; family: string; chips: numb
 }
 
 /** The accelerator type of one VM of `machineType` (tpu7x-standard-4t → tpu7x-8). */
-function singleHostType(machineType: string): string {
+export function singleHostType(machineType: string): string {
   const mt = machineTypeInfo(machineType);
   const f = mt ? familyInfo(mt.family) : undefined;
   return mt && f ? `${f.family}-${mt.chips * f.suffixPerChip}` : machineType;
 }
 
-function metadataItems(v: unknown): { key: string; value: string }[] {
+export function metadataItems(v: unknown): { key: string; value: string }[] {
   if (!Array.isArray(v)) return [];
   return v.filter((x): x is { key: string; value: string } => !!x && typeof (x as Json).key === 'string').map((x) => ({ key: x.key, value: String(x.value ?? '') }));
 }
 
-function notFound(resource: string): ApiError {
+export function notFound(resource: string): ApiError {
   return new ApiError('NOT_FOUND', `The resource '${resource}' was not found`, { reason: 'notFound' });
 }
 
-function newId(): string {
+export function newId(): string {
   return (BigInt.asUintN(63, crypto.randomBytes(8).readBigUInt64BE()) || 1n).toString();
 }
 
-function fingerprint(): string {
+export function fingerprint(): string {
   return crypto.randomBytes(8).toString('base64');
 }
 
-function now(): string {
+export function now(): string {
   return new Date().toISOString();
 }
