@@ -6,13 +6,16 @@
  * stockout (single host and atomic MIG, with nothing left behind), quota, 403, API not enabled, invalid
  * topology, name taken, latency.
  *
- * Expected shapes come from Google's TPU pages: v5p's table (2x2x1: 8 cores, 4 chips, 1 host; 2x2x2: 16 cores,
- * 8 chips, 2 hosts), v5e's VM types (ct5lp-hightpu-1t/4t/8t: 1/4/8 chips; 4x4 = 16 chips on 4 hosts... 2 hosts of
- * 8 in the v5e table count 8-chip hosts; Compute Engine multi-host slices use the 4-chip VM), TPU7x (two
- * TensorCores per chip, Compute Engine only), and issue 14 (a 2x2x2 TPU7x topology is 2 VMs).
+ * Expected shapes come from Google's TPU pages: v5p's configuration table (2x2x1: 8 cores, 4 chips, 1 host;
+ * 2x2x2: 16 cores, 8 chips, 2 hosts), v5e's VM types (ct5lp-hightpu-1t/4t/8t with 1/4/8 chips), the TPU7x page
+ * (two TensorCores per chip; Compute Engine or GKE only), and issue 14 (a 2x2x2 TPU7x topology is 2 VMs).
  */
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Emulator } from '../../extension/src/core/emulator/emulator';
 import { emulatorComputeClients, type ComputeClients } from '../../extension/src/core/compute/client';
 import { ComputeTpuProvider } from '../../extension/src/core/compute/provider';
 import { listSliceShapes, resolveSliceShape, shapeFromTopology } from '../../extension/src/core/compute/tpu-machine-types';
@@ -209,5 +212,38 @@ describe('Compute Engine provider against the emulator', () => {
     const bad = await emulatorCall(fx.ep, 'GET', `/compute/v1/projects/${P}/zones/${Z}/instances/nope`);
     assert.equal(bad.status, 404);
     assert.deepEqual((bad.body.error as { errors: { reason: string }[] }).errors[0].reason, 'notFound');
+  });
+});
+
+describe('Compute Engine state across an emulator restart', () => {
+  it('keeps a slice, its workers (same addresses, answering SSH) and its spot VM preempted by Compute Engine', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-compute-restart-'));
+    const opts = { dir, opDelayMs: 30, addressPrefix: '127.0.143' };
+    let emu = new Emulator(opts);
+    try {
+      let cp = new ComputeTpuProvider(emulatorComputeClients(await emu.start()));
+      const before = await cp.createSlice({ project: P, zone: Z, name: 'keep', acceleratorType: 'tpu7x-16' });
+      await cp.createSlice({ project: P, zone: Z, name: 'spotty', acceleratorType: 'tpu7x-8', provisioning: 'spot' });
+      // Compute Engine ends the spot VM (instanceTerminationAction STOP): TERMINATED, its worker gone.
+      const pre = await emulatorCall(emu.endpoint!, 'POST', `/emulator/v1/compute/projects/${P}/zones/${Z}/instances/spotty:preempt`);
+      assert.equal(pre.status, 200);
+      assert.equal((await cp.getSlice(P, Z, 'spotty')).status, 'TERMINATED');
+      await cp.close();
+      await emu.stop();
+
+      emu = new Emulator(opts);
+      cp = new ComputeTpuProvider(emulatorComputeClients(await emu.start()));
+      const after = await cp.getSlice(P, Z, 'keep');
+      assert.equal(after.state, 'READY');
+      assert.deepEqual(after.workers.map((w) => w.internalIp), before.workers.map((w) => w.internalIp));
+      for (const w of after.workers) assert.match(await sshBanner(w.internalIp, emu.endpoint!.sshPort), /^SSH-2\.0-/);
+      assert.equal((await cp.getSlice(P, Z, 'spotty')).state, 'STOPPED');
+      await cp.deleteSlice(P, Z, 'keep');
+      await cp.deleteSlice(P, Z, 'spotty');
+      await cp.close();
+    } finally {
+      await emu.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
