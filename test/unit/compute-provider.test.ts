@@ -227,7 +227,10 @@ describe('Compute Engine state across an emulator restart', () => {
       // Compute Engine ends the spot VM (instanceTerminationAction STOP): TERMINATED, its worker gone.
       const pre = await emulatorCall(emu.endpoint!, 'POST', `/emulator/v1/compute/projects/${P}/zones/${Z}/instances/spotty:preempt`);
       assert.equal(pre.status, 200);
-      assert.equal((await cp.getSlice(P, Z, 'spotty')).status, 'TERMINATED');
+      const gone = await cp.getSlice(P, Z, 'spotty');
+      assert.equal(gone.status, 'TERMINATED');
+      // TERMINATED by Compute Engine (its compute.instances.preempted operation) reads as PREEMPTED, as on Cloud TPU.
+      assert.equal(gone.state, 'PREEMPTED');
       await cp.close();
       await emu.stop();
 
@@ -237,7 +240,10 @@ describe('Compute Engine state across an emulator restart', () => {
       assert.equal(after.state, 'READY');
       assert.deepEqual(after.workers.map((w) => w.internalIp), before.workers.map((w) => w.internalIp));
       for (const w of after.workers) assert.match(await sshBanner(w.internalIp, emu.endpoint!.sshPort), /^SSH-2\.0-/);
-      assert.equal((await cp.getSlice(P, Z, 'spotty')).state, 'STOPPED');
+      assert.equal((await cp.getSlice(P, Z, 'spotty')).state, 'PREEMPTED');
+      // Started again, then stopped by its user: a stop, not a preemption.
+      assert.equal((await cp.startSlice(P, Z, 'spotty')).state, 'READY');
+      assert.equal((await cp.stopSlice(P, Z, 'spotty')).state, 'STOPPED');
       await cp.deleteSlice(P, Z, 'keep');
       await cp.deleteSlice(P, Z, 'spotty');
       await cp.close();

@@ -97,10 +97,9 @@ export class ComputeTpuProvider {
     const migs = await this.call(ctx, async () => (await this.clients.migs.list({ project, zone, maxResults: 500 }))[0]);
     const byLink = new Map(instances.map((i) => [i.selfLink ?? '', i]));
     const out: ComputeSlice[] = [];
-    for (const i of instances) {
-      if (!isTpu(i) || metadataOf(i)['created-by']) continue;
-      out.push(instanceSlice(project, zone, i));
-    }
+    const standalone = instances.filter((i) => isTpu(i) && !metadataOf(i)['created-by']);
+    const preempted = await this.preemptedAmong(project, zone, standalone);
+    for (const i of standalone) out.push(instanceSlice(project, zone, i, preempted.has(i.selfLink ?? '')));
     for (const m of migs) {
       const slice = await this.migSlice(project, zone, m.name ?? '', byLink).catch((e: unknown) => (isTpwError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
       if (slice) out.push(slice);
@@ -115,7 +114,8 @@ export class ComputeTpuProvider {
     const ctx = this.ctx('get', `TPU VM "${name}"`, project, zone);
     const inst = await this.call(ctx, async () => (await this.clients.instances.get({ project, zone, instance: name }))[0]);
     if (!isTpu(inst)) throw new TpwError('NOT_FOUND', `Compute Engine instance "${name}" in ${project}/${zone} is not a TPU VM (machine type ${shortName(inst.machineType ?? '')}).`);
-    return instanceSlice(project, zone, inst);
+    const preempted = await this.preemptedAmong(project, zone, [inst]);
+    return instanceSlice(project, zone, inst, preempted.has(inst.selfLink ?? ''));
   }
 
   /**
@@ -201,6 +201,24 @@ export class ComputeTpuProvider {
       await this.waitOp(op, ctx, opts);
     }
     return this.getSlice(project, zone, name);
+  }
+
+  /**
+   * The spot / flex-start VMs among `instances` that Compute Engine stopped (preempted) since they last started:
+   * TERMINATED alone cannot tell a preemption from the user's own stop, the zone's `compute.instances.preempted`
+   * operations can (Google's documented way to find preempted VMs).
+   */
+  private async preemptedAmong(project: string, zone: string, instances: IInstance[]): Promise<Set<string>> {
+    const candidates = instances.filter((i) => i.status === 'TERMINATED' && (['SPOT', 'FLEX_START'].includes(i.scheduling?.provisioningModel ?? '') || i.scheduling?.preemptible === true));
+    const out = new Set<string>();
+    if (candidates.length === 0) return out;
+    const ctx = this.ctx('list the preemptions of', 'TPU VMs', project, zone);
+    const [ops] = await this.call(ctx, () => this.clients.zoneOps.list({ project, zone, filter: 'operationType="compute.instances.preempted"' }));
+    for (const i of candidates) {
+      const started = Date.parse(i.lastStartTimestamp ?? '') || 0;
+      if (ops.some((o) => o.targetLink === i.selfLink && (Date.parse(o.insertTime ?? '') || 0) >= started)) out.add(i.selfLink ?? '');
+    }
+    return out;
   }
 
   // --- internals -----------------------------------------------------------------------------------------
@@ -411,7 +429,7 @@ function isTpu(i: IInstance): boolean {
   return machineTypeInfo(shortName(i.machineType ?? '')) !== undefined;
 }
 
-function instanceSlice(project: string, zone: string, i: IInstance): ComputeSlice {
+function instanceSlice(project: string, zone: string, i: IInstance, preempted = false): ComputeSlice {
   const mt = machineTypeInfo(shortName(i.machineType ?? ''));
   const f = mt ? familyInfo(mt.family) : undefined;
   const chips = mt?.chips ?? 0;
@@ -424,7 +442,7 @@ function instanceSlice(project: string, zone: string, i: IInstance): ComputeSlic
   }
   return {
     controlPlane: 'compute', kind: 'instance', name: i.name ?? '', project, zone, machineType: mt?.name ?? shortName(i.machineType ?? ''),
-    acceleratorType, ...(topology ? { topology } : {}), state: instanceState(i.status ?? ''), status: i.status ?? 'UNKNOWN',
+    acceleratorType, ...(topology ? { topology } : {}), state: preempted ? 'PREEMPTED' : instanceState(i.status ?? ''), status: i.status ?? 'UNKNOWN',
     provisioning: provisioningOf(i), workers: workersOf([i]), labels: { ...(i.labels ?? {}) }, metadata: metadataOf(i),
     ...(i.creationTimestamp ? { createTime: i.creationTimestamp } : {}),
   };

@@ -140,6 +140,7 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
       handle: (m, c) => cs.groups.resizeMig(m[0], checkZone(m[0], m[1]), m[2], Number(c.query.get('size') ?? 'NaN')),
     },
 
+    { verb: 'GET', re: new RegExp(`${Z}/operations$`), rpc: 'compute.zoneOperations.list', handle: (m, c) => page(cs.listOperations(m[0], checkZone(m[0], m[1]), c.query.get('filter') ?? ''), c.query, 'compute#operationList') },
     { verb: 'GET', re: new RegExp(`${Z}/operations/${SEG}$`), rpc: 'compute.zoneOperations.get', handle: (m) => op('zones')(m, false) },
     { verb: 'POST', re: new RegExp(`${Z}/operations/${SEG}/wait$`), rpc: 'compute.zoneOperations.wait', handle: (m) => op('zones')(m, true) },
     { verb: 'GET', re: new RegExp(`${R}/operations/${SEG}$`), rpc: 'compute.regionOperations.get', handle: (m) => op('regions')(m, false) },

@@ -207,6 +207,7 @@ export class ComputeState {
       const w = this.workerOf(inst);
       if (w) await this.hooks.instanceUp?.(inst, w);
       inst.status = 'RUNNING';
+      inst.lastStartTimestamp = now();
       this.finish(op);
     });
     return op;
@@ -230,6 +231,8 @@ export class ComputeState {
     const inst = this.getInstance(project, zone, name);
     await this.takeDown(inst, 'preempt');
     inst.status = 'TERMINATED';
+    // Compute Engine records a preemption as a system operation of this type on the instance.
+    this.finish(this.newOp(project, { zone }, 'compute.instances.preempted', inst.selfLink));
     const sc = inst.scheduling as { instanceTerminationAction?: string };
     if (sc.instanceTerminationAction === 'DELETE') {
       this.instances.delete(inst.selfLink);
@@ -241,6 +244,21 @@ export class ComputeState {
   }
 
   // --- operations --------------------------------------------------------------------------------------
+
+  /**
+   * zoneOperations.list, oldest first, with the filter terms clients use for it (`operationType="…"`,
+   * `targetLink="…"`, joined by AND); other terms are refused rather than ignored.
+   */
+  listOperations(project: string, zone: string, filter: string): OperationJson[] {
+    const terms = filter.split(/\s+AND\s+/i).map((t) => t.trim()).filter(Boolean);
+    const checks = terms.map((t) => {
+      const m = /^\(?\s*(operationType|targetLink|status)\s*(=|eq)\s*"?([^"()]*)"?\s*\)?$/.exec(t);
+      if (!m) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'filter': '${filter}'. The local emulator filters on operationType, targetLink and status.`, { reason: 'invalid' });
+      return (o: OperationJson) => String(o[m[1]] ?? '') === m[3];
+    });
+    const prefix = `${BASE}/projects/${project}/zones/${zone}/operations/`;
+    return [...this.operations.values()].filter((o) => o.selfLink.startsWith(prefix) && checks.every((c) => c(o)));
+  }
 
   getOperation(project: string, scope: { zone?: string; region?: string }, name: string): OperationJson {
     const link = `${BASE}/projects/${project}/${scopePath(scope)}/operations/${name}`;
@@ -300,6 +318,7 @@ export class ComputeState {
       if (!fresh.includes(inst)) continue;
       await this.hooks.instanceUp?.(inst, worker);
       inst.status = 'RUNNING';
+      inst.lastStartTimestamp = now();
     }
   }
 
