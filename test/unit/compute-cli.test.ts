@@ -103,3 +103,36 @@ test('vm create on Compute Engine: one VM for tpu7x-8, and one-line errors for b
   assert.match(dry.out[0], /--region=us-central1 --type=HIGH_THROUGHPUT --accelerator-topology=2x2x2$/);
   assert.match(dry.out[2], /--size=2 /);
 });
+
+test('a spot TPU7x VM preempted by Compute Engine mid-run: the run ends preempted, and resume recreates it on Compute Engine', async () => {
+  const c = await tpw('vm', 'create', 'spot7', '--type', 'tpu7x-8', '--zone', 'us-east5-b', '--spot');
+  assert.equal(c.code, 0, c.err.join('\n'));
+  // Ignores SIGTERM like a trainer writing a checkpoint: only the VM's state can end this run early.
+  const recipe = writeRecipeIn(ws, 'long.sh', `bash -c 'if [ -e resumed ]; then echo resumed; exit 0; fi; trap "" TERM; echo up; for i in $(seq 1 600); do sleep 0.1; done'\n`);
+  const running = tpw('run', recipe, '--vm', 'spot7');
+  let runId = '';
+  for (let i = 0; i < 200; i++) {
+    runId = (await tpw('runs')).out.find((x) => /\bspot7\b/.test(x))?.split(/\s+/)[0] ?? '';
+    if (runId && (await tpw('logs', runId)).out.includes('[w0] up')) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const ep = emu?.endpoint;
+  assert.ok(ep && runId);
+  const pre = await fetch(`http://${ep.host}:${ep.restPort}/emulator/v1/compute/projects/${ep.project}/zones/us-east5-b/instances/spot7:preempt`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ep.token}` },
+  });
+  assert.equal(pre.status, 200);
+  const ended = await running;
+  assert.notEqual(ended.code, 0);
+  assert.equal(loadRun(runId, home).status, 'preempted', [...ended.out, ...ended.err].join('\n'));
+  assert.match((await tpw('vm', 'list')).out.join('\n'), /spot7\s+us-east5-b\s+tpu7x-8\s+PREEMPTED\s+1\s+-\s+compute/);
+
+  fs.writeFileSync(path.join(ws, 'resumed'), '');
+  const again = await tpw('resume', runId);
+  assert.equal(again.code, 0, again.err.join('\n'));
+  assert.ok(again.out.includes('[w0] resumed'), again.out.join('\n'));
+  assert.match(again.err.join('\n'), /Deleting spot7 \(PREEMPTED\)/);
+  assert.match((await tpw('vm', 'list')).out.join('\n'), /spot7\s+us-east5-b\s+tpu7x-8\s+READY\s+1\s+-\s+compute/);
+  assert.equal((await tpw('vm', 'delete', 'spot7')).code, 0);
+});

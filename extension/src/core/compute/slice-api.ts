@@ -69,7 +69,16 @@ export function withComputeSlices(api: TpuApi, compute: ComputeTpuProvider): Tpu
       return [...nodes, ...slices].sort((a, b) => a.name.localeCompare(b.name));
     },
     getNode: async (id, signal) => (await find(id, signal)).node,
-    createNode: (req, opts) => api.createNode(req, opts),
+    createNode: async (req, opts) => {
+      if (req.controlPlane !== 'compute') return api.createNode(req, opts);
+      // Recreate after a preemption: the same type, spot again if it was; Compute Engine picks the image.
+      const { 'tpw-accelerator-type': _type, ...labels } = req.labels ?? {};
+      const slice = await compute.createSlice(
+        { project: req.project, zone: req.zone, name: req.nodeId, acceleratorType: req.acceleratorType, provisioning: req.spot ? 'spot' : 'on-demand', labels, ...(req.metadata ? { metadata: req.metadata } : {}) },
+        opts,
+      );
+      return sliceToNode(slice);
+    },
     deleteNode: (id, opts) => onCompute(id, () => api.deleteNode(id, opts), () => compute.deleteSlice(id.project, id.zone, id.node, opts)),
     startNode: (id, opts) => onCompute(id, () => api.startNode(id, opts), async () => sliceToNode(await compute.startSlice(id.project, id.zone, id.node, opts))),
     stopNode: (id, opts) => onCompute(id, () => api.stopNode(id, opts), async () => sliceToNode(await compute.stopSlice(id.project, id.zone, id.node, opts))),

@@ -87,6 +87,7 @@ export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg
     spot: node.schedulingConfig?.spot === true || node.schedulingConfig?.preemptible === true,
     labels: node.labels,
     description: node.description,
+    ...(node.controlPlane === 'compute' ? { controlPlane: 'compute' as const } : {}),
   });
 }
 

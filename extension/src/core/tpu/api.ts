@@ -17,6 +17,8 @@ export interface CreateNodeRequest {
   metadata?: Record<string, string>;
   /** Data disks to attach: persistent disk resource names (projects/p/zones/z/disks/d). */
   dataDisks?: { sourceDisk: string; mode?: 'READ_WRITE' | 'READ_ONLY' }[];
+  /** Who makes it: the Cloud TPU API (default) or Compute Engine (backend.api routes it; core/compute/slice-api.ts). */
+  controlPlane?: 'tpu-api' | 'compute';
 }
 
 /** A queued resource request: one node spec, spot or guaranteed tier, optional valid-until. */
