@@ -93,6 +93,13 @@ test('vm create on Compute Engine: one VM for tpu7x-8, and one-line errors for b
   assert.match(so.err.join('\n'), /No capacity of tpu7x-16 in zone us-east5-b/);
   assert.doesNotMatch((await tpw('vm', 'list')).out.join('\n'), /\bso\b/);
 
+  const types = await tpw('vm', 'types', '--zone', 'us-east5-b');
+  assert.equal(types.code, 0, types.err.join('\n'));
+  const ce = types.out.find((x) => x.startsWith('Compute Engine TPU types in us-east5-b: ')) ?? '';
+  assert.match(ce, /tpu7x-8 \(1×tpu7x-standard-4t\)/);
+  assert.match(ce, /tpu7x-16 \(2×tpu7x-standard-4t\)/);
+  assert.match(ce, /v6e-8 \(1×ct6e-standard-8t\)/);
+
   const dry = await tpw('vm', 'create', 'dr', '--type', 'tpu7x-16', '--project', 'p1', '--zone', 'us-central1-c', '--dry-run');
   assert.equal(dry.code, 0, dry.err.join('\n'));
   assert.deepEqual(dry.out.map((x) => x.split(' ').slice(0, 5).join(' ')), [

@@ -1,5 +1,7 @@
 import * as os from 'node:os';
 import type { Backend } from '../core/backend';
+import { listSliceShapes } from '../core/compute/tpu-machine-types';
+import { describeError } from '../core/errors';
 import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
 import { chipsOf, formatCost, generationOf, hourlyCost, PRICE_SOURCE, pricedRegions, type PriceTier } from '../core/tpu/cost';
 import { listAllNodes, findNode } from '../core/tpu/find';
@@ -84,6 +86,14 @@ export function vmTypes(ctx: CommandContext): Promise<number> {
     const [types, versions] = await Promise.all([backend.api.listAcceleratorTypes(backend.project, zone), backend.api.listRuntimeVersions(backend.project, zone)]);
     ctx.out(`Accelerator types in ${zone}: ${types.map((t) => t.type).join(', ')}`);
     ctx.out(`Runtime versions in ${zone}: ${versions.map((v) => v.version).join(', ')}`);
+    // Compute Engine's TPU shapes there (TPU7x lives only there); a project without the Compute Engine API says so.
+    try {
+      const offered = new Set(await backend.compute.listTpuMachineTypes(backend.project, zone));
+      const shapes = listSliceShapes().filter((sh) => offered.has(sh.machineType));
+      ctx.out(`Compute Engine TPU types in ${zone}: ${shapes.map((sh) => `${sh.acceleratorType} (${sh.vmCount}×${sh.machineType})`).join(', ')}`);
+    } catch (e) {
+      ctx.err(`Compute Engine TPU types in ${zone}: not available (${describeError(e)})`);
+    }
     return 0;
   });
 }

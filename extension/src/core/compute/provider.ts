@@ -107,6 +107,13 @@ export class ComputeTpuProvider {
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** The TPU machine types Compute Engine offers in `zone` (machineTypes.list, TPU families only). */
+  async listTpuMachineTypes(project: string, zone: string): Promise<string[]> {
+    const ctx = this.ctx('list the TPU machine types of', `zone ${zone}`, project, zone);
+    const [types] = await this.call(ctx, () => this.clients.machineTypes.list({ project, zone, maxResults: 500 }));
+    return types.map((t) => t.name ?? '').filter((n) => machineTypeInfo(n) !== undefined);
+  }
+
   /** The slice named `name`: a MIG of that name first (a slice), else an instance. NOT_FOUND names it. */
   async getSlice(project: string, zone: string, name: string): Promise<ComputeSlice> {
     const mig = await this.migSlice(project, zone, name).catch((e: unknown) => (isTpwError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
