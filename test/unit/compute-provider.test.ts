@@ -215,6 +215,17 @@ describe('Compute Engine provider against the emulator', () => {
   });
 });
 
+const clientsByEmu = new WeakMap<Emulator, ComputeClients>();
+/** The raw clients of an emulator's current endpoint (closed with it in the test's finally). */
+function clients0(emu: Emulator): ComputeClients {
+  let c = clientsByEmu.get(emu);
+  if (!c) {
+    c = emulatorComputeClients(emu.endpoint!);
+    clientsByEmu.set(emu, c);
+  }
+  return c;
+}
+
 describe('Compute Engine state across an emulator restart', () => {
   it('keeps a slice, its workers (same addresses, answering SSH) and its spot VM preempted by Compute Engine', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-compute-restart-'));
@@ -231,7 +242,15 @@ describe('Compute Engine state across an emulator restart', () => {
       assert.equal(gone.status, 'TERMINATED');
       // TERMINATED by Compute Engine (its compute.instances.preempted operation) reads as PREEMPTED, as on Cloud TPU.
       assert.equal(gone.state, 'PREEMPTED');
+      // A MIG asked for just before the emulator stops: the next emulator makes its VMs.
+      await clients0(emu).policies.insert({ project: P, region: R, resourcePolicyResource: { name: 'late-wp', workloadPolicy: { type: 'HIGH_THROUGHPUT', acceleratorTopology: '2x2x2' } } });
+      await clients0(emu).templates.insert({ project: P, instanceTemplateResource: { name: 'late-tpl', properties: { machineType: 'tpu7x-standard-4t' } } });
+      await clients0(emu).migs.insert({
+        project: P, zone: Z,
+        instanceGroupManagerResource: { name: 'late', baseInstanceName: 'late', targetSize: 2, instanceTemplate: `projects/${P}/global/instanceTemplates/late-tpl`, resourcePolicies: { workloadPolicy: `projects/${P}/regions/${R}/resourcePolicies/late-wp` } },
+      });
       await cp.close();
+      await clients0(emu).close();
       await emu.stop();
 
       emu = new Emulator(opts);
@@ -241,6 +260,14 @@ describe('Compute Engine state across an emulator restart', () => {
       assert.deepEqual(after.workers.map((w) => w.internalIp), before.workers.map((w) => w.internalIp));
       for (const w of after.workers) assert.match(await sshBanner(w.internalIp, emu.endpoint!.sshPort), /^SSH-2\.0-/);
       assert.equal((await cp.getSlice(P, Z, 'spotty')).state, 'PREEMPTED');
+      let late = await cp.getSlice(P, Z, 'late');
+      for (let i = 0; i < 100 && late.state !== 'READY'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        late = await cp.getSlice(P, Z, 'late');
+      }
+      assert.equal(late.state, 'READY');
+      assert.equal(late.workers.length, 2);
+      await cp.deleteSlice(P, Z, 'late');
       // Started again, then stopped by its user: a stop, not a preemption.
       assert.equal((await cp.startSlice(P, Z, 'spotty')).state, 'READY');
       assert.equal((await cp.stopSlice(P, Z, 'spotty')).state, 'STOPPED');

@@ -185,6 +185,20 @@ export class ComputeGroups {
   }
 
   /** Brings the MIG's members to its target size: all at once (a slice is atomic), or the failure recorded. */
+  /**
+   * After a restart: a MIG the previous emulator left short of its target size (it stopped mid-create or
+   * mid-resize) goes on towards it, as Compute Engine's group manager would.
+   */
+  resumeAll(): void {
+    for (const mig of this.migs.values()) {
+      mig._busy = false;
+      const m = /projects\/([^/]+)\/zones\/([^/]+)\//.exec(String(mig.selfLink));
+      const members = (mig._members as string[]).filter((l) => this.cs.instances.has(l));
+      mig._members = members;
+      if (m && members.length !== Number(mig.targetSize)) this.cs.later(() => this.reconcile(m[1], m[2], mig));
+    }
+  }
+
   private async reconcile(project: string, zone: string, mig: Json): Promise<void> {
     const members = mig._members as string[];
     const target = Number(mig.targetSize);
