@@ -5,7 +5,7 @@ import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
 import { readEmulatorEndpoint } from './emulator/endpoint';
-import { TpwError } from './errors';
+import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';
 import type { SshTarget, WorkerTarget } from './ssh/types';
@@ -94,7 +94,19 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   const compute = new ComputeTpuProvider(googleComputeClients(opts.project));
   const api = withComputeSlices(await cloudTpuApiForProject(opts.project), compute);
   // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
-  const zones = opts.zones && opts.zones.length > 0 ? opts.zones : (await api.listZones(opts.project)).map((z) => z.locationId);
+  let zones = opts.zones ?? [];
+  if (zones.length === 0) {
+    try {
+      zones = (await api.listZones(opts.project)).map((z) => z.locationId);
+    } catch (e) {
+      // A project that uses only Compute Engine (TPU7x and later) may not enable the Cloud TPU API at all; its zones
+      // then come from the user, and both control planes are still asked in them (the Cloud TPU API's answer is skipped).
+      if (isTpwError(e, 'API_DISABLED')) {
+        throw new TpwError('API_DISABLED', `${e.message} A project that uses Compute Engine TPU VMs only (TPU7x and later) needs no Cloud TPU API: give its zones instead ("tpuWorkbench.zones", or --zone).`, { cause: e });
+      }
+      throw e;
+    }
+  }
   if (zones.length === 0) throw new TpwError('INVALID_ARGUMENT', `The Cloud TPU API lists no zones for project ${opts.project}: set "tpuWorkbench.zones" (or pass --zone).`);
   // gcloud's key for TPU VMs: `gcloud compute tpus tpu-vm ssh` creates it and puts it in the project's metadata.
   const keyPath = path.join(os.homedir(), '.ssh', 'google_compute_engine');
