@@ -88,7 +88,7 @@ export class VmItem extends vscode.TreeItem {
     this.id = `vm:${node.name}`;
     const cost = vmCost(node, id.zone);
     const health = node.state === 'READY' ? healthNote(node) : undefined;
-    this.description = [node.acceleratorType, node.state, node.runtimeVersion, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
+    this.description = [node.acceleratorType, node.state, node.controlPlane === 'compute' ? 'Compute Engine' : node.runtimeVersion, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
       .filter((s): s is string => !!s)
       .join(' · ');
     this.iconPath = toneIcon(nodeStateTone(node.state));

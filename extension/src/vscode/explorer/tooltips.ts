@@ -22,7 +22,8 @@ export function vmTooltip(node: TpuNode, cost: VmCost | undefined, now = new Dat
   const labels = Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(', ');
   table(md, [
     ['Accelerator', node.acceleratorType],
-    ['Runtime', node.runtimeVersion],
+    ['Runtime', node.runtimeVersion || undefined],
+    ['Control plane', node.controlPlane === 'compute' ? 'Compute Engine' : 'Cloud TPU API'],
     ['Provisioning', schedulingLabel(node)],
     ['Health', healthNote(node) ?? node.health],
     ['Workers', String(node.networkEndpoints.length)],
