@@ -1,21 +1,18 @@
-import { TpwError } from '../core/errors';
 import {
   firstFailure,
   formatDuration,
-  isGoneState,
   listRuns,
   loadRun,
   passthroughEnv,
   prefixLine,
-  recreateNode,
   resolveRunId,
   runRecipe,
   RunTails,
   stopRecordedRun,
+  vmForResume,
   watchRecordedRun,
   type RunRecord,
 } from '../core/run/engine';
-import { parseNodeName } from '../core/tpu/models';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './main';
@@ -112,9 +109,7 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
   const rec = loadRun(runId);
   const backend = await openCliBackend(ctx.globals);
   try {
-    let node = await backend.api.getNode(parseNodeName(rec.node));
-    if (isGoneState(node.state)) node = await recreateNode(backend.api, node, (m) => ctx.err(m));
-    else if (node.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${rec.vm} is ${node.state}; it must be READY (or PREEMPTED, to recreate it).`);
+    const node = await vmForResume(backend.api, rec.node, runId, (m) => ctx.err(m));
     const tails = new RunTails();
     const result = await runRecipe({
       backend,

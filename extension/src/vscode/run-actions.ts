@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { downloadRunLogs, isGoneState, loadRun, recreateNode, stopRecordedRun, workersOfRecord, type RunRecord } from '../core/run/engine';
+import { downloadRunLogs, loadRun, stopRecordedRun, vmForResume, workersOfRecord, type RunRecord } from '../core/run/engine';
 import { parseNodeName } from '../core/tpu/models';
 import type { Ctx } from './ctx';
 import type { RunManager } from './run';
@@ -75,12 +75,8 @@ export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promi
   const rec = recordOf(arg);
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
   const backend = await ctx.backend();
-  let node = await backend.api.getNode(parseNodeName(rec.node));
-  if (isGoneState(node.state)) {
-    const old = node;
-    node = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: recreating ${rec.vm}` }, (progress) =>
-      recreateNode(backend.api, old, (m) => progress.report({ message: m })),
-    );
-  }
+  const node = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: bringing ${rec.vm} back` }, (progress) =>
+    vmForResume(backend.api, rec.node, rec.runId, (m) => progress.report({ message: m })),
+  );
   await runs.run(vscode.Uri.file(rec.recipe), node, true);
 }

@@ -74,8 +74,8 @@ export interface WatchOptions extends Pick<AttachOptions, 'follow' | 'signal' | 
 }
 
 /**
- * Follows a run to its end while polling the VM: PREEMPTED/TERMINATED ends the watch as preempted (the
- * workers are gone, so their tails would only retry). `opts.signal` stops watching only (detach);
+ * Follows a run to its end while polling the VM: preempted, terminated, stopped, deleted, or an emulator that
+ * stopped ends the watch as preempted (the workers are gone, so their tails would only retry). `opts.signal` stops watching only (detach);
  * `onHandle` receives the handle so the caller can cancel (stop the run).
  */
 export async function followRun(
@@ -92,10 +92,10 @@ export async function followRun(
   opts.signal?.addEventListener('abort', onDetach, { once: true });
   if (opts.signal?.aborted) onDetach();
   const pollCtl = new AbortController();
-  let goneState: string | undefined;
-  const poll = watchNodeState(api, nodeName, { intervalMs: opts.statePollMs, signal: pollCtl.signal }).then((state) => {
-    if (!state) return;
-    goneState = state;
+  let endedBy: string | undefined;
+  const poll = watchNodeState(api, nodeName, { intervalMs: opts.statePollMs, signal: pollCtl.signal }).then((why) => {
+    if (!why) return;
+    endedBy = why;
     watchCtl.abort();
   });
   try {
@@ -104,7 +104,7 @@ export async function followRun(
     let result: RunResult = await handle.result;
     pollCtl.abort();
     await poll;
-    if (goneState) return { ...result, detached: false, ok: false, preempted: true, preemptedReason: `the VM went ${goneState}` };
+    if (endedBy) return { ...result, detached: false, ok: false, preempted: true, preemptedReason: endedBy };
     if (!result.detached) {
       const why = await checkPreempted(api, nodeName, result);
       if (why) result = { ...result, preempted: true, preemptedReason: why };
