@@ -2,7 +2,8 @@
  * Multislice on the Cloud TPU API, against the emulator through the real `@google-cloud/tpu` client: `tpw vm
  * create NAME --slices 2` makes one queued resource with multisliceParams, whose slices NAME-0 and NAME-1 the
  * emulator creates as Cloud TPU names them; `tpw run --vm NAME` runs on every worker of both slices with
- * `[s1w0]` prefixes and the MEGASCALE_* variables; one slice preempted ends the whole run as preempted, and
+ * `[s1w0]` prefixes and the MEGASCALE_* variables; the real trainer (torch on CPU, gloo) trains across the
+ * two slices exactly as on one slice of four workers; one slice preempted ends the whole run as preempted, and
  * `tpw resume` recreates that slice only.
  */
 import assert from 'node:assert/strict';
@@ -60,6 +61,10 @@ before(async () => {
     path.join(ws, 'recipes', 'where.sh'),
     `bash -c 'echo "slices=$MEGASCALE_NUM_SLICES slice=$MEGASCALE_SLICE_ID coordinator=$MEGASCALE_COORDINATOR_ADDRESS tpu_worker=$TPU_WORKER_ID hosts=$(echo $TPU_WORKER_HOSTNAMES | tr , " " | wc -w)"'\n`,
   );
+  fs.writeFileSync(
+    path.join(ws, 'recipes', 'train.sh'),
+    'export OMP_NUM_THREADS=1\npython3 -m tpu_trainer.train model=tiny-llama max_steps=3 logging_steps=1 global_batch_size=8 block_size=32 seed=7 optimizer.lr=1e-2 num_threads=1 checkpoint.enabled=false device=cpu distributed_timeout_s=120\n',
+  );
   // Until recipes/resumed exists: says it is up, then waits (only the VM poll ends it early).
   fs.writeFileSync(path.join(ws, 'recipes', 'long.sh'), `bash -c 'if [ -e recipes/resumed ]; then echo "resumed slice=$MEGASCALE_SLICE_ID"; exit 0; fi; trap "" TERM; echo up; for i in $(seq 1 600); do sleep 0.1; done'\n`);
 });
@@ -115,6 +120,32 @@ test('a run on the group goes to every worker of every slice, with [sNwM] prefix
   assert.equal(rec.workersPerSlice, 2);
   assert.equal(rec.workers.length, 4);
   assert.equal(rec.status, 'succeeded');
+});
+
+/** `step N loss L` per worker label, from a run's prefixed output. */
+function losses(out: string[]): Map<string, string[]> {
+  const by = new Map<string, string[]>();
+  for (const l of out) {
+    const m = /^\[(\w+)\] step (\d+) loss (\S+)/.exec(l);
+    if (m) by.set(m[1], [...(by.get(m[1]) ?? []), `${m[2]}:${m[3]}`]);
+  }
+  return by;
+}
+
+test('the trainer on 2 slices of 2 workers (dcn_mesh.data=2) trains exactly as on 1 slice of 4 workers', async () => {
+  assert.equal((await cli('vm', 'create', 'quad', '--type', 'v4-32')).code, 0);
+  const two = await cli('run', 'recipes/train.sh', '--vm', 'grp', '--', 'dcn_mesh.data=2');
+  assert.equal(two.code, 0, [...two.out, ...two.err].join('\n'));
+  const one = await cli('run', 'recipes/train.sh', '--vm', 'quad');
+  assert.equal(one.code, 0, [...one.out, ...one.err].join('\n'));
+  const byTwo = losses(two.out);
+  const byOne = losses(one.out);
+  assert.deepEqual([...byTwo.keys()].sort(), ['s0w0', 's0w1', 's1w0', 's1w1']);
+  assert.deepEqual([...byOne.keys()].sort(), ['w0', 'w1', 'w2', 'w3']);
+  const ref = byOne.get('w0');
+  assert.equal(ref?.length, 3, one.out.join('\n'));
+  for (const seq of [...byTwo.values(), ...byOne.values()]) assert.deepEqual(seq, ref);
+  assert.match(two.out.join('\n'), /slice 1\/2 \(gloo\)/);
 });
 
 test('one slice preempted: the whole run is preempted, and resume recreates only that slice', async () => {
