@@ -66,6 +66,8 @@ def test_two_slices_of_two_train_as_one_slice_of_four(tmp_path):
     one = _run_group(tmp_path / "one", [["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]], COMMON)
     losses = [[r["loss"] for r in m] for m in two]
     assert len(losses[0]) == 5
+    # Metrics name each worker by its place in the whole run, slice-major, not by its repeated TPU_WORKER_ID.
+    assert [m[0]["worker"] for m in two] == [0, 1, 2, 3]
     assert all(seq == losses[0] for seq in losses)  # one all-reduced value on every worker of every slice
     assert losses[0] == pytest.approx([r["loss"] for r in one[0]], rel=1e-6, abs=0)
     assert losses[0][-1] < losses[0][0]  # it trains

@@ -216,7 +216,11 @@ def setup(cfg: TrainConfig) -> Run:
     if cfg.checkpoint.enabled or cfg.resume != "none":
         ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"),
                             sharded=backend.sharded_checkpointing())
-    return Run(cfg, out_dir, worker, backend, mesh, dp, rows, model, n_params, optimizer, scheduler, batches,
+    # Across slices the run counts workers slice-major (slice s, worker w is s * hosts + w), as the run's
+    # [sNwM] lines and the run view do; TPU_WORKER_ID alone repeats in every slice.
+    ms = dist_lib.slices()
+    run_worker = ms.index * max(len(dist_lib.worker_hostnames()), 1) + worker if ms.count > 1 else worker
+    return Run(cfg, out_dir, run_worker, backend, mesh, dp, rows, model, n_params, optimizer, scheduler, batches,
                loss_fn, ckpt)
 
 
