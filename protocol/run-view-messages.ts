@@ -64,6 +64,8 @@ export interface StepBreakdown {
 }
 
 export interface OpRow {
+  /** The XLA program's id (exact decimal digits; '' when the capture names none). */
+  program: string;
   name: string;
   category: string;
   module: string;
