@@ -74,6 +74,28 @@ export interface OpRow {
   totalUs: number;
   flops: number;
   bytes: number;
+  /** FLOPs per byte of memory traffic (0 when the capture gives no bytes), and what bounds it on this chip. */
+  intensity: number;
+  boundBy: '' | 'Compute' | 'HBM';
+}
+
+/** What ran where: the devices of the capture and how busy they were. */
+export interface ProfileOverview {
+  hardware: 'TPU' | 'GPU' | 'CPU';
+  /** As the capture names it ('TPU v6 Lite', 'AMD GPU (compute capability 9.4)'); '' on CPU. */
+  deviceType: string;
+  deviceCount: number;
+  hostCount: number;
+  /** Peak dense TFLOP/s and HBM GB/s of one chip (the capture's figures, else core/profiles/chips.ts); 0: unknown. */
+  peakTflops: number;
+  hbmGBs: number;
+  /** Summed over devices: time an op ran, and the span from each device's first op to its last. */
+  busyUs: number;
+  activeUs: number;
+  /** 100 × (1 − busy ÷ active); 0 when nothing ran. */
+  idlePercent: number;
+  /** Where the steps came from: a device's Steps line, the host's XLA dispatches, or none. */
+  stepSource: 'device' | 'host' | 'none';
 }
 
 export interface TimelineLine {
@@ -95,6 +117,7 @@ export interface ProfileSummary {
   spanUs: number;
   steps: StepBreakdown[];
   ops: OpRow[];
+  overview: ProfileOverview;
   timeline: { names: string[]; lines: TimelineLine[] };
   warnings: string[];
 }

@@ -22,10 +22,20 @@ interface ExpectedRow {
   occurrences: number;
   total_time: number;
   total_self_time: number;
+  bound_by: string;
+}
+
+interface ExpectedFile {
+  hlo_stats: ExpectedRow[];
+  overview: Record<string, string>;
+}
+
+function expectedFile(capture: string): ExpectedFile {
+  return JSON.parse(readFileSync(path.join(dir, capture.replace('.xplane.pb', '.expected.json')), 'utf8')) as ExpectedFile;
 }
 
 function expected(capture: string): ExpectedRow[] {
-  return (JSON.parse(readFileSync(path.join(dir, capture.replace('.xplane.pb', '.expected.json')), 'utf8')) as { hlo_stats: ExpectedRow[] }).hlo_stats;
+  return expectedFile(capture).hlo_stats;
 }
 
 /** Every difference between our op table and xprof's, in words (empty when they agree). */
@@ -60,6 +70,26 @@ describe('op statistics on real captures agree with xprof', () => {
         ['decoded whole', analyzeXSpace(decodeXSpace(readFileSync(file)))],
       ];
       for (const [how, s] of paths) assert.deepEqual(differences(s.ops, want), [], `${capture}, ${how}`);
+    });
+  }
+
+  for (const capture of captures) {
+    it(`${capture}: overview and steps as xprof's overview page gives them`, () => {
+      const s = analyzeProfileFile(path.join(dir, capture));
+      const { overview: want, hlo_stats: rows } = expectedFile(capture);
+      assert.equal(s.overview.hardware, want.hardware_type);
+      assert.equal(String(s.overview.deviceCount), want.device_core_count);
+      assert.equal(String(s.overview.hostCount), want.host_count);
+      if (s.overview.hardware === 'TPU') {
+        assert.equal(s.overview.deviceType, want.device_type);
+        assert.equal(`${s.overview.idlePercent.toFixed(1)}%`, want.device_idle_time_percent);
+        // Roofline from the capture's own FLOPs, bytes and peaks: xprof's bound_by, op by op.
+        for (const r of rows) assert.equal(s.ops.find((o) => o.program === r.program_id && o.name === r.hlo_op_name)?.boundBy, r.bound_by, r.hlo_op_name);
+      }
+      // xprof's average step time, rounded as it prints it; no steps where it finds none.
+      const avgMs = s.steps.length ? s.steps.reduce((a, st) => a + st.totalUs, 0) / s.steps.length / 1000 : 0;
+      const decimals = want.steptime_ms_average.split('.')[1]?.length ?? 0;
+      assert.equal(avgMs.toFixed(decimals), want.steptime_ms_average);
     });
   }
 

@@ -16,6 +16,7 @@ import { streamXSpaceFile, type StreamOptions } from './stream';
 import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import { grown, type XSpaceData } from './xplane';
 import { mergeOps, OpStats, type OpPartial } from './op-stats';
+import { DeviceStats, deviceSteps, overviewOf, type DevicePartial } from './devices';
 
 /** Device lines whose events are not op executions (their spans would count a device busy twice or wrongly). */
 const NOT_BUSY_LINES = new Set(['XLA Modules', 'Async XLA Ops', 'XLA TraceMe', 'Steps']);
@@ -35,6 +36,7 @@ export interface PartialSummary {
   t1: number;
   planes: ProfileSummary['planes'];
   ops: OpPartial;
+  devices: DevicePartial;
   names: string[];
   /** undefined once the events passed TIMELINE_MAX_EVENTS. */
   timeline: TimelineLine[] | undefined;
@@ -73,7 +75,13 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
   const u = new IntervalUnion();
   for (const p of parts) u.pushRun(anyDevice ? p.busy : p.hostBusy);
   const busy = u.result();
-  const steps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy).map((s) => ({ ...s, startUs: s.startUs - t0 })) : [];
+  // Steps as xprof finds them: a device's own Steps line first, else the host's program dispatches.
+  const stepLines = parts.flatMap((p) => p.devices.steps);
+  const deviceWindows = stepLines.length ? stepLines : undefined;
+  const hostSteps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy) : [];
+  const rawSteps = deviceWindows ? deviceSteps(deviceWindows, busy) : hostSteps;
+  const steps = rawSteps.map((s) => ({ ...s, startUs: s.startUs - t0 }));
+  const overview = overviewOf(parts.map((p) => p.devices), Math.max(1, info.hostnames.length), ops, deviceWindows ? 'device' : steps.length ? 'host' : 'none');
   const warnings = [...info.errors, ...info.warnings];
   const timeline: ProfileSummary['timeline'] = { names: [], lines: [] };
   if (eventCount <= TIMELINE_MAX_EVENTS && parts.every((p) => p.timeline)) {
@@ -97,7 +105,7 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
   }
   return {
     hosts: info.hostnames, planes, eventCount, spanUs: t1 - t0, steps,
-    ops,
+    ops, overview,
     timeline, warnings,
   };
 }
@@ -107,6 +115,9 @@ export class Analyzer implements XSpaceVisitor {
   private t0 = Infinity;
   private t1 = -Infinity;
   private readonly ops = new OpStats();
+  private readonly devices = new DeviceStats();
+  /** The current line's merged busy intervals, when it is a device's (per-device busy time for the overview). */
+  private lineBusy: number[] = [];
   private readonly planes: ProfileSummary['planes'] = [];
   private names: string[] = [];
   private readonly nameIndex = new Map<string, number>();
@@ -147,6 +158,7 @@ export class Analyzer implements XSpaceVisitor {
       this.nameOfKey.fill(-1);
     }
     this.ops.plane(p);
+    this.devices.plane(p);
   }
 
   line(p: PlaneView, l: LineView): void {
@@ -204,15 +216,26 @@ export class Analyzer implements XSpaceVisitor {
       // Busy intervals, merged along the line (events come sorted by start).
       if (sUs <= busyE) { if (eUs > busyE) busyE = eUs; }
       else {
-        if (busyE === busyE) busyOn.push(busyS, busyE);
+        if (busyE === busyE) {
+          busyOn.push(busyS, busyE);
+          if (device) this.lineBusy.push(busyS, busyE);
+        }
         busyS = sUs;
         busyE = eUs;
       }
     }
     if (busyOn) {
-      if (busyE === busyE) busyOn.push(busyS, busyE);
+      if (busyE === busyE) {
+        busyOn.push(busyS, busyE);
+        if (device) this.lineBusy.push(busyS, busyE);
+      }
       busyOn.endRun();
     }
+    if (this.lineBusy.length) {
+      this.devices.busyRun(this.lineBusy);
+      this.lineBusy = [];
+    }
+    this.devices.line(l);
     this.t0 = t0;
     this.t1 = t1;
     this.ops.line(p, l);
@@ -223,6 +246,7 @@ export class Analyzer implements XSpaceVisitor {
     return {
       eventCount: this.eventCount, t0: this.t0, t1: this.t1, planes: this.planes,
       ops: this.ops.partial(),
+      devices: this.devices.partial(),
       names: this.names, timeline: this.timeline, hostIndex: this.hostIndex,
       stepS: this.stepIv.s, stepE: this.stepIv.e,
       // Merged here, on the thread that collected them: the union is usually far shorter than the list.

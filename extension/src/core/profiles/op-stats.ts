@@ -242,7 +242,7 @@ export function mergeOps(parts: readonly OpPartial[]): OpRow[] {
       let row = index.get(key);
       if (!row) {
         const category = r.category || hlo[r.program]?.[r.name] || categoryFromName(r.name);
-        row = { program: r.program, name: r.name, module: r.module || modules[r.program] || '', category, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0 };
+        row = { program: r.program, name: r.name, module: r.module || modules[r.program] || '', category, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0, intensity: 0, boundBy: '' };
         index.set(key, row);
         out.push(row);
       }

@@ -309,9 +309,10 @@ class PlaneScan {
   readonly view: PlaneView;
   readonly ctx: PlaneCtx;
   private readonly withStats: { id: number; key: number; display: number; stats: RawStat[] }[] = [];
+  private readonly planeStats: RawStat[] = [];
 
   constructor(index: number, private readonly s: ThreadStrings) {
-    this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings };
+    this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings, stats: new Map() };
     this.ctx = new PlaneCtx(s);
   }
 
@@ -325,6 +326,7 @@ class PlaneScan {
       if (m.stats || m.display >= 0) this.withStats.push({ id: m.id, key: m.key, display: m.display, stats: m.stats ?? [] });
       else this.view.meta.set(m.id, this.s.plainInfo(m.key));
     } else if (field === 5) decodeStatMeta(r, this.s, this.ctx);
+    else if (field === 6) this.planeStats.push(readStat(r, r.len));
   }
 
   /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
@@ -332,6 +334,12 @@ class PlaneScan {
     for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m, this.ctx, this.s.table.strings));
     this.ctx.resolveIds();
     this.view.lineCount = this.lines.length / 2;
+    const stats = new Map<string, StatValue>();
+    for (const st of this.planeStats) {
+      const v = st.ref ? this.ctx.statName(Number(st.value)) : st.value;
+      if (v !== undefined) stats.set(this.ctx.statName(st.meta), v);
+    }
+    this.view.stats = stats;
   }
 }
 

@@ -35,6 +35,8 @@ export interface PlaneView {
   lineCount: number;
   /** Event metadata by id. */
   meta: IdTable<EventInfo>;
+  /** The plane's own stats (a device's type and peak rates), by name. */
+  stats: ReadonlyMap<string, StatValue>;
   /**
    * Interned strings: metadata names and stat string values; EventInfo.key and LineView.op/module/category
    * index into it. Several planes may share one (the streaming decoder's planes on one thread do): an index
@@ -115,7 +117,7 @@ export function visitXSpace(space: XSpaceData, v: XSpaceVisitor): SpaceInfo {
     };
     const meta = new IdTable<EventInfo>();
     for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, str(m.name), (n) => m.stats.get(n), m.displayName, m.hloProto));
-    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings };
+    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings, stats: plane.stats };
     v.plane(view);
     for (const line of plane.lines) v.line(view, lineView(plane, line, str));
   });
