@@ -36,7 +36,7 @@ describe('profiles from a real torch_xla run', () => {
   // The worker runs from a bundle, as in the extension (dist/profile-worker.js): worker threads do not get tsx's loader.
   const workerJs = path.join(out, 'profile-worker.js');
   buildSync({ entryPoints: [path.join(repo, 'extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
-  const parser = new ProfileParser(workerJs);
+  const parser = new ProfileParser(workerJs, -1);
   let xplane = '';
 
   before(async () => {
