@@ -8,6 +8,7 @@ import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import { profileMain } from '../../extension/src/cli/profile-main';
 import { runTpw } from '../helpers/cli';
 
 const real = path.resolve(__dirname, '../fixtures/profiles/real');
@@ -80,4 +81,17 @@ test('tpw profile on a capture without device ops says what it holds; bad input 
   assert.match(none.err.join('\n'), /There is no file or directory .*missing\.xplane\.pb\./);
   const top = await runTpw(real, ['profile', 'tpu-v6e-4-inference.xplane.pb', '--top', 'x']);
   assert.equal(top.code, 2);
+});
+
+test("the small `tpw profile` entry (bin/tpw's fast path) answers as the full CLI, and leaves --help and bad flags to it", async () => {
+  const file = path.join(real, 'jax-mi300x-conv.xplane.pb');
+  const out: string[] = [];
+  assert.equal(await profileMain([file, '--json', '--top', '2'], (l) => out.push(l), () => undefined), 0);
+  const full = await runTpw(real, ['profile', file, '--json', '--top', '2']);
+  assert.deepEqual(JSON.parse(out.join('\n')), JSON.parse(full.out.join('\n')));
+  assert.equal(await profileMain([file, '--help']), undefined);
+  assert.equal(await profileMain([file, '--topp', '3']), undefined);
+  const err: string[] = [];
+  assert.equal(await profileMain([file, 'extra'], () => undefined, (l) => err.push(l)), 2);
+  assert.deepEqual(err, ['tpw profile: unexpected argument "extra"; see tpw profile --help']);
 });

@@ -11,7 +11,7 @@ import { analyzeProfileFile, type ProfileSummary } from '../core/profiles/analyz
 import { analyzeProfileFileParallel } from '../core/profiles/parallel';
 import { INLINE_MAX_BYTES } from '../core/profiles/parse';
 import { ProfileFormatError } from '../core/profiles/xplane';
-import { positionalsUpTo, requireArg, UsageError, type CommandContext } from './context';
+import { requireArg, UsageError, type CommandContext } from './context';
 import { combineHosts, type HostProfile } from '../core/profiles/hosts';
 
 /** The captures named by `target`: the file itself, or every *.xplane.pb under the directory, sorted. */
@@ -42,8 +42,12 @@ const us = (x: number): string => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} s` : x >=
 const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const lpad = (s: string, n: number): string => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
 
-export async function profileCommand(ctx: CommandContext): Promise<number> {
-  const [target] = positionalsUpTo(ctx, 1);
+/** What the command reads of its context (profile-main.ts calls it without the rest of the CLI). */
+export type ProfileContext = Pick<CommandContext, 'values' | 'positionals' | 'out' | 'err'>;
+
+export async function profileCommand(ctx: ProfileContext): Promise<number> {
+  if (ctx.positionals.length > 1) throw new UsageError(`unexpected argument "${ctx.positionals[1]}"`);
+  const target = ctx.positionals[0];
   const files = capturesOf(requireArg(target, 'FILE or DIR (a .xplane.pb capture, or a directory of them)'));
   const topRaw = ctx.values.top;
   const top = topRaw === undefined ? 20 : Number(topRaw);
