@@ -154,7 +154,19 @@ export type HostToWebview =
   | ProfileListMessage
   | ProfileMessage
   | ProfileErrorMessage
+  | ProfileHostsMessage
   | HealthMessage;
+
+/** Several hosts' captures side by side: each host's steps and idle share, the slowest, the ops of all combined. */
+export interface ProfileHostsMessage {
+  type: 'profileHosts';
+  hosts: { host: string; location: string; steps: number; avgStepUs: number; idlePercent: number; busyUs: number }[];
+  /** The host with the longest average step (when more than one has steps). */
+  slowest: string | undefined;
+  ops: OpRow[];
+  /** Captures that could not be read, each with why. */
+  errors: string[];
+}
 
 export interface ReadyMessage {
   type: 'ready';
@@ -190,4 +202,10 @@ export interface SaveLogsMessage {
   text: string;
 }
 
-export type WebviewToHost = ReadyMessage | CancelRunMessage | OpenProfileMessage | ExportTraceMessage | BrowseMessage | CopyMessage | SaveLogsMessage;
+/** Opens these captures (one per host of a run) side by side. */
+export interface CompareProfilesMessage {
+  type: 'compareProfiles';
+  ids: string[];
+}
+
+export type WebviewToHost = ReadyMessage | CancelRunMessage | OpenProfileMessage | ExportTraceMessage | BrowseMessage | CopyMessage | SaveLogsMessage | CompareProfilesMessage;

@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { hostsMessage } from '../../extension/src/core/profiles/hosts';
 import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
 import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
@@ -269,6 +270,29 @@ describe('profile views from a real torch_xla capture', () => {
     assert.match((await page.textContent('.ops p.muted')) ?? '', /^No XLA ops ran on a device in this capture\. It holds [\d,. k]+ events: \/host:CPU \(/);
     assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 1, "one step, from the devices' Steps lines");
     await page.screenshot({ path: path.join(artifacts, 'profile-real-tf.png'), fullPage: true });
+  });
+
+  it('compares hosts side by side: step time per host, the slowest named, ops combined', async () => {
+    const dir = path.join(out, 'profile/plugins/profile');
+    const run = readdirSync(dir)[0];
+    const trainer = path.join(dir, run, readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
+    const tfFile = path.join(repo, 'test/fixtures/profiles/real/tf-8gpu-multi-worker.xplane.pb');
+    await post(page, { type: 'profiles', captures: [{ id: 'h0', label: 'w0', worker: 0, location: trainer }, { id: 'h1', label: 'w1', worker: 1, location: tfFile }] });
+    await page.click('text=Compare hosts (2)');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'compareProfiles', ids: ['h0', 'h1'] });
+    const hosts = [trainer, tfFile].map((file) => ({ file, summary: analyzeXSpace(decodeXSpace(readFileSync(file))) }));
+    const m = hostsMessage(hosts);
+    const avg = (k: number) => hosts[k].summary.steps.reduce((a, st) => a + st.totalUs, 0) / hosts[k].summary.steps.length;
+    const slowest = avg(0) > avg(1) ? m.hosts[0].host : m.hosts[1].host;
+    assert.equal(m.slowest, slowest);
+    await post(page, { type: 'profileHosts', ...m, errors: [] });
+    await page.waitForSelector('.hosts table');
+    const rows = await page.$$eval('.hosts table:first-of-type tbody tr', (r) => r.map((e) => Array.from(e.querySelectorAll('td'), (td) => td.textContent)));
+    assert.deepEqual(rows.map((r) => r[0]), m.hosts.map((h) => (h.host === slowest ? `${h.host} (slowest)` : h.host)));
+    assert.deepEqual(rows.map((r) => r[1]), [String(hosts[0].summary.steps.length), '1']);
+    assert.match((await page.textContent('.hosts p')) ?? '', new RegExp(`^Slowest host: ${slowest.replace(/[.:]/g, '\\$&')} `));
+    assert.ok((await page.$$eval('.hosts table:nth-of-type(2) tbody tr', (r) => r.length)) > 0, 'the ops of the hosts, combined');
+    await page.screenshot({ path: path.join(artifacts, 'profile-hosts.png'), fullPage: true });
   });
 
   it('shows a clear error for a broken capture', async () => {

@@ -2,7 +2,8 @@
  * The Profiles tab: capture list, step-time breakdown, op profile (by hlo_category or by module), the trace
  * timeline, Chrome trace export, and the health panel built from the torch_xla metrics report.
  */
-import type { HealthFinding, OpRow, ProfileCapture, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
+import type { HealthFinding, OpRow, ProfileCapture, ProfileHostsMessage, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
+import { hostsSection } from './profile-hosts';
 import { button, el, fmtNum, fmtUs } from './dom';
 import { Timeline } from './timeline';
 
@@ -10,6 +11,7 @@ export interface ProfileViewHost {
   open(id: string): void;
   exportTrace(id: string): void;
   browse(): void;
+  compare(ids: string[]): void;
 }
 
 const PARTS: { key: keyof StepBreakdown; label: string }[] = [
@@ -20,7 +22,7 @@ const PARTS: { key: keyof StepBreakdown; label: string }[] = [
   { key: 'otherUs', label: 'other' },
 ];
 
-function table(head: string[], rows: (string | number)[][], caption: string): HTMLTableElement {
+export function table(head: string[], rows: (string | number)[][], caption: string): HTMLTableElement {
   const t = el('table');
   const cap = el('caption');
   cap.textContent = caption;
@@ -83,6 +85,25 @@ export class ProfileView {
       b.setAttribute('aria-pressed', String(c.id === this.current));
       this.list.append(b);
     }
+    if (captures.length > 1) {
+      const ids = captures.map((c) => c.id);
+      const b = button(`Compare hosts (${captures.length})`, () => {
+        this.current = undefined;
+        this.list.querySelectorAll('button').forEach((x) => x.setAttribute('aria-pressed', 'false'));
+        this.status.className = 'status';
+        this.status.textContent = `Opening ${captures.length} captures side by side…`;
+        this.body.replaceChildren();
+        this.host.compare(ids);
+      }, 'Every capture of the list side by side: step time per host, the slowest named, ops combined');
+      b.className = 'compare';
+      this.list.append(b);
+    }
+  }
+
+  setHosts(m: ProfileHostsMessage): void {
+    this.status.className = 'status';
+    this.status.textContent = `${m.hosts.length} hosts${m.slowest ? `; slowest: ${m.slowest}` : ''}.`;
+    this.body.replaceChildren(hostsSection(m));
   }
 
   request(id: string): void {

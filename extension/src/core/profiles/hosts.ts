@@ -4,7 +4,7 @@
  * Also the plain-data shape `tpw profile --json` prints (snake_case, as xprof's own tables name things).
  */
 import * as path from 'node:path';
-import type { OpRow, ProfileSummary } from '../../../../protocol/run-view-messages';
+import type { OpRow, ProfileHostsMessage, ProfileSummary } from '../../../../protocol/run-view-messages';
 
 export interface HostProfile {
   file: string;
@@ -98,5 +98,17 @@ export function combineHosts(hosts: readonly HostProfile[]): CombinedProfile {
     },
     step_source: ov.find((o) => o.stepSource !== 'none')?.stepSource ?? 'none',
     steps, ops, hosts: rows, slowest,
+  };
+}
+
+/** The run view's side-by-side message for these hosts (the 200 ops with the most self time, combined). */
+export function hostsMessage(hosts: readonly HostProfile[]): Omit<ProfileHostsMessage, 'type' | 'errors'> {
+  const c = combineHosts(hosts);
+  return {
+    hosts: c.hosts.map((h, k) => ({
+      host: h.host, location: h.file, steps: h.steps, avgStepUs: h.avg_step_us, idlePercent: h.idle_percent, busyUs: hosts[k].summary.overview.busyUs,
+    })),
+    slowest: c.slowest,
+    ops: c.ops.slice(0, 200),
   };
 }
