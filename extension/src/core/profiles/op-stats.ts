@@ -32,6 +32,10 @@ export function categoryFromName(op: string): string {
   return 'elementwise';
 }
 
+function finiteOr0(x: number | undefined): number {
+  return x !== undefined && Number.isFinite(x) ? x : 0;
+}
+
 /** A row's identity; category '' until resolved (GPU: from the program's HLO, in mergeOps). */
 export interface OpKey { program: string; name: string; module: string; category: string; host: boolean }
 
@@ -63,6 +67,12 @@ export class OpStats {
   private off = new Float64Array(1024);
   private dur = new Float64Array(1024);
   private row = new Int32Array(1024);
+  private fl = new Float64Array(1024);
+  private by = new Float64Array(1024);
+  private ord = new Uint32Array(1024);
+  /** Per-execution FLOPs and bytes by metadata id on the current plane (TPU: the metadata carries them). */
+  private flopsOfMeta = new Float64Array(256);
+  private bytesOfMeta = new Float64Array(256);
   private stackI = new Int32Array(64);
   private stackEnd = new Float64Array(64);
   private stackChild = new Float64Array(64);
@@ -100,39 +110,46 @@ export class OpStats {
     if (this.idx.length < n) {
       const m = Math.max(n, this.idx.length * 2);
       this.idx = new Uint32Array(m); this.off = new Float64Array(m); this.dur = new Float64Array(m); this.row = new Int32Array(m);
+      this.fl = new Float64Array(m); this.by = new Float64Array(m); this.ord = new Uint32Array(m);
     }
-    const { idx, off, dur, row } = this;
+    const { idx, off, dur, row, fl, by } = this;
     let k = 0;
     let sorted = true;
     for (let i = 0; i < n; i++) {
       let r: number;
       let o = l.offsetPs[i];
       let d = l.durationPs[i];
+      let f: number, b: number;
       if (tpu) {
-        r = this.tpuRow(l.metaId[i]);
+        const m = l.metaId[i];
+        r = this.tpuRow(m);
+        if (r < 0) continue;
+        // tpuRow cached the metadata's FLOPs and bytes by id (ids past the cache: looked up).
+        if (m >= 0 && m < this.flopsOfMeta.length) { f = this.flopsOfMeta[m]; b = this.bytesOfMeta[m]; }
+        else { const info = this.meta?.get(m); f = finiteOr0(info?.flops); b = finiteOr0(info?.bytes); }
         const dOff = l.devOffsetPs[i], dDur = l.devDurationPs[i];
         if (dOff === dOff && dDur === dDur) { o = dOff; d = dDur; }
       } else {
         if (l.op[i] < 0) continue;
         r = this.kernelRow(p, l, i);
+        if (r < 0) continue;
+        const info = l.flops[i] === l.flops[i] && l.bytes[i] === l.bytes[i] ? undefined : this.meta?.get(l.metaId[i]);
+        f = finiteOr0(l.flops[i] === l.flops[i] ? l.flops[i] : info?.flops);
+        b = finiteOr0(l.bytes[i] === l.bytes[i] ? l.bytes[i] : info?.bytes);
       }
-      if (r < 0) continue;
+      fl[k] = f; by[k] = b;
       if (k && (o < off[k - 1] || (o === off[k - 1] && d > dur[k - 1]))) sorted = false;
       idx[k] = i; off[k] = o; dur[k] = d; row[k] = r; k++;
     }
     if (k === 0) return;
-    let order: number[] | undefined;
-    if (!sorted) {
-      order = Array.from({ length: k }, (_, j) => j);
-      order.sort((a, b) => off[a] - off[b] || dur[b] - dur[a]);
-    }
+    const order = sorted ? undefined : this.sortedOrder(k);
     // Self time: a parent's duration less its direct children's, by nesting on the line. GPU kernels do not nest
     // (a line may still show two streams' kernels overlapping): each is its own self time, as xprof counts them.
     const nest = tpu || !this.isDevice;
     let top = 0;
     for (let j = 0; j < k; j++) {
       const q = order ? order[j] : j;
-      while (top && this.stackEnd[top - 1] <= off[q]) top = this.pop(top, l);
+      while (top && this.stackEnd[top - 1] <= off[q]) top = this.pop(top);
       if (top === this.stackI.length) {
         this.stackI = grown(this.stackI, top + 1);
         this.stackEnd = grown(this.stackEnd, top + 1);
@@ -141,9 +158,9 @@ export class OpStats {
       this.stackI[top] = q;
       this.stackEnd[top] = off[q] + dur[q];
       this.stackChild[top++] = 0;
-      if (!nest) top = this.pop(top, l);
+      if (!nest) top = this.pop(top);
     }
-    while (top) top = this.pop(top, l);
+    while (top) top = this.pop(top);
   }
 
   partial(): OpPartial {
@@ -151,25 +168,44 @@ export class OpStats {
   }
 
   /** Pops the top of the nesting stack into its row; returns the new depth. */
-  private pop(top: number, l: LineView): number {
+  private pop(top: number): number {
     const t = top - 1;
     const q = this.stackI[t];
     const d = this.dur[q];
     const self = d > this.stackChild[t] ? d - this.stackChild[t] : 0;
     if (t) this.stackChild[t - 1] += d;
-    const i = this.idx[q];
-    const info = this.meta?.get(l.metaId[i]);
-    const tpu = l.name === 'XLA Ops';
-    const flops = tpu ? info?.flops : l.flops[i] === l.flops[i] ? l.flops[i] : info?.flops;
-    const bytes = tpu ? info?.bytes : l.bytes[i] === l.bytes[i] ? l.bytes[i] : info?.bytes;
     const a = 5 * this.row[q];
     const acc = this.acc;
     acc[a]++;
     acc[a + 1] += d;
     acc[a + 2] += self;
-    if (flops !== undefined && Number.isFinite(flops)) acc[a + 3] += flops;
-    if (bytes !== undefined && Number.isFinite(bytes)) acc[a + 4] += bytes;
+    acc[a + 3] += this.fl[q];
+    acc[a + 4] += this.by[q];
     return t;
+  }
+
+  /**
+   * The first k collected events in start order, longer first on equal starts. Lines are nearly sorted (the
+   * device clock reorders a few neighbours): insertion sort, which is linear then; a line far from sorted
+   * (over 8 moves per event) falls back to a comparison sort.
+   */
+  private sortedOrder(k: number): Uint32Array {
+    const { off, dur } = this;
+    const o = this.ord.subarray(0, k);
+    for (let j = 0; j < k; j++) o[j] = j;
+    const before = (a: number, b: number): boolean => off[a] < off[b] || (off[a] === off[b] && dur[a] > dur[b]);
+    let moves = 0;
+    for (let j = 1; j < k; j++) {
+      const x = o[j];
+      let m = j - 1;
+      while (m >= 0 && before(x, o[m])) { o[m + 1] = o[m]; m--; moves++; }
+      o[m + 1] = x;
+      if (moves > 8 * k) {
+        for (let z = 0; z < k; z++) o[z] = z;
+        return o.sort((a, b) => off[a] - off[b] || dur[b] - dur[a]);
+      }
+    }
+    return o;
   }
 
   private moduleNames(l: LineView): void {
@@ -188,7 +224,11 @@ export class OpStats {
     const r = this.rowFor(info.program ?? '', name, '', info.category ?? '', false);
     if (metaId >= 0 && metaId < 1 << 24) {
       this.rowOfMeta = grown(this.rowOfMeta, metaId + 1, -1);
+      this.flopsOfMeta = grown(this.flopsOfMeta, metaId + 1);
+      this.bytesOfMeta = grown(this.bytesOfMeta, metaId + 1);
       this.rowOfMeta[metaId] = r;
+      this.flopsOfMeta[metaId] = finiteOr0(info.flops);
+      this.bytesOfMeta[metaId] = finiteOr0(info.bytes);
     }
     return r;
   }
