@@ -9,9 +9,10 @@ import { ProfileFormatError } from './xplane';
 
 /**
  * Captures up to this size are analyzed on the calling thread: the streaming decoder reads them in tens of
- * milliseconds, less than starting a worker thread costs (real captures are mostly 0.1 to a few MB).
+ * milliseconds, less than starting a worker thread costs (real captures are mostly 0.1 to a few MB). Not more: the
+ * extension host is shared by every extension, and the first analysis (JIT-cold) runs 2–5× slower than later ones.
  */
-export const INLINE_MAX_BYTES = 8 << 20;
+export const INLINE_MAX_BYTES = 4 << 20;
 
 type Request = { op: 'analyze'; file: string } | { op: 'export'; file: string; out: string };
 export type WorkerRequest = Request & { id: number };
