@@ -92,12 +92,12 @@ def xprof_rs_server(capture, tmp):
 
 def big_capture(tmp, min_mb):
     src = os.path.join(REAL, "tpu-v6e-4-inference.xplane.pb")
-    data = open(src, "rb").read()
+    with open(src, "rb") as f:
+        data = f.read()
     n = -(-min_mb * 1024 * 1024 // len(data))
     path = os.path.join(tmp, f"tpu-v6e-4-inference-x{n}.xplane.pb")
     with open(path, "wb") as f:
-        for _ in range(n):
-            f.write(data)
+        f.writelines(data for _ in range(n))
     return path
 
 
