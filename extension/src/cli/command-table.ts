@@ -6,6 +6,7 @@
 import type { CommandContext } from './context';
 import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
 import { flagsExplain, flagsLint } from './flags-commands';
+import { profileCommand } from './profile-command';
 import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
 import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
@@ -89,6 +90,7 @@ const VM: CommandSpec = {
         'data-disk': { type: 'string', arg: 'SOURCE[,mode=read-only]', multiple: true, description: 'Attach a disk projects/P/zones/Z/disks/D (repeatable)' },
         description: { type: 'string', arg: 'D', description: 'Description of the VM' },
         queued: { type: 'boolean', description: 'Create it as a queued resource' },
+        slices: { type: 'string', arg: 'N', description: 'Multislice: N slices of TYPE (NAME-0 … NAME-<N-1>) in one queued resource; a run on NAME goes to all of them' },
         tier: { type: 'string', arg: 'spot|guaranteed', description: 'Tier of the queued resource (default: guaranteed; spot with --spot)' },
         'valid-until': { type: 'string', arg: '6h|TIME', description: 'Give up on the queued resource after a duration or at an RFC 3339 time' },
         'dry-run': { type: 'boolean', description: 'Print the gcloud command only' },
@@ -241,4 +243,15 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   EMULATOR,
   FLAGS,
+  {
+    name: 'profile',
+    usage: 'FILE|DIR [--json] [--top N]',
+    summary: "A capture's devices, steps and op table (as xprof's hlo_stats counts them)",
+    details: ['DIR: every *.xplane.pb under it, one per host of a run: hosts side by side, the slowest named, ops combined.'],
+    options: {
+      json: { type: 'boolean', description: 'Print {"device", "steps", "ops"} as JSON' },
+      top: { type: 'string', arg: 'N', description: 'Show the N ops with the most self time (default 20; 0: all)' },
+    },
+    run: profileCommand,
+  },
 ];
