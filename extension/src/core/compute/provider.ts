@@ -2,6 +2,7 @@ import { TpwError, isTpwError } from '../errors';
 import type { OperationProgress, WaitOptions } from '../tpu/api';
 import type { NodeState } from '../tpu/models';
 import { computeError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
+import { instanceSlice, isTpu, metadataOf, provisioningOf, shortName, sleep, workersOf } from './slice-view';
 import { familyInfo, machineTypeInfo, resolveSliceShape, type TpuSliceShape } from './tpu-machine-types';
 
 /**
@@ -430,82 +431,4 @@ export class ComputeTpuProvider {
       throw computeError(e, ctx);
     }
   }
-}
-
-function isTpu(i: IInstance): boolean {
-  return machineTypeInfo(shortName(i.machineType ?? '')) !== undefined;
-}
-
-function instanceSlice(project: string, zone: string, i: IInstance, preempted = false): ComputeSlice {
-  const mt = machineTypeInfo(shortName(i.machineType ?? ''));
-  const f = mt ? familyInfo(mt.family) : undefined;
-  const chips = mt?.chips ?? 0;
-  const acceleratorType = i.labels?.['tpw-accelerator-type'] ?? (mt && f ? `${mt.family}-${chips * f.suffixPerChip}` : '');
-  let topology: string | undefined;
-  try {
-    topology = resolveSliceShape(acceleratorType).topology;
-  } catch {
-    topology = undefined;
-  }
-  return {
-    controlPlane: 'compute', kind: 'instance', name: i.name ?? '', project, zone, machineType: mt?.name ?? shortName(i.machineType ?? ''),
-    acceleratorType, ...(topology ? { topology } : {}), state: preempted ? 'PREEMPTED' : instanceState(i.status ?? ''), status: i.status ?? 'UNKNOWN',
-    provisioning: provisioningOf(i), workers: workersOf([i]), labels: { ...(i.labels ?? {}) }, metadata: metadataOf(i),
-    ...(i.creationTimestamp ? { createTime: i.creationTimestamp } : {}),
-  };
-}
-
-/** Compute Engine instance status → the Cloud TPU node state the UI and runs already speak. */
-export function instanceState(status: string): NodeState {
-  switch (status) {
-    case 'PROVISIONING':
-    case 'STAGING':
-      return 'CREATING';
-    case 'RUNNING':
-      return 'READY';
-    case 'STOPPING':
-    case 'SUSPENDING':
-      return 'STOPPING';
-    case 'TERMINATED':
-    case 'SUSPENDED':
-      return 'STOPPED';
-    case 'REPAIRING':
-      return 'REPAIRING';
-    default:
-      return 'UNKNOWN';
-  }
-}
-
-function provisioningOf(i: IInstance): Provisioning {
-  const model = i.scheduling?.provisioningModel;
-  if (model === 'SPOT') return 'spot';
-  if (model === 'FLEX_START') return 'flex-start';
-  if (i.reservationAffinity?.consumeReservationType === 'SPECIFIC_RESERVATION') return 'reservation';
-  return 'on-demand';
-}
-
-function metadataOf(i: IInstance): Record<string, string> {
-  return Object.fromEntries((i.metadata?.items ?? []).map((x) => [x.key ?? '', x.value ?? '']));
-}
-
-/** Workers in worker-id order: `agent-worker-number` when the VM has it, else by name. */
-function workersOf(instances: IInstance[]): ComputeWorker[] {
-  const keyed = instances.map((i) => ({ i, n: Number(metadataOf(i)['agent-worker-number'] ?? NaN) }));
-  keyed.sort((a, b) => (Number.isFinite(a.n) && Number.isFinite(b.n) ? a.n - b.n : (a.i.name ?? '').localeCompare(b.i.name ?? '')));
-  return keyed.map(({ i }, index) => {
-    const nic = i.networkInterfaces?.[0];
-    const external = nic?.accessConfigs?.find((a) => a.natIP)?.natIP ?? undefined;
-    return { index, instance: i.name ?? '', status: i.status ?? 'UNKNOWN', internalIp: nic?.networkIP ?? '', ...(external ? { externalIp: external } : {}) };
-  });
-}
-
-function shortName(link: string): string {
-  return link.slice(link.lastIndexOf('/') + 1);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 }
