@@ -190,6 +190,39 @@ describe('Compute Engine provider against the emulator', () => {
     await cp.deleteSlice(P, Z, 'taken');
   });
 
+  it('serves zones, TPU machine types, the TPU VM image and MIG resize to the real client', async () => {
+    const [zones] = await clients.zones.list({ project: P });
+    assert.ok(zones.some((z) => z.name === Z && z.region?.endsWith(`/regions/${R}`)));
+    const [types] = await clients.machineTypes.list({ project: P, zone: Z });
+    assert.ok(['tpu7x-standard-4t', 'ct6e-standard-8t', 'ct5p-hightpu-4t', 'ct4p-hightpu-4t'].every((t) => types.some((x) => x.name === t)));
+    const [image] = await clients.images.getFromFamily({ project: 'ubuntu-os-accelerator-images', family: 'tpu-vm-ubuntu2204-base' });
+    assert.equal(image.status, 'READY');
+
+    await clients.templates.insert({ project: P, instanceTemplateResource: { name: 'rs-tpl', properties: { machineType: 'ct6e-standard-1t' } } });
+    await clients.migs.insert({ project: P, zone: Z, instanceGroupManagerResource: { name: 'rs', baseInstanceName: 'rs', targetSize: 1, instanceTemplate: `projects/${P}/global/instanceTemplates/rs-tpl` } });
+    const running = async (want: number) => {
+      for (let i = 0; i < 100; i++) {
+        const [managed] = await clients.migs.listManagedInstances({ project: P, zone: Z, instanceGroupManager: 'rs' });
+        if (managed.length === want && managed.every((m) => m.instanceStatus === 'RUNNING')) return managed;
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      assert.fail(`MIG rs never had ${want} RUNNING instances`);
+    };
+    await running(1);
+    await clients.migs.resize({ project: P, zone: Z, instanceGroupManager: 'rs', size: 2 });
+    const two = await running(2);
+    assert.equal((await clients.migs.get({ project: P, zone: Z, instanceGroupManager: 'rs' }))[0].targetSize, 2);
+    const ips = await Promise.all(two.map(async (m) => (await clients.instances.get({ project: P, zone: Z, instance: m.name ?? '' }))[0].networkInterfaces?.[0]?.networkIP ?? ''));
+    for (const ip of ips) assert.match(await sshBanner(ip, fx.ep.sshPort), /^SSH-2\.0-/);
+    await clients.migs.resize({ project: P, zone: Z, instanceGroupManager: 'rs', size: 0 });
+    await running(0);
+    for (const ip of ips) await assert.rejects(sshBanner(ip, fx.ep.sshPort));
+    const [op] = await clients.migs.delete({ project: P, zone: Z, instanceGroupManager: 'rs' });
+    const opName = (op as unknown as { latestResponse: { name: string } }).latestResponse.name;
+    await clients.zoneOps.wait({ project: P, zone: Z, operation: opName });
+    await clients.templates.delete({ project: P, instanceTemplate: 'rs-tpl' });
+  });
+
   it('quota, 403, API not enabled and latency reach the user as TpwErrors with a next step', async () => {
     fx.emu.rest.addFault({ method: 'compute\\.instances\\.insert', code: 429 });
     await assert.rejects(cp.createSlice({ project: P, zone: Z, name: 'q-1', acceleratorType: 'v6e-1' }), isErr('RESOURCE_EXHAUSTED', /Quota exhausted.*TPU VM "q-1".*Request more quota/));
