@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { parseTaskYaml } from '../../extension/src/core/task-yaml/parse-task-yaml';
+import { parseTaskYaml } from '../../protocol/task-yaml-check';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CORPUS = path.join(ROOT, 'test/fixtures/task-yaml/corpus');

@@ -16,7 +16,7 @@ import { findNode } from '../tpu/find';
 import type { TpuNode } from '../tpu/models';
 import type { LaunchPlan, LocalMount } from './plan';
 import { skypilotTaskId, taskEnv, type HostsInfo } from './task-env';
-import { REMOTE_WORKDIR } from './task-spec';
+import { REMOTE_WORKDIR } from '../../../../protocol/task-yaml-spec';
 
 /**
  * Carries out a launch plan (plan.ts): the VM created, started or reused through the backend; workdir and

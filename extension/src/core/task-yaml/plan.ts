@@ -8,9 +8,9 @@ import type { CreateNodeRequest } from '../tpu/api';
 import { findNode } from '../tpu/find';
 import { NODE_ID_PATTERN, type TpuNode } from '../tpu/models';
 import { zonesOffering } from '../tpu/zones';
-import { formatProblems, parseTaskYaml } from './parse-task-yaml';
+import { formatProblems, parseTaskYaml } from '../../../../protocol/task-yaml-check';
 import { skypilotVariableNames } from './task-env';
-import { REMOTE_WORKDIR, type TaskSpec } from './task-spec';
+import { REMOTE_WORKDIR, type TaskSpec } from '../../../../protocol/task-yaml-spec';
 
 /**
  * What `tpw launch` / `tpw exec` will do, worked out before anything changes: the task checked, the VM found

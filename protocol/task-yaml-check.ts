@@ -1,12 +1,12 @@
 import { isScalar, parseDocument, visit } from 'yaml';
-import { isEnvName } from '../ssh/quote';
-import { RESOURCE_FIELDS, SKYPILOT_CLOUDS, TASK_FIELDS, TPU_FAMILIES, type FileMount, type TaskProblem, type TaskSpec } from './task-spec';
+import { RESOURCE_FIELDS, SKYPILOT_CLOUDS, TASK_FIELDS, TPU_FAMILIES, type FileMount, type TaskProblem, type TaskSpec } from './task-yaml-spec';
 
 /**
  * Reads a SkyPilot task YAML and says whether tpw can run it. Two kinds of refusal, each naming the field:
  * "invalid" where SkyPilot's own `sky.Task.from_yaml` refuses the file too (test/unit/task-yaml-verdicts.test.ts
  * holds the two to the same verdicts on a corpus), and "unsupported" where SkyPilot accepts it but tpw does not
- * do what it asks (with why). Pure: reads no file, touches no network.
+ * do what it asks (with why). Pure: reads no file, touches no network. Shared by `tpw launch` (core/task-yaml/)
+ * and the language server's diagnostics, so the two never disagree.
  */
 
 export interface ParsedTask {
@@ -21,6 +21,9 @@ export interface ParseOptions {
 }
 
 type Obj = Record<string, unknown>;
+
+/** A name a POSIX shell can `export`. */
+const isEnvName = (name: string): boolean => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name);
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** JSON-schema "integer": a whole number, never a boolean. */
