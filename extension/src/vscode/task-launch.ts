@@ -34,7 +34,8 @@ const TASK_TOP = /^(resources|run|setup|num_nodes|file_mounts|workdir)\s*:/m;
 
 /**
  * Keeps the `tpuWorkbench.isTaskYaml` context key in step with the active editor, so "Run on TPU" shows on a
- * task YAML's title bar and nowhere else.
+ * task YAML's title bar and nowhere else (once the extension is active; the palette offers it on any YAML,
+ * which activates the extension, and the command checks the file).
  */
 export function watchTaskYamlContext(ctx: Ctx): void {
   const update = () => {
@@ -55,9 +56,11 @@ function taskUri(arg: unknown): vscode.Uri | undefined {
 
 export async function launchTaskYaml(ctx: Ctx, arg: unknown): Promise<void> {
   const uri = taskUri(arg);
-  if (!uri || uri.scheme !== 'file') throw new TpwError('INVALID_ARGUMENT', 'Open a SkyPilot task YAML (a file with resources: and run:) to run it on TPU.');
+  const notTask = 'Open a SkyPilot task YAML (a file with resources: and run:) to run it on TPU.';
+  if (!uri || uri.scheme !== 'file') throw new TpwError('INVALID_ARGUMENT', notTask);
   await vscode.workspace.saveAll(false);
   const file = uri.fsPath;
+  if (!TASK_TOP.test(fs.readFileSync(file, 'utf8'))) throw new TpwError('INVALID_ARGUMENT', `${path.basename(file)} is not a task YAML. ${notTask}`);
   const first = parseTaskYaml(fs.readFileSync(file, 'utf8'));
   // Refusals are shown as they are; the plan below repeats the check with the values asked for.
   const task = first.task;
