@@ -121,7 +121,12 @@ export function parseTaskYaml(text: string, opts: ParseOptions = {}): ParsedTask
     for (const k of Object.keys(secrets)) if (!isEnvName(k)) unsupported(`secrets.${k}`, 'is not a name a shell can export, so it cannot reach the program as a variable.');
   }
 
-  const fileMounts = parseFileMounts(doc, invalid, unsupported);
+  // As SkyPilot does at parse time: $NAME / ${NAME} of an env or an inline secret, in workdir and file_mounts.
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...envs, ...secrets })) if (v !== null) vars[k] = v;
+  const fill = (text: string): string => text.replace(/\$\{?\b([a-zA-Z_][a-zA-Z0-9_]*)\b\}?/g, (m: string, n: string) => vars[n] ?? m);
+  if (workdir !== undefined) workdir = fill(workdir);
+  const fileMounts = parseFileMounts(doc, invalid, unsupported, fill);
   const res = parseResources(doc, invalid, unsupported);
 
   if (problems.length > 0 || !res) return { problems };
@@ -168,7 +173,7 @@ function stringMap(doc: Obj, key: 'envs' | 'secrets', invalid: Report, unsupport
   return out;
 }
 
-function parseFileMounts(doc: Obj, invalid: Report, unsupported: Report): FileMount[] {
+function parseFileMounts(doc: Obj, invalid: Report, unsupported: Report, fill: (text: string) => string): FileMount[] {
   const out: FileMount[] = [];
   if (!('file_mounts' in doc)) return out;
   const m = doc.file_mounts;
@@ -176,8 +181,10 @@ function parseFileMounts(doc: Obj, invalid: Report, unsupported: Report): FileMo
     invalid('file_mounts', `must be a mapping of remote path: source (got ${describe(m)}).`);
     return out;
   }
-  for (const [dest, source] of Object.entries(m)) {
-    const field = `file_mounts.${dest}`;
+  for (const [rawDest, rawSource] of Object.entries(m)) {
+    const field = `file_mounts.${rawDest}`;
+    const dest = fill(rawDest);
+    const source = typeof rawSource === 'string' ? fill(rawSource) : rawSource;
     if (isObj(source)) {
       unsupported(field, 'is a SkyPilot storage object (source/mode/store), which tpw does not create or mount: give a local path or a gs:// path.');
     } else if (typeof source !== 'string') {

@@ -117,3 +117,16 @@ test('--env fills an env the YAML leaves empty, and overrides one it sets', () =
   const r = parseTaskYaml(text, { envOverrides: { NEEDED: 'cli', SET: 'cli' } });
   assert.deepEqual(r.task?.envs, { NEEDED: 'cli', SET: 'cli' });
 });
+
+test('envs and inline secrets fill $NAME and ${NAME} in workdir and file_mounts, as SkyPilot does at parse time', () => {
+  const text = 'resources: {accelerators: tpu-v6e-8}\nenvs: {SIZE: "8", DIR: proj}\nworkdir: ./${DIR}\nfile_mounts:\n  ~/llama-${SIZE}b: ./w-$SIZE\n  ~/x-$UNSET: ./y\nrun: echo\n';
+  const r = parseTaskYaml(text, { envOverrides: { SIZE: '70' } });
+  // SkyPilot 0.14.1 on the same text: sky.Task.from_yaml_config(yaml.safe_load(text), env_overrides=[('SIZE', '70')])
+  // gives workdir ./proj and file_mounts {'~/llama-70b': './w-70', '~/x-$UNSET': './y'}.
+  assert.equal(r.task?.workdir, './proj');
+  assert.deepEqual(r.task?.fileMounts, [
+    { dest: '~/llama-70b', kind: 'local', source: './w-70' },
+    // A name that is no env stays as written.
+    { dest: '~/x-$UNSET', kind: 'local', source: './y' },
+  ]);
+});
