@@ -160,6 +160,28 @@ test('a task that fails on one host fails the launch; refusals name the field', 
   assert.match(noSecret.err.join('\n'), /--secret UNSET_SECRET_X: UNSET_SECRET_X is not set in your environment/);
 });
 
+test('resources reach the created VM (type, runtime_version, use_spot, labels); a STOPPED VM is started, not recreated', async () => {
+  write('solo.yaml', 'resources:\n  accelerators: tpu-v5litepod-4\n  accelerator_args: {runtime_version: v2-alpha-tpuv5-lite}\n  use_spot: true\n  labels: {team: ml}\nrun: echo "solo $SKYPILOT_NODE_RANK/$SKYPILOT_NUM_NODES"\n');
+  const first = await tpw('launch', 'solo.yaml', '-c', 'solo');
+  assert.equal(first.code, 0, first.err.join('\n'));
+  // One host: SkyPilot's single-node prefix, the task having no name.
+  assert.ok(first.out.includes('(task) solo 0/1'), first.out.join('\n'));
+  const node = await nodeOf('solo');
+  assert.equal(node?.acceleratorType, 'v5litepod-4');
+  assert.equal(node.runtimeVersion, 'v2-alpha-tpuv5-lite');
+  assert.equal(node.schedulingConfig?.spot, true);
+  assert.deepEqual(node.labels, { team: 'ml' });
+  assert.ok(node.createTime);
+
+  assert.equal((await tpw('vm', 'stop', 'solo')).code, 0);
+  const again = await tpw('launch', 'solo.yaml', '-c', 'solo');
+  assert.equal(again.code, 0, again.err.join('\n'));
+  assert.match(again.err.join('\n'), /VM solo is STOPPED: starting it/);
+  assert.ok(again.out.includes('(task) solo 0/1'));
+  assert.equal((await nodeOf('solo'))?.createTime, node.createTime, 'the same VM, started again');
+  assert.equal((await tpw('down', 'solo')).code, 0);
+});
+
 test('down deletes the VM', async () => {
   const r = await tpw('down', 'tl');
   assert.equal(r.code, 0, r.err.join('\n'));
