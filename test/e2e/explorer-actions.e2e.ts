@@ -4,8 +4,9 @@
  * STOPPING → STOPPED → READY by itself), Show Details (a read-only YAML document), Copy SSH Command (the copied
  * command really logs in) and Copy IP, the quota path (a capacity fault injected over the emulator's HTTP
  * faults endpoint → "Retry in <zone>" creates the VM there; "Queue it" → WAITING_FOR_RESOURCES → ACTIVE once the
- * fault is cleared → deleted from its menu), Prepare Workers with a tiny workspace setup recipe (no torch), and
- * the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
+ * fault is cleared → deleted from its menu), Prepare Workers with a tiny workspace setup recipe (no torch), a
+ * multislice group (`tpw vm create --slices 2`) shown as one row with its slices and Run on TPU from that row
+ * reaching every worker of every slice, and the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
  *
  *   node --import tsx --test test/e2e/explorer-actions.e2e.ts
  */
@@ -38,6 +39,9 @@ const EMULATOR_OPTIONS = { opDelayMs: { create: 2500, stop: 5000, start: 4000, d
 /** The tiny setup recipe Prepare Workers runs instead of installing torch: a marker in each worker's home. */
 const PREPARE_RECIPE = '#!/usr/bin/env bash\n# e2e: stands in for the real setup (no torch in a test).\nexport TPW_MARK=prepared\n\nbash setup/mark.sh\n';
 const MARK_SCRIPT = 'echo "worker=$TPU_WORKER_ID $TPW_MARK" > "$HOME/tpw-prepared.txt"\necho "prepared worker $TPU_WORKER_ID"\n';
+/** The multislice group: two slices of POD_TYPE, and the one recipe of the workspace, which says where it runs. */
+const GROUP = 'ms-group';
+const WHERE_RECIPE = 'bash -c \'echo "slice=$MEGASCALE_SLICE_ID of $MEGASCALE_NUM_SLICES worker=$TPU_WORKER_ID"\'\n';
 
 interface NodeJson {
   name: string;
@@ -88,6 +92,8 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     fs.mkdirSync(path.join(workspace, 'setup'));
     fs.writeFileSync(path.join(workspace, 'setup', 'prepare-workers.sh'), PREPARE_RECIPE);
     fs.writeFileSync(path.join(workspace, 'setup', 'mark.sh'), MARK_SCRIPT);
+    fs.mkdirSync(path.join(workspace, 'recipes'));
+    fs.writeFileSync(path.join(workspace, 'recipes', 'where.sh'), WHERE_RECIPE);
     env = testEnv(home, { TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) });
     cli = cliRunner(procs, env);
     await startEmulator(procs, env);
@@ -290,6 +296,24 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     assert.deepEqual(marks, ['worker=0 prepared', 'worker=1 prepared']);
     await wb.settle();
     await shot('prepare-workers.png');
+    await wb.dismissNotifications();
+  });
+
+  step('a multislice group is one row with its slices under it; Run on TPU from it runs on every worker of every slice', async () => {
+    cli('vm', 'create', GROUP, '--type', POD_TYPE, '--slices', '2', '--zone', ZONE_B);
+    await wb.runCommand('TPU: Refresh');
+    const group = wb.row(VIEW, new RegExp(`^\\s*${GROUP}\\s*2 slices · ${POD_TYPE} · READY`));
+    await group.waitFor({ timeout: 120_000 });
+    for (const s of [0, 1]) await vmRow(`${GROUP}-${s}`, POD_TYPE).filter({ hasText: 'READY' }).waitFor({ timeout: 30_000 });
+    await wb.settle();
+    await shot('multislice-group.png');
+    await wb.dismissNotifications();
+    await wb.contextMenu(group, 'Run on TPU');
+    const text = await wb.waitForNotification(/Run (finished|failed|cancelled)/, 120_000);
+    assert.match(text, new RegExp(`Run finished: where\\.sh on ${GROUP} \\(2 slices\\), all 4 workers ok`), text);
+    const logs = findLogs(server!.userDataDir, 'TPU Run.log');
+    const output = logs.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+    for (const s of [0, 1]) for (const w of [0, 1]) assert.match(output, new RegExp(`^\\[s${s}w${w}\\] slice=${s} of 2 worker=${w}$`, 'm'), output.slice(-3000));
     await wb.dismissNotifications();
   });
 

@@ -188,6 +188,40 @@ def test_reset_a_failed_queued_resource_then_delete_it_as_gcloud_does(emulator: 
         client.get_queued_resource(name=name)
 
 
+def test_multislice_queued_resource_makes_prefixed_slices(emulator: Emulator, client: tpu_v2.TpuClient) -> None:
+    State = tpu_v2.QueuedResourceState.State
+    spec = tpu_v2.QueuedResource.Tpu.NodeSpec(
+        parent=emulator.parent,
+        multislice_params=tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(node_count=2, node_id_prefix="py-ms"),
+        node=tpu_v2.Node(accelerator_type="v6e-1", runtime_version="v2-alpha-tpuv6e"),
+    )
+    qr = tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[spec]), guaranteed=tpu_v2.QueuedResource.Guaranteed())
+    client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-qr", queued_resource=qr).result(timeout=30)
+    name = f"{emulator.parent}/queuedResources/py-ms-qr"
+    active = _wait_qr(client, name, State.ACTIVE)
+    assert active.tpu.node_spec[0].multislice_params.node_count == 2
+    for i in range(2):
+        node = client.get_node(name=node_name(emulator, f"py-ms-{i}"))
+        assert node.state == tpu_v2.Node.State.READY
+        assert node.multislice_node is True
+        assert node.queued_resource == name
+    # Without a prefix the queued resource's id names the slices; a count of 1 is refused by name.
+    one = tpu_v2.QueuedResource.Tpu.NodeSpec(parent=emulator.parent, multislice_params=tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(node_count=1), node=spec.node)
+    with pytest.raises(exceptions.BadRequest) as e:
+        client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-one", queued_resource=tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[one])))
+    assert "nodeCount" in e.value.message
+    # This client's DeleteQueuedResourceRequest has no `force`; gcloud's REST call sends it as a query parameter.
+    status, _, body, _ = emulator.raw("DELETE", f"/v2/{name}?force=true")
+    assert status == 200, body
+    deadline = time.monotonic() + 30
+    while not client.get_operation(operations_pb2.GetOperationRequest(name=body["name"])).done:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    for i in range(2):
+        with pytest.raises(exceptions.NotFound):
+            client.get_node(name=node_name(emulator, f"py-ms-{i}"))
+
+
 def test_malformed_percent_escape_is_a_bad_request(emulator: Emulator) -> None:
     status, _, body, _ = emulator.raw("GET", f"/v2/{emulator.parent}/nodes/%zz")
     assert status == 400

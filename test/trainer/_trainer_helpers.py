@@ -44,8 +44,8 @@ def curve_run(output_dir: Path) -> list[float]:
 
 
 def clean_env(**extra: str) -> dict:
-    """Environment for trainer subprocesses: the checkout's package, no inherited XLA/TPU settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "TPU_", "LIBTPU"))}
+    """Environment for trainer subprocesses: the checkout's package, no inherited XLA/TPU/multislice settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "TPU_", "LIBTPU", "MEGASCALE_"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "trainer"), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     # Recipes call `python3`: make that this interpreter, as an activated venv would.

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tpu_trainer.config import ModelConfig
-from tpu_trainer.metrics import flops_per_token, matmul_params, normalize_kind, peak_flops
+from tpu_trainer.metrics import flops_per_token, matmul_params, normalize_kind, peak_flops, peak_flops_per_chip
 from tpu_trainer.model import build_model, count_params
 from tpu_trainer.model.llama import Block, MoE, apply_rope, rope_tables
 
@@ -94,3 +94,35 @@ def test_llama3_8b_param_count():
 )
 def test_peak_flops_table(kind, peak):
     assert peak_flops(kind) == peak, normalize_kind(kind)
+
+
+# Google's TPU7x page (docs.cloud.google.com/tpu/docs/tpu7x): "Peak compute per chip (BF16) (TFLOPs)"
+# 2307, and "Each TPU7x chip contains two TensorCores", which the runtime shows as two devices
+# (a tpu7x-standard-4t VM: 4 chips, 8 devices). The same table gives v5p 459 and v6e 918 per chip.
+TPU7X_CHIP_BF16 = 2307e12
+
+
+@pytest.mark.parametrize("kind", ["TPU7x", "tpu7x-8", "tpu7x-standard-4t", "tpu-v7x", "v7x-8", "TPU v7"])
+def test_tpu7x_peak_is_half_a_chip_per_device(kind):
+    assert peak_flops_per_chip(kind) == TPU7X_CHIP_BF16, normalize_kind(kind)
+    assert peak_flops(kind) == TPU7X_CHIP_BF16 / 2, normalize_kind(kind)
+
+
+def test_tpu7x_mfu_counts_every_device(monkeypatch):
+    """The step meter's MFU on a TPU7x VM (8 devices) running at exactly its 4 chips' peak is 1."""
+    from tpu_trainer import meter as meter_mod
+    from tpu_trainer.backends.eager import EagerBackend
+
+    clock = iter([100.0, 101.0])  # the meter's start, then the logged step one second later
+    monkeypatch.setattr(meter_mod.time, "perf_counter", lambda: next(clock))
+    fpt = flops_per_token(TINY, 64)
+    tokens_per_step = 4 * TPU7X_CHIP_BF16 / fpt  # what 4 chips at peak get through in one second
+    m = meter_mod.StepMeter(EagerBackend(kind="TPU7x"), 0, int(tokens_per_step), fpt, peak_flops("TPU7x"),
+                            8, 0, lambda _: None)
+    rec = m.prepare({"step": 1})
+    assert rec["mfu"] == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize(("kind", "chip"), [("v5p-8", 459e12), ("v6e-8", 918e12)])
+def test_v5p_v6e_one_device_per_chip(kind, chip):
+    assert peak_flops(kind) == peak_flops_per_chip(kind) == chip

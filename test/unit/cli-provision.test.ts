@@ -68,6 +68,9 @@ test('vm cost prints list prices for a zone, or every priced region', async () =
   assert.equal(unpriced.code, 1);
   assert.match(unpriced.out[0], /on-demand: no list price/);
   assert.equal((await tpw('vm', 'cost', 'tpu9000')).code, 2);
+  const ironwood = await tpw('vm', 'cost', 'tpu7x-8');
+  assert.equal(ironwood.code, 1, 'no TPU7x list price: nothing priced, said in one line');
+  assert.match(ironwood.out.join('\n'), /tpu7x-8: the price table has no tpu7x list price \(as of \d{4}-\d{2}-\d{2}\)/);
 });
 
 test('vm create --dry-run prints the gcloud command, with no emulator or project needed when all is given', async () => {

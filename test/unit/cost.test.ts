@@ -19,6 +19,12 @@ describe('chipsOf', () => {
       ['v3-32', 16],
       ['v4-7', undefined],
       ['v7-8', undefined],
+      // TPU7x counts TensorCores, two per chip (Google's TPU7x page; torch_xla reads tpu7x-N the same way):
+      // a tpu7x-standard-4t VM (4 chips) is tpu7x-8, xpk's 4x4x4 slice (64 chips) is tpu7x-128.
+      ['tpu7x-8', 4],
+      ['tpu7x-16', 8],
+      ['tpu7x-128', 64],
+      ['tpu7x-7', undefined],
       ['v6e', undefined],
       ['v6e-0', undefined],
       ['', undefined],
@@ -32,6 +38,7 @@ describe('chipsOf', () => {
     assert.equal(generationOf('v4-8'), 'v4');
     assert.equal(generationOf('v6e-1'), 'v6e');
     assert.equal(generationOf('v3-8'), undefined);
+    assert.equal(generationOf('tpu7x-8'), 'tpu7x');
   });
 });
 
@@ -60,6 +67,12 @@ describe('hourlyCost', () => {
     assert.equal(hourlyCost('v6e-8', 'southamerica-east1-c', 'on-demand'), undefined);
     assert.equal(hourlyCost('v3-8', 'us-central1-a', 'on-demand'), undefined);
     assert.equal(hourlyCost('nonsense', 'us-central1-a', 'on-demand'), undefined);
+  });
+
+  it('knows TPU7x but shows no TPU7x estimate: no source gave a list price, and the notes say so with the date', () => {
+    assert.deepEqual(pricedRegions('tpu7x'), []);
+    for (const tier of ['on-demand', 'spot', 'reserved'] as const) assert.equal(hourlyCost('tpu7x-8', 'us-central1-c', tier), undefined);
+    assert.ok(PRICE_SOURCE.notes.some((n) => /TPU7x/.test(n) && /\d{4}-\d{2}-\d{2}/.test(n)));
   });
 
   it('formats for the tree (short) and tooltips (with the arithmetic and the date)', () => {

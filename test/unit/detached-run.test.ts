@@ -118,7 +118,6 @@ for (const make of [sshdFleet, emulatorFleet]) {
       for (const w of fleet.workers) {
         assert.ok(fs.existsSync(path.join(fleet.runDir(w.index, runId), 'pid')), `pid on worker ${w.index}`);
         assert.equal(fs.existsSync(path.join(fleet.runDir(w.index, runId), 'exit_code')), false, 'still running');
-        assert.equal(fs.statSync(path.join(fleet.runDir(w.index, runId), 'env')).mode & 0o777, 0o600);
       }
       const lines = new Map<number, string[]>(fleet.workers.map((w) => [w.index, []]));
       const notices: string[] = [];

@@ -1,7 +1,9 @@
 /**
  * Preemption against the emulator: its preempt endpoint takes a READY VM away mid-run; the run ends as
  * "preempted" (not failed) in the result, the registry and `tpw runs`; `tpw resume` recreates the VM and runs
- * again. A trainer exit of 75 (trainer/README.md) is preempted too. withResume replaces resume= overrides.
+ * again. So does a VM stopped (resume starts it) or deleted under the run (resume says what to do), and an
+ * emulator that stops mid-run (resume once it is back). A trainer exit of 75 (trainer/README.md) is preempted
+ * too. withResume replaces resume= overrides.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -115,6 +117,73 @@ test('a trainer exit of 75 counts as preempted, not failed', async () => {
   assert.equal(result.preempted, true);
   assert.match(result.preemptedReason ?? '', /exited 75/);
   assert.equal(loadRun(result.runId, home).status, 'preempted');
+});
+
+/** Runs long.sh on `vm` and calls `interrupt` once every worker printed "up". */
+async function runInterrupted(vm: string, workers: number, interrupt: () => Promise<unknown>): Promise<Awaited<ReturnType<typeof runRecipe>>> {
+  const { node } = await findNode(backend, vm);
+  let ups = 0;
+  let fired: Promise<unknown> | undefined;
+  const result = await runRecipe({
+    backend,
+    node,
+    recipePath: path.join(ws, 'recipes', 'long.sh'),
+    workspaceRoot: ws,
+    conns,
+    statePollMs: 300,
+    listener: {
+      onLine: (_w, _s, l) => {
+        if (l === 'up' && ++ups === workers) fired = interrupt();
+      },
+    },
+  });
+  assert.ok(fired, 'the interruption went out');
+  await fired;
+  return result;
+}
+
+test('a VM stopped under a run: the run is preempted, and resume starts the VM and runs again', async () => {
+  fs.rmSync(path.join(ws, 'recipes', 'resumed'), { force: true });
+  assert.equal((await cli('vm', 'create', 'solo', '--type', 'v5litepod-8')).code, 0);
+  const t0 = Date.now();
+  const result = await runInterrupted('solo', 1, () => cli('vm', 'stop', 'solo'));
+  assert.equal(result.preempted, true, JSON.stringify(result));
+  assert.match(result.preemptedReason ?? '', /solo was stopped \(STOP(PED|PING)\)/);
+  assert.ok(Date.now() - t0 < 40_000, 'ended by the VM poll, not by the program');
+  assert.equal(loadRun(result.runId, home).status, 'preempted');
+  fs.writeFileSync(path.join(ws, 'recipes', 'resumed'), '');
+  const r = await cli('resume', result.runId);
+  assert.equal(r.code, 0, r.err.join('\n'));
+  assert.match(r.err.join('\n'), /Starting solo \(STOPPED\)/);
+  assert.ok(r.out.includes('[w0] resumed'), r.out.join('\n'));
+});
+
+test('a VM deleted under a run: the run is preempted, and resume names the VM and what to do', async () => {
+  fs.rmSync(path.join(ws, 'recipes', 'resumed'), { force: true });
+  assert.equal((await cli('vm', 'create', 'doomed', '--type', 'v5litepod-8')).code, 0);
+  const result = await runInterrupted('doomed', 1, () => cli('vm', 'delete', 'doomed'));
+  assert.equal(result.preempted, true, JSON.stringify(result));
+  assert.match(result.preemptedReason ?? '', /doomed (was deleted|went TERMINATED)/);
+  const r = await cli('resume', result.runId);
+  assert.equal(r.code, 1);
+  assert.match(r.err.join('\n'), /The VM doomed of run \S+ was deleted: create it again/);
+});
+
+test('the emulator stops mid-run: the run is preempted, and resume runs it again once the emulator is back', async () => {
+  fs.rmSync(path.join(ws, 'recipes', 'resumed'), { force: true });
+  const dir = path.join(home, 'emulator');
+  const result = await runInterrupted('spot', 4, () => emu.stop());
+  assert.equal(result.preempted, true, JSON.stringify(result));
+  assert.equal(result.preemptedReason, 'the local emulator stopped, and its VMs with it');
+  assert.equal(loadRun(result.runId, home).status, 'preempted');
+  emu = new Emulator({ dir, opDelayMs: 30, addressPrefix: '127.0.13' });
+  await emu.start();
+  await backend.close();
+  backend = await openBackend({ useEmulator: true });
+  fs.writeFileSync(path.join(ws, 'recipes', 'resumed'), '');
+  const r = await cli('resume', result.runId);
+  assert.equal(r.code, 0, r.err.join('\n'));
+  for (const w of [0, 1, 2, 3]) assert.ok(r.out.includes(`[w${w}] resumed`), r.out.join('\n'));
 });
 
 test('withResume appends resume=auto once', () => {

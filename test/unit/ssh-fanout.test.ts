@@ -139,7 +139,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
       await fleet?.stop();
     });
 
-    it('streams every worker’s lines with its index; hostile argv arrives literally; env reaches the program through a 0600 file, never argv', async () => {
+    it('streams every worker’s lines with its index; hostile argv arrives literally; env reaches the program through a private file, never argv, and leaves nothing on the worker', async () => {
       const runId = newRunId('ok');
       const secret = `hunter2-${crypto.randomBytes(8).toString('hex')}`;
       const pwned = path.join(tmp, `pwned-${runId}`);
@@ -148,7 +148,8 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const program = [
         'echo "hello from $TPW_WORKER_INDEX tpu=${TPU_WORKER_ID:-none} hosts=${TPU_WORKER_HOSTNAMES:-none}"',
         'echo "to stderr" >&2',
-        'echo "env-mode=$(stat -c %a "$TPW_RUN_DIR/env")"',
+        // The env file is gone once the wrapper has sourced it; the run folder holding it meanwhile is private.
+        'echo "env-left=$([ -e "$TPW_RUN_DIR/env" ] && echo yes || echo no) dir-mode=$(stat -c %a "$TPW_RUN_DIR")"',
         'echo "secret-sha=$(printf %s "$TPW_SECRET" | sha256sum | cut -d" " -f1)"',
         'echo "multi=[$MULTI]"',
         'printf "arg=<%s>\\n" "$@"',
@@ -175,11 +176,12 @@ for (const make of [sshdFleet, emulatorFleet]) {
         // stdout and stderr share the worker's log, in the order written.
         assert.deepEqual(
           c.lines.filter((l) => l.worker === w.index).map((l) => l.line),
-          [`hello from ${w.index} tpu=${tpu} hosts=${hosts}`, 'to stderr', 'env-mode=600', `secret-sha=${sha}`, 'multi=[a\'b', 'c]', ...hostile.flatMap((h) => `arg=<${h}>`.split('\n')), 'ready'],
+          [`hello from ${w.index} tpu=${tpu} hosts=${hosts}`, 'to stderr', 'env-left=no dir-mode=700', `secret-sha=${sha}`, 'multi=[a\'b', 'c]', ...hostile.flatMap((h) => `arg=<${h}>`.split('\n')), 'ready'],
         );
         const dir = fleet.runDir(w.index, runId);
         assert.equal(fs.readFileSync(path.join(dir, 'exit_code'), 'utf8').trim(), '0');
-        assert.equal(fs.statSync(path.join(dir, 'env')).mode & 0o777, 0o600);
+        assert.equal(fs.existsSync(path.join(dir, 'env')), false, `worker ${w.index} keeps no env file`);
+        for (const f of fs.readdirSync(dir)) assert.equal(fs.readFileSync(path.join(dir, f), 'latin1').includes(secret), false, `the secret is not in ${f}`);
       }
       assert.equal(prefixLine(3, 'x'), '[w3] x');
       assert.equal(fs.existsSync(pwned), false, 'no argument was run as a command');

@@ -281,11 +281,12 @@ class TrainConfig:
         "auto",
         "Multi-host data parallelism without a TPU pod runtime (e.g. the emulator's workers on CPU): `gloo` "
         "joins the hosts of TPU_WORKER_HOSTNAMES in one gloo process group (rank TPU_WORKER_ID, rendezvous "
-        "on the first host) and averages gradients and losses over it; `auto`: gloo when there are several "
-        "hosts and the device is not a TPU; `off`: every host trains alone.",
+        "on the first host) and averages gradients and losses over it; with MEGASCALE_NUM_SLICES (multislice) "
+        "the hosts of every slice join, slice-major, at MEGASCALE_COORDINATOR_ADDRESS's host; `auto`: gloo "
+        "when there are several hosts and the device is not a TPU; `off`: every host trains alone.",
         enum=["auto", "gloo", "off"],
     )
-    coordinator_port: int = opt(8476, "TCP port of the gloo rendezvous on the first host.", minimum=1)
+    coordinator_port: int = opt(8476, "TCP port of the gloo rendezvous on the first host (of slice 0).", minimum=1)
     distributed_timeout_s: int = opt(180, "How long workers wait for each other to join (seconds).", minimum=1)
     device: str = opt(
         "auto",

@@ -8,10 +8,21 @@ all-reduce, so every host applies the same update, keeps the same parameters,
 and logs the same loss. With equal row counts per rank the averaged gradient is
 exactly the single-process gradient of the whole batch (up to float rounding).
 
+Multislice: the TPU runtime tells each host of an N-slice run MEGASCALE_NUM_SLICES,
+MEGASCALE_SLICE_ID and MEGASCALE_COORDINATOR_ADDRESS (host:port of slice 0's first
+worker; MEGASCALE_PORT is that port), while TPU_WORKER_ID / TPU_WORKER_HOSTNAMES stay
+per slice. Without a TPU runtime the slices' hosts join one gloo group, slice-major
+(rank = slice * hosts_per_slice + worker), so the across-slice axis is data parallelism
+over gloo like the rest, and slice s trains on the s-th block of rows of each batch:
+the outermost (dcn_mesh) split of the batch. The dcn_mesh must then span exactly the
+slices the runtime says there are.
+
 On a real TPU pod the hosts instead form one SPMD program through torch_xla's
-runtime (backends/xla.py); this module then stays off.
+runtime (backends/xla.py: dcn_mesh becomes the slice dimension of its hybrid mesh);
+this module then stays off.
 """
 
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,7 +31,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from .config import ConfigError
+from .config import MESH_AXES, ConfigError, MeshConfig
 
 
 def worker_id() -> int:
@@ -37,10 +48,73 @@ def worker_hostnames() -> list[str]:
     return [h.strip() for h in raw.split(",") if h.strip()] if raw else []
 
 
+@dataclass(frozen=True)
+class Slices:
+    """The multislice settings the TPU runtime exports (one slice when they are absent)."""
+
+    count: int = 1
+    index: int = 0
+    coordinator: str | None = None  # host of slice 0's worker 0 (MEGASCALE_COORDINATOR_ADDRESS without the port)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ConfigError(f"{name}={raw!r} is not a whole number (the TPU runtime sets it for multislice runs)")
+    return int(raw)
+
+
+def _host_of(address: str) -> str:
+    """'10.0.0.2:8080' -> '10.0.0.2'; '[::1]:8080' -> '::1'; a bare host stays as it is."""
+    if address.startswith("["):
+        return address[1:].split("]", 1)[0]
+    return address.rsplit(":", 1)[0] if address.count(":") == 1 else address
+
+
+def slices() -> Slices:
+    """This host's slice from MEGASCALE_NUM_SLICES / MEGASCALE_SLICE_ID / MEGASCALE_COORDINATOR_ADDRESS."""
+    count = _env_int("MEGASCALE_NUM_SLICES", 1)
+    index = _env_int("MEGASCALE_SLICE_ID", 0)
+    if count < 1:
+        raise ConfigError("MEGASCALE_NUM_SLICES=0: a multislice run has at least one slice")
+    if index >= count:
+        raise ConfigError(f"MEGASCALE_SLICE_ID={index} is not an index into the {count} slices of "
+                          f"MEGASCALE_NUM_SLICES")
+    address = os.environ.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
+    return Slices(count, index, _host_of(address) if address else None)
+
+
+def dcn_slices(dcn: MeshConfig) -> int:
+    """How many slices dcn_mesh spans (the product of its axes; -1 is refused later by resolve_mesh)."""
+    return math.prod(max(getattr(dcn, a), 1) for a in MESH_AXES)
+
+
+def check_dcn(dcn: MeshConfig, ms: Slices, gloo: bool) -> None:
+    """dcn_mesh must span the slices there are: those MEGASCALE_NUM_SLICES names or, under gloo
+    with none named, the one slice every host is in. (On a TPU VM the runtime may read the
+    multislice settings from metadata instead of the environment; torch_xla checks the mesh there.)"""
+    wanted = dcn_slices(dcn)
+    shown = " ".join(f"{a}={getattr(dcn, a)}" for a in MESH_AXES if getattr(dcn, a) != 1) or "all axes 1"
+    if ms.count > 1 and wanted != ms.count:
+        raise ConfigError(
+            f"dcn_mesh ({shown}) spans {wanted} slice(s) but MEGASCALE_NUM_SLICES={ms.count}; make the "
+            f"dcn_mesh axes multiply to {ms.count} (e.g. dcn_mesh.fsdp={ms.count} or dcn_mesh.data={ms.count})"
+        )
+    if gloo and ms.count == 1 and wanted > 1:
+        raise ConfigError(
+            f"dcn_mesh ({shown}) asks for {wanted} slices but MEGASCALE_NUM_SLICES is not set, so all "
+            f"the hosts of TPU_WORKER_HOSTNAMES are one slice; set dcn_mesh back to 1 or run on {wanted} slices"
+        )
+
+
 @dataclass
 class DataParallel:
     rank: int = 0
     world: int = 1
+    slices: int = 1  # slices in the group (ranks are slice-major)
+    slice_index: int = 0
 
     @property
     def active(self) -> bool:
@@ -88,39 +162,60 @@ class DataParallel:
         if int(t[0]) != -int(t[1]):
             raise RuntimeError(f"workers disagree on {what}: values from {-int(t[1])} to {int(t[0])}")
 
+    def describe(self) -> str:
+        """For the run's header line."""
+        where = f" slice {self.slice_index}/{self.slices}" if self.slices > 1 else ""
+        return f"data-parallel rank {self.rank}/{self.world}{where} (gloo)"
+
     def close(self) -> None:
         if self.active and dist.is_initialized():
             dist.destroy_process_group()
 
 
-def setup(mode: str, worker: int, is_tpu_runtime: bool, port: int, timeout_s: int, global_batch: int) -> DataParallel:
-    """Join the hosts of TPU_WORKER_HOSTNAMES (mode gloo, or auto with several hosts off a TPU)."""
+def setup(mode: str, worker: int, is_tpu_runtime: bool, port: int, timeout_s: int, global_batch: int,
+          dcn: MeshConfig | None = None) -> DataParallel:
+    """Join the hosts of TPU_WORKER_HOSTNAMES, of every slice MEGASCALE_NUM_SLICES names
+    (mode gloo, or auto with several hosts off a TPU)."""
     hosts = worker_hostnames()
-    if mode == "off" or (mode == "auto" and (len(hosts) < 2 or is_tpu_runtime)):
+    ms = slices()
+    per_slice = max(len(hosts), 1)
+    world = per_slice * ms.count
+    gloo = mode == "gloo" or (mode == "auto" and world > 1 and not is_tpu_runtime)
+    check_dcn(dcn or MeshConfig(), ms, gloo)
+    if not gloo:
         return DataParallel()
-    if len(hosts) < 2:
-        raise ConfigError("distributed=gloo needs TPU_WORKER_HOSTNAMES to list at least two hosts")
-    world = len(hosts)
-    if not 0 <= worker < world:
-        raise ConfigError(f"TPU_WORKER_ID={worker} is not an index into the {world} TPU_WORKER_HOSTNAMES")
+    if world < 2:
+        raise ConfigError("distributed=gloo needs TPU_WORKER_HOSTNAMES to list at least two hosts "
+                          "(or MEGASCALE_NUM_SLICES above 1)")
+    if not 0 <= worker < per_slice:
+        raise ConfigError(f"TPU_WORKER_ID={worker} is not an index into the {per_slice} TPU_WORKER_HOSTNAMES")
     if global_batch % world:
-        raise ConfigError(f"global_batch_size={global_batch} does not split evenly over {world} hosts")
+        what = f"{world} hosts" if ms.count == 1 else f"{world} hosts ({ms.count} slices of {per_slice})"
+        raise ConfigError(f"global_batch_size={global_batch} does not split evenly over {what}")
+    if ms.count > 1 and not ms.coordinator:
+        raise ConfigError(f"MEGASCALE_NUM_SLICES={ms.count} but MEGASCALE_COORDINATOR_ADDRESS is not set: "
+                          f"the workers of the {ms.count} slices need it to find each other")
+    rank = ms.index * per_slice + worker
+    first = ms.coordinator if ms.count > 1 and ms.coordinator else hosts[0]
+    mine = hosts[worker] if hosts else first
     # gloo picks the interface to talk on from the address it binds; on the emulator every
     # worker has its own loopback address, so bind to ours rather than the hostname's.
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_ifname(hosts[worker]) or "")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", _loopback_ifname(mine) or "")
     if not os.environ["GLOO_SOCKET_IFNAME"]:
         del os.environ["GLOO_SOCKET_IFNAME"]
     try:
         dist.init_process_group(
-            "gloo", init_method=f"tcp://{hosts[0]}:{port}", rank=worker, world_size=world,
+            "gloo", init_method=f"tcp://{first}:{port}", rank=rank, world_size=world,
             timeout=timedelta(seconds=timeout_s),
         )
     except (RuntimeError, dist.DistStoreError) as e:
+        at = "worker 0" if ms.count == 1 else "slice 0's worker 0"
         raise RuntimeError(
-            f"worker {worker}: could not join the {world} workers' gloo group at worker 0 "
-            f"({hosts[0]}:{port}) within distributed_timeout_s={timeout_s}: {str(e).splitlines()[0]}"
+            f"worker {worker}{f' of slice {ms.index}' if ms.count > 1 else ''}: could not join the {world} "
+            f"workers' gloo group at {at} ({first}:{port}) within distributed_timeout_s={timeout_s}: "
+            f"{str(e).splitlines()[0]}"
         ) from e
-    return DataParallel(rank=worker, world=world)
+    return DataParallel(rank=rank, world=world, slices=ms.count, slice_index=ms.index)
 
 
 def _loopback_ifname(host: str) -> str | None:

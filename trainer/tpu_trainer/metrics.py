@@ -25,7 +25,9 @@ from typing import Any
 
 from .config import ModelConfig
 
-# Peak dense bf16 FLOP/s per chip, from the vendors' published specs.
+# Peak dense bf16 FLOP/s per chip, from the vendors' published specs. TPU7x (Ironwood):
+# 2307 TFLOP/s bf16 per chip, Google's TPU7x page (docs.cloud.google.com/tpu/docs/tpu7x,
+# "Peak compute per chip (BF16)", read 2026-11-24).
 PEAK_FLOPS = {
     "tpuv2": 45e12,
     "tpuv3": 123e12,
@@ -36,27 +38,51 @@ PEAK_FLOPS = {
     "tpuv5": 459e12,  # "TPU v5" is v5p
     "tpuv6lite": 918e12,  # v6e (Trillium)
     "tpuv6e": 918e12,
+    "tpu7x": 2307e12,  # Ironwood: device kind "TPU7x", accelerator type tpu7x-8, machine type tpu7x-standard-4t
+    "tpuv7x": 2307e12,  # the v7x-8 spelling some tools use
+    "tpuv7": 2307e12,  # "TPU v7"
     "a100": 312e12,
     "h100": 989e12,
 }
 
+# Devices per chip where a chip is more than one device to the runtime: each TPU7x chip's two
+# TensorCores are two devices (a TPU7x VM's 4 chips are 8 devices), so MFU, which multiplies the
+# peak by the device count, takes half a chip's peak per device. (v4 and v5p also have two
+# TensorCores per chip but the runtime joins them into one megacore device.)
+DEVICES_PER_CHIP = {"tpu7x": 2, "tpuv7x": 2, "tpuv7": 2}
+
 
 def normalize_kind(kind: str) -> str:
-    """'TPU v5 lite' -> 'tpuv5lite'; accelerator types 'v5litepod-8' / 'v6e-16' -> 'tpuv5lite' / 'tpuv6e'."""
+    """'TPU v5 lite' -> 'tpuv5lite'; accelerator types 'v5litepod-8' / 'v6e-16' -> 'tpuv5lite' / 'tpuv6e';
+    'TPU7x' / 'tpu7x-8' / 'tpu-v7x' -> 'tpu7x...' / 'tpuv7x'."""
     k = kind.lower().replace(" ", "").replace("_", "")
+    if k.startswith("tpu-"):
+        k = "tpu" + k[4:]
     if k.startswith("v") and k[1:2].isdigit():  # an accelerator type such as v4-8
         k = "tpu" + k.split("-")[0].replace("litepod", "lite")
     return k
 
 
-def peak_flops(kind: str) -> float | None:
-    """Peak FLOP/s for a device kind string, or None when unknown (e.g. CPU)."""
+def _table_key(kind: str) -> str | None:
     k = normalize_kind(kind)
     # Longest key first so 'tpuv5lite' wins over 'tpuv5'.
     for key in sorted(PEAK_FLOPS, key=len, reverse=True):
         if k.startswith(key) or (key in ("a100", "h100") and key in k):
-            return PEAK_FLOPS[key]
+            return key
     return None
+
+
+def peak_flops_per_chip(kind: str) -> float | None:
+    """Peak bf16 FLOP/s of one chip for a device kind string, or None when unknown (e.g. CPU)."""
+    key = _table_key(kind)
+    return PEAK_FLOPS[key] if key else None
+
+
+def peak_flops(kind: str) -> float | None:
+    """Peak FLOP/s of one device (what the runtime counts as a device) for a device kind string,
+    or None when unknown (e.g. CPU)."""
+    key = _table_key(kind)
+    return PEAK_FLOPS[key] / DEVICES_PER_CHIP.get(key, 1) if key else None
 
 
 def matmul_params(m: ModelConfig) -> int:

@@ -30,6 +30,11 @@ or `bash scripts/python-env.sh`) or importable (`PYTHONPATH=trainer`):
     # and they train one model data-parallel over gloo (distributed=auto)
     TPU_WORKER_ID=0 TPU_WORKER_HOSTNAMES=10.0.0.2,10.0.0.3 python -m tpu_trainer.train device=cpu
 
+    # two slices of two CPU hosts (the variables a multislice TPU runtime sets): one gloo group of
+    # four, slice-major, the dcn_mesh spanning the two slices
+    MEGASCALE_NUM_SLICES=2 MEGASCALE_SLICE_ID=1 MEGASCALE_COORDINATOR_ADDRESS=10.0.0.2:8080 \
+        TPU_WORKER_ID=0 TPU_WORKER_HOSTNAMES=10.0.1.2,10.0.1.3 python -m tpu_trainer.train device=cpu dcn_mesh.fsdp=2
+
     # print the composed config without training; list keys and groups
     python -m tpu_trainer.train --cfg job model=mixtral-8x7b
     python -m tpu_trainer.train --help
@@ -73,7 +78,8 @@ plain PyTorch on CPU. With more than one XLA device the run is SPMD: a mesh of
 ici_mesh x dcn_mesh (axes data, fsdp, tensor, expert), parameters sharded by the
 model/sharding rules, each device fed its shard of the batch; on a pod every host
 runs this same program and torch_xla joins them. Without a TPU runtime, several
-hosts (TPU_WORKER_HOSTNAMES) train data-parallel over gloo (distributed.py).
+hosts (TPU_WORKER_HOSTNAMES, and the slices of MEGASCALE_NUM_SLICES) train data-parallel over
+gloo (distributed.py).
 """
 
 import dataclasses
@@ -186,7 +192,7 @@ def setup(cfg: TrainConfig) -> Run:
     for note in notes:
         log(note)
     dp = dist_lib.setup(cfg.distributed, worker, backend.is_tpu, cfg.coordinator_port, cfg.distributed_timeout_s,
-                        cfg.global_batch_size)
+                        cfg.global_batch_size, cfg.dcn_mesh)
     # This process's rows of each global batch: its share under gloo data parallelism,
     # its host's share of an SPMD pod (Backend.to_device assembles the global batch).
     batch, hosts, host = cfg.global_batch_size, backend.num_hosts, backend.host_index
@@ -210,7 +216,11 @@ def setup(cfg: TrainConfig) -> Run:
     if cfg.checkpoint.enabled or cfg.resume != "none":
         ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"),
                             sharded=backend.sharded_checkpointing())
-    return Run(cfg, out_dir, worker, backend, mesh, dp, rows, model, n_params, optimizer, scheduler, batches,
+    # Across slices the run counts workers slice-major (slice s, worker w is s * hosts + w), as the run's
+    # [sNwM] lines and the run view do; TPU_WORKER_ID alone repeats in every slice.
+    ms = dist_lib.slices()
+    run_worker = ms.index * max(len(dist_lib.worker_hostnames()), 1) + worker if ms.count > 1 else worker
+    return Run(cfg, out_dir, run_worker, backend, mesh, dp, rows, model, n_params, optimizer, scheduler, batches,
                loss_fn, ckpt)
 
 
@@ -241,7 +251,7 @@ def start_metering(run: Run) -> tuple[StepMeter, Profiler]:
     )
     log(f"mesh {run.mesh} sharding {cfg.model.sharding.name} remat {cfg.model.remat.name} "
         f"attention {cfg.model.attention_kernel} data {run.batches.description}"
-        + (f" data-parallel rank {run.dp.rank}/{run.dp.world} (gloo)" if run.dp.active else ""))
+        + (f" {run.dp.describe()}" if run.dp.active else ""))
     if run.resumed_from:
         log(f"resumed from {run.resumed_from} at step {run.start_step}")
     meter = StepMeter(backend, run.worker, cfg.global_batch_size * cfg.block_size,

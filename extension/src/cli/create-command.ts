@@ -62,6 +62,7 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
           node: nodeSpecOf(req),
           tier: opts.queued.tier,
           ...(opts.queued.validUntil ? { validUntil: opts.queued.validUntil } : {}),
+          ...(opts.slices > 1 ? { slices: opts.slices } : {}),
         }
       : undefined;
     if (dryRun) {
@@ -72,9 +73,10 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
     if (!backend) throw new TpwError('INTERNAL', 'no backend');
     try {
       if (qr) {
-        ctx.err(`Queueing ${node} (${type}, ${version}, ${qr.tier}) in ${zone}…`);
+        ctx.err(`Queueing ${node} (${qr.slices ? `${qr.slices} slices of ` : ''}${type}, ${version}, ${qr.tier}) in ${zone}…`);
         const created = await backend.api.createQueuedResource(qr);
-        ctx.out(`${shortName(created.name)} ${created.state}: node ${created.nodeIds.join(', ')} is created once capacity is there (tpw qr list)`);
+        const what = created.nodeIds.length > 1 ? `nodes ${created.nodeIds.join(', ')} are` : `node ${created.nodeIds.join(', ')} is`;
+        ctx.out(`${shortName(created.name)} ${created.state}: ${what} created once capacity is there (tpw qr list)`);
         return 0;
       }
       ctx.err(`Creating ${node} (${type}, ${version}${opts.spot ? ', spot' : opts.reserved ? ', reserved' : ''}) in ${zone}…${cost ? ` ~${formatCost(cost)}` : ''}`);
@@ -114,6 +116,8 @@ interface CreateOptions {
   startupScript?: { file: string; text: string };
   dataDisks: { sourceDisk: string; mode: 'READ_WRITE' | 'READ_ONLY' }[];
   queued?: { tier: 'spot' | 'guaranteed'; validUntil?: string };
+  /** Multislice: this many slices (a queued resource with multisliceParams); 1 otherwise. */
+  slices: number;
 }
 
 function strings(v: unknown): string[] {
@@ -145,7 +149,11 @@ export function parseCreateOptions(ctx: CommandContext): CreateOptions {
   let queued: CreateOptions['queued'];
   const tierText = v.tier as string | undefined;
   const validUntil = v['valid-until'] as string | undefined;
-  if (v.queued) {
+  const slicesText = v.slices as string | undefined;
+  const slices = slicesText === undefined ? 1 : Number(slicesText);
+  if (!Number.isInteger(slices) || slices < 1 || slices > 64) throw new UsageError(`--slices must be a whole number from 1 to 64 (got "${slicesText}")`);
+  // Cloud TPU makes several slices only through a queued resource (multisliceParams).
+  if (v.queued || slices > 1) {
     if (reserved) throw new UsageError('--reserved applies to a plain create; a queued resource uses --tier');
     const tier = tierText ?? (spot ? 'spot' : 'guaranteed');
     if (tier !== 'spot' && tier !== 'guaranteed') throw new UsageError(`--tier must be spot or guaranteed (got "${tier}")`);
@@ -155,7 +163,7 @@ export function parseCreateOptions(ctx: CommandContext): CreateOptions {
     throw new UsageError('--tier and --valid-until apply to queued resources: add --queued');
   }
   const description = v.description as string | undefined;
-  return { spot, reserved, ...(Object.keys(labels).length > 0 ? { labels } : {}), ...(description ? { description } : {}), ...(startupScript ? { startupScript } : {}), dataDisks, ...(queued ? { queued } : {}) };
+  return { spot, reserved, slices, ...(Object.keys(labels).length > 0 ? { labels } : {}), ...(description ? { description } : {}), ...(startupScript ? { startupScript } : {}), dataDisks, ...(queued ? { queued } : {}) };
 }
 
 /** `projects/p/zones/z/disks/d[,mode=read-only]` or `source=…,mode=…` → an attached disk. */

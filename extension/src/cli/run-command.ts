@@ -2,13 +2,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../core/errors';
 import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/engine';
-import { findNode } from '../core/tpu/find';
+import { findRunTarget } from '../core/tpu/multislice';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './main';
 
 /**
- * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced.
+ * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced. NAME is a VM, or
+ * a multislice group (`tpw vm create NAME --slices N`): then the run goes to every worker of every slice.
  * The first Ctrl-C stops the run on every worker (SIGINT, then SIGKILL after a grace period); a second one exits at once.
  */
 export async function runCommand(ctx: CommandContext): Promise<number> {
@@ -31,11 +32,14 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   };
   process.on('SIGINT', onSigint);
   try {
-    const { node } = await findNode(backend, vm, ctx.globals.zone);
+    const { node, slices } = await findRunTarget(backend, vm, ctx.globals.zone);
+    // Multislice lines read [s1w3]: slice 1, its worker 3.
+    const perSlice = slices ? node.networkEndpoints.length : undefined;
     const tails = new RunTails();
     const result = await runRecipe({
       backend,
       node,
+      ...(slices ? { slices } : {}),
       recipePath,
       workspaceRoot: process.cwd(),
       extraOverrides: ctx.rest,
@@ -48,7 +52,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
       signal: abort.signal,
       listener: tails.wrap({
         onPhase: (_phase, detail) => ctx.err(detail),
-        onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line)),
+        onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line, perSlice)),
       }),
     });
     if (result.detached) {

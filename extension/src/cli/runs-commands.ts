@@ -1,21 +1,18 @@
-import { TpwError } from '../core/errors';
 import {
   firstFailure,
   formatDuration,
-  isGoneState,
   listRuns,
   loadRun,
   passthroughEnv,
   prefixLine,
-  recreateNode,
   resolveRunId,
   runRecipe,
   RunTails,
   stopRecordedRun,
+  vmForResume,
   watchRecordedRun,
   type RunRecord,
 } from '../core/run/engine';
-import { parseNodeName } from '../core/tpu/models';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './main';
@@ -63,7 +60,8 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
   process.on('SIGINT', onSigint);
   try {
     const tails = new RunTails();
-    const result = await watchRecordedRun(backend, conns, runId, tails.wrap({ onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }), {
+    const perSlice = loadRun(runId).workersPerSlice;
+    const result = await watchRecordedRun(backend, conns, runId, tails.wrap({ onLine: (w, _s, line) => ctx.out(prefixLine(w, line, perSlice)) }), {
       follow,
       signal: detach.signal,
       onNotice: (w, m) => ctx.err(`tpw: w${w}: ${m}`),
@@ -112,9 +110,10 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
   const rec = loadRun(runId);
   const backend = await openCliBackend(ctx.globals);
   try {
-    let node = await backend.api.getNode(parseNodeName(rec.node));
-    if (isGoneState(node.state)) node = await recreateNode(backend.api, node, (m) => ctx.err(m));
-    else if (node.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${rec.vm} is ${node.state}; it must be READY (or PREEMPTED, to recreate it).`);
+    // Every slice of a multislice run is brought back; only the ones that went away are recreated or started.
+    const slices = [];
+    for (const name of rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]) slices.push(await vmForResume(backend.api, name, runId, (m) => ctx.err(m)));
+    const node = slices[0];
     const tails = new RunTails();
     const result = await runRecipe({
       backend,
@@ -123,10 +122,11 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
       workspaceRoot: rec.workspaceRoot,
       extraOverrides: rec.extraOverrides,
       resume: true,
+      ...(slices.length > 1 ? { slices } : {}),
       conns: connectionsFor(ctx, backend),
       passEnv: passthroughEnv(process.env),
       onStarted: (id) => ctx.err(`Run ${id} resumes ${runId} on ${rec.vm}.`),
-      listener: tails.wrap({ onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line)) }),
+      listener: tails.wrap({ onPhase: (_p, d) => ctx.err(d), onLine: (w, _s, line) => ctx.out(prefixLine(w, line, rec.workersPerSlice)) }),
     });
     for (const line of tails.report(result)) ctx.out(line);
     return result.ok ? 0 : 1;

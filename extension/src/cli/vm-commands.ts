@@ -134,6 +134,7 @@ export function vmCost(ctx: CommandContext): number {
   }
   const tiers: PriceTier[] = ctx.values.spot ? ['spot'] : ctx.values.reserved ? ['reserved'] : ['on-demand', 'spot'];
   const regions = ctx.globals.zone ? [ctx.globals.zone] : pricedRegions(gen);
+  if (regions.length === 0) ctx.out(`${t}: the price table has no ${gen} list price (as of ${PRICE_SOURCE.asOf})`);
   let any = false;
   for (const where of regions) {
     const parts = tiers.map((tier) => {

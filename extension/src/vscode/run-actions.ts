@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { downloadRunLogs, isGoneState, loadRun, recreateNode, stopRecordedRun, workersOfRecord, type RunRecord } from '../core/run/engine';
+import { downloadRunLogs, loadRun, stopRecordedRun, vmForResume, workersOfRecord, type RunRecord } from '../core/run/engine';
 import { parseNodeName } from '../core/tpu/models';
 import type { Ctx } from './ctx';
 import type { RunManager } from './run';
@@ -75,12 +75,11 @@ export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promi
   const rec = recordOf(arg);
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
   const backend = await ctx.backend();
-  let node = await backend.api.getNode(parseNodeName(rec.node));
-  if (isGoneState(node.state)) {
-    const old = node;
-    node = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: recreating ${rec.vm}` }, (progress) =>
-      recreateNode(backend.api, old, (m) => progress.report({ message: m })),
-    );
-  }
-  await runs.run(vscode.Uri.file(rec.recipe), node, true);
+  // Every slice of a multislice run comes back; only the ones that went away are recreated or started.
+  const slices = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: bringing ${rec.vm} back` }, async (progress) => {
+    const back = [];
+    for (const name of rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]) back.push(await vmForResume(backend.api, name, rec.runId, (m) => progress.report({ message: m })));
+    return back;
+  });
+  await runs.run(vscode.Uri.file(rec.recipe), slices.length > 1 ? slices : slices[0], true);
 }

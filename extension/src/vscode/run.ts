@@ -8,7 +8,7 @@ import type { Ctx } from './ctx';
 import { signalFor } from './cancel';
 import { runEnvironment } from './secrets';
 import { nodeFromArg, pickNode } from './vm-commands';
-import { listAllNodes, type VmTreeProvider } from './vm-tree';
+import { listAllNodes, SliceGroupItem, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
 import { PreparedRecipe } from './prepare-workers';
 import { RunChannels, type RunOutput } from './run-output';
@@ -90,11 +90,14 @@ export class RunManager implements vscode.Disposable {
   }
 
   /** `extraOverrides` go after the recipe's own hydra overrides, one argv entry each (see runRecipe). */
-  async run(arg: unknown, nodeOverride?: TpuNode, resume = false, extraOverrides: string[] = []): Promise<void> {
+  /** `nodeOverride`: the VM, or every slice of a multislice group (slice 0 first). */
+  async run(arg: unknown, nodeOverride?: TpuNode | TpuNode[], resume = false, extraOverrides: string[] = []): Promise<void> {
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
     const backend = await this.ctx.backend();
-    const node = nodeOverride ?? (await this.resolveNode(arg));
+    const target = nodeOverride ?? (await this.resolveNode(arg));
+    const slices = Array.isArray(target) && target.length > 1 ? target : undefined;
+    const node = Array.isArray(target) ? target[0] : target;
     if (!node) return;
     const other = this.onVm(node.name);
     if (other) {
@@ -103,8 +106,8 @@ export class RunManager implements vscode.Disposable {
       if (choice === 'Stop it') other.controller.abort();
       return;
     }
-    if (node.state !== 'READY') {
-      throw new TpwError('FAILED_PRECONDITION', `TPU VM ${shortName(node.name)} is ${node.state}; it must be READY to run on it.`);
+    for (const n of slices ?? [node]) {
+      if (n.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${shortName(n.name)} is ${n.state}; it must be READY to run on it.`);
     }
     const folder = vscode.workspace.getWorkspaceFolder(recipe) ?? vscode.workspace.workspaceFolders?.[0];
     if (!folder || folder.uri.scheme !== 'file') {
@@ -116,7 +119,10 @@ export class RunManager implements vscode.Disposable {
     // Re-checked after the awaits above: a second invocation may have started meanwhile.
     const busy = this.onVm(node.name);
     if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${shortName(node.name)} (${busy.label}).`);
-    const vm = shortName(node.name);
+    const vm = slices ? `${shortName(node.queuedResource ?? node.name)} (${slices.length} slices)` : shortName(node.name);
+    // Multislice lines read [s1w3]: slice 1, its worker 3.
+    const perSlice = slices ? node.networkEndpoints.length : undefined;
+    const workerCount = node.networkEndpoints.length * (slices?.length ?? 1);
     const recipeName = path.basename(recipe.fsPath);
     const label = `${recipeName} on ${vm}`;
     const controller = new AbortController();
@@ -125,8 +131,8 @@ export class RunManager implements vscode.Disposable {
     this.watching(active);
     const tails = new RunTails();
 
-    const view = runViewFeed(this.ctx, label, node.networkEndpoints.length);
-    out.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${node.networkEndpoints.length} workers) from ${folder.uri.fsPath}`);
+    const view = runViewFeed(this.ctx, label, workerCount);
+    out.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${workerCount} workers) from ${folder.uri.fsPath}`);
     out.show();
     this.ctx.log.info(`run ${label}: start`);
 
@@ -138,6 +144,7 @@ export class RunManager implements vscode.Disposable {
           return runRecipe({
             backend,
             node,
+            ...(slices ? { slices } : {}),
             recipePath: recipe.fsPath,
             workspaceRoot: folder.uri.fsPath,
             failFast: config.failFast(),
@@ -155,7 +162,7 @@ export class RunManager implements vscode.Disposable {
             },
             listener: tails.wrap({
               onLine: (worker, _stream, line) => {
-                out.push(prefixLine(worker, line));
+                out.push(prefixLine(worker, line, perSlice));
                 view.onLine(worker, line);
               },
               onPhase: (phase: RunPhase, detail: string) => {
@@ -266,8 +273,10 @@ export class RunManager implements vscode.Disposable {
     });
   }
 
-  private async resolveNode(arg: unknown): Promise<TpuNode | undefined> {
+  private async resolveNode(arg: unknown): Promise<TpuNode | TpuNode[] | undefined> {
     const backend = await this.ctx.backend();
+    // A multislice group: every slice, as it is now.
+    if (arg instanceof SliceGroupItem) return Promise.all(arg.slices.map((n) => backend.api.getNode(parseNodeName(n.name))));
     const fromTree = nodeFromArg(arg);
     if (fromTree) {
       // The tree may be seconds old: ask for the current state before running.

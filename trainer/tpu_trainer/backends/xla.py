@@ -24,6 +24,7 @@ import torch_xla.debug.metrics as met
 import torch_xla.distributed.spmd as xs
 import torch_xla.runtime as xr
 
+from .. import runtime
 from .. import sharding as sh
 from ..config import MESH_AXES, ConfigError, MeshConfig, RematConfig, ShardingConfig
 from ..model.llama import AttentionFn, LayerRunner, run_in_order
@@ -37,6 +38,7 @@ PRIVATE_APIS = (
     "torch_xla.core.xla_model._get_device_context",  # flush_step_closures
     "torch_xla.utils.closures.AsyncClosureHandler._closure_queue",  # flush_step_closures (set in __init__)
     "torch_xla.experimental.distributed_checkpoint._helpers._sharded_cpu_state_dict",  # SpmdCheckpointing.to_host
+    "torch_xla._internal.tpu._TPU_PCI_DEVICE_IDS",  # select: does this torch_xla know the VM's TPU (TPU7x)?
 )
 
 
@@ -46,6 +48,13 @@ def select(spmd: str) -> XlaBackend:
     if not os.environ.get("PJRT_DEVICE"):
         # torch_xla would guess (and print a warning); say what we do instead.
         print("PJRT_DEVICE is not set; torch_xla will pick a device (set PJRT_DEVICE=TPU or CPU)", flush=True)
+    if os.environ.get("PJRT_DEVICE", "TPU").upper() == "TPU":
+        # An older torch_xla on a newer TPU (TPU7x) finds no device and fails far from the cause.
+        from torch_xla._internal import tpu as xla_tpu
+
+        problems = runtime.check(os.environ, torch_xla.__version__, xla_tpu._TPU_PCI_DEVICE_IDS)
+        if problems:
+            raise RuntimeError("; ".join(problems))
     num_devices = xr.global_runtime_device_count()
     use_spmd = spmd == "on" or (spmd == "auto" and num_devices > 1)
     if use_spmd:

@@ -13,6 +13,11 @@ import { ApiError, EMPTY_TYPE_URL, GOOGLE_STATUS, QUEUED_RESOURCE_TYPE_URL, type
  *   any → DELETING → gone (with force, its node is deleted first)
  *   FAILED / SUSPENDED → ACCEPTED on ResetQueuedResource (a suspended one's node is deleted first)
  *
+ * Multislice: a node spec with `multisliceParams {nodeCount, nodeIdPrefix}` (instead of a node id) makes
+ * nodeCount nodes named `<prefix>-0` … `<prefix>-<n-1>` (the prefix defaults to the queued resource's id), each
+ * marked `multisliceNode` with the queued resource's name. Every state above then speaks for all of them:
+ * ACTIVE once every slice is READY, SUSPENDING as soon as one is preempted or deleted.
+ *
  * Transitions happen on a tick (a timer, and before every read, so a client never sees a stale state):
  * each step waits at least `stepMs` in its state, so a client polling can observe every state it passes.
  */
@@ -20,7 +25,7 @@ import { ApiError, EMPTY_TYPE_URL, GOOGLE_STATUS, QUEUED_RESOURCE_TYPE_URL, type
 export interface QueuedResourceJson {
   name: string;
   createTime: string;
-  tpu: { nodeSpec: { parent: string; nodeId: string; node: CreateNodeInput }[] };
+  tpu: { nodeSpec: NodeSpecJson[] };
   spot?: Record<string, never>;
   guaranteed?: Record<string, unknown>;
   queueingPolicy?: { validUntilTime?: string; validUntilDuration?: string };
@@ -29,6 +34,14 @@ export interface QueuedResourceJson {
     stateInitiator?: 'USER' | 'SERVICE';
     failedData?: { error: { code: number; message: string } };
   };
+}
+
+export interface NodeSpecJson {
+  parent: string;
+  /** Absent for a multislice spec. */
+  nodeId?: string;
+  multisliceParams?: { nodeCount: number; nodeIdPrefix: string };
+  node: CreateNodeInput;
 }
 
 /** What the state file keeps per queued resource: the resource and the bookkeeping of its state machine. */
@@ -97,27 +110,30 @@ export class QueuedResources {
     if (this.entries.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
     const tpu = (body.tpu ?? {}) as { nodeSpec?: unknown };
     const specs = Array.isArray(tpu.nodeSpec) ? (tpu.nodeSpec as Record<string, unknown>[]) : [];
-    if (specs.length !== 1) throw new ApiError('INVALID_ARGUMENT', `A queued resource needs exactly one tpu.nodeSpec (got ${specs.length}); multislice is not emulated.`);
+    if (specs.length !== 1) throw new ApiError('INVALID_ARGUMENT', `A queued resource needs exactly one tpu.nodeSpec (got ${specs.length}); for several slices use its multisliceParams.nodeCount.`);
     const spec = specs[0];
     if (spec.parent !== parent) throw new ApiError('INVALID_ARGUMENT', `tpu.nodeSpec[0].parent must be "${parent}" (got "${String(spec.parent)}").`);
-    if (spec.multisliceParams !== undefined) throw new ApiError('INVALID_ARGUMENT', 'multisliceParams is not supported by the local emulator.');
-    const nodeId = typeof spec.nodeId === 'string' ? spec.nodeId : undefined;
+    const multi = multisliceOf(spec.multisliceParams, id);
+    const nodeId = typeof spec.nodeId === 'string' && spec.nodeId !== '' ? spec.nodeId : undefined;
+    if (multi && nodeId) throw new ApiError('INVALID_ARGUMENT', 'tpu.nodeSpec[0] sets both nodeId and multisliceParams: a multislice request names its nodes with multisliceParams.nodeIdPrefix.');
     const node = nodeInput(spec.node ?? {});
     const spot = body.spot !== undefined && body.spot !== null;
     const guaranteed = body.guaranteed !== undefined && body.guaranteed !== null;
     if (spot && guaranteed) throw new ApiError('INVALID_ARGUMENT', 'A queued resource is either spot or guaranteed, not both.');
     if (spot) node.schedulingConfig = { ...node.schedulingConfig, spot: true };
-    // The node's own checks (id, type, runtime, no clash) happen now, so a bad request fails at once.
-    const checked = this.state.validateCreate(parent, nodeId, node);
-    if ([...this.entries.values()].some((e) => e.qr.state.state !== 'FAILED' && e.qr.tpu.nodeSpec[0]?.nodeId === checked.nodeId)) {
-      throw new ApiError('ALREADY_EXISTS', `Another queued resource already creates node "${checked.nodeId}".`);
-    }
+    // The nodes' own checks (id, type, runtime, no clash) happen now, so a bad request fails at once.
+    const ids = multi ? Array.from({ length: multi.nodeCount }, (_, i) => `${multi.nodeIdPrefix}-${i}`) : [nodeId];
+    const checked = ids.map((n) => this.state.validateCreate(parent, n, node).nodeId);
+    const taken = new Set([...this.entries.values()].filter((e) => e.qr.state.state !== 'FAILED').flatMap((e) => nodeIdsOf(e.qr.tpu.nodeSpec[0])));
+    const clash = checked.find((n) => taken.has(n));
+    if (clash) throw new ApiError('ALREADY_EXISTS', `Another queued resource already creates node "${clash}".`);
+    const specJson: NodeSpecJson = multi ? { parent, multisliceParams: multi, node } : { parent, nodeId: checked[0], node };
     const now = Date.now();
     const policy = parsePolicy(body.queueingPolicy, now);
     const qr: QueuedResourceJson = {
       name,
       createTime: new Date(now).toISOString(),
-      tpu: { nodeSpec: [{ parent, nodeId: checked.nodeId, node }] },
+      tpu: { nodeSpec: [specJson] },
       ...(spot ? { spot: {} } : { guaranteed: {} }),
       ...(policy.json ? { queueingPolicy: policy.json } : {}),
       state: { state: 'ACCEPTED', stateInitiator: 'USER' },
@@ -125,7 +141,7 @@ export class QueuedResources {
     this.entries.set(name, { qr, since: now, ...(policy.deadline !== undefined ? { validUntil: policy.deadline } : {}) });
     const op = this.state.startOperation(parent, name, 'create');
     this.state.finishOperation(op, { response: { '@type': QUEUED_RESOURCE_TYPE_URL, ...qr } });
-    this.log(`queued resource ${name} accepted (${node.acceleratorType}, ${spot ? 'spot' : 'guaranteed'})`);
+    this.log(`queued resource ${name} accepted (${multi ? `${multi.nodeCount} × ` : ''}${node.acceleratorType}, ${spot ? 'spot' : 'guaranteed'})`);
     return op;
   }
 
@@ -134,15 +150,14 @@ export class QueuedResources {
     this.tick();
     const e = this.entry(name);
     if (e.qr.state.state === 'DELETING') throw new ApiError('FAILED_PRECONDITION', `Queued resource '${name}' is already being deleted.`);
-    const nodeName = this.nodeName(e);
-    const node = this.state.allNodes().find((n) => n.name === nodeName);
-    if (node && !force) {
+    const nodes = this.nodesOf(e);
+    if (nodes.length > 0 && !force) {
       throw new ApiError(
         'FAILED_PRECONDITION',
-        `Queued resource '${name}' in state ${e.qr.state.state} has node '${nodeName}': delete the node first or delete with force=true.`,
+        `Queued resource '${name}' in state ${e.qr.state.state} has node '${nodes[0].name}': delete the node first or delete with force=true.`,
       );
     }
-    if (node && node.state !== 'DELETING') this.state.beginDelete(node.name);
+    for (const node of nodes) if (node.state !== 'DELETING') this.state.beginDelete(node.name);
     const parent = name.slice(0, name.indexOf('/queuedResources/'));
     const op = this.state.startOperation(parent, name, 'delete');
     e.deleteOp = op.name;
@@ -162,8 +177,7 @@ export class QueuedResources {
     if (s !== 'FAILED' && s !== 'SUSPENDED') {
       throw new ApiError('FAILED_PRECONDITION', `Queued resource '${name}' is ${s}; only a FAILED or SUSPENDED queued resource can be reset.`);
     }
-    const node = this.state.allNodes().find((n) => n.name === this.nodeName(e));
-    if (node && node.state !== 'DELETING') this.state.beginDelete(node.name);
+    for (const node of this.nodesOf(e)) if (node.state !== 'DELETING') this.state.beginDelete(node.name);
     const now = Date.now();
     const policy = parsePolicy(e.qr.queueingPolicy, now);
     if (e.qr.queueingPolicy?.validUntilDuration !== undefined) e.validUntil = policy.deadline;
@@ -193,34 +207,39 @@ export class QueuedResources {
     const waited = now - e.since >= this.stepMs;
     const spec = e.qr.tpu.nodeSpec[0];
     const zone = spec.parent.slice(spec.parent.lastIndexOf('/') + 1);
-    const node = this.state.allNodes().find((n) => n.name === this.nodeName(e));
+    const ids = nodeIdsOf(spec);
+    const nodes = this.nodesOf(e);
     switch (s) {
       case 'ACCEPTED':
       case 'WAITING_FOR_RESOURCES': {
         if (e.validUntil !== undefined && now >= e.validUntil) {
           return this.fail(e, GOOGLE_STATUS.DEADLINE_EXCEEDED.grpc, `The queued resource's valid-until time passed before ${spec.node.acceleratorType} capacity was available in ${zone}.`);
         }
-        // After a reset, the old node must be gone before its successor can take its name.
-        if (!waited || node?.state === 'DELETING') return false;
+        // After a reset, the old nodes must be gone before their successors can take their names.
+        if (!waited || nodes.some((n) => n.state === 'DELETING')) return false;
         if (this.opts.capacityExhausted(zone, spec.node.acceleratorType ?? '')) {
           return s === 'ACCEPTED' ? this.move(e, 'WAITING_FOR_RESOURCES', 'SERVICE') : false;
         }
-        try {
-          this.state.beginCreate(spec.parent, spec.nodeId, { ...spec.node, queuedResource: e.qr.name });
-        } catch (err) {
-          return this.fail(e, GOOGLE_STATUS[(err as ApiError).status ?? 'INTERNAL']?.grpc ?? 13, `Could not create node "${spec.nodeId}": ${(err as Error).message}`);
+        for (const id of ids) {
+          try {
+            this.state.beginCreate(spec.parent, id, { ...spec.node, queuedResource: e.qr.name, ...(spec.multisliceParams ? { multisliceNode: true } : {}) });
+          } catch (err) {
+            // All or nothing: the slices made so far go again.
+            for (const n of this.nodesOf(e)) if (n.state !== 'DELETING') this.state.beginDelete(n.name);
+            return this.fail(e, GOOGLE_STATUS[(err as ApiError).status ?? 'INTERNAL']?.grpc ?? 13, `Could not create node "${id}": ${(err as Error).message}`);
+          }
         }
         return this.move(e, 'PROVISIONING', 'SERVICE');
       }
       case 'PROVISIONING':
-        if (!node) return this.fail(e, GOOGLE_STATUS.INTERNAL.grpc, `Node "${spec.nodeId}" could not be created.`);
-        return node.state === 'READY' ? this.move(e, 'ACTIVE', 'SERVICE') : false;
+        if (nodes.length < ids.length) return this.fail(e, GOOGLE_STATUS.INTERNAL.grpc, `Node "${ids.find((id) => !nodes.some((n) => n.name.endsWith(`/nodes/${id}`)))}" could not be created.`);
+        return nodes.every((n) => n.state === 'READY') ? this.move(e, 'ACTIVE', 'SERVICE') : false;
       case 'ACTIVE':
-        return !node || node.state === 'PREEMPTED' || node.state === 'DELETING' ? this.move(e, 'SUSPENDING', 'SERVICE') : false;
+        return nodes.length < ids.length || nodes.some((n) => n.state === 'PREEMPTED' || n.state === 'DELETING') ? this.move(e, 'SUSPENDING', 'SERVICE') : false;
       case 'SUSPENDING':
         return waited ? this.move(e, 'SUSPENDED', 'SERVICE') : false;
       case 'DELETING':
-        if (node) return false;
+        if (nodes.length > 0) return false;
         this.entries.delete(e.qr.name);
         if (e.deleteOp) {
           try {
@@ -255,10 +274,37 @@ export class QueuedResources {
     return e;
   }
 
-  private nodeName(e: Entry): string {
+  /** The nodes of this queued resource that exist now, in slice order. */
+  private nodesOf(e: Entry): ReturnType<EmulatorState['allNodes']> {
     const spec = e.qr.tpu.nodeSpec[0];
-    return `${spec.parent}/nodes/${spec.nodeId}`;
+    const names = nodeIdsOf(spec).map((id) => `${spec.parent}/nodes/${id}`);
+    const all = this.state.allNodes();
+    return names.flatMap((n) => all.filter((x) => x.name === n));
   }
+}
+
+/** The node ids a spec makes: its nodeId, or `<prefix>-<i>` for each of a multislice spec's nodes. */
+function nodeIdsOf(spec: NodeSpecJson | undefined): string[] {
+  if (!spec) return [];
+  const m = spec.multisliceParams;
+  if (m) return Array.from({ length: m.nodeCount }, (_, i) => `${m.nodeIdPrefix}-${i}`);
+  return spec.nodeId ? [spec.nodeId] : [];
+}
+
+/** multisliceParams as the API takes it: nodeCount > 1 (an int64, so JSON may carry it as a string). */
+function multisliceOf(raw: unknown, qrId: string): { nodeCount: number; nodeIdPrefix: string } | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'object') throw new ApiError('INVALID_ARGUMENT', 'tpu.nodeSpec[0].multisliceParams must be an object.');
+  const p = raw as Record<string, unknown>;
+  const count = typeof p.nodeCount === 'string' ? Number(p.nodeCount) : p.nodeCount;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 2) {
+    throw new ApiError('INVALID_ARGUMENT', `multisliceParams.nodeCount must be a whole number greater than 1 (got ${JSON.stringify(p.nodeCount)}).`);
+  }
+  const prefix = p.nodeIdPrefix === undefined || p.nodeIdPrefix === '' ? qrId : p.nodeIdPrefix;
+  if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.~+%-]+$/.test(prefix)) {
+    throw new ApiError('INVALID_ARGUMENT', `multisliceParams.nodeIdPrefix "${String(prefix)}" must match ^[A-Za-z0-9_.~+%-]+$.`);
+  }
+  return { nodeCount: count, nodeIdPrefix: prefix };
 }
 
 /** queueingPolicy → its JSON as stored, and the deadline it sets (validUntilTime or createTime + duration). */

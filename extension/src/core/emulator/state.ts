@@ -211,6 +211,7 @@ export class EmulatorState {
       ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: { ...input.metadata } } : {}),
       ...(input.dataDisks && input.dataDisks.length > 0 ? { dataDisks: input.dataDisks.map((d) => ({ ...d })) } : {}),
       ...(input.queuedResource ? { queuedResource: input.queuedResource } : {}),
+      ...(input.multisliceNode ? { multisliceNode: true } : {}),
       createTime: new Date().toISOString(),
       apiVersion: 'V2',
     };

@@ -69,6 +69,8 @@ export interface NodeJson {
   dataDisks?: AttachedDiskJson[];
   /** The queued resource that created the node (output only). */
   queuedResource?: string;
+  /** One slice of a multislice queued resource (output only). */
+  multisliceNode?: boolean;
   createTime: string;
   apiVersion: 'V2';
 }
@@ -124,4 +126,5 @@ export interface CreateNodeInput {
   /** As the request gave it (network/subnetwork may be short names); node-config.ts completes it. */
   networkConfig?: { network?: string; subnetwork?: string; enableExternalIps?: boolean; canIpForward?: boolean };
   queuedResource?: string;
+  multisliceNode?: boolean;
 }

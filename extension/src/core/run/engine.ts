@@ -21,6 +21,6 @@ export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachO
 export { downloadRunLogs, followRun, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type RunRecord, type RunStatus } from './registry';
-export { isGoneState, PREEMPTED_EXIT, recreateNode, withResume } from './preemption';
+export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
 export { passthroughEnv, redact, SECRET_NAMES } from './secrets';
 export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';

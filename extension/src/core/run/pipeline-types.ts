@@ -16,6 +16,11 @@ export type RunPhase = 'resolve' | 'sync' | 'start' | 'run' | 'done';
 export interface RecipeRunRequest {
   backend: Backend;
   node: TpuNode;
+  /**
+   * Multislice: every slice of the group, in slice order (`node` is slice 0). The run starts on every worker
+   * of every slice, with the MEGASCALE_* variables the TPU runtime sets for multislice.
+   */
+  slices?: TpuNode[];
   /** Absolute path of the recipe (a shell file with `export` lines and a trainer command). */
   recipePath: string;
   /** Local folder synced to every worker (the VS Code workspace or the CLI's cwd). */

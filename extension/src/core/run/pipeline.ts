@@ -4,7 +4,8 @@ import { describeError, TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
 import { listWorkspaceFiles } from '../sync/workspace-files';
-import { shortName } from '../tpu/models';
+import type { WorkerTarget } from '../ssh/types';
+import { shortName, type TpuNode } from '../tpu/models';
 import type { RecipeRunRequest } from './pipeline-types';
 import { startDetached, type AttachHandle } from './detached';
 import { saveRun, updateRun, type RunRecord } from './registry';
@@ -37,8 +38,9 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   const { listener } = req;
   const phase = listener.onPhase?.bind(listener) ?? (() => undefined);
   const recipe = readRecipe(req.recipePath);
-  const workers = await req.backend.workersOf(req.node);
-  const vm = shortName(req.node.name);
+  const group = await runWorkers(req);
+  const { workers } = group;
+  const vm = group.slices.length > 1 ? `${shortName(req.node.name)} (+${group.slices.length - 1} slices)` : shortName(req.node.name);
   const runId = newRunId();
   const remoteRoot = remoteWorkspaceDir(req.workspaceRoot);
   const { conns } = req;
@@ -71,7 +73,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   const extra = [...(req.extraOverrides ?? [])];
   if (req.resume && runsTpuTrainer(recipe)) extra.splice(0, extra.length, ...withResume(extra));
   if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output', 'profile_dir=${oc.env:TPW_RUN_DIR}/profile');
-  const env: Record<string, EnvValue> = { ...passthroughEnv(req.passEnv ?? {}) };
+  const env: Record<string, EnvValue> = { ...passthroughEnv(req.passEnv ?? {}), ...group.env };
   for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
   const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;
   phase('start', `Starting on ${workers.map((w) => `w${w.index}`).join(' ')}`);
@@ -84,6 +86,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
     workspaceRoot: req.workspaceRoot,
     extraOverrides: req.extraOverrides ?? [],
     workers: workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
+    ...(group.slices.length > 1 ? { slices: group.slices.map((s) => s.name), workersPerSlice: group.perSlice } : {}),
     startedAt: new Date().toISOString(),
     status: 'starting',
   };
@@ -110,7 +113,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   req.signal?.addEventListener('abort', onAbort, { once: true });
   phase('run', 'Running');
   try {
-    const result = await followRun(req.backend.api, req.node.name, runId, workers, conns, listener, {
+    const result = await followRun(req.backend.api, group.slices.map((s) => s.name), runId, workers, conns, listener, {
       failFast: spec.failFast,
       signal: req.detachSignal,
       statePollMs: req.statePollMs,
@@ -126,6 +129,34 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   } finally {
     req.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** The port libtpu's megascale coordinator listens on (MEGASCALE_PORT's default). */
+const MEGASCALE_PORT = '8080';
+
+/**
+ * The workers a run goes to: one VM's, or every slice's in slice order with global indexes (slice s, worker w
+ * is s * perSlice + w), plus the multislice variables the TPU runtime sets. MEGASCALE_SLICE_ID is computed on
+ * each worker from TPW_WORKER_INDEX, which the wrapper exports before it reads the env file.
+ */
+async function runWorkers(req: RecipeRunRequest): Promise<{ slices: TpuNode[]; workers: WorkerTarget[]; perSlice: number; env: Record<string, EnvValue> }> {
+  const slices = req.slices && req.slices.length > 1 ? req.slices : [req.node];
+  const perSliceWorkers = await Promise.all(slices.map((s) => req.backend.workersOf(s)));
+  const perSlice = perSliceWorkers[0].length;
+  const odd = perSliceWorkers.findIndex((ws) => ws.length !== perSlice);
+  if (odd >= 0) {
+    throw new TpwError('FAILED_PRECONDITION', `Slice ${shortName(slices[odd].name)} has ${perSliceWorkers[odd].length} workers and slice ${shortName(slices[0].name)} ${perSlice}: the slices of a multislice run must be alike.`);
+  }
+  const workers = perSliceWorkers.flatMap((ws, s) => ws.map((w) => ({ ...w, index: s * perSlice + w.index })));
+  if (slices.length === 1) return { slices, workers, perSlice, env: {} };
+  const coordinator = slices[0].networkEndpoints[0]?.ipAddress ?? perSliceWorkers[0][0].host;
+  const env: Record<string, EnvValue> = {
+    MEGASCALE_NUM_SLICES: String(slices.length),
+    MEGASCALE_SLICE_ID: { shell: `$((TPW_WORKER_INDEX / ${perSlice}))` },
+    MEGASCALE_COORDINATOR_ADDRESS: `${coordinator}:${MEGASCALE_PORT}`,
+    MEGASCALE_PORT,
+  };
+  return { slices, workers, perSlice, env };
 }
 
 function formatBytes(n: number): string {

@@ -1,4 +1,4 @@
-import { describeError } from '../errors';
+import { describeError, isTpwError, TpwError } from '../errors';
 import type { TpuApi } from '../tpu/api';
 import { parseNodeName, shortName, type TpuNode } from '../tpu/models';
 import type { RunResult } from './types';
@@ -16,13 +16,36 @@ import type { RunResult } from './types';
 /** The trainer's "preempted" exit status (trainer/README.md, tpu_trainer/preemption.py). */
 export const PREEMPTED_EXIT = 75;
 
+/** States from which the VM can only be deleted and created again ("Recreate"). */
 export function isGoneState(state: string): boolean {
   return state === 'PREEMPTED' || state === 'TERMINATED';
 }
 
+/** States in which the VM still exists but its programs were killed: "Resume" starts it again. */
+export function isStoppedState(state: string): boolean {
+  return state === 'STOPPED' || state === 'STOPPING';
+}
+
 /**
- * Polls the node every `intervalMs` until it is PREEMPTED/TERMINATED (resolves with that state) or `signal`
- * aborts (resolves undefined). API errors are retried: a flaky API must not end a run.
+ * Why the run's processes cannot be running any more, judged from the VM's state, or undefined while the VM is
+ * up. Stopped counts as well as preempted: either way the program was killed from outside, and the run should
+ * offer Resume rather than read as the program's failure.
+ */
+export function vmEndedRunReason(nodeName: string, state: string): string | undefined {
+  if (isGoneState(state)) return `the VM ${shortName(nodeName)} went ${state}`;
+  if (isStoppedState(state)) return `the VM ${shortName(nodeName)} was stopped (${state})`;
+  return undefined;
+}
+
+/** The emulator hosts its VMs' workers: when it stops, every run on it is killed with them. */
+function emulatorStoppedReason(e: unknown): string | undefined {
+  return isTpwError(e, 'EMULATOR_NOT_RUNNING') ? 'the local emulator stopped, and its VMs with it' : undefined;
+}
+
+/**
+ * Polls the node every `intervalMs` until its state says the run cannot be running (preempted, terminated,
+ * stopped, or the emulator that hosts it is down; resolves with the reason) or `signal` aborts (resolves
+ * undefined). Other API errors are retried: a flaky API must not end a run.
  */
 export async function watchNodeState(api: TpuApi, nodeName: string, opts: { intervalMs?: number; signal: AbortSignal; onError?: (e: unknown) => void }): Promise<string | undefined> {
   const interval = opts.intervalMs ?? 15_000;
@@ -31,9 +54,13 @@ export async function watchNodeState(api: TpuApi, nodeName: string, opts: { inte
     if (opts.signal.aborted) return undefined;
     try {
       const node = await api.getNode(parseNodeName(nodeName), opts.signal);
-      if (isGoneState(node.state)) return node.state;
+      const why = vmEndedRunReason(nodeName, node.state);
+      if (why) return why;
     } catch (e) {
-      if (!opts.signal.aborted) opts.onError?.(e);
+      if (opts.signal.aborted) return undefined;
+      const why = emulatorStoppedReason(e) ?? (/not found/i.test(describeError(e)) ? `the VM ${shortName(nodeName)} was deleted` : undefined);
+      if (why) return why;
+      opts.onError?.(e);
     }
   }
   return undefined;
@@ -54,9 +81,12 @@ export async function checkPreempted(api: TpuApi, nodeName: string, result: RunR
   for (;;) {
     try {
       const node = await api.getNode(parseNodeName(nodeName));
-      if (isGoneState(node.state)) return `VM ${shortName(nodeName)} was ${node.state}`;
+      const why = vmEndedRunReason(nodeName, node.state);
+      if (why) return why;
     } catch (e) {
-      if (/not found/i.test(describeError(e))) return `VM ${shortName(nodeName)} is gone`;
+      const why = emulatorStoppedReason(e);
+      if (why) return why;
+      if (/not found/i.test(describeError(e))) return `the VM ${shortName(nodeName)} was deleted`;
     }
     if (Date.now() >= deadline) break;
     await sleep(500);
@@ -88,6 +118,34 @@ export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg
     labels: node.labels,
     description: node.description,
   });
+}
+
+/**
+ * Brings a run's VM back for "Resume": a preempted one is recreated, a stopped one started again (after it
+ * has finished stopping), a READY one used as it is. A deleted VM cannot be brought back from the run alone.
+ */
+export async function vmForResume(api: TpuApi, nodeName: string, runId: string, onProgress?: (msg: string) => void): Promise<TpuNode> {
+  const id = parseNodeName(nodeName);
+  let node: TpuNode;
+  try {
+    node = await api.getNode(id);
+  } catch (e) {
+    if (/not found/i.test(describeError(e))) {
+      throw new TpwError('NOT_FOUND', `The VM ${id.node} of run ${runId} was deleted: create it again (\`tpw vm create ${id.node} …\`), then \`tpw resume ${runId}\`.`, { cause: e });
+    }
+    throw e;
+  }
+  if (isGoneState(node.state)) return recreateNode(api, node, onProgress);
+  for (let i = 0; node.state === 'STOPPING' && i < 120; i++) {
+    await sleep(500);
+    node = await api.getNode(id);
+  }
+  if (node.state === 'STOPPED') {
+    onProgress?.(`Starting ${id.node} (STOPPED)…`);
+    return api.startNode(id);
+  }
+  if (node.state !== 'READY') throw new TpwError('FAILED_PRECONDITION', `TPU VM ${id.node} is ${node.state}; it must be READY, STOPPED or PREEMPTED to resume run ${runId}.`);
+  return node;
 }
 
 /** Hydra override that makes the trainer continue from its newest checkpoint; replaces any earlier resume=. */

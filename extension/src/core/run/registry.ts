@@ -24,6 +24,10 @@ export interface RunRecord {
   workspaceRoot: string;
   extraOverrides: string[];
   workers: Array<{ index: number; host: string; port: number }>;
+  /** Multislice: every slice's full node name, in slice order (`node` is slice 0); absent for one VM. */
+  slices?: string[];
+  /** Multislice: workers per slice (worker i is s⌊i/n⌋w(i mod n)). */
+  workersPerSlice?: number;
   startedAt: string;
   endedAt?: string;
   status: RunStatus;

@@ -8,7 +8,7 @@ import type { EnvValue } from './types';
  * travel only on stdin into a 0600 file. Layout on the worker, one folder per run (ssh/run-dir.ts):
  *
  *   <runsRoot>/<runId>/      (runsRoot defaults to ~/.tpw/runs)
- *     env        0600  `export K='v'` lines, read from stdin, sourced by the wrapper
+ *     env        0600  `export K='v'` lines, read from stdin, sourced by the wrapper and removed at once
  *     pid        the wrapper's pid = the process group id of everything the run started
  *     log        stdout and stderr of the program, interleaved as written (appended, never truncated later)
  *     exit_code  written by the wrapper when the program ends (absent while running, or if SIGKILLed)
@@ -55,7 +55,7 @@ export interface StartScriptOptions {
 /**
  * The start script's opening: argument checks, the run folder made absolute (so TPW_RUN_DIR still points at it
  * after the program's `cd`), a refusal to start a run id twice, the starter pid, the 0600 env file read from
- * stdin, and the log. Leaves `$d` set.
+ * stdin (removed again as soon as the wrapper has sourced it, or when the start fails), and the log. Leaves `$d` set.
  */
 function runFolderPrologue(o: StartScriptOptions): string[] {
   if (o.argv.length === 0) throw new TpwError('INVALID_ARGUMENT', 'Nothing to run: the command is empty.');
@@ -72,7 +72,7 @@ function runFolderPrologue(o: StartScriptOptions): string[] {
     // Lets a concurrent stop tell "still starting" from "failed before it could start anything".
     'echo "$$" > "$d/starter"',
     // stdin carries nothing but the env file; EOF ends it.
-    `cat > "$d/env" && chmod 600 "$d/env" || { echo "tpw: cannot write $d/env" >&2; exit ${setup}; }`,
+    `cat > "$d/env" && chmod 600 "$d/env" || { rm -f -- "$d/env"; echo "tpw: cannot write $d/env" >&2; exit ${setup}; }`,
     `: >> "$d/log" || { echo "tpw: cannot write $d/log" >&2; exit ${setup}; }`,
   ];
 }
@@ -87,7 +87,7 @@ export function buildStartScript(o: StartScriptOptions): string {
   const cwdFail = START_EXIT.cwd;
   return [
     ...runFolderPrologue(o),
-    `cd -- ${shPath(cwd)} 2>/dev/null || { printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; exit ${cwdFail}; }`,
+    `cd -- ${shPath(cwd)} 2>/dev/null || { rm -f -- "$d/env"; printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; exit ${cwdFail}; }`,
     // `set -m`: the wrapper gets a process group of its own (Stop signals the group) and, unlike a plain `&`
     // job, does not start with SIGINT ignored. The wrapper traps INT/TERM/HUP so that it outlives the program
     // long enough to record exit_code; the program itself gets the default dispositions.
@@ -95,7 +95,10 @@ export function buildStartScript(o: StartScriptOptions): string {
     '(',
     "  trap ':' INT TERM HUP",
     `  export TPW_RUN_ID=${shQuote(o.runId)} TPW_WORKER_INDEX=${o.workerIndex} TPW_RUN_DIR="$d"`,
+    // The secrets stay on the worker's disk only until the wrapper has them: a run that is killed, preempted or
+    // never followed again leaves none behind.
     '  . "$d/env"',
+    '  rm -f -- "$d/env"',
     `  ${shJoin(o.argv)}`,
     '  rc=$?',
     '  echo "$rc" > "$d/exit_code.tmp" && mv -f -- "$d/exit_code.tmp" "$d/exit_code"',

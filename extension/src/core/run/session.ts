@@ -74,13 +74,14 @@ export interface WatchOptions extends Pick<AttachOptions, 'follow' | 'signal' | 
 }
 
 /**
- * Follows a run to its end while polling the VM: PREEMPTED/TERMINATED ends the watch as preempted (the
- * workers are gone, so their tails would only retry). `opts.signal` stops watching only (detach);
+ * Follows a run to its end while polling the VM: preempted, terminated, stopped, deleted, or an emulator that
+ * stopped ends the watch as preempted (the workers are gone, so their tails would only retry). `opts.signal` stops watching only (detach);
  * `onHandle` receives the handle so the caller can cancel (stop the run).
  */
 export async function followRun(
   api: TpuApi,
-  nodeName: string,
+  /** The run's VM, or every slice of a multislice run: any one of them going away ends the run. */
+  nodeNames: string | readonly string[],
   runId: string,
   workers: readonly WorkerTarget[],
   conns: ConnectionManager,
@@ -92,21 +93,28 @@ export async function followRun(
   opts.signal?.addEventListener('abort', onDetach, { once: true });
   if (opts.signal?.aborted) onDetach();
   const pollCtl = new AbortController();
-  let goneState: string | undefined;
-  const poll = watchNodeState(api, nodeName, { intervalMs: opts.statePollMs, signal: pollCtl.signal }).then((state) => {
-    if (!state) return;
-    goneState = state;
-    watchCtl.abort();
-  });
+  let endedBy: string | undefined;
+  const names = typeof nodeNames === 'string' ? [nodeNames] : [...nodeNames];
+  const poll = Promise.all(
+    names.map((nodeName) =>
+      watchNodeState(api, nodeName, { intervalMs: opts.statePollMs, signal: pollCtl.signal }).then((why) => {
+        if (!why || endedBy) return;
+        endedBy = why;
+        watchCtl.abort();
+        pollCtl.abort();
+      }),
+    ),
+  );
   try {
     const handle = attachRun(runId, workers, conns, listener, { ...opts, signal: watchCtl.signal });
     opts.onHandle?.(handle);
     let result: RunResult = await handle.result;
     pollCtl.abort();
     await poll;
-    if (goneState) return { ...result, detached: false, ok: false, preempted: true, preemptedReason: `the VM went ${goneState}` };
+    if (endedBy) return { ...result, detached: false, ok: false, preempted: true, preemptedReason: endedBy };
     if (!result.detached) {
-      const why = await checkPreempted(api, nodeName, result);
+      const whys = await Promise.all(names.map((nodeName) => checkPreempted(api, nodeName, result)));
+      const why = whys.find((w) => w !== undefined && !/exited \d+ \(the trainer/.test(w)) ?? whys.find((w) => w !== undefined);
       if (why) result = { ...result, preempted: true, preemptedReason: why };
     }
     return result;
@@ -122,7 +130,7 @@ export async function watchRecordedRun(backend: Backend, conns: ConnectionManage
   const workers = await workersOfRecord(backend, rec);
   const follow = opts.follow ?? isActive(rec.status);
   const result = follow
-    ? await followRun(backend.api, rec.node, runId, workers, conns, listener, { ...opts, follow })
+    ? await followRun(backend.api, rec.slices && rec.slices.length > 0 ? rec.slices : rec.node, runId, workers, conns, listener, { ...opts, follow })
     : await attachRun(runId, workers, conns, listener, { ...opts, follow }).result;
   // Only a complete, followed result says how the run ended; a one-shot look leaves the record alone.
   if (opts.follow !== false) recordResult(runId, result, opts.home);

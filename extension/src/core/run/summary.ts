@@ -7,8 +7,10 @@ import type { OutputStream, RunListener, RunResult, WorkerResult } from './types
  */
 
 /** `[w3] line`: how every worker's output is shown in the CLI and the output channel. */
-export function prefixLine(worker: number, line: string): string {
-  return `[w${worker}] ${line}`;
+/** `[w3] line`; in a multislice run (`workersPerSlice` given) `[s1w3] line`, as the slice and its worker. */
+export function prefixLine(worker: number, line: string, workersPerSlice?: number): string {
+  if (!workersPerSlice || workersPerSlice <= 0) return `[w${worker}] ${line}`;
+  return `[s${Math.floor(worker / workersPerSlice)}w${worker % workersPerSlice}] ${line}`;
 }
 
 function workerStatus(w: WorkerResult): string {

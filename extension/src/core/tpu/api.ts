@@ -29,6 +29,11 @@ export interface CreateQueuedResourceRequest {
   tier: 'spot' | 'guaranteed';
   /** RFC 3339 time after which the request is given up (queueingPolicy.validUntilTime). */
   validUntil?: string;
+  /**
+   * Multislice: this many identical slices (multisliceParams.nodeCount, > 1), named `<node.nodeId>-0` … as
+   * Cloud TPU names them.
+   */
+  slices?: number;
 }
 
 /** Progress of a long-running operation, reported while a caller waits for it. */

@@ -181,7 +181,15 @@ export class CloudTpuApi implements TpuApi {
     };
     const where = parent(req.project, req.zone);
     const qr: IQueuedResource = {
-      tpu: { nodeSpec: [{ parent: where, nodeId: req.node.nodeId, node: toINode({ ...req.node, project: req.project, zone: req.zone }) }] },
+      tpu: {
+        nodeSpec: [
+          {
+            parent: where,
+            ...(req.slices !== undefined && req.slices > 1 ? { multisliceParams: { nodeCount: req.slices, nodeIdPrefix: req.node.nodeId } } : { nodeId: req.node.nodeId }),
+            node: toINode({ ...req.node, project: req.project, zone: req.zone }),
+          },
+        ],
+      },
       ...(req.tier === 'spot' ? { spot: {} } : { guaranteed: {} }),
       ...(req.validUntil ? { queueingPolicy: { validUntilTime: isoToTimestamp(req.validUntil) } } : {}),
     };
@@ -441,6 +449,8 @@ export function toTpuNode(n: INode): TpuNode {
     labels: { ...(n.labels ?? {}) },
     metadata: { ...(n.metadata ?? {}) },
     createTime: timestampToIso(n.createTime),
+    queuedResource: n.queuedResource || undefined,
+    multisliceNode: n.multisliceNode || undefined,
   });
 }
 
@@ -478,12 +488,18 @@ export function toQueuedResource(q: IQueuedResource): QueuedResource {
   const state: QueuedResourceStateName = QueuedResourceStateSchema.safeParse(stateName).success ? (stateName as QueuedResourceStateName) : 'STATE_UNSPECIFIED';
   const specs = q.tpu?.nodeSpec ?? [];
   const first = specs[0]?.node;
+  const multi = specs[0]?.multisliceParams;
   const failed = q.state?.failedData?.error?.message;
   const validUntil = timestampToIso(q.queueingPolicy?.validUntilTime);
   return {
     name: q.name ?? '',
     state,
-    nodeIds: specs.map((s) => s.nodeId ?? '').filter(Boolean),
+    nodeIds: specs.flatMap((s) => {
+      const m = s.multisliceParams;
+      if (m && Number(m.nodeCount) > 1) return Array.from({ length: Number(m.nodeCount) }, (_, i) => `${m.nodeIdPrefix || shortNameOf(q.name ?? '')}-${i}`);
+      return s.nodeId ? [s.nodeId] : [];
+    }),
+    ...(multi && Number(multi.nodeCount) > 1 ? { multislice: { nodeCount: Number(multi.nodeCount), nodeIdPrefix: multi.nodeIdPrefix || shortNameOf(q.name ?? '') } } : {}),
     ...(first?.acceleratorType ? { acceleratorType: first.acceleratorType } : {}),
     ...(first?.runtimeVersion ? { runtimeVersion: first.runtimeVersion } : {}),
     tier: q.spot ? 'spot' : q.guaranteed ? 'guaranteed' : 'unspecified',

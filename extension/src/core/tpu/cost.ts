@@ -8,8 +8,11 @@ import prices from './prices.json';
 
 export type PriceTier = 'on-demand' | 'spot' | 'reserved';
 
-/** The generations the table prices, named as the table names them. */
-export type PricedGeneration = 'v4' | 'v5e' | 'v5p' | 'v6e';
+/**
+ * The generations the table knows, named as the table names them. TPU7x is known (its chip count) but has no
+ * figures yet: no source gave a TPU7x list price on 2026-11-24 (prices.json's notes say which were checked).
+ */
+export type PricedGeneration = 'v4' | 'v5e' | 'v5p' | 'v6e' | 'tpu7x';
 
 export interface HourlyCost {
   usdPerHour: number;
@@ -38,15 +41,16 @@ const TABLE: PriceTable = prices;
 export const PRICE_SOURCE: { url: string; asOf: string; notes: readonly string[] } = { url: TABLE.source, asOf: TABLE.asOf, notes: TABLE.notes };
 
 /**
- * Chips in a slice. The number after the dash counts TensorCores for v2, v3, v4 and v5p (2 per chip) and chips
- * for v5e (v5litepod) and v6e: v4-8 → 4, v5p-8 → 4, v5litepod-16 → 16, v6e-8 → 8, v3-8 → 4.
+ * Chips in a slice. The number after the dash counts TensorCores for v2, v3, v4, v5p and TPU7x (2 per chip) and
+ * chips for v5e (v5litepod) and v6e: v4-8 → 4, v5p-8 → 4, v5litepod-16 → 16, v6e-8 → 8, v3-8 → 4, tpu7x-8 → 4
+ * (one tpu7x-standard-4t VM; Google's TPU7x page: two TensorCores per chip).
  */
 export function chipsOf(acceleratorType: string): number | undefined {
-  const m = /^(v2|v3|v4|v5p|v5litepod|v5e|v6e)-(\d+)$/.exec(acceleratorType.trim());
+  const m = /^(v2|v3|v4|v5p|v5litepod|v5e|v6e|tpu7x)-(\d+)$/.exec(acceleratorType.trim());
   if (!m) return undefined;
   const n = Number(m[2]);
   if (!Number.isSafeInteger(n) || n <= 0) return undefined;
-  const coresPerChip = m[1] === 'v2' || m[1] === 'v3' || m[1] === 'v4' || m[1] === 'v5p' ? 2 : 1;
+  const coresPerChip = ['v2', 'v3', 'v4', 'v5p', 'tpu7x'].includes(m[1]) ? 2 : 1;
   if (n % coresPerChip !== 0) return undefined;
   return n / coresPerChip;
 }
@@ -64,6 +68,8 @@ export function generationOf(acceleratorType: string): PricedGeneration | undefi
       return 'v5p';
     case 'v6e':
       return 'v6e';
+    case 'tpu7x':
+      return 'tpu7x';
     default:
       return undefined;
   }

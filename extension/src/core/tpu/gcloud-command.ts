@@ -38,7 +38,7 @@ export function gcloudQueuedCommand(req: CreateQueuedResourceRequest, opts: Gclo
   const flags: string[][] = [
     flag('zone', req.zone),
     flag('project', req.project),
-    flag('node-id', req.node.nodeId),
+    ...(req.slices !== undefined && req.slices > 1 ? [flag('node-count', String(req.slices)), flag('node-prefix', req.node.nodeId)] : [flag('node-id', req.node.nodeId)]),
     flag('accelerator-type', req.node.acceleratorType),
     flag('runtime-version', req.node.runtimeVersion),
     [req.tier === 'spot' ? '--spot' : '--guaranteed'],

@@ -46,6 +46,10 @@ export const TpuNodeSchema = z.object({
   /** Instance metadata (e.g. `ssh-keys`: `user:ssh-ed25519 AAAA… comment` lines). */
   metadata: z.record(z.string()).default({}),
   createTime: z.string().optional(),
+  /** The queued resource that created the node (output only). */
+  queuedResource: z.string().optional(),
+  /** One slice of a multislice queued resource (output only). */
+  multisliceNode: z.boolean().optional(),
 });
 export type TpuNode = z.infer<typeof TpuNodeSchema>;
 
@@ -117,8 +121,10 @@ export interface QueuedResource {
   /** projects/{project}/locations/{zone}/queuedResources/{id} */
   name: string;
   state: QueuedResourceStateName;
-  /** Node ids the request creates (tpu.nodeSpec[].nodeId). */
+  /** Node ids the request creates (tpu.nodeSpec[].nodeId, or `<prefix>-<i>` for a multislice request), in slice order. */
   nodeIds: string[];
+  /** A multislice request: this many slices, named `<nodeIdPrefix>-<i>`. */
+  multislice?: { nodeCount: number; nodeIdPrefix: string };
   acceleratorType?: string;
   runtimeVersion?: string;
   tier: 'spot' | 'guaranteed' | 'unspecified';

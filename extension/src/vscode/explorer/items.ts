@@ -10,7 +10,8 @@ import { queuedTooltip, vmTooltip, workerTooltip } from './tooltips';
  * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. Each item carries
  * the data it shows, so getChildren never goes back to the network below the root. `contextValue`s drive the
  * menus in package.json: `tpuVm.<STATE>.<single|pod>` (Stop only for single-host), `tpuWorker`,
- * `tpuQueued.<STATE>`, `tpuZone`, `tpuProject`.
+ * `tpuSliceGroup.<READY|NOT_READY>` (a multislice queued resource's slices), `tpuQueued.<STATE>`, `tpuZone`,
+ * `tpuProject`.
  */
 
 const TONE_ICONS: Record<StateTone, { icon: string; color?: string }> = {
@@ -117,6 +118,42 @@ export class WorkerItem extends vscode.TreeItem {
   }
 }
 
+/** The slices of one multislice queued resource, shown as one row (Run on TPU runs on all of them). */
+export class SliceGroupItem extends vscode.TreeItem {
+  readonly kind = 'sliceGroup';
+  constructor(
+    readonly queuedResource: string,
+    readonly slices: TpuNode[],
+  ) {
+    super(shortName(queuedResource), vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `slices:${queuedResource}`;
+    const ready = slices.every((n) => n.state === 'READY');
+    const states = [...new Set(slices.map((n) => n.state))].join('/');
+    this.description = [`${slices.length} slices`, slices[0]?.acceleratorType, states, schedulingLabel(slices[0])].filter((x): x is string => !!x).join(' · ');
+    this.iconPath = toneIcon(ready ? 'ok' : nodeStateTone(slices.find((n) => n.state !== 'READY')?.state ?? 'UNKNOWN'), 'layers');
+    this.contextValue = `tpuSliceGroup.${ready ? 'READY' : 'NOT_READY'}`;
+    this.tooltip = `Multislice group ${shortName(queuedResource)}: ${slices.length} slices of ${slices[0]?.acceleratorType ?? '?'} (${slices.map((n) => `${shortName(n.name)} ${n.state}`).join(', ')}). Run on TPU runs on every worker of every slice.`;
+  }
+}
+
+/** A zone's VMs as rows: a multislice queued resource's slices under one group row, every other VM on its own. */
+function vmRows(nodes: readonly TpuNode[]): ExplorerNode[] {
+  const groups = new Map<string, TpuNode[]>();
+  for (const n of nodes) if (n.multisliceNode && n.queuedResource) groups.set(n.queuedResource, [...(groups.get(n.queuedResource) ?? []), n]);
+  const rows: ExplorerNode[] = [];
+  for (const n of nodes) {
+    if (!(n.multisliceNode && n.queuedResource)) rows.push(new VmItem(n));
+    else if (groups.get(n.queuedResource)?.[0] === n) rows.push(new SliceGroupItem(n.queuedResource, sliceOrder(groups.get(n.queuedResource) ?? [])));
+  }
+  return rows;
+}
+
+/** `<prefix>-0`, `<prefix>-1`, … by their numeric suffix. */
+function sliceOrder(nodes: TpuNode[]): TpuNode[] {
+  const n = (x: TpuNode) => Number(/-(\d+)$/.exec(shortName(x.name))?.[1] ?? 0);
+  return [...nodes].sort((a, b) => n(a) - n(b));
+}
+
 export class QueuedGroupItem extends vscode.TreeItem {
   readonly kind = 'queuedGroup';
   constructor(
@@ -149,7 +186,7 @@ export class QueuedItem extends vscode.TreeItem {
   }
 }
 
-export type ExplorerNode = ProjectItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | QueuedGroupItem | QueuedItem;
+export type ExplorerNode = ProjectItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | SliceGroupItem | QueuedGroupItem | QueuedItem;
 
 /** Children of a project or zone row, from the scan it carries. */
 export function childrenOf(element: ExplorerNode): ExplorerNode[] {
@@ -157,13 +194,15 @@ export function childrenOf(element: ExplorerNode): ExplorerNode[] {
     case 'project':
       return element.scans.map((s) => (s.nodesError !== undefined ? new ZoneErrorItem(s.zone, s.nodesError) : new ZoneItem(element.project, s)));
     case 'zone': {
-      const items: ExplorerNode[] = element.scan.nodes.map((n) => new VmItem(n));
+      const items: ExplorerNode[] = vmRows(element.scan.nodes);
       const queuedFailed = element.scan.queuedError !== undefined && !isTpwError(element.scan.queuedError, 'NOT_FOUND');
       if (element.scan.queued.length > 0 || queuedFailed) items.push(new QueuedGroupItem(element.project, element.scan));
       return items;
     }
     case 'vm':
       return element.node.networkEndpoints.map((_, i) => new WorkerItem(element.node, i));
+    case 'sliceGroup':
+      return element.slices.map((n) => new VmItem(n));
     case 'queuedGroup':
       return element.scan.queued.map((q) => new QueuedItem(q));
     default:
