@@ -76,7 +76,7 @@ export const TASK_FIELDS: Readonly<Record<string, { doc: string; unsupported?: s
 
 /** SkyPilot's `resources` fields (sky.utils.schemas.get_resources_schema): supported ones documented, the rest refused with why. */
 export const RESOURCE_FIELDS: Readonly<Record<string, { doc: string; unsupported?: string }>> = {
-  accelerators: { doc: 'The TPU: tpu-<type> as Cloud TPU names it (tpu-v6e-8, tpu-v5litepod-16, tpu-v4-8, tpu-v5p-8); one per task.' },
+  accelerators: { doc: 'The TPU: tpu-<type> as Cloud TPU names it (tpu-v6e-8, tpu-v5litepod-16, tpu-v4-8, tpu-v5p-8, tpu-tpu7x-8); one per task.' },
   accelerator_args: { doc: '`runtime_version` (the TPU VM software; default: the one recommended for the type) and `tpu_vm` (must be true).' },
   use_spot: { doc: 'A spot VM: cheaper, may be preempted.' },
   zone: { doc: 'Zone to create the VM in (e.g. us-east5-b).' },
@@ -115,5 +115,8 @@ export const SKYPILOT_CLOUDS = [
   'primeintellect', 'do', 'nebius', 'ssh', 'slurm', 'hyperbolic', 'seeweb', 'shadeform', 'yotta', 'mithril', 'verda',
 ] as const;
 
-/** TPU families Cloud TPU offers TPU VMs of, as the type's prefix (v5litepod-16 → v5litepod). */
-export const TPU_FAMILIES = ['v2', 'v3', 'v4', 'v5litepod', 'v5p', 'v6e'] as const;
+/**
+ * TPU families Cloud TPU offers TPU VMs of, as the type's prefix (v5litepod-16 → v5litepod). SkyPilot names a
+ * TPU `tpu-` + the Cloud TPU type (sky/clouds/gcp.py strips `tpu-`), so TPU7x's tpu7x-8 is tpu-tpu7x-8.
+ */
+export const TPU_FAMILIES = ['v2', 'v3', 'v4', 'v5litepod', 'v5p', 'v6e', 'tpu7x'] as const;

@@ -130,3 +130,9 @@ test('envs and inline secrets fill $NAME and ${NAME} in workdir and file_mounts,
     { dest: '~/x-$UNSET', kind: 'local', source: './y' },
   ]);
 });
+
+test('TPU7x: SkyPilot\'s tpu-tpu7x-8 (tpu- + the Cloud TPU type) is the Cloud TPU type tpu7x-8', () => {
+  const r = parseTaskYaml('resources: {accelerators: tpu-tpu7x-8}\nrun: echo\n');
+  assert.deepEqual(r.problems, []);
+  assert.equal(r.task?.acceleratorType, 'tpu7x-8');
+});
