@@ -38,7 +38,7 @@ run: |
   echo "rank=$SKYPILOT_NODE_RANK n=$SKYPILOT_NUM_NODES tpu=$TPU_WORKER_ID type=$TPU_ACCELERATOR_TYPE wd=$(cat marker.txt) m=$(cat ~/mounted.txt) d=$(cat ~/mdir/f.txt) A=$A B=$B setups=$(wc -l < ~/setup-count)"
   echo "ips=$(printf '%s' "$SKYPILOT_NODE_IPS" | paste -sd, -) task=$SKYPILOT_TASK_ID"
   ps -eww -o args > ~/ps.txt
-  echo "secret=$(printf %s "$MY_SECRET" | sha256sum | cut -c1-16) in-argv=$(grep -c -F -- "$MY_SECRET" ~/ps.txt) envfile=$(stat -c %a "$TPW_RUN_DIR/env")"
+  echo "secret=$(printf %s "$MY_SECRET" | sha256sum | cut -c1-16) in-argv=$(grep -c -F -- "$MY_SECRET" ~/ps.txt) envfile=$(if [ -e "$TPW_RUN_DIR/env" ]; then stat -c %a "$TPW_RUN_DIR/env"; else echo gone; fi)"
 envs:
   A: from-yaml
   B: from-yaml
@@ -95,8 +95,9 @@ test('launch creates the missing VM, syncs, runs setup and then run on every hos
     assert.ok(r.out.includes(`${prefix} rank=${rank} n=4 tpu=${rank} type=v5litepod-16 wd=hello m=one d=f A=from-yaml B=from-cli setups=1`), all);
     const ipLine = r.out.find((l) => l.startsWith(`${prefix} ips=`)) ?? '';
     assert.match(ipLine, new RegExp(`ips=${ips.join(',').replace(/\./g, '\\.')} task=sky-\\d{4}-\\d\\d-\\d\\d-[\\d-]+_tl_\\d{8}-\\d{6}-[0-9a-f]{4}$`));
-    // The program has the secret; no process's argv on the host carries it; the env file is 0600.
-    assert.ok(r.out.includes(`${prefix} secret=${sha16(SECRET)} in-argv=0 envfile=600`), all);
+    // The program has the secret; no process's argv on the host carries it; the 0600 env file that brought it
+    // is gone once the wrapper read it.
+    assert.ok(r.out.includes(`${prefix} secret=${sha16(SECRET)} in-argv=0 envfile=gone`), all);
   }
   assert.ok(!all.includes(SECRET), 'the secret is not in our output');
   const runs = fs.readdirSync(path.join(pod.home, 'runs'));
