@@ -63,6 +63,9 @@ test('diagnostics: invalid fields are errors, unsupported ones warnings, each on
   assert.match(diags.find((d) => d.range.start.line === 2)?.message ?? '', /resources\.chips is not a field of SkyPilot's resources/);
   await c.open(task(), 'resources:\n  accelerators: tpu-v6e-8\nrun: echo\n', 'yaml');
   assert.deepEqual(await c.diagnostics(task()), []);
+  // What the file does not say (no accelerators at all) is for `tpw launch` to refuse, not a warning here.
+  await c.open(task(), 'envs:\n  A: b\nrun: echo\n', 'yaml');
+  assert.deepEqual(await c.diagnostics(task()), []);
 });
 
 test('a YAML that is not a task gets nothing from these features', async () => {

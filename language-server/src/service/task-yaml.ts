@@ -30,18 +30,23 @@ export function taskDiagnostics(doc: TextDocument): Diagnostic[] {
   if (!isTaskYaml(doc)) return [];
   const text = doc.getText();
   const ydoc = parseDocument(text, { version: '1.1' });
-  return parseTaskYaml(text).problems.map((p) => {
+  const out: Diagnostic[] = [];
+  for (const p of parseTaskYaml(text).problems) {
     const r = p.field === '' ? ydoc.errors[0]?.pos : locate(ydoc, p.field);
+    // "Unsupported" about something the file does not say (no accelerators: a task that may be meant for
+    // another SkyPilot cloud) is for `tpw launch` to say when asked; the editor marks only what is written.
+    if (!r && p.kind === 'unsupported') continue;
     const [start, end] = r ?? [0, 0];
-    return {
+    out.push({
       range: { start: doc.positionAt(start), end: doc.positionAt(end) },
       // Invalid: SkyPilot refuses it too. Unsupported: valid SkyPilot that `tpw launch` will not run.
       severity: p.kind === 'invalid' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning,
       code: p.kind === 'invalid' ? 'task-yaml-invalid' : 'task-yaml-unsupported',
       source: DIAGNOSTIC_SOURCE,
       message: `${p.field === '' ? 'The file' : p.field} ${p.message}`,
-    };
-  });
+    });
+  }
+  return out;
 }
 
 /** The key of a dotted field path (`resources.accelerator_args.tpu_vm`, `file_mounts.~/a.b`): keys may hold dots. */
