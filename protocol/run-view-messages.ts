@@ -64,6 +64,8 @@ export interface StepBreakdown {
 }
 
 export interface OpRow {
+  /** The XLA program's id (exact decimal digits; '' when the capture names none). */
+  program: string;
   name: string;
   category: string;
   module: string;
@@ -72,6 +74,28 @@ export interface OpRow {
   totalUs: number;
   flops: number;
   bytes: number;
+  /** FLOPs per byte of memory traffic (0 when the capture gives no bytes), and what bounds it on this chip. */
+  intensity: number;
+  boundBy: '' | 'Compute' | 'HBM';
+}
+
+/** What ran where: the devices of the capture and how busy they were. */
+export interface ProfileOverview {
+  hardware: 'TPU' | 'GPU' | 'CPU';
+  /** As the capture names it ('TPU v6 Lite', 'AMD GPU (compute capability 9.4)'); '' on CPU. */
+  deviceType: string;
+  deviceCount: number;
+  hostCount: number;
+  /** Peak dense TFLOP/s and HBM GB/s of one chip (the capture's figures, else core/profiles/chips.ts); 0: unknown. */
+  peakTflops: number;
+  hbmGBs: number;
+  /** Summed over devices: time an op ran, and the span from each device's first op to its last. */
+  busyUs: number;
+  activeUs: number;
+  /** 100 × (1 − busy ÷ active); 0 when nothing ran. */
+  idlePercent: number;
+  /** Where the steps came from: a device's Steps line, the host's XLA dispatches, or none. */
+  stepSource: 'device' | 'host' | 'none';
 }
 
 export interface TimelineLine {
@@ -93,6 +117,7 @@ export interface ProfileSummary {
   spanUs: number;
   steps: StepBreakdown[];
   ops: OpRow[];
+  overview: ProfileOverview;
   timeline: { names: string[]; lines: TimelineLine[] };
   warnings: string[];
 }
@@ -129,7 +154,19 @@ export type HostToWebview =
   | ProfileListMessage
   | ProfileMessage
   | ProfileErrorMessage
+  | ProfileHostsMessage
   | HealthMessage;
+
+/** Several hosts' captures side by side: each host's steps and idle share, the slowest, the ops of all combined. */
+export interface ProfileHostsMessage {
+  type: 'profileHosts';
+  hosts: { host: string; location: string; steps: number; avgStepUs: number; idlePercent: number; busyUs: number }[];
+  /** The host with the longest average step (when more than one has steps). */
+  slowest: string | undefined;
+  ops: OpRow[];
+  /** Captures that could not be read, each with why. */
+  errors: string[];
+}
 
 export interface ReadyMessage {
   type: 'ready';
@@ -165,4 +202,10 @@ export interface SaveLogsMessage {
   text: string;
 }
 
-export type WebviewToHost = ReadyMessage | CancelRunMessage | OpenProfileMessage | ExportTraceMessage | BrowseMessage | CopyMessage | SaveLogsMessage;
+/** Opens these captures (one per host of a run) side by side. */
+export interface CompareProfilesMessage {
+  type: 'compareProfiles';
+  ids: string[];
+}
+
+export type WebviewToHost = ReadyMessage | CancelRunMessage | OpenProfileMessage | ExportTraceMessage | BrowseMessage | CopyMessage | SaveLogsMessage | CompareProfilesMessage;

@@ -34,6 +34,16 @@ const targets = [
     target: 'node20',
     external: ['cpu-features', '*.node'],
   },
+  // `tpw profile` on its own (bin/tpw loads it instead of the whole CLI: see profile-main.ts).
+  {
+    ...common,
+    entryPoints: ['extension/src/cli/profile-main.ts'],
+    outfile: 'dist/profile-cli.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['cpu-features', '*.node'],
+  },
   {
     ...common,
     entryPoints: ['language-server/src/server.ts'],

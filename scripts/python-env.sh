@@ -60,13 +60,15 @@ sys.exit(not all(u.find_spec(m) for m in ("tpu_trainer", "torch", "torch_xla", "
 # their own stamp so that adding or bumping them never reinstalls torch.
 install_test_clients() {
   local req="$ROOT/test/emulator-clients/requirements.txt" stamp="$VENV/.tpw-test-clients.sha256" sum
-  sum="$(sha256sum "$req" | cut -d' ' -f1)"
+  # xprof and xprof-rs: the reference the profile views are checked and benchmarked against.
+  local prof_req="$ROOT/test/profiles-xprof/requirements.txt"
+  sum="$(cat "$req" "$prof_req" | sha256sum | cut -d' ' -f1)"
   if [[ "${TPW_FORCE:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] &&
-    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("google.cloud.tpu_v2"))' >/dev/null 2>&1; then
+    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("google.cloud.tpu_v2") and u.find_spec("xprof")))' >/dev/null 2>&1; then
     return 0
   fi
   say "installing the test clients from $req"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" -r "$prof_req" >&2
   echo "$sum" >"$stamp"
 }
 

@@ -104,9 +104,10 @@ function oddXSpace(corrupt?: 'event' | 'stat'): Uint8Array {
   const str = (field: number, v: string): void => { w.uint32((field << 3) | 2).string(v); };
   msg(1, () => {
     num(1, 1);
-    str(2, '/device:TPU:0');
+    str(2, '/device:GPU:0');
     msg(3, () => {
-      str(2, 'XLA Ops');
+      // A kernel line: its events are op executions by their hlo_op stat (TPU's XLA Ops line names ops by metadata).
+      str(2, 'Stream #1(Kernel)');
       num(3, 1_700_000_000_000_000_000); // ns: a 9-byte varint
       // dur, then meta, then offset; an hlo_op as str, a module as ref, flops as double, bytes as int64.
       msg(4, () => {

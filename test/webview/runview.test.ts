@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { hostsMessage } from '../../extension/src/core/profiles/hosts';
 import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
 import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
@@ -204,7 +205,8 @@ describe('profile views from a real torch_xla capture', () => {
     await page.waitForSelector('.steps table');
     assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 2, 'two profiled steps');
     const cats = await page.$$eval('.ops details summary', (s) => s.map((e) => e.textContent ?? ''));
-    assert.ok(cats.some((c) => c.startsWith('convolution')), cats.join('\n'));
+    // Categories from the program's HLO, by XLA's rules (a dot is 'dot').
+    assert.ok(cats.some((c) => c.startsWith('dot')), cats.join('\n'));
     assert.ok(await page.$$eval('.ops td', (t) => t.some((e) => /^dot(\.\d+)?$/.test(e.textContent ?? ''))));
     assert.match((await page.textContent('.health')) ?? '', /No recompilation/);
     const drawn = await page.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => r((window as unknown as { tpwRunView: { profiles: { timeline: { drawn: number } } } }).tpwRunView.profiles.timeline.drawn))));
@@ -251,6 +253,46 @@ describe('profile views from a real torch_xla capture', () => {
     assert.ok(orange > 100, `events outlined in the contrast border: ${orange} pixels`);
     await page.screenshot({ path: path.join(artifacts, 'profile-high-contrast.png'), fullPage: true });
     await page.evaluate(() => document.body.classList.remove('vscode-high-contrast'));
+  });
+
+  it('real TPU and TensorFlow captures: the overview, the roofline column, and what an op-less capture holds', async () => {
+    const real = path.join(repo, 'test/fixtures/profiles/real');
+    const tpu = analyzeXSpace(decodeXSpace(readFileSync(path.join(real, 'tpu-v6e-4-inference.xplane.pb'))));
+    await postProfile(page, 'c1', tpu);
+    await page.waitForSelector('.overview p');
+    assert.match((await page.textContent('.overview p')) ?? '', /^4 × TPU v6 Lite on 1 host: devices ran ops .+ \(13\.4% idle\)\. Peak 918 TFLOP\/s, 1638 GB\/s HBM per chip\.$/);
+    assert.match((await page.textContent('.steps p')) ?? '', /No steps: .* 17 ops ran; see the op profile\./);
+    const heads = await page.$$eval('.ops details[open] th', (t) => t.map((e) => e.textContent));
+    assert.deepEqual(heads.slice(-2), ['FLOP/byte', 'bound by']);
+    const tf = analyzeXSpace(decodeXSpace(readFileSync(path.join(real, 'tf-8gpu-multi-worker.xplane.pb'))));
+    await postProfile(page, 'c1', tf);
+    await page.waitForSelector('.ops p.muted');
+    assert.match((await page.textContent('.ops p.muted')) ?? '', /^No XLA ops ran on a device in this capture\. It holds [\d,. k]+ events: \/host:CPU \(/);
+    assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 1, "one step, from the devices' Steps lines");
+    await page.screenshot({ path: path.join(artifacts, 'profile-real-tf.png'), fullPage: true });
+  });
+
+  it('compares hosts side by side: step time per host, the slowest named, ops combined', async () => {
+    const dir = path.join(out, 'profile/plugins/profile');
+    const run = readdirSync(dir)[0];
+    const trainer = path.join(dir, run, readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
+    const tfFile = path.join(repo, 'test/fixtures/profiles/real/tf-8gpu-multi-worker.xplane.pb');
+    await post(page, { type: 'profiles', captures: [{ id: 'h0', label: 'w0', worker: 0, location: trainer }, { id: 'h1', label: 'w1', worker: 1, location: tfFile }] });
+    await page.click('text=Compare hosts (2)');
+    assert.deepEqual((await posted(page)).at(-1), { type: 'compareProfiles', ids: ['h0', 'h1'] });
+    const hosts = [trainer, tfFile].map((file) => ({ file, summary: analyzeXSpace(decodeXSpace(readFileSync(file))) }));
+    const m = hostsMessage(hosts);
+    const avg = (k: number) => hosts[k].summary.steps.reduce((a, st) => a + st.totalUs, 0) / hosts[k].summary.steps.length;
+    const slowest = avg(0) > avg(1) ? m.hosts[0].host : m.hosts[1].host;
+    assert.equal(m.slowest, slowest);
+    await post(page, { type: 'profileHosts', ...m, errors: [] });
+    await page.waitForSelector('.hosts table');
+    const rows = await page.$$eval('.hosts table:first-of-type tbody tr', (r) => r.map((e) => Array.from(e.querySelectorAll('td'), (td) => td.textContent)));
+    assert.deepEqual(rows.map((r) => r[0]), m.hosts.map((h) => (h.host === slowest ? `${h.host} (slowest)` : h.host)));
+    assert.deepEqual(rows.map((r) => r[1]), [String(hosts[0].summary.steps.length), '1']);
+    assert.match((await page.textContent('.hosts p')) ?? '', new RegExp(`^Slowest host: ${slowest.replace(/[.:]/g, '\\$&')} `));
+    assert.ok((await page.$$eval('.hosts table:nth-of-type(2) tbody tr', (r) => r.length)) > 0, 'the ops of the hosts, combined');
+    await page.screenshot({ path: path.join(artifacts, 'profile-hosts.png'), fullPage: true });
   });
 
   it('shows a clear error for a broken capture', async () => {

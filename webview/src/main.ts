@@ -27,6 +27,7 @@ const profiles = new ProfileView({
   open: (id) => vscode.postMessage({ type: 'openProfile', id }),
   exportTrace: (id) => vscode.postMessage({ type: 'exportTrace', id }),
   browse: () => vscode.postMessage({ type: 'browse' }),
+  compare: (ids) => vscode.postMessage({ type: 'compareProfiles', ids }),
 });
 
 const header = el('header');
@@ -116,6 +117,9 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       break;
     case 'profileError':
       profiles.setError(msg.id, msg.message);
+      break;
+    case 'profileHosts':
+      profiles.setHosts(msg);
       break;
     case 'health':
       profiles.setHealth(msg.findings, msg.worker);

@@ -2,7 +2,8 @@
  * The Profiles tab: capture list, step-time breakdown, op profile (by hlo_category or by module), the trace
  * timeline, Chrome trace export, and the health panel built from the torch_xla metrics report.
  */
-import type { HealthFinding, OpRow, ProfileCapture, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
+import type { HealthFinding, OpRow, ProfileCapture, ProfileHostsMessage, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
+import { hostsSection } from './profile-hosts';
 import { button, el, fmtNum, fmtUs } from './dom';
 import { Timeline } from './timeline';
 
@@ -10,6 +11,7 @@ export interface ProfileViewHost {
   open(id: string): void;
   exportTrace(id: string): void;
   browse(): void;
+  compare(ids: string[]): void;
 }
 
 const PARTS: { key: keyof StepBreakdown; label: string }[] = [
@@ -20,7 +22,7 @@ const PARTS: { key: keyof StepBreakdown; label: string }[] = [
   { key: 'otherUs', label: 'other' },
 ];
 
-function table(head: string[], rows: (string | number)[][], caption: string): HTMLTableElement {
+export function table(head: string[], rows: (string | number)[][], caption: string): HTMLTableElement {
   const t = el('table');
   const cap = el('caption');
   cap.textContent = caption;
@@ -83,6 +85,25 @@ export class ProfileView {
       b.setAttribute('aria-pressed', String(c.id === this.current));
       this.list.append(b);
     }
+    if (captures.length > 1) {
+      const ids = captures.map((c) => c.id);
+      const b = button(`Compare hosts (${captures.length})`, () => {
+        this.current = undefined;
+        this.list.querySelectorAll('button').forEach((x) => x.setAttribute('aria-pressed', 'false'));
+        this.status.className = 'status';
+        this.status.textContent = `Opening ${captures.length} captures side by side…`;
+        this.body.replaceChildren();
+        this.host.compare(ids);
+      }, 'Every capture of the list side by side: step time per host, the slowest named, ops combined');
+      b.className = 'compare';
+      this.list.append(b);
+    }
+  }
+
+  setHosts(m: ProfileHostsMessage): void {
+    this.status.className = 'status';
+    this.status.textContent = `${m.hosts.length} hosts${m.slowest ? `; slowest: ${m.slowest}` : ''}.`;
+    this.body.replaceChildren(hostsSection(m));
   }
 
   request(id: string): void {
@@ -130,17 +151,40 @@ export class ProfileView {
       this.body.append(p);
     }
     const exportBtn = button('Export Chrome trace JSON…', () => this.host.exportTrace(id), 'Save the whole capture as Chrome trace JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing');
-    this.body.append(exportBtn, this.stepsSection(s.steps), this.opsSection(), this.timelineSection(s));
+    this.body.append(exportBtn, this.overviewSection(s), this.stepsSection(s), this.opsSection(), this.timelineSection(s));
   }
 
-  private stepsSection(steps: StepBreakdown[]): HTMLElement {
+  private overviewSection(s: ProfileSummary): HTMLElement {
+    const sec = el('section', 'overview');
+    const h = el('h2');
+    h.textContent = 'Overview';
+    const o = s.overview;
+    const p = el('p');
+    p.textContent = o.deviceCount
+      ? `${o.deviceCount} × ${o.deviceType || o.hardware} on ${o.hostCount} host${o.hostCount === 1 ? '' : 's'}: devices ran ops ${fmtUs(o.busyUs)} of ${fmtUs(o.activeUs)} active (${o.idlePercent.toFixed(1)}% idle).`
+      + (o.peakTflops ? ` Peak ${o.peakTflops} TFLOP/s, ${o.hbmGBs.toFixed(0)} GB/s HBM per chip.` : '')
+      : `No device planes: a host-only capture (${s.planes.map((pl) => pl.name).join(', ')}).`;
+    sec.append(h, p);
+    return sec;
+  }
+
+  /** What the capture holds, when it has no steps or no ops to show: its busiest planes and lines. */
+  private holds(s: ProfileSummary): string {
+    const planes = s.planes.filter((pl) => pl.events > 0).sort((a, b) => b.events - a.events);
+    return planes.length
+      ? `It holds ${fmtNum(s.eventCount)} events: ${planes.slice(0, 6).map((pl) => `${pl.name} (${fmtNum(pl.events)})`).join(', ')}${planes.length > 6 ? ', …' : ''}.`
+      : 'It holds no events.';
+  }
+
+  private stepsSection(s: ProfileSummary): HTMLElement {
+    const steps: StepBreakdown[] = s.steps;
     const sec = el('section', 'steps');
     const h = el('h2');
-    h.textContent = 'Step time';
+    h.textContent = s.overview.stepSource === 'device' ? "Step time (the devices' Steps lines)" : 'Step time';
     sec.append(h);
     if (!steps.length) {
       const p = el('p', 'muted');
-      p.textContent = 'No XLA program executions in this capture.';
+      p.textContent = `No steps: no device has a Steps line and no host dispatched XLA programs step by step (ExecuteComputation). ${s.ops.length ? `${s.ops.length} ops ran; see the op profile.` : this.holds(s)}`;
       sec.append(p);
       return sec;
     }
@@ -178,6 +222,12 @@ export class ProfileView {
     });
     sec.append(h, toggle);
     const ops = this.summary?.ops ?? [];
+    if (!ops.length && this.summary) {
+      const p = el('p', 'muted');
+      p.textContent = `No XLA ops ran on a device in this capture. ${this.holds(this.summary)}`;
+      sec.append(p);
+      return sec;
+    }
     const total = ops.reduce((a, o) => a + o.selfUs, 0) || 1;
     const groups = new Map<string, OpRow[]>();
     for (const o of ops) {
@@ -189,7 +239,11 @@ export class ProfileView {
       const d = el('details');
       const sum = el('summary');
       sum.textContent = `${g.k} — ${fmtUs(g.self)} (${((g.self / total) * 100).toFixed(1)}%), ${g.rows.length} ops`;
-      d.append(sum, table(['op', 'count', 'self', 'total', '% of self', 'FLOPs', 'bytes'], g.rows.slice(0, 200).map((o) => [o.name, o.count, fmtUs(o.selfUs), fmtUs(o.totalUs), `${((o.selfUs / total) * 100).toFixed(2)}%`, o.flops ? fmtNum(o.flops) : '–', o.bytes ? fmtNum(o.bytes) : '–']), `Ops in ${g.k}`));
+      const rows = g.rows.slice(0, 200).map((o) => [
+        o.name, o.count, fmtUs(o.selfUs), fmtUs(o.totalUs), `${((o.selfUs / total) * 100).toFixed(2)}%`,
+        o.flops ? fmtNum(o.flops) : '–', o.bytes ? fmtNum(o.bytes) : '–', o.intensity ? o.intensity.toFixed(2) : '–', o.boundBy || '–',
+      ]);
+      d.append(sum, table(['op', 'count', 'self', 'total', '% of self', 'FLOPs', 'bytes', 'FLOP/byte', 'bound by'], rows, `Ops in ${g.k}`));
       sec.append(d);
     }
     if (sorted[0]) (sec.querySelector('details') as HTMLDetailsElement).open = true;

@@ -6,6 +6,7 @@
 import type { CommandContext } from './context';
 import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
 import { flagsExplain, flagsLint } from './flags-commands';
+import { profileCommand } from './profile-command';
 import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
 import { downCommand, execCommand, launchCommand } from './task-commands';
@@ -236,6 +237,17 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   EMULATOR,
   FLAGS,
+  {
+    name: 'profile',
+    usage: 'FILE|DIR [--json] [--top N]',
+    summary: "A capture's devices, steps and op table (as xprof's hlo_stats counts them)",
+    details: ['DIR: every *.xplane.pb under it, one per host of a run: hosts side by side, the slowest named, ops combined.'],
+    options: {
+      json: { type: 'boolean', description: 'Print {"device", "steps", "ops"} as JSON' },
+      top: { type: 'string', arg: 'N', description: 'Show the N ops with the most self time (default 20; 0: all)' },
+    },
+    run: profileCommand,
+  },
   // SkyPilot task YAMLs (core/task-yaml/).
   {
     name: 'launch',

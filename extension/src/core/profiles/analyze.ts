@@ -15,27 +15,16 @@ import { IdTable } from './intern';
 import { streamXSpaceFile, type StreamOptions } from './stream';
 import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import { grown, type XSpaceData } from './xplane';
+import { mergeOps, OpStats, type OpPartial } from './op-stats';
+import { DeviceStats, deviceSteps, overviewOf, type DevicePartial } from './devices';
+
+/** Device lines whose events are not op executions (their spans would count a device busy twice or wrongly). */
+const NOT_BUSY_LINES = new Set(['XLA Modules', 'Async XLA Ops', 'XLA TraceMe', 'Steps']);
 
 export type { OpRow, ProfileSummary, StepBreakdown, TimelineLine };
 
 /** Events shorter than this are left out of the timeline when a capture is huge; the op profile still counts them. */
 export const TIMELINE_MAX_EVENTS = 4_000_000;
-
-/** XLA on CPU does not record hlo_category; derive a coarse one from the op name as xprof's categories read. */
-function categoryFromName(op: string): string {
-  const base = op.replace(/(\.clone)?(\.\d+)*(\.clone)?$/, '');
-  if (base.endsWith('fusion')) return /dot|convolution/.test(base) ? 'convolution fusion' : 'loop fusion';
-  if (base === 'dot' || base === 'convolution') return 'convolution';
-  if (/^(copy|transpose|bitcast|reshape|broadcast|concatenate|slice|pad|gather|scatter|wrapped_scatter)/.test(base)) return 'data formatting';
-  if (/^(all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)/.test(base)) return 'collective';
-  if (/^reduce/.test(base)) return 'reduction';
-  if (base === 'call' || base === 'while' || base === 'conditional') return 'control flow';
-  return 'elementwise';
-}
-
-function finite(x: number | undefined): number {
-  return x !== undefined && Number.isFinite(x) ? x : 0;
-}
 
 /**
  * What an Analyzer saw of some of the planes (all of them, or one thread's share), in plain data: op sums in
@@ -46,8 +35,8 @@ export interface PartialSummary {
   t0: number;
   t1: number;
   planes: ProfileSummary['planes'];
-  rows: { name: string; module: string; category: string }[];
-  rowAcc: Float64Array;
+  ops: OpPartial;
+  devices: DevicePartial;
   names: string[];
   /** undefined once the events passed TIMELINE_MAX_EVENTS. */
   timeline: TimelineLine[] | undefined;
@@ -55,8 +44,10 @@ export interface PartialSummary {
   hostIndex: number;
   stepS: number[][];
   stepE: number[][];
-  /** Union of the intervals in which an HLO op ran, flat [s0, e0, s1, e1, ...], sorted. */
+  /** Union of the intervals in which an HLO op ran on a device, flat [s0, e0, s1, e1, ...], sorted. */
   busy: Float64Array;
+  /** The same on host planes (XLA on CPU); used only when no device ran an op. */
+  hostBusy: Float64Array;
 }
 
 /** The timeline columns' buffers, each once (columns share slabs), to transfer (not copy) a summary across threads. */
@@ -79,34 +70,18 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
     if (p.hostIndex >= 0 && (!host || p.hostIndex < host.hostIndex)) host = p;
   }
   if (!Number.isFinite(t0)) { t0 = 0; t1 = 0; }
-  // Op rows: the first part to see a (module, name) gives its category, as one analyzer would.
-  const ops: OpRow[] = [];
-  const index = new Map<string, Map<string, OpRow>>();
-  for (const p of parts) {
-    p.rows.forEach((r, k) => {
-      let byName = index.get(r.module);
-      if (!byName) index.set(r.module, (byName = new Map()));
-      let row = byName.get(r.name);
-      if (!row) {
-        row = { ...r, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0 };
-        byName.set(r.name, row);
-        ops.push(row);
-      }
-      const a = p.rowAcc;
-      row.count += a[5 * k];
-      row.totalUs += a[5 * k + 1] / 1e6;
-      row.selfUs += a[5 * k + 2] / 1e6;
-      row.flops += a[5 * k + 3];
-      row.bytes += a[5 * k + 4];
-    });
-  }
-  let busy = parts[0]?.busy ?? new Float64Array(0);
-  if (parts.length > 1) {
-    const u = new IntervalUnion();
-    for (const p of parts) u.pushRun(p.busy);
-    busy = u.result();
-  }
-  const steps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy).map((s) => ({ ...s, startUs: s.startUs - t0 })) : [];
+  const ops = mergeOps(parts.map((p) => p.ops));
+  const anyDevice = parts.some((p) => p.busy.length > 0);
+  const u = new IntervalUnion();
+  for (const p of parts) u.pushRun(anyDevice ? p.busy : p.hostBusy);
+  const busy = u.result();
+  // Steps as xprof finds them: a device's own Steps line first, else the host's program dispatches.
+  const stepLines = parts.flatMap((p) => p.devices.steps);
+  const deviceWindows = stepLines.length ? stepLines : undefined;
+  const hostSteps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy) : [];
+  const rawSteps = deviceWindows ? deviceSteps(deviceWindows, busy) : hostSteps;
+  const steps = rawSteps.map((s) => ({ ...s, startUs: s.startUs - t0 }));
+  const overview = overviewOf(parts.map((p) => p.devices), Math.max(1, info.hostnames.length), ops, deviceWindows ? 'device' : steps.length ? 'host' : 'none');
   const warnings = [...info.errors, ...info.warnings];
   const timeline: ProfileSummary['timeline'] = { names: [], lines: [] };
   if (eventCount <= TIMELINE_MAX_EVENTS && parts.every((p) => p.timeline)) {
@@ -130,7 +105,7 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
   }
   return {
     hosts: info.hostnames, planes, eventCount, spanUs: t1 - t0, steps,
-    ops: ops.sort((a, b) => b.selfUs - a.selfUs),
+    ops, overview,
     timeline, warnings,
   };
 }
@@ -139,11 +114,10 @@ export class Analyzer implements XSpaceVisitor {
   private eventCount = 0;
   private t0 = Infinity;
   private t1 = -Infinity;
-  /** Op rows by module, then name (nested, not a concatenated key, which would have to be built and hashed
-   * for every lookup); sums live in rowAcc until mergePartials(). */
-  private readonly ops = new Map<string, Map<string, number>>();
-  private readonly rowList: { name: string; module: string; category: string }[] = [];
-  private rowAcc = new Float64Array(5 * 256);
+  private readonly ops = new OpStats();
+  private readonly devices = new DeviceStats();
+  /** The current line's merged busy intervals, when it is a device's (per-device busy time for the overview). */
+  private lineBusy: number[] = [];
   private readonly planes: ProfileSummary['planes'] = [];
   private names: string[] = [];
   private readonly nameIndex = new Map<string, number>();
@@ -161,15 +135,10 @@ export class Analyzer implements XSpaceVisitor {
   private nameOfKey = new Int32Array(1024).fill(-1);
   /** Step-interval kind by metadata id, host plane only. */
   private kindOf: Kind[] = [];
-  /** The last row of each hlo_op key (-1: none), and its module key: an op name nearly always has one module. */
-  private rowOfOp = new Int32Array(256).fill(-1);
-  private modOfOp = new Int32Array(256);
   // Scratch reused across lines.
   private order = new Uint32Array(1024);
   private depthEnd = new Float64Array(64);
-  private opI = new Int32Array(64);
-  private opEnd = new Float64Array(64);
-  private opChild = new Float64Array(64);
+  private readonly hostBusy = new IntervalUnion();
 
   /**
    * keepTimeline false: collect no timeline (a chunk of a capture already known to be past TIMELINE_MAX_EVENTS).
@@ -187,8 +156,9 @@ export class Analyzer implements XSpaceVisitor {
     if (p.strings !== this.strings) {
       this.strings = p.strings;
       this.nameOfKey.fill(-1);
-      this.rowOfOp.fill(-1);
     }
+    this.ops.plane(p);
+    this.devices.plane(p);
   }
 
   line(p: PlaneView, l: LineView): void {
@@ -201,8 +171,8 @@ export class Analyzer implements XSpaceVisitor {
       this.names = [];
     }
     const order = this.sortedOrder(l);
-    // Hoisted into locals: the loop runs once per event of the capture, and calls out (addOp) would
-    // otherwise make the compiler reload every field.
+    // Hoisted into locals: the loop runs once per event of the capture, and calls out would otherwise make the
+    // compiler reload every field.
     const tl: TimelineLine | undefined = this.timeline && {
       plane: p.name, name: l.displayName || l.name,
       start: this.slabs.f64.take(n), dur: this.slabs.f64.take(n), name_: this.slabs.i32.take(n), depth: this.slabs.u8.take(n),
@@ -210,10 +180,14 @@ export class Analyzer implements XSpaceVisitor {
     if (tl) this.timeline?.push(tl);
     const tStart = tl?.start, tDur = tl?.dur, tName = tl?.name_, tDepth = tl?.depth;
     const isHost = p.index === this.hostIndex;
+    const device = p.name.startsWith('/device:');
+    // Busy: a device's op executions (every event of TPU's XLA Ops line, GPU kernels naming an HLO op), or on a
+    // host, its op events (XLA on CPU); launch events only count where no device ran anything (mergePartials).
+    const allOps = device && l.name === 'XLA Ops';
+    const busyOn = device ? (allOps || !NOT_BUSY_LINES.has(l.name) ? this.busy : undefined) : this.hostBusy;
     const { offsetPs, durationPs, op, metaId, timestampNs } = l;
     let depthEnd = this.depthEnd;
-    let opI = this.opI, opEnd = this.opEnd, opChild = this.opChild;
-    let dTop = 0, oTop = 0;
+    let dTop = 0;
     let busyS = NaN, busyE = NaN;
     let t0 = this.t0, t1 = this.t1;
     for (let k = 0; k < n; k++) {
@@ -238,50 +212,46 @@ export class Analyzer implements XSpaceVisitor {
         const kind = this.kindOfMeta(metaId[i]);
         if (kind !== Kind.None && (kind !== Kind.Compile || depth <= 8) && (kind !== Kind.Execute || depth === 0)) this.stepIv.add(kind, sUs, eUs);
       }
-      if (op[i] < 0) continue;
-      // Self time = own duration minus the durations of direct HLO-op children nested inside it on this line.
-      while (oTop && opEnd[oTop - 1] <= off) {
-        oTop--;
-        this.addOp(p.strings, l, opI[oTop], opChild[oTop]);
-        if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
-      }
-      if (oTop === opI.length) {
-        opI = this.opI = grown(opI, oTop + 1);
-        opEnd = this.opEnd = grown(opEnd, oTop + 1);
-        opChild = this.opChild = grown(opChild, oTop + 1);
-      }
-      opI[oTop] = i;
-      opEnd[oTop] = off + dur;
-      opChild[oTop++] = 0;
-      // Device-busy intervals, merged along the line (events come sorted by start).
+      if (!busyOn || (!allOps && op[i] < 0)) continue;
+      // Busy intervals, merged along the line (events come sorted by start).
       if (sUs <= busyE) { if (eUs > busyE) busyE = eUs; }
       else {
-        if (busyE === busyE) this.busy.push(busyS, busyE);
+        if (busyE === busyE) {
+          busyOn.push(busyS, busyE);
+          if (device) this.lineBusy.push(busyS, busyE);
+        }
         busyS = sUs;
         busyE = eUs;
       }
     }
-    while (oTop) {
-      oTop--;
-      this.addOp(p.strings, l, opI[oTop], opChild[oTop]);
-      if (oTop) opChild[oTop - 1] += durationPs[opI[oTop]];
+    if (busyOn) {
+      if (busyE === busyE) {
+        busyOn.push(busyS, busyE);
+        if (device) this.lineBusy.push(busyS, busyE);
+      }
+      busyOn.endRun();
     }
-    if (busyE === busyE) this.busy.push(busyS, busyE);
-    this.busy.endRun();
+    if (this.lineBusy.length) {
+      this.devices.busyRun(this.lineBusy);
+      this.lineBusy = [];
+    }
+    this.devices.line(l);
     this.t0 = t0;
     this.t1 = t1;
+    this.ops.line(p, l);
   }
 
   /** What this analyzer saw, as plain data (it crosses worker_threads; mergePartials makes the summary). */
   partial(): PartialSummary {
     return {
       eventCount: this.eventCount, t0: this.t0, t1: this.t1, planes: this.planes,
-      rows: this.rowList.map(({ name, module, category }) => ({ name, module, category })),
-      rowAcc: this.rowAcc.slice(0, 5 * this.rowList.length),
+      ops: this.ops.partial(),
+      devices: this.devices.partial(),
       names: this.names, timeline: this.timeline, hostIndex: this.hostIndex,
       stepS: this.stepIv.s, stepE: this.stepIv.e,
       // Merged here, on the thread that collected them: the union is usually far shorter than the list.
       busy: this.busy.result(),
+      hostBusy: this.hostBusy.result(),
     };
   }
 
@@ -324,41 +294,6 @@ export class Analyzer implements XSpaceVisitor {
     let k = this.kindOf[metaId];
     if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta.get(metaId)?.name ?? '');
     return k;
-  }
-
-  private addOp(strings: string[], l: LineView, i: number, childPs: number): void {
-    const opK = l.op[i];
-    const modK = l.module[i];
-    const meta = this.meta.get(l.metaId[i]);
-    let row = opK < this.rowOfOp.length && this.modOfOp[opK] === modK ? this.rowOfOp[opK] : -1;
-    if (row < 0) {
-      const name = strings[opK];
-      const module = modK >= 0 ? strings[modK] : '';
-      let byName = this.ops.get(module);
-      if (!byName) this.ops.set(module, (byName = new Map()));
-      row = byName.get(name) ?? -1;
-      if (row < 0) {
-        const category = meta?.category ?? (l.category[i] >= 0 ? strings[l.category[i]] : categoryFromName(name));
-        row = this.rowList.length;
-        this.rowList.push({ name, module, category });
-        this.rowAcc = grown(this.rowAcc, 5 * (row + 1));
-        byName.set(name, row);
-      }
-      if (opK < 1 << 24) {
-        this.rowOfOp = grown(this.rowOfOp, opK + 1, -1);
-        this.modOfOp = grown(this.modOfOp, opK + 1);
-        this.rowOfOp[opK] = row;
-        this.modOfOp[opK] = modK;
-      }
-    }
-    const dur = l.durationPs[i];
-    const acc = this.rowAcc;
-    const a = 5 * row;
-    acc[a]++;
-    acc[a + 1] += dur;
-    acc[a + 2] += dur > childPs ? dur - childPs : 0;
-    acc[a + 3] += finite(meta?.flops ?? l.flops[i]);
-    acc[a + 4] += finite(meta?.bytes ?? l.bytes[i]);
   }
 }
 

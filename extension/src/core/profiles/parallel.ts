@@ -54,7 +54,7 @@ const CLAIM_SLOTS = 3;
 
 /** Every buffer of the partials, once (their timeline columns share slabs). */
 function transferList(parts: PartialSummary[]): ArrayBuffer[] {
-  return [...new Set(parts.flatMap((p) => [p.rowAcc.buffer as ArrayBuffer, p.busy.buffer as ArrayBuffer, ...timelineBuffers(p.timeline ?? [])]))];
+  return [...new Set(parts.flatMap((p) => [p.ops.acc.buffer as ArrayBuffer, p.busy.buffer as ArrayBuffer, p.hostBusy.buffer as ArrayBuffer, ...timelineBuffers(p.timeline ?? [])]))];
 }
 
 /** Runs of consecutive planes of about `size / n` bytes each (a plane bigger than that is a run of its own). */

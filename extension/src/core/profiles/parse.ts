@@ -2,9 +2,17 @@
  * Parses profiles on a worker thread. The extension host is single-threaded and shared by every extension:
  * decoding a 200 MB capture on it would freeze the editor for seconds.
  */
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { ProfileSummary } from './analyze';
+import { analyzeProfileFile, type ProfileSummary } from './analyze';
 import { ProfileFormatError } from './xplane';
+
+/**
+ * Captures up to this size are analyzed on the calling thread: the streaming decoder reads them in tens of
+ * milliseconds, less than starting a worker thread costs (real captures are mostly 0.1 to a few MB). Not more: the
+ * extension host is shared by every extension, and the first analysis (JIT-cold) runs 2–5× slower than later ones.
+ */
+export const INLINE_MAX_BYTES = 4 << 20;
 
 type Request = { op: 'analyze'; file: string } | { op: 'export'; file: string; out: string };
 export type WorkerRequest = Request & { id: number };
@@ -22,8 +30,11 @@ export class ProfileParser {
   private next = 1;
   private readonly pending = new Map<number, { resolve(r: WorkerReply): void; reject(e: Error): void }>();
 
-  /** @param workerFile the built worker (dist/profile-worker.js), or worker.ts under tsx in tests. */
-  constructor(private readonly workerFile: string) {}
+  /**
+   * @param workerFile the built worker (dist/profile-worker.js), or worker.ts under tsx in tests.
+   * @param inlineMaxBytes captures up to this size skip the worker (tests set -1 to exercise it).
+   */
+  constructor(private readonly workerFile: string, private readonly inlineMaxBytes = INLINE_MAX_BYTES) {}
 
   private start(): Worker {
     if (this.worker) return this.worker;
@@ -57,6 +68,14 @@ export class ProfileParser {
   }
 
   async analyze(file: string): Promise<ProfileSummary> {
+    if (statSync(file).size <= this.inlineMaxBytes) {
+      try {
+        return analyzeProfileFile(file);
+      } catch (e) {
+        if (e instanceof ProfileFormatError) throw new ProfileFormatError(named(file, e.message));
+        throw e;
+      }
+    }
     const r = await this.call({ op: 'analyze', file });
     if (!r.ok) throw new ProfileFormatError(named(file, r.error));
     return r.summary!;

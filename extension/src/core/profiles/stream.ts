@@ -20,7 +20,7 @@ import { FileWindow } from './file-window';
 import { IdTable, Utf8Interner } from './intern';
 import { decodeLine, Kept, LineColumns, type StatStrings } from './xevent';
 import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
-import { grown, ProfileFormatError, varint64, type StatValue } from './xplane';
+import { grown, HLO_PROTO_STAT, ProfileFormatError, varint64, varintDecimalAt, type StatValue } from './xplane';
 
 type Reader = protobuf.Reader;
 
@@ -53,7 +53,10 @@ function field(w: FileWindow, off: number, limit: number): Field {
 }
 
 /** The stats the run view shows, by name; all others are skipped by their length. */
-const KEPT_STATS = new Map<string, Kept>([['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes]]);
+const KEPT_STATS = new Map<string, Kept>([
+  ['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['program_id', Kept.Program],
+  ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes], ['device_offset_ps', Kept.DevOffset], ['device_duration_ps', Kept.DevDuration],
+]);
 
 /** What one thread keeps across the planes it decodes: one string table, and what is derived per string. */
 class ThreadStrings {
@@ -74,7 +77,9 @@ class ThreadStrings {
   }
 
   plainInfo(key: number): EventInfo {
-    return (this.plain[key] ??= { name: this.table.strings[key], key, category: undefined, flops: undefined, bytes: undefined });
+    return (this.plain[key] ??= {
+      name: this.table.strings[key], key, category: undefined, flops: undefined, bytes: undefined, displayName: '', program: undefined, hloProto: undefined,
+    });
   }
 
   kept(key: number): Kept {
@@ -117,6 +122,10 @@ class PlaneCtx implements StatStrings {
     return this.s.table.internString(String(n));
   }
 
+  digits(d: string): number {
+    return this.s.table.internString(d);
+  }
+
   /** ref_value: the id of a stat metadata entry whose name is the value (XLA interns op names so). */
   ref(id: number): number {
     const k = this.statKey.get(id);
@@ -130,7 +139,7 @@ class PlaneCtx implements StatStrings {
 }
 
 /** A metadata-level XStat; ref is set when value is a ref_value id, named once all stat metadata is read. */
-interface RawStat { meta: number; value: StatValue | undefined; ref: boolean }
+interface RawStat { meta: number; value: StatValue | undefined; ref: boolean; bin?: Uint8Array }
 
 /** Decodes one XStat (any field order); bytes values are skipped, not copied. */
 function readStat(r: Reader, end: number): RawStat {
@@ -140,8 +149,16 @@ function readStat(r: Reader, end: number): RawStat {
     switch (tag >>> 3) {
       case 1: s.meta = varint64(r); break;
       case 2: s.value = r.double(); break;
-      case 3: case 4: s.value = varint64(r); break;
+      case 3: case 4: {
+        const at = r.pos;
+        s.value = varint64(r);
+        // Past 2^53 a double is not the value: keep the exact digits (program ids).
+        if (!Number.isSafeInteger(s.value)) s.value = varintDecimalAt(r.buf, at);
+        break;
+      }
       case 5: s.value = r.string(); break;
+      // Bytes are copied out of the read window (it is reused): the programs' HloProto; other bytes stats are small.
+      case 6: s.bin = new Uint8Array(r.bytes()); break;
       case 7: s.value = varint64(r); s.ref = true; break;
       default: r.skipType(tag & 7);
     }
@@ -150,13 +167,14 @@ function readStat(r: Reader, end: number): RawStat {
 }
 
 /** The metadata entry being decoded; one object, reused (a plane has thousands). */
-const em = { id: 0, key: -1, stats: undefined as RawStat[] | undefined };
+const em = { id: 0, key: -1, display: -1, stats: undefined as RawStat[] | undefined };
 
 /** An XEventMetadata map entry (key 1, value 2) into `em`. */
 function decodeEventMeta(r: Reader, s: ThreadStrings): typeof em {
   let key = 0;
   let id = 0;
   em.key = -1;
+  em.display = -1;
   // Most metadata has no stats (on CPU, none does): no array for them.
   em.stats = undefined;
   while (r.pos < r.len) {
@@ -171,7 +189,8 @@ function decodeEventMeta(r: Reader, s: ThreadStrings): typeof em {
         case 2: em.key = s.read(r); break;
         // Stats are named once the plane's stat metadata is all known (it may follow).
         case 5: { const e = r.uint32() + r.pos; (em.stats ??= []).push(readStat(r, e)); break; }
-        default: r.skipType(t & 7); // display_name (4, unused here), metadata bytes (3), child_id (6)
+        case 4: em.display = s.read(r); break;
+        default: r.skipType(t & 7); // metadata bytes (3), child_id (6)
       }
     }
   }
@@ -289,10 +308,11 @@ class PlaneScan {
   readonly lines: number[] = [];
   readonly view: PlaneView;
   readonly ctx: PlaneCtx;
-  private readonly withStats: { id: number; key: number; stats: RawStat[] }[] = [];
+  private readonly withStats: { id: number; key: number; display: number; stats: RawStat[] }[] = [];
+  private readonly planeStats: RawStat[] = [];
 
   constructor(index: number, private readonly s: ThreadStrings) {
-    this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings };
+    this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings, stats: new Map() };
     this.ctx = new PlaneCtx(s);
   }
 
@@ -302,16 +322,24 @@ class PlaneScan {
     else if (field === 2) this.view.name = utf8.decode(r.buf.subarray(r.pos, r.len));
     else if (field === 4) {
       const m = decodeEventMeta(r, this.s);
-      if (m.stats) this.withStats.push({ id: m.id, key: m.key, stats: m.stats });
+      // A display name (TPU ops' short names) makes the entry its own, like stats do.
+      if (m.stats || m.display >= 0) this.withStats.push({ id: m.id, key: m.key, display: m.display, stats: m.stats ?? [] });
       else this.view.meta.set(m.id, this.s.plainInfo(m.key));
     } else if (field === 5) decodeStatMeta(r, this.s, this.ctx);
+    else if (field === 6) this.planeStats.push(readStat(r, r.len));
   }
 
   /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
   done(): void {
-    for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m.stats, m.key, this.ctx, this.s.table.strings));
+    for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m, this.ctx, this.s.table.strings));
     this.ctx.resolveIds();
     this.view.lineCount = this.lines.length / 2;
+    const stats = new Map<string, StatValue>();
+    for (const st of this.planeStats) {
+      const v = st.ref ? this.ctx.statName(Number(st.value)) : st.value;
+      if (v !== undefined) stats.set(this.ctx.statName(st.meta), v);
+    }
+    this.view.stats = stats;
   }
 }
 
@@ -367,11 +395,12 @@ function readPlane(w: FileWindow, start: number, end: number, index: number, vis
   }
 }
 
-function metaInfo(stats: RawStat[], key: number, ctx: PlaneCtx, strings: string[]): EventInfo {
-  return eventInfo(strings[key], key, (n) => {
-    for (const s of stats) if (ctx.statName(s.meta) === n) return s.ref ? ctx.statName(Number(s.value)) : s.value;
+function metaInfo(m: { key: number; display: number; stats: RawStat[] }, ctx: PlaneCtx, strings: string[]): EventInfo {
+  const hlo = m.stats.find((s) => s.bin && ctx.statName(s.meta) === HLO_PROTO_STAT);
+  return eventInfo(strings[m.key], m.key, (n) => {
+    for (const s of m.stats) if (ctx.statName(s.meta) === n) return s.ref ? ctx.statName(Number(s.value)) : s.value;
     return undefined;
-  });
+  }, m.display >= 0 ? strings[m.display] : '', hlo?.bin);
 }
 
 /** protobufjs throws RangeError("index out of range") when a length runs past the end of its buffer. */

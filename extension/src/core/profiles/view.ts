@@ -19,6 +19,12 @@ export interface EventInfo {
   category: string | undefined;
   flops: number | undefined;
   bytes: number | undefined;
+  /** The op's short name on TPU (`copy-start.4`), where `name` is its whole HLO text; '' when absent. */
+  displayName: string;
+  /** The program_id stat, as exact decimal digits (TPU ops carry it on their metadata). */
+  program: string | undefined;
+  /** The serialized xla.HloProto (entries of the /host:metadata plane). */
+  hloProto: Uint8Array | undefined;
 }
 
 export interface PlaneView {
@@ -29,6 +35,8 @@ export interface PlaneView {
   lineCount: number;
   /** Event metadata by id. */
   meta: IdTable<EventInfo>;
+  /** The plane's own stats (a device's type and peak rates), by name. */
+  stats: ReadonlyMap<string, StatValue>;
   /**
    * Interned strings: metadata names and stat string values; EventInfo.key and LineView.op/module/category
    * index into it. Several planes may share one (the streaming decoder's planes on one thread do): an index
@@ -57,6 +65,14 @@ export interface LineView {
   /** The event's flops / bytes_accessed stat, or NaN. */
   flops: Float64Array;
   bytes: Float64Array;
+  /** Index into PlaneView.strings of the event's program_id stat (exact decimal digits), or -1. */
+  program: Int32Array;
+  /**
+   * The device_offset_ps / device_duration_ps stats, or NaN: TPU ops carry the device's own clock there, and
+   * xprof times them by it (the event's offset and duration are the host's view, off by up to several %).
+   */
+  devOffsetPs: Float64Array;
+  devDurationPs: Float64Array;
 }
 
 export interface SpaceInfo {
@@ -71,15 +87,19 @@ export interface XSpaceVisitor {
   line(p: PlaneView, l: LineView): void;
 }
 
-export function eventInfo(name: string, key: number, stat: (n: string) => StatValue | undefined): EventInfo {
+export function eventInfo(
+  name: string, key: number, stat: (n: string) => StatValue | undefined, displayName = '', hloProto?: Uint8Array,
+): EventInfo {
   const cat = stat('hlo_category');
   const flops = stat('flops');
   const bytes = stat('bytes_accessed');
+  const program = stat('program_id');
   return {
-    name, key,
+    name, key, displayName, hloProto,
     category: typeof cat === 'string' ? cat : undefined,
     flops: typeof flops === 'number' ? flops : undefined,
     bytes: typeof bytes === 'number' ? bytes : undefined,
+    program: program === undefined ? undefined : String(program),
   };
 }
 
@@ -96,8 +116,8 @@ export function visitXSpace(space: XSpaceData, v: XSpaceVisitor): SpaceInfo {
       return k;
     };
     const meta = new IdTable<EventInfo>();
-    for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, str(m.name), (n) => m.stats.get(n)));
-    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings };
+    for (const [id, m] of plane.eventMeta) meta.set(id, eventInfo(m.name, str(m.name), (n) => m.stats.get(n), m.displayName, m.hloProto));
+    const view: PlaneView = { index, name: plane.name, lineCount: plane.lines.length, meta, strings, stats: plane.stats };
     v.plane(view);
     for (const line of plane.lines) v.line(view, lineView(plane, line, str));
   });
@@ -110,6 +130,7 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     name: line.name, displayName: line.displayName, timestampNs: line.timestampNs, count: n,
     metaId: line.metaId, offsetPs: line.offsetPs, durationPs: line.durationPs,
     op: new Int32Array(n), module: new Int32Array(n), category: new Int32Array(n), flops: new Float64Array(n), bytes: new Float64Array(n),
+    program: new Int32Array(n), devOffsetPs: new Float64Array(n), devDurationPs: new Float64Array(n),
   };
   const numOr = (x: StatValue | undefined): number => (typeof x === 'number' ? x : NaN);
   for (let i = 0; i < n; i++) {
@@ -119,6 +140,9 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     l.category[i] = typeof cat === 'string' ? str(cat) : -1;
     l.flops[i] = numOr(eventStat(plane, line, i, 'flops'));
     l.bytes[i] = numOr(eventStat(plane, line, i, 'bytes_accessed'));
+    l.program[i] = str(eventStat(plane, line, i, 'program_id'));
+    l.devOffsetPs[i] = numOr(eventStat(plane, line, i, 'device_offset_ps'));
+    l.devDurationPs[i] = numOr(eventStat(plane, line, i, 'device_duration_ps'));
   }
   return l;
 }

@@ -14,12 +14,12 @@
  * as protobufjs reports it, "index out of range", at the field where it began.
  */
 import protobuf from 'protobufjs/minimal.js';
-import { grown, ProfileFormatError, varintAt, varintEnd as after } from './xplane';
+import { grown, ProfileFormatError, varintAt, varintDecimalAt, varintEnd as after } from './xplane';
 import type { LineView } from './view';
 
 type Reader = protobuf.Reader;
 
-export const enum Kept { No = 0, Op, Module, Category, Flops, Bytes }
+export const enum Kept { No = 0, Op, Module, Category, Program, Flops, Bytes, DevOffset, DevDuration }
 
 /** Where a kept stat's string values go (the plane's string table, see stream.ts). */
 export interface StatStrings {
@@ -29,6 +29,8 @@ export interface StatStrings {
   ref(id: number): number;
   /** The key of a number given where a string was expected. */
   number(n: number): number;
+  /** The key of the exact decimal digits of a number too big for a double (a 64-bit id). */
+  digits(d: string): number;
 }
 
 /** Reusable, growable columns of the line being decoded. */
@@ -45,12 +47,16 @@ export class LineColumns implements LineView {
   category = new Int32Array(1024);
   flops = new Float64Array(1024);
   bytes = new Float64Array(1024);
+  program = new Int32Array(1024);
+  devOffsetPs = new Float64Array(1024);
+  devDurationPs = new Float64Array(1024);
 
   grow(): void {
     const n = this.count + 1;
     this.metaId = grown(this.metaId, n); this.offsetPs = grown(this.offsetPs, n); this.durationPs = grown(this.durationPs, n);
     this.op = grown(this.op, n); this.module = grown(this.module, n); this.category = grown(this.category, n);
-    this.flops = grown(this.flops, n); this.bytes = grown(this.bytes, n);
+    this.flops = grown(this.flops, n); this.bytes = grown(this.bytes, n); this.program = grown(this.program, n);
+    this.devOffsetPs = grown(this.devOffsetPs, n); this.devDurationPs = grown(this.devDurationPs, n);
   }
 }
 
@@ -104,7 +110,7 @@ export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings:
  */
 function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, kept: Uint8Array, strings: StatStrings, r: Reader): number {
   if (c.count === c.metaId.length) c.grow();
-  let meta = 0, offset = 0, dur = 0, op = -1, mod = -1, cat = -1, flops = NaN, bytes = NaN;
+  let meta = 0, offset = 0, dur = 0, op = -1, mod = -1, cat = -1, prog = -1, flops = NaN, bytes = NaN, devOff = NaN, devDur = NaN;
   while (pos < end) {
     fieldAt = pos;
     let tag = buf[pos++];
@@ -133,7 +139,12 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
         // A kept stat's value: varints read here, anything else through the Reader.
         let num = NaN;
         let s = -1;
-        if (t === ((3 << 3) | 0) || t === ((4 << 3) | 0)) { num = varintAt(buf, pos); pos = after; }
+        if (t === ((3 << 3) | 0) || t === ((4 << 3) | 0)) {
+          num = varintAt(buf, pos);
+          // A 64-bit id past 2^53 (program_id) keeps its exact digits.
+          if (k === Kept.Program && !Number.isSafeInteger(num)) s = strings.digits(varintDecimalAt(buf, pos));
+          pos = after;
+        }
         else if (t === ((7 << 3) | 0)) {
           const id = varintAt(buf, pos);
           pos = after;
@@ -146,12 +157,15 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
           else { pos = skipValue(r, pos, t); continue; }
           pos = r.pos;
         }
-        if (s < 0 && k !== Kept.No && k <= Kept.Category) s = strings.number(num);
+        if (s < 0 && k !== Kept.No && k <= Kept.Program) s = strings.number(num);
         if (k === Kept.Op) op = s;
         else if (k === Kept.Module) mod = s;
         else if (k === Kept.Category) cat = s;
+        else if (k === Kept.Program) prog = s;
         else if (k === Kept.Flops) flops = num;
         else if (k === Kept.Bytes) bytes = num;
+        else if (k === Kept.DevOffset) devOff = num;
+        else if (k === Kept.DevDuration) devDur = num;
       }
       if (pos > e) throw new RangeError('index out of range');
     } else pos = skipValue(r, pos, tag); // num_occurrences (5): aggregated events, no timing.
@@ -160,5 +174,6 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
   const i = c.count++;
   c.metaId[i] = meta; c.offsetPs[i] = offset; c.durationPs[i] = dur;
   c.op[i] = op; c.module[i] = mod; c.category[i] = cat; c.flops[i] = flops; c.bytes[i] = bytes;
+  c.program[i] = prog; c.devOffsetPs[i] = devOff; c.devDurationPs[i] = devDur;
   return end;
 }

@@ -32,7 +32,12 @@ export interface EventMeta {
   displayName: string;
   /** Metadata-level stats (e.g. hlo_category, flops, bytes_accessed on TPU), by stat name. */
   stats: Map<string, StatValue>;
+  /** The serialized xla.HloProto of a program (the /host:metadata plane's entries carry one each). */
+  hloProto?: Uint8Array;
 }
+
+/** The metadata stat that holds a program's serialized HloProto. */
+export const HLO_PROTO_STAT = 'Hlo Proto';
 
 /** One XLine's events, columnar. offsetPs is relative to the line's timestampNs. */
 export interface LineData {
@@ -119,6 +124,21 @@ function varintTail(buf: Uint8Array, pos: number, low: number): number {
   throw new ProfileFormatError('invalid varint');
 }
 
+/**
+ * The varint at buf[pos] as an unsigned decimal string, exact to 64 bits. XLA's program ids are uint64 (often
+ * written as int64, so negative): a double would round them, and they name programs in xprof's tables.
+ */
+export function varintDecimalAt(buf: Uint8Array, pos: number): string {
+  let v = 0n;
+  for (let shift = 0n; shift < 70n; shift += 7n) {
+    const b = buf[pos++];
+    if (b === undefined) throw new RangeError('index out of range');
+    v |= BigInt(b & 0x7f) << shift;
+    if (b < 0x80) return BigInt.asUintN(64, v).toString();
+  }
+  throw new ProfileFormatError('invalid varint');
+}
+
 /** A 64-bit varint at the Reader's position, as a double (see varintAt); a varint past the Reader's end throws as protobufjs does. */
 export function varint64(r: Reader): number {
   const v = varintAt(r.buf, r.pos);
@@ -175,20 +195,27 @@ function readStat(r: Reader, end: number): RawStat {
   let num = 0;
   let str: string | undefined;
   let ref = false;
+  let bin: Uint8Array | undefined;
   while (r.pos < end) {
     const tag = r.uint32();
     switch (tag >>> 3) {
       case 1: meta = varint64(r); break;
       case 2: num = r.double(); break;
-      case 3: case 4: num = varint64(r); break;
+      case 3: case 4: {
+        const at = r.pos;
+        num = varint64(r);
+        // Past 2^53 a double is not the value: keep the exact digits (program ids).
+        if (!Number.isSafeInteger(num)) str = varintDecimalAt(r.buf, at);
+        break;
+      }
       // ref_value: the id of a stat metadata entry whose *name* is the string value (XLA interns op names so).
       case 7: num = varint64(r); ref = true; break;
       case 5: str = r.string(); break;
-      case 6: str = `<${r.bytes().length} bytes>`; break;
+      case 6: bin = r.bytes(); str = `<${bin.length} bytes>`; break;
       default: r.skipType(tag & 7);
     }
   }
-  return { meta, num, str, ref };
+  return { meta, num, str, ref, bin };
 }
 
 function readEvent(r: Reader, end: number, b: LineBuilder): void {
@@ -253,7 +280,7 @@ function readLine(r: Reader, end: number): LineData {
 }
 
 /** Metadata-level stats are few: decode them to raw triples and name them once the plane's stat metadata is known. */
-interface RawStat { meta: number; num: number; str: string | undefined; ref: boolean }
+interface RawStat { meta: number; num: number; str: string | undefined; ref: boolean; bin?: Uint8Array }
 
 function readEventMeta(r: Reader, end: number): { meta: EventMeta; raw: RawStat[] } {
   const meta: EventMeta = { id: 0, name: '', displayName: '', stats: new Map() };
@@ -329,7 +356,13 @@ function readPlane(r: Reader, end: number): PlaneData {
   }
   const name = (id: number): string => plane.statMeta.get(id)?.name ?? `stat#${id}`;
   const value = (s: RawStat): StatValue => s.str ?? (s.ref ? name(s.num) : s.num);
-  for (const p of pending) for (const s of p.raw) p.meta.stats.set(name(s.meta), value(s));
+  for (const p of pending) {
+    for (const s of p.raw) {
+      const n = name(s.meta);
+      p.meta.stats.set(n, value(s));
+      if (n === HLO_PROTO_STAT && s.bin) p.meta.hloProto = s.bin;
+    }
+  }
   for (const s of planeStats) plane.stats.set(name(s.meta), value(s));
   // Lines are read before the stat metadata map may have been seen: resolve ref_value stats now.
   for (const line of plane.lines as (LineData & { statRef?: Set<number> })[]) {
@@ -337,6 +370,19 @@ function readPlane(r: Reader, end: number): PlaneData {
     delete line.statRef;
   }
   return plane;
+}
+
+/**
+ * A string field checked against the end of the buffer. protobufjs's reader over a Node Buffer cuts a string
+ * that runs past the end short instead of failing, and the last field of a capture is often a hostname: a file
+ * that lost its last bytes would otherwise read as whole, with a shorter hostname.
+ */
+function boundedString(r: Reader): string {
+  const at = r.pos;
+  const len = r.uint32();
+  if (r.pos + len > r.len) throw new RangeError('index out of range');
+  r.pos = at;
+  return r.string();
 }
 
 /**
@@ -360,9 +406,9 @@ export function decodeXSpace(buf: Uint8Array): XSpaceData {
           space.planes.push(readPlane(r, e));
           break;
         }
-        case 2: space.errors.push(r.string()); break;
-        case 3: space.warnings.push(r.string()); break;
-        case 4: space.hostnames.push(r.string()); break;
+        case 2: space.errors.push(boundedString(r)); break;
+        case 3: space.warnings.push(boundedString(r)); break;
+        case 4: space.hostnames.push(boundedString(r)); break;
         default: r.skipType(wire);
       }
     }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
+import { hostsMessage, type HostProfile } from '../../core/profiles/hosts';
 import { ProfileParser } from '../../core/profiles/parse';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
 import type { MetricRecord } from '../../../../protocol/metrics-record';
@@ -168,6 +169,21 @@ export class RunViewPanel implements vscode.Disposable {
         } catch (e) {
           this.post({ type: 'profileError', id: m.id, message: describeError(e) });
         }
+        break;
+      }
+      case 'compareProfiles': {
+        // Hosts one after another: each is read on the parser's thread; a host that cannot be read is named, not fatal.
+        const hosts: HostProfile[] = [];
+        const errors: string[] = [];
+        for (const id of m.ids) {
+          try {
+            const file = await this.localFile(id);
+            if (file) hosts.push({ file, summary: await this.parser().analyze(file) });
+          } catch (e) {
+            errors.push(`${this.captures.get(id)?.capture.label ?? id}: ${describeError(e)}`);
+          }
+        }
+        this.post({ type: 'profileHosts', ...hostsMessage(hosts), errors });
         break;
       }
       case 'exportTrace': {

@@ -1,0 +1,33 @@
+/**
+ * `tpw profile` without the rest of the CLI: bin/tpw loads this small bundle (dist/profile-cli.js) for it,
+ * because loading the whole CLI (the Google and SSH clients) takes longer than reading most captures. It
+ * accepts exactly what the command table declares for `profile`; anything else (--help, an unknown flag) makes
+ * it answer undefined, and the full CLI handles the invocation, so help and errors stay the same.
+ */
+import { parseArgs } from 'node:util';
+import { describeError } from '../core/errors';
+import { UsageError } from './context';
+import { profileCommand } from './profile-command';
+
+export async function profileMain(
+  argv: string[],
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+  err: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Promise<number | undefined> {
+  let parsed: ReturnType<typeof parseArgs<{ options: { json: { type: 'boolean' }; top: { type: 'string' } }; allowPositionals: true; strict: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options: { json: { type: 'boolean' }, top: { type: 'string' } }, allowPositionals: true, strict: true });
+  } catch {
+    return undefined;
+  }
+  try {
+    return await profileCommand({ values: parsed.values, positionals: parsed.positionals, out, err });
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`tpw profile: ${e.message}; see tpw profile --help`);
+      return 2;
+    }
+    err(`tpw: ${describeError(e)}`);
+    return 1;
+  }
+}

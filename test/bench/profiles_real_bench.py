@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Ours against xprof and xprof-rs on the real captures (test/fixtures/profiles/real) and on a >= 200 MB capture
+made by repeating the real TPU capture (repeated XSpace messages concatenate: N times the planes and events).
+
+    . scripts/env.sh && node scripts/build.mjs && python3 test/bench/profiles_real_bench.py [--reps 5] [--big-reps 3]
+
+Each rep runs every command once, in turn (so load changes hit all of them alike), as its own process; wall
+time and the process's peak RSS come from wait4 (what /usr/bin/time reports):
+- ours, CLI: `node bin/tpw profile FILE --json --top 0` (node's start included; the small profile bundle).
+- ours, in the extension host: ProfileParser.analyze in a process that keeps it (profile-warm.ts): the first
+  call, and the median of 5 more; no process start (the extension host is running already).
+- xprof (PyPI xprof): `xspace_to_tool_data([FILE], 'hlo_stats', {'use_saved_result': False})` on a private copy
+  (xprof caches per directory), Python's start and imports included.
+- xprof-rs (PyPI xprof-rs): the server, cold: `xprof-rs --logdir DIR` started, one hlo_stats request, stopped
+  (its README's "server, cold"); and its agent CLI `get_top_hlo_ops` / `get_overview` on the file.
+Results go to stdout as a Markdown table and, with --json, every sample to a file.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REAL = os.path.join(ROOT, "test", "fixtures", "profiles", "real")
+XPROF = (
+    "import sys\n"
+    "from xprof.convert import raw_to_tool_data as r\n"
+    "d, _ = r.xspace_to_tool_data([sys.argv[1]], 'hlo_stats', {'use_saved_result': False})\n"
+    "sys.exit(0 if d else 3)\n"
+)
+
+
+def measure(argv, env=None):
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    return {
+        "ms": (time.perf_counter() - t) * 1000,
+        "mb": usage.ru_maxrss / 1024,
+        "code": os.waitstatus_to_exitcode(status),
+        "out": out.decode(errors="replace"),
+    }
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def xprof_rs_server(capture, tmp):
+    """Start the server on a log dir holding the capture, request hlo_stats once, stop it."""
+    run = os.path.join(tmp, "logs", "plugins", "profile", "run1")
+    os.makedirs(run, exist_ok=True)
+    target = os.path.join(run, "host.xplane.pb")
+    if not os.path.exists(target):
+        os.link(capture, target)
+    port = free_port()
+    t = time.perf_counter()
+    p = subprocess.Popen(["xprof-rs", "--logdir", os.path.join(tmp, "logs"), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    body = b""
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                url = f"http://127.0.0.1:{port}/data/plugin/profile/data?run=run1&tag=hlo_stats&host=host"
+                body = urllib.request.urlopen(url, timeout=600).read()
+                break
+            except urllib.error.HTTPError as e:
+                # An answer, but an error (xprof-rs: "An event metadata ID is out of range" on TPU captures).
+                body = f"HTTP {e.code}: {e.read().decode(errors='replace')}".encode()
+                break
+            except (ConnectionError, urllib.error.URLError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.005)
+    finally:
+        ms = (time.perf_counter() - t) * 1000
+        p.terminate()
+        _, _, usage = os.wait4(p.pid, 0)
+    ok = body.startswith(b"{")
+    return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": 0 if ok else 1, "out": body[:200].decode(errors="replace")}
+
+
+def big_capture(tmp, min_mb):
+    src = os.path.join(REAL, "tpu-v6e-4-inference.xplane.pb")
+    with open(src, "rb") as f:
+        data = f.read()
+    n = -(-min_mb * 1024 * 1024 // len(data))
+    path = os.path.join(tmp, f"tpu-v6e-4-inference-x{n}.xplane.pb")
+    with open(path, "wb") as f:
+        f.writelines(data for _ in range(n))
+    return path
+
+
+def bench(capture, reps, tmp):
+    name = os.path.basename(capture)
+    work = tempfile.mkdtemp(dir=tmp)
+    rows = {k: [] for k in ("ours-cli", "ours-host-first", "ours-host-warm", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview")}
+    notes = {}
+    for _ in range(reps):
+        r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
+        if r["code"] != 0:
+            sys.exit(f"tpw profile failed on {name}: {r['out'][-500:]}")
+        rows["ours-cli"].append(r)
+        notes["ours ops"] = len(json.loads(r["out"])["ops"])
+        r = measure(["node", "--import", "tsx", os.path.join(ROOT, "test", "bench", "profile-warm.ts"), capture, "5"])
+        w = json.loads(r["out"].strip().splitlines()[-1])
+        rows["ours-host-first"].append({"ms": w["firstMs"], "mb": r["mb"], "code": 0})
+        rows["ours-host-warm"].append({"ms": w["warmMedianMs"], "mb": r["mb"], "code": 0})
+        # xprof caches its op stats next to the capture: a fresh copy (a hard link) in a fresh directory each rep.
+        d = tempfile.mkdtemp(dir=work)
+        copy = os.path.join(d, name)
+        os.link(capture, copy)
+        rows["xprof"].append(measure([sys.executable, "-c", XPROF, copy]))
+        shutil.rmtree(d)
+        rows["xprof-rs-server"].append(xprof_rs_server(capture, tempfile.mkdtemp(dir=work)))
+        rows["xprof-rs-top-hlo-ops"].append(measure(["xprof-rs", "get_top_hlo_ops", capture]))
+        rows["xprof-rs-overview"].append(measure(["xprof-rs", "get_overview", capture]))
+    for k in ("xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview", "xprof"):
+        bad = [r for r in rows[k] if r["code"] != 0]
+        if bad:
+            notes[k] = "failed: " + " ".join(bad[0]["out"].split())[:160]
+    shutil.rmtree(work)
+    return name, os.path.getsize(capture), rows, notes
+
+
+def med(samples, key):
+    return statistics.median(s[key] for s in samples)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--big-reps", type=int, default=3)
+    ap.add_argument("--big-mb", type=int, default=200)
+    ap.add_argument("--only", help="substring of the capture names to run")
+    ap.add_argument("--json", help="write every sample here")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="tpw-profbench-")
+    try:
+        captures = sorted(os.path.join(REAL, f) for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
+        runs = [(c, args.reps) for c in captures]
+        if args.big_reps > 0:
+            runs.append((big_capture(tmp, args.big_mb), args.big_reps))
+        if args.only:
+            runs = [r for r in runs if args.only in os.path.basename(r[0])]
+        results = []
+        cols = ["ours-cli", "ours-host-first", "ours-host-warm", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview"]
+        print("| capture | MB | " + " | ".join(f"{c} ms / MB" for c in cols) + " | notes |")
+        print("|---|---|" + "---|" * len(cols) + "---|")
+        for capture, reps in runs:
+            name, size, rows, notes = bench(capture, reps, tmp)
+            results.append({"capture": name, "bytes": size, "reps": reps, "samples": rows, "notes": notes})
+            cells = [f"{med(rows[c], 'ms'):,.0f} / {med(rows[c], 'mb'):,.0f}" for c in cols]
+            print(f"| {name} | {size / 1e6:.2f} | " + " | ".join(cells) + f" | {'; '.join(f'{k}: {v}' for k, v in notes.items())} |", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+/**
+ * Real captures from public repositories (test/fixtures/profiles/real/SOURCE.md) against what xprof itself
+ * reports on them (the *.expected.json files, made by make-expected.py with PyPI xprof): every op's count,
+ * self time and total time within 0.1%, and its category, by every path that reads a capture.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import type { OpRow, ProfileSummary } from '../../extension/src/core/profiles/analyze';
+import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
+
+const dir = path.resolve(__dirname, '../fixtures/profiles/real');
+const captures = readdirSync(dir).filter((f) => f.endsWith('.xplane.pb')).sort();
+
+interface ExpectedRow {
+  program_id: string;
+  hlo_op_name: string;
+  category: string;
+  occurrences: number;
+  total_time: number;
+  total_self_time: number;
+  bound_by: string;
+}
+
+interface ExpectedFile {
+  hlo_stats: ExpectedRow[];
+  overview: Record<string, string>;
+}
+
+function expectedFile(capture: string): ExpectedFile {
+  return JSON.parse(readFileSync(path.join(dir, capture.replace('.xplane.pb', '.expected.json')), 'utf8')) as ExpectedFile;
+}
+
+function expected(capture: string): ExpectedRow[] {
+  return expectedFile(capture).hlo_stats;
+}
+
+/** Every difference between our op table and xprof's, in words (empty when they agree). */
+function differences(ops: OpRow[], want: ExpectedRow[]): string[] {
+  const got = new Map(ops.map((o) => [`${o.program}/${o.name}`, o]));
+  const out: string[] = [];
+  const near = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-3 * Math.max(Math.abs(b), 1e-6);
+  for (const w of want) {
+    const key = `${w.program_id}/${w.hlo_op_name}`;
+    const o = got.get(key);
+    got.delete(key);
+    if (!o) { out.push(`${key}: missing`); continue; }
+    if (o.count !== w.occurrences) out.push(`${key}: count ${o.count}, xprof ${w.occurrences}`);
+    if (!near(o.selfUs, w.total_self_time)) out.push(`${key}: self ${o.selfUs} µs, xprof ${w.total_self_time}`);
+    if (!near(o.totalUs, w.total_time)) out.push(`${key}: total ${o.totalUs} µs, xprof ${w.total_time}`);
+    if (o.category !== w.category) out.push(`${key}: category ${o.category}, xprof ${w.category}`);
+  }
+  for (const key of got.keys()) out.push(`${key}: not in xprof's table`);
+  return out;
+}
+
+describe('op statistics on real captures agree with xprof', () => {
+  it('has the captures', () => assert.ok(captures.length >= 5, captures.join()));
+
+  for (const capture of captures) {
+    it(capture, () => {
+      const file = path.join(dir, capture);
+      const want = expected(capture);
+      const paths: [string, ProfileSummary][] = [
+        ['streaming', analyzeProfileFile(file)],
+        ['streaming, small window', analyzeProfileFile(file, { chunkSize: 4096 })],
+        ['decoded whole', analyzeXSpace(decodeXSpace(readFileSync(file)))],
+      ];
+      for (const [how, s] of paths) assert.deepEqual(differences(s.ops, want), [], `${capture}, ${how}`);
+    });
+  }
+
+  for (const capture of captures) {
+    it(`${capture}: overview and steps as xprof's overview page gives them`, () => {
+      const s = analyzeProfileFile(path.join(dir, capture));
+      const { overview: want, hlo_stats: rows } = expectedFile(capture);
+      assert.equal(s.overview.hardware, want.hardware_type);
+      assert.equal(String(s.overview.deviceCount), want.device_core_count);
+      assert.equal(String(s.overview.hostCount), want.host_count);
+      if (s.overview.hardware === 'TPU') {
+        assert.equal(s.overview.deviceType, want.device_type);
+        assert.equal(`${s.overview.idlePercent.toFixed(1)}%`, want.device_idle_time_percent);
+        // Roofline from the capture's own FLOPs, bytes and peaks: xprof's bound_by, op by op.
+        for (const r of rows) assert.equal(s.ops.find((o) => o.program === r.program_id && o.name === r.hlo_op_name)?.boundBy, r.bound_by, r.hlo_op_name);
+      }
+      // xprof's average step time, rounded as it prints it; no steps where it finds none.
+      const avgMs = s.steps.length ? s.steps.reduce((a, st) => a + st.totalUs, 0) / s.steps.length / 1000 : 0;
+      const decimals = want.steptime_ms_average.split('.')[1]?.length ?? 0;
+      assert.equal(avgMs.toFixed(decimals), want.steptime_ms_average);
+    });
+  }
+
+  it('finds no ops in host-side launch events (the GPU runtime names the HLO op on them too)', () => {
+    const s = analyzeProfileFile(path.join(dir, 'jax-mi300x-conv.xplane.pb'));
+    const conv = s.ops.find((o) => o.name === 'cudnn-conv.1');
+    // 79 kernels on the device planes; the host plane has as many hipModuleLaunchKernel events naming it.
+    assert.equal(conv?.count, expected('jax-mi300x-conv.xplane.pb').find((r) => r.hlo_op_name === 'cudnn-conv.1')?.occurrences);
+  });
+
+  // A cut that falls exactly between two top-level fields leaves a valid, smaller XSpace (nothing in the format
+  // says more was to come); 1 or 3 bytes cannot remove a whole field of these files (their last is a plane or a
+  // hostname of several characters), so the cut lands inside one, and that must be noticed.
+  it('notices a real capture that lost its last bytes', () => {
+    const tmp = mkdtempSync(path.join(tmpdir(), 'tpw-real-'));
+    for (const capture of captures) {
+      const buf = readFileSync(path.join(dir, capture));
+      for (const lost of [1, 3]) {
+        const cut = path.join(tmp, capture);
+        writeFileSync(cut, buf.subarray(0, buf.length - lost));
+        assert.throws(() => analyzeProfileFile(cut), (e: Error) => e instanceof ProfileFormatError && /truncated|corrupt/.test(e.message), `${capture} less ${lost}`);
+        assert.throws(() => decodeXSpace(buf.subarray(0, buf.length - lost)), ProfileFormatError, `${capture} less ${lost}, decoded whole`);
+      }
+    }
+  });
+});
