@@ -128,6 +128,13 @@ test('exec runs on the existing VM without setup; on a missing VM it refuses', a
   assert.doesNotMatch(r.err.join('\n'), /creating|Setup/);
   assert.ok(r.out.includes('(worker3, rank=3) rank=3 n=4 tpu=3 type=v5litepod-16 wd=changed m=one d=f A=exec B=from-yaml setups=2'), r.out.join('\n'));
 
+  // tpw resume takes recipes; a task's run says how to go again instead.
+  const runId = r.err.map((l) => /^Run (\S+) started on every host/.exec(l)?.[1]).find(Boolean) ?? '';
+  assert.match(runId, /^\d{8}-\d{6}-[0-9a-f]{4}$/, r.err.join('\n'));
+  const resume = await tpw('resume', runId);
+  assert.equal(resume.code, 1);
+  assert.match(resume.err.join('\n'), new RegExp(`Run ${runId} ran the task YAML .*task\\.yaml, not a recipe: launch it again with \`tpw launch .*task\\.yaml -c tl\``));
+
   const missing = await tpw('exec', 'nope', 'task.yaml', '--secret', 'MY_SECRET');
   assert.equal(missing.code, 1);
   assert.match(missing.err.join('\n'), /TPU VM "nope" does not exist: `tpw launch` creates it/);

@@ -54,7 +54,8 @@ function taskUri(arg: unknown): vscode.Uri | undefined {
   return doc && /\.ya?ml$/i.test(doc.uri.path) ? doc.uri : undefined;
 }
 
-export async function launchTaskYaml(ctx: Ctx, arg: unknown): Promise<void> {
+/** `cluster`: the VM to launch on (Run Again of a task's run: the VM it ran on); default the task's name, else asked. */
+export async function launchTaskYaml(ctx: Ctx, arg: unknown, cluster?: string): Promise<void> {
   const uri = taskUri(arg);
   const notTask = 'Open a SkyPilot task YAML (a file with resources: and run:) to run it on TPU.';
   if (!uri || uri.scheme !== 'file') throw new TpwError('INVALID_ARGUMENT', notTask);
@@ -80,7 +81,7 @@ export async function launchTaskYaml(ctx: Ctx, arg: unknown): Promise<void> {
     if (value === undefined) return;
     secretOverrides[k] = value;
   }
-  let cluster = task?.name;
+  cluster ??= task?.name;
   if (!cluster && (task || first.problems.every((p) => p.field !== ''))) {
     cluster = await vscode.window.showInputBox({ title: 'Run on TPU: VM name', prompt: 'The TPU VM to create or reuse (the task has no name)', ignoreFocusOut: true });
     if (!cluster) return;

@@ -231,3 +231,13 @@ export async function downVm(backend: Backend, name: string, zone: string | unde
   say(`Deleting ${name} (${found.node.acceleratorType} in ${found.zone})…`);
   await backend.api.deleteNode({ project: backend.project, zone: found.zone, node: name });
 }
+
+/** A recorded run that was a task YAML's setup or run (the registry keeps the YAML where a recipe would be). */
+export function isTaskYamlRun(rec: { recipe: string }): boolean {
+  return /\.ya?ml$/i.test(rec.recipe);
+}
+
+/** Why `tpw resume` does not take a task YAML's run, and what does. */
+export function relaunchInstead(rec: { runId: string; recipe: string; vm: string }): TpwError {
+  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${rec.vm}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
+}
