@@ -72,8 +72,24 @@ install_test_clients() {
   echo "$sum" >"$stamp"
 }
 
+# SkyPilot (test/skypilot/requirements.txt), for the test that checks tpw's task-YAML verdicts against SkyPilot's:
+# in a venv of its own beside this one ($VENV-skypilot), because skypilot pins click<8.2 and wandb needs >=8.2.
+install_skypilot() {
+  local req="$ROOT/test/skypilot/requirements.txt" venv="$VENV-skypilot" sum
+  sum="$(sha256sum "$req" | cut -d' ' -f1)"
+  if [[ "${TPW_FORCE:-0}" != 1 && -f "$venv/.tpw-skypilot.sha256" && "$(cat "$venv/.tpw-skypilot.sha256")" == "$sum" ]] &&
+    "$venv/bin/python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("sky"))' >/dev/null 2>&1; then
+    return 0
+  fi
+  say "installing SkyPilot into $venv from $req"
+  [[ -x "$venv/bin/python" ]] || "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
+  echo "$sum" >"$venv/.tpw-skypilot.sha256"
+}
+
 if [[ "${TPW_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && installed; then
   install_test_clients
+  install_skypilot
   say "up to date ($VENV)"
   echo "$VENV"
   exit 0
@@ -119,5 +135,6 @@ say "installing the trainer (editable) from $ROOT/trainer"
 "$VENV/bin/python" -c 'import tpu_trainer, torch, hydra, omegaconf' >&2
 echo "$want" >"$STAMP"
 install_test_clients
+install_skypilot
 say "done in $((SECONDS - start))s: $(du -sh "$VENV" 2>/dev/null | cut -f1) in $VENV"
 echo "$VENV"

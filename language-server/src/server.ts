@@ -1,7 +1,7 @@
 /**
  * The TPU Workbench language server: connection wiring only. The features live as pure functions in service/:
  * flags.ts (LIBTPU_INIT_ARGS / XLA_FLAGS), overrides.ts (hydra overrides after the trainer command) and
- * hydra-yaml.ts (the config tree's YAML files); hydra/model.ts loads the trainer's schema and config tree.
+ * hydra-yaml.ts (the config tree's YAML files), task-yaml.ts (SkyPilot task YAML); hydra/model.ts loads the trainer's schema and config tree.
  */
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,6 +21,7 @@ import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './servic
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
 import { completeOverrideLine } from './service/override-line';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
+import { taskCompletion, taskDiagnostics, taskHover } from './service/task-yaml';
 import { CompleteOverridesRequest } from '../../protocol/language-server-requests';
 
 const connection = createConnection(ProposedFeatures.all);
@@ -149,7 +150,7 @@ connection.onCompletion((params): CompletionList | null =>
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
     const m = modelFor(doc.uri);
-    return forClient(flagCompletion(doc, params.position) ?? overrideCompletion(m, doc, params.position) ?? configCompletion(m, doc, params.position));
+    return forClient(flagCompletion(doc, params.position) ?? overrideCompletion(m, doc, params.position) ?? configCompletion(m, doc, params.position) ?? taskCompletion(doc, params.position));
   }),
 );
 
@@ -165,7 +166,7 @@ connection.onHover((params) =>
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
     const m = modelFor(doc.uri);
-    return flagHover(doc, params.position) ?? overrideHover(m, doc, params.position) ?? configHover(m, doc, params.position);
+    return flagHover(doc, params.position) ?? overrideHover(m, doc, params.position) ?? configHover(m, doc, params.position) ?? taskHover(doc, params.position);
   }),
 );
 
@@ -191,6 +192,7 @@ export function validate(doc: TextDocument): Diagnostic[] {
     ...safely('flag diagnostics', [], () => flagDiagnostics(doc)),
     ...safely('override diagnostics', [], () => overrideDiagnostics(model, doc)),
     ...safely('config diagnostics', [], () => configDiagnostics(model, doc)),
+    ...safely('task YAML diagnostics', [], () => taskDiagnostics(doc)),
   ];
 }
 

@@ -9,6 +9,7 @@ import { flagsExplain, flagsLint } from './flags-commands';
 import { profileCommand } from './profile-command';
 import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
+import { downCommand, execCommand, launchCommand } from './task-commands';
 import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
 import { vmAddKey, vmCost, vmCreate, vmLifecycle, vmList, vmTypes, vmZones } from './vm-commands';
 
@@ -254,4 +255,36 @@ export const COMMANDS: readonly CommandSpec[] = [
     },
     run: profileCommand,
   },
+  // SkyPilot task YAMLs (core/task-yaml/).
+  {
+    name: 'launch',
+    usage: 'TASK.yaml [-c NAME] [--env K[=V]]... [--secret K[=V]]... [--dry-run]',
+    summary: 'Run a SkyPilot task YAML: create the TPU VM if missing, sync workdir and file_mounts, setup once, run on every host',
+    details: [
+      'The VM is NAME (default: the task\'s name); an existing one is reused. setup runs on every host, and is skipped when neither it nor its inputs (envs, secrets, workdir, file_mounts) changed since it last ran there.',
+      'Every host gets SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_NODES, SKYPILOT_TASK_ID, SKYPILOT_CLUSTER_INFO and the TPU_* variables; its lines are prefixed (head, rank=0), (worker1, rank=1), ...',
+      '--env K and --secret K without a value take it from your environment; secret values go only into a 0600 file on each host. Fields tpw does not support are refused, by name, with why.',
+    ],
+    options: {
+      cluster: { type: 'string', short: 'c', arg: 'NAME', description: 'The TPU VM to create or reuse (default: the task\'s name)' },
+      env: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set or override an env of the task (repeatable)' },
+      secret: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set a secret of the task; K alone: from your environment (repeatable)' },
+      'dry-run': { type: 'boolean', description: 'Print the plan (VM, hosts, what runs where, variable and secret names) and change nothing' },
+    },
+    globals: BACKEND_SSH,
+    run: launchCommand,
+  },
+  {
+    name: 'exec',
+    usage: 'NAME TASK.yaml [--env K[=V]]... [--secret K[=V]]... [--dry-run]',
+    summary: "Run a task YAML's run on every host of an existing VM (syncs workdir; no setup, no file_mounts, no provisioning)",
+    options: {
+      env: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set or override an env of the task (repeatable)' },
+      secret: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set a secret of the task; K alone: from your environment (repeatable)' },
+      'dry-run': { type: 'boolean', description: 'Print the plan and change nothing' },
+    },
+    globals: BACKEND_SSH,
+    run: execCommand,
+  },
+  { name: 'down', usage: 'NAME', summary: 'Delete the TPU VM a task was launched on', globals: BACKEND, run: downCommand },
 ];

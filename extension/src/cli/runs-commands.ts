@@ -1,3 +1,4 @@
+import { isTaskYamlRun, relaunchInstead } from '../core/task-yaml/launch';
 import {
   firstFailure,
   formatDuration,
@@ -108,6 +109,7 @@ export async function stopCommand(ctx: CommandContext): Promise<number> {
 export async function resumeCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
   const rec = loadRun(runId);
+  if (isTaskYamlRun(rec)) throw relaunchInstead(rec);
   const backend = await openCliBackend(ctx.globals);
   try {
     // Every slice of a multislice run is brought back; only the ones that went away are recreated or started.

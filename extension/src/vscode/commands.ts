@@ -15,6 +15,7 @@ import { prepareWorkers } from './prepare-workers';
 import type { WorkerTerminals } from './terminal';
 import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './worker-actions';
 import { chooseZones } from './zones-pick';
+import { launchTaskYaml } from './task-launch';
 
 /** What command handlers need besides the context. */
 export interface Services {
@@ -53,6 +54,7 @@ const COMMANDS: Record<string, CommandSpec> = {
       if (overrides) await runs.run(arg, undefined, false, overrides);
     },
   },
+  'tpuWorkbench.runTaskYaml': { title: 'Run on TPU (Task YAML)', handler: ({ ctx, tree }, arg) => launchTaskYaml(ctx, arg).finally(() => tree.refresh()) },
   'tpuWorkbench.createVm': { title: 'Create TPU VM', handler: ({ ctx, tree }, arg) => createVm(ctx, tree, arg) },
   'tpuWorkbench.deleteVm': { title: 'Delete TPU VM', handler: ({ ctx, tree }, arg) => deleteVm(ctx, tree, arg) },
   'tpuWorkbench.startVm': { title: 'Start TPU VM', handler: ({ ctx, tree }, arg) => startVm(ctx, tree, arg) },

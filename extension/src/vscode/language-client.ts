@@ -28,6 +28,8 @@ export function startLanguageClient(context: vscode.ExtensionContext, log: vscod
       { scheme: 'file', language: 'yaml', pattern: '**/configs/**' },
       // Task YAML (SkyPilot-style `envs:` / `run:`), usually next to the shell recipes.
       { scheme: 'file', language: 'yaml', pattern: '**/recipes/**' },
+      // Task YAML anywhere else (the server acts only on a YAML whose top level has resources/run/setup/…).
+      { scheme: 'file', language: 'yaml' },
       { scheme: 'file', pattern: '**/.env' },
       { scheme: 'file', language: 'dotenv' },
       { scheme: 'file', language: 'jsonc', pattern: '**/.vscode/settings.json' },

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { watchTaskYamlContext } from './task-launch';
 import * as config from './config';
 import { Ctx } from './ctx';
 import { startLanguageClient } from './language-client';
@@ -33,6 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const details = new DetailsDocuments();
   c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
   registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details });
+  watchTaskYamlContext(c);
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);

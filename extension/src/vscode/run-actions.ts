@@ -1,3 +1,5 @@
+import { isTaskYamlRun, relaunchInstead } from '../core/task-yaml/launch';
+import { launchTaskYaml } from './task-launch';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -44,6 +46,8 @@ export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise
 export async function runAgain(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
+  // A task YAML's run goes again the way it went first: launch (setup skipped while unchanged).
+  if (isTaskYamlRun(rec)) return launchTaskYaml(ctx, vscode.Uri.file(rec.recipe), rec.vm);
   const backend = await ctx.backend();
   const node = await backend.api.getNode(parseNodeName(rec.node));
   await runs.run(vscode.Uri.file(rec.recipe), node);
@@ -74,6 +78,7 @@ export function reattachOnStart(ctx: Ctx, runs: RunManager, tree: RunsTreeProvid
 export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
+  if (isTaskYamlRun(rec)) throw relaunchInstead(rec);
   const backend = await ctx.backend();
   // Every slice of a multislice run comes back; only the ones that went away are recreated or started.
   const slices = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: bringing ${rec.vm} back` }, async (progress) => {

@@ -4,8 +4,9 @@
  * many workers as the real one would, which is what makes "run on every worker" testable on a laptop.
  */
 
-/** TPU generations, named as google.cloud.tpu.v2.AcceleratorConfig.Type names them. */
-export type TpuGeneration = 'V4' | 'V5LITE_POD' | 'V5P' | 'V6E';
+import { TPU_CATALOG_FAMILIES, type TpuGeneration } from '../../../../protocol/tpu-catalog';
+
+export type { TpuGeneration } from '../../../../protocol/tpu-catalog';
 
 export interface AcceleratorInfo {
   /** e.g. "v5litepod-16" */
@@ -20,20 +21,8 @@ export interface AcceleratorInfo {
   topology: string;
 }
 
-interface Family {
-  prefix: string;
-  generation: TpuGeneration;
-  /** v4 and v5p count TensorCores (2 per chip); v5e and v6e count chips. */
-  coresPerUnit: 1 | 2;
-  sizes: number[];
-}
-
-const FAMILIES: Family[] = [
-  { prefix: 'v4', generation: 'V4', coresPerUnit: 2, sizes: [8, 16, 32] },
-  { prefix: 'v5litepod', generation: 'V5LITE_POD', coresPerUnit: 1, sizes: [1, 4, 8, 16, 32] },
-  { prefix: 'v5p', generation: 'V5P', coresPerUnit: 2, sizes: [8, 16, 32] },
-  { prefix: 'v6e', generation: 'V6E', coresPerUnit: 1, sizes: [1, 4, 8, 16, 32] },
-];
+/** The shapes themselves live in protocol/, where the language server reads them too. */
+const FAMILIES = TPU_CATALOG_FAMILIES;
 
 /** Chips per host in a multi-host slice. Single-host v5e/v6e shapes go up to 8 chips on one host. */
 const CHIPS_PER_HOST = 4;

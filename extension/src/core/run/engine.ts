@@ -8,12 +8,14 @@
  * Behind it, one engine — runs are *detached*: each worker's program runs in a process group of its own with
  * its output in a log file, and everything else reads that file from byte offsets:
  *   pipeline.ts        "Run on TPU": recipe → workspace sync → start → follow, recorded in the registry
+ *   program.ts         any other program (a task YAML's setup and run) on resolved, synced workers: start → follow, recorded
  *   detached.ts        start, tail (with reconnects and fail-fast) and stop on every worker
  *   session.ts         a recorded run seen again from another process (`tpw logs`, a restarted VS Code)
  *   remote-script.ts   the shell programs sent to the workers
  *   registry.ts        the local run history; summary.ts the report; preemption.ts spot VMs
  */
 export { newRunId, remoteWorkspaceDir, runRecipe } from './pipeline';
+export { runProgram, type ProgramRunRequest } from './program';
 export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
 export { downloadRunLogs, followRun, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';

@@ -1,0 +1,104 @@
+import { formatRunSummary } from '../core/run/engine';
+import { downVm, executeLaunch } from '../core/task-yaml/launch';
+import { formatPlan, planLaunch } from '../core/task-yaml/plan';
+import { rankPrefix } from '../core/task-yaml/task-env';
+import { openCliBackend } from './backend-from-args';
+import { connectionsFor } from './connections';
+import { positionalsUpTo, requireArg, UsageError, type CommandContext } from './context';
+
+/**
+ * `tpw launch TASK.yaml [-c NAME] [--env K[=V]]… [--secret K[=V]]… [--dry-run]`, `tpw exec NAME TASK.yaml`,
+ * `tpw down NAME`: SkyPilot task YAMLs on Cloud TPU VMs (core/task-yaml/). Secret values come from this
+ * process's environment (or the YAML) and go only into each host's 0600 env file; nothing here prints them.
+ */
+
+/** `--env K=V` as given, `--env K` from this process's environment (as `sky launch` reads them). */
+function resolvePairs(values: unknown, flag: '--env' | '--secret'): Record<string, string> {
+  const out: Record<string, string> = {};
+  const list = values === undefined ? [] : Array.isArray(values) ? values : [values];
+  for (const item of list) {
+    if (typeof item !== 'string') continue;
+    const eq = item.indexOf('=');
+    const key = eq < 0 ? item : item.slice(0, eq);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new UsageError(`${flag} "${eq < 0 ? item : `${key}=…`}": ${key || 'the name'} is not a variable name`);
+    if (eq >= 0) out[key] = item.slice(eq + 1);
+    else {
+      const v = process.env[key];
+      if (v === undefined) throw new UsageError(`${flag} ${key}: ${key} is not set in your environment (set it, or pass ${flag} ${key}=VALUE)`);
+      out[key] = v;
+    }
+  }
+  return out;
+}
+
+export function launchCommand(ctx: CommandContext): Promise<number> {
+  const [yaml] = positionalsUpTo(ctx, 1);
+  return launchOrExec(ctx, 'launch', requireArg(yaml, 'TASK.yaml (tpw launch TASK.yaml [-c NAME])'), ctx.values.cluster as string | undefined);
+}
+
+export function execCommand(ctx: CommandContext): Promise<number> {
+  const [name, yaml] = positionalsUpTo(ctx, 2);
+  const vm = requireArg(name, 'VM name (tpw exec NAME TASK.yaml)');
+  return launchOrExec(ctx, 'exec', requireArg(yaml, 'TASK.yaml (tpw exec NAME TASK.yaml)'), vm);
+}
+
+async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPath: string, cluster: string | undefined): Promise<number> {
+  const envOverrides = resolvePairs(ctx.values.env, '--env');
+  const secretOverrides = resolvePairs(ctx.values.secret, '--secret');
+  const backend = await openCliBackend(ctx.globals);
+  const abort = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      ctx.err('Stopping on every host… (Ctrl-C again to exit now)');
+      abort.abort();
+    } else process.exit(130);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const plan = await planLaunch({ backend, mode, yamlPath, cluster, zone: ctx.globals.zone, envOverrides, secretOverrides, signal: abort.signal });
+    if (ctx.values['dry-run']) {
+      for (const line of formatPlan(plan)) ctx.out(line);
+      return 0;
+    }
+    for (const n of plan.notes) ctx.err(`Note: ${n}`);
+    let hosts = plan.hosts ?? 1;
+    const result = await executeLaunch(plan, {
+      backend,
+      conns: connectionsFor(ctx, backend),
+      signal: abort.signal,
+      say: (line) => ctx.err(line),
+      onHosts: (n) => (hosts = n),
+      onLine: (stage, w, line) => ctx.out(`${rankPrefix(w, hosts, plan.task.name, stage)} ${line}`),
+      onStarted: (stage, runId) => ctx.err(`${stage === 'setup' ? 'Setup' : 'Run'} ${runId} started on every host (\`tpw logs ${runId}\`, \`tpw stop ${runId}\`).`),
+    });
+    if (result.setup && !result.setup.ok) {
+      ctx.err(`Setup: ${formatRunSummary(result.setup)}`);
+      return result.setup.cancelled ? 130 : 1;
+    }
+    if (!result.run) {
+      ctx.err(`${plan.cluster}: done (the task has no run).`);
+      return 0;
+    }
+    ctx.err(`Run: ${formatRunSummary(result.run)}`);
+    if (result.run.cancelled) return 130;
+    return result.run.ok ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await backend.close();
+  }
+}
+
+export async function downCommand(ctx: CommandContext): Promise<number> {
+  const [name] = positionalsUpTo(ctx, 1);
+  const vm = requireArg(name, 'VM name (tpw down NAME)');
+  const backend = await openCliBackend(ctx.globals);
+  try {
+    await downVm(backend, vm, ctx.globals.zone, (l) => ctx.err(l));
+    ctx.out(`${vm}: deleted`);
+    return 0;
+  } finally {
+    await backend.close();
+  }
+}

@@ -1,0 +1,89 @@
+import { describeError, TpwError } from '../errors';
+import type { WorkerTarget } from '../ssh/types';
+import { shortName, type TpuNode } from '../tpu/models';
+import type { Backend } from '../backend';
+import type { ConnectionManager } from '../ssh/connection';
+import { startDetached, type AttachHandle } from './detached';
+import { newRunId } from './pipeline';
+import type { RunConnections, RunPhase } from './pipeline-types';
+import { saveRun, updateRun, type RunRecord } from './registry';
+import { followRun, recordResult } from './session';
+import type { EnvValue, RunListener, RunResult } from './types';
+
+/**
+ * A program that is not a recipe (a task YAML's `setup` or `run`), run like one: started detached on the given
+ * workers, recorded in the registry (so `tpw runs`, `tpw logs` and `tpw stop` see it), followed to its end.
+ * The caller has resolved the workers and synced what the program needs.
+ */
+export interface ProgramRunRequest {
+  backend: Backend;
+  node: TpuNode;
+  workers: WorkerTarget[];
+  /** The run's id (default: a new one), for a caller that hands it to the program beforehand. */
+  runId?: string;
+  /** What the registry shows as the run's source (the task YAML's path). */
+  label: string;
+  workspaceRoot: string;
+  argv: string[];
+  /** Remote working folder, relative to the login's home unless absolute. */
+  cwd: string;
+  /** Delivered in the worker's 0600 env file only (secrets included). */
+  env: Record<string, EnvValue>;
+  failFast?: boolean;
+  /** Aborting stops the program on every worker. */
+  signal?: AbortSignal;
+  statePollMs?: number;
+  conns: ConnectionManager;
+  tpwHome?: string;
+  onStarted?(runId: string, source: RunConnections): void;
+  listener: RunListener & { onPhase?(phase: RunPhase, detail: string): void };
+}
+
+export async function runProgram(req: ProgramRunRequest): Promise<RunResult> {
+  const phase = req.listener.onPhase?.bind(req.listener) ?? (() => undefined);
+  if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
+  const runId = req.runId ?? newRunId();
+  const spec = { runId, workers: req.workers, argv: req.argv, cwd: req.cwd, env: req.env, failFast: req.failFast ?? true };
+  const record: RunRecord = {
+    runId,
+    node: req.node.name,
+    vm: shortName(req.node.name),
+    recipe: req.label,
+    workspaceRoot: req.workspaceRoot,
+    extraOverrides: [],
+    workers: req.workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
+    startedAt: new Date().toISOString(),
+    status: 'starting',
+  };
+  saveRun(record, req.tpwHome);
+  try {
+    await startDetached(spec, req.conns);
+  } catch (e) {
+    updateRun(runId, { status: 'failed', endedAt: new Date().toISOString(), reason: describeError(e) }, req.tpwHome);
+    throw e;
+  }
+  updateRun(runId, { status: 'running' }, req.tpwHome);
+  req.onStarted?.(runId, { workers: req.workers, conns: req.conns });
+  let handle: AttachHandle | undefined;
+  let cancelRequested = false;
+  const onAbort = () => {
+    cancelRequested = true;
+    void handle?.cancel();
+  };
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const result = await followRun(req.backend.api, req.node.name, runId, req.workers, req.conns, req.listener, {
+      failFast: spec.failFast,
+      statePollMs: req.statePollMs,
+      onNotice: (w, m) => phase('run', `w${w}: ${m}`),
+      onHandle: (h) => {
+        handle = h;
+        if (cancelRequested || req.signal?.aborted) void h.cancel();
+      },
+    });
+    recordResult(runId, result, req.tpwHome);
+    return result;
+  } finally {
+    req.signal?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Backend } from '../backend';
+import { describeError, TpwError } from '../errors';
+import { newRunId, runProgram, type RunListener, type RunPhase, type RunResult } from '../run/engine';
+import type { ConnectionManager } from '../ssh/connection';
+import { targetLabel } from '../ssh/connection';
+import { execCollect } from '../ssh/exec';
+import { bashCommand, shPath, shQuote } from '../ssh/quote';
+import type { WorkerTarget } from '../ssh/types';
+import { buildManifest, deltaSync, digestOf, manifestText } from '../sync/delta';
+import { listWorkspaceFiles, type WorkspaceFile } from '../sync/workspace-files';
+import { findNode } from '../tpu/find';
+import type { TpuNode } from '../tpu/models';
+import type { LaunchPlan, LocalMount } from './plan';
+import { skypilotTaskId, taskEnv, type HostsInfo } from './task-env';
+import { REMOTE_WORKDIR } from '../../../../protocol/task-yaml-spec';
+
+/**
+ * Carries out a launch plan (plan.ts): the VM created, started or reused through the backend; workdir and
+ * file_mounts synced to every host (the delta sync runs use); setup on every host unless the hash it left
+ * there says nothing changed; then run on every host. Setup and run are runs of the one run engine
+ * (run/program.ts): detached, recorded, followed, stoppable with `tpw stop`.
+ */
+
+export interface LaunchOptions {
+  backend: Backend;
+  conns: ConnectionManager;
+  signal?: AbortSignal;
+  statePollMs?: number;
+  tpwHome?: string;
+  /** Progress for a human (stderr in the CLI). */
+  say(line: string): void;
+  /** A line of setup or run output from one host. */
+  onLine(stage: 'setup' | 'run', worker: number, line: string): void;
+  onStarted?(stage: 'setup' | 'run', runId: string): void;
+  /** The VM's hosts, once known (log prefixes depend on how many there are). */
+  onHosts?(hosts: number): void;
+}
+
+export interface LaunchResult {
+  node: TpuNode;
+  hosts: number;
+  /** Undefined when setup was skipped (unchanged) or the task has none (or exec). */
+  setup?: RunResult;
+  setupSkipped: boolean;
+  run?: RunResult;
+}
+
+/** Where the hash of the last setup that succeeded on a host is kept, per VM name. */
+function setupHashPath(cluster: string): string {
+  return `~/.tpw/tasks/${cluster}/setup.sha256`;
+}
+
+export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise<LaunchResult> {
+  const node = await provision(plan, o);
+  const workers = await o.backend.workersOf(node);
+  const hosts = workers.length;
+  o.onHosts?.(hosts);
+  o.say(`${plan.cluster}: ${hosts} host${hosts === 1 ? '' : 's'} (${workers.map((w) => `w${w.index}=${w.host}`).join(' ')})`);
+
+  const inputs: string[] = [];
+  if (plan.workdir) inputs.push(`workdir ${await syncFolder(plan.workdir, REMOTE_WORKDIR, workers, o, 'workdir')}`);
+  for (const m of plan.localMounts) inputs.push(`mount ${m.dest} ${await syncMount(plan.cluster, m, workers, o)}`);
+  for (const m of plan.bucketMounts) {
+    await copyBucket(m, workers, o);
+    inputs.push(`bucket ${m.dest} ${m.source}`);
+  }
+
+  const ips = node.networkEndpoints.map((e) => e.ipAddress);
+  const hostsInfo = (runLabel: string): HostsInfo => ({
+    cluster: plan.cluster,
+    ips,
+    acceleratorType: plan.task.acceleratorType,
+    zone: plan.vm.zone,
+    user: os.userInfo().username,
+    taskId: skypilotTaskId(plan.cluster, runLabel),
+  });
+  const values = { ...plan.env, ...plan.secrets };
+  const cwd = plan.workdir ? REMOTE_WORKDIR : '.';
+  const result: LaunchResult = { node, hosts, setupSkipped: false };
+
+  if (plan.mode === 'launch' && plan.task.setup !== undefined) {
+    const hash = setupHash(plan, inputs);
+    const file = setupHashPath(plan.cluster);
+    if (await allHostsHave(workers, file, hash, o.conns)) {
+      result.setupSkipped = true;
+      o.say('Setup: unchanged since it last ran on every host (setup, envs, secrets, workdir and file_mounts alike): skipped.');
+    } else {
+      o.say(`Setup on ${hosts} host${hosts === 1 ? '' : 's'}…`);
+      // The old hash goes first: a setup that fails halfway must run again next time.
+      const wrapper = `rm -f -- ${shPath(file)}; bash -c "$1" && mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
+      const runId = newRunId();
+      result.setup = await stage(runId, 'setup', ['bash', '-c', wrapper, 'tpw-setup', plan.task.setup, hash], taskEnv('setup', values, hostsInfo(runId)));
+      if (!result.setup.ok) return result;
+    }
+  }
+  if (plan.task.run !== undefined) {
+    o.say(`Run on ${hosts} host${hosts === 1 ? '' : 's'}…`);
+    const runId = newRunId();
+    result.run = await stage(runId, 'run', ['bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
+  }
+  return result;
+
+  function stage(runId: string, which: 'setup' | 'run', argv: string[], env: ReturnType<typeof taskEnv>): Promise<RunResult> {
+    return runProgram({
+      runId,
+      backend: o.backend,
+      node,
+      workers,
+      label: plan.yamlPath,
+      workspaceRoot: plan.workdir ?? path.dirname(plan.yamlPath),
+      argv,
+      cwd,
+      env,
+      signal: o.signal,
+      statePollMs: o.statePollMs,
+      conns: o.conns,
+      tpwHome: o.tpwHome,
+      onStarted: (runId) => o.onStarted?.(which, runId),
+      listener: {
+        onLine: (w, _s, line) => o.onLine(which, w, line),
+        onPhase: (_p: RunPhase, detail: string) => o.say(detail),
+      } satisfies RunListener & { onPhase(p: RunPhase, d: string): void },
+    });
+  }
+}
+
+async function provision(plan: LaunchPlan, o: LaunchOptions): Promise<TpuNode> {
+  const { vm } = plan;
+  const started = Date.now();
+  const took = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+  if (vm.action === 'reuse') {
+    o.say(`VM ${plan.cluster} exists (${vm.node.acceleratorType}, READY in ${vm.zone}): reusing it.`);
+    return vm.node;
+  }
+  const api = o.backend.api;
+  if (vm.action === 'start') {
+    o.say(`VM ${plan.cluster} is STOPPED: starting it…`);
+    const node = await api.startNode({ project: o.backend.project, zone: vm.zone, node: plan.cluster }, { signal: o.signal });
+    o.say(`VM ${plan.cluster} READY in ${took()}.`);
+    return node;
+  }
+  const r = vm.request;
+  o.say(`VM ${plan.cluster} does not exist: creating it (tpu-${r.acceleratorType}, ${r.runtimeVersion}${r.spot ? ', spot' : ''}) in ${vm.zone}…`);
+  const node = await api.createNode(r, { signal: o.signal });
+  o.say(`VM ${plan.cluster} READY in ${took()}.`);
+  return node;
+}
+
+/** Delta-syncs a local folder to `dest` on every host; returns the digest of what was sent (for the setup hash). */
+async function syncFolder(local: string, dest: string, workers: WorkerTarget[], o: LaunchOptions, what: string): Promise<string> {
+  const listing = listWorkspaceFiles(local);
+  return syncFiles(local, listing.files, dest, workers, o, `${what} ${local} → ${dest}`);
+}
+
+async function syncFiles(root: string, files: WorkspaceFile[], dest: string, workers: WorkerTarget[], o: LaunchOptions, what: string): Promise<string> {
+  const digest = digestOf(manifestText(await buildManifest(root, files, o.tpwHome)));
+  const t0 = Date.now();
+  const results = await deltaSync({ root, files, dest, workers, conns: o.conns, signal: o.signal, home: o.tpwHome });
+  const sent = results.filter((r) => !r.upToDate);
+  o.say(`Synced ${what} in ${((Date.now() - t0) / 1000).toFixed(1)}s (${sent.length === 0 ? 'no changes' : `${Math.max(...sent.map((r) => r.sentFiles))} changed files to ${sent.length} hosts`}).`);
+  return digest;
+}
+
+/** A folder syncs straight to its destination; a file goes through a staging folder, then is copied into place. */
+async function syncMount(cluster: string, m: LocalMount, workers: WorkerTarget[], o: LaunchOptions): Promise<string> {
+  if (m.isDir) return syncFolder(m.source, m.dest, workers, o, 'file_mounts');
+  const st = fs.statSync(m.source);
+  const rel = path.basename(m.source);
+  const staging = `~/.tpw/tasks/${cluster}/mounts/${createHash('sha256').update(m.dest).digest('hex').slice(0, 16)}`;
+  const digest = await syncFiles(path.dirname(m.source), [{ rel, abs: m.source, size: st.size, mtimeMs: st.mtimeMs, mode: st.mode }], staging, workers, o, `file_mounts ${m.source} → ${m.dest}`);
+  const dest = shPath(m.dest);
+  const script = `set -e\nmkdir -p -- "$(dirname -- ${dest})"\ncp -f -- ${shPath(`${staging}/${rel}`)} ${dest}`;
+  await onEveryHost(workers, o.conns, script, `copying ${m.source} to ${m.dest}`);
+  return digest;
+}
+
+/** gs:// paths are copied on each host with the tools a TPU VM image has, under the VM's service account. */
+async function copyBucket(m: { dest: string; source: string }, workers: WorkerTarget[], o: LaunchOptions): Promise<void> {
+  const src = shQuote(m.source);
+  const dest = shPath(m.dest);
+  const script = [
+    'set -e',
+    `mkdir -p -- ${dest}`,
+    `if command -v gcloud >/dev/null 2>&1; then gcloud storage rsync -r ${src} ${dest} 2>/dev/null || gcloud storage cp ${src} ${dest}/`,
+    `elif command -v gsutil >/dev/null 2>&1; then gsutil -m rsync -r ${src} ${dest} 2>/dev/null || gsutil cp ${src} ${dest}/`,
+    `else echo "tpw: neither gcloud nor gsutil on this host, so ${m.source.replace(/[^\w:/.-]/g, '_')} cannot be copied" >&2; exit 3; fi`,
+  ].join('\n');
+  o.say(`Copying ${m.source} → ${m.dest} on every host…`);
+  await onEveryHost(workers, o.conns, script, `copying ${m.source} to ${m.dest}`);
+}
+
+async function onEveryHost(workers: WorkerTarget[], conns: ConnectionManager, script: string, what: string): Promise<void> {
+  const failures = await Promise.all(
+    workers.map(async (w) => {
+      try {
+        const out = await execCollect(await conns.get(w), bashCommand(script));
+        return out.code === 0 ? undefined : `${targetLabel(w)}: ${out.stderr.trim() || `exit ${out.code ?? out.signal}`}`;
+      } catch (e) {
+        return describeError(e);
+      }
+    }),
+  );
+  const failed = failures.filter((f): f is string => f !== undefined);
+  if (failed.length > 0) throw new TpwError('UNAVAILABLE', `Failed ${what}: ${failed.join('; ')}`);
+}
+
+async function allHostsHave(workers: WorkerTarget[], file: string, hash: string, conns: ConnectionManager): Promise<boolean> {
+  const seen = await Promise.all(workers.map(async (w) => (await execCollect(await conns.get(w), bashCommand(`cat -- ${shPath(file)} 2>/dev/null || true`))).stdout.trim()));
+  return seen.every((s) => s === hash);
+}
+
+/**
+ * What setup depends on: its text, the VM's type, envs and secrets (their values enter only through a hash:
+ * the worker keeps a digest, never a value), and the digests of the workdir and every file mount.
+ */
+function setupHash(plan: LaunchPlan, inputs: string[]): string {
+  const h = createHash('sha256');
+  const secretDigest = (v: string) => createHash('sha256').update(v).digest('hex');
+  const sorted = (o: Record<string, string>, f: (v: string) => string) => Object.keys(o).sort().map((k) => `${k}=${f(o[k])}`);
+  h.update(JSON.stringify({ setup: plan.task.setup, type: plan.task.acceleratorType, env: sorted(plan.env, (v) => v), secrets: sorted(plan.secrets, secretDigest), inputs }));
+  return h.digest('hex');
+}
+
+/** `tpw down NAME`: deletes the VM (and with it everything on its hosts). */
+export async function downVm(backend: Backend, name: string, zone: string | undefined, say: (l: string) => void): Promise<void> {
+  const found = await findNode(backend, name, zone);
+  say(`Deleting ${name} (${found.node.acceleratorType} in ${found.zone})…`);
+  await backend.api.deleteNode({ project: backend.project, zone: found.zone, node: name });
+}
+
+/** A recorded run that was a task YAML's setup or run (the registry keeps the YAML where a recipe would be). */
+export function isTaskYamlRun(rec: { recipe: string }): boolean {
+  return /\.ya?ml$/i.test(rec.recipe);
+}
+
+/** Why `tpw resume` does not take a task YAML's run, and what does. */
+export function relaunchInstead(rec: { runId: string; recipe: string; vm: string }): TpwError {
+  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${rec.vm}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
+}

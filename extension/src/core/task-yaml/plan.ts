@@ -1,0 +1,198 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Backend } from '../backend';
+import { acceleratorInfo } from '../emulator/catalog';
+import { isTpwError, TpwError } from '../errors';
+import { recommendedRuntime } from '../explorer/create-request';
+import type { CreateNodeRequest } from '../tpu/api';
+import { findNode } from '../tpu/find';
+import { NODE_ID_PATTERN, type TpuNode } from '../tpu/models';
+import { zonesOffering } from '../tpu/zones';
+import { formatProblems, parseTaskYaml } from '../../../../protocol/task-yaml-check';
+import { skypilotVariableNames } from './task-env';
+import { REMOTE_WORKDIR, type TaskSpec } from '../../../../protocol/task-yaml-spec';
+
+/**
+ * What `tpw launch` / `tpw exec` will do, worked out before anything changes: the task checked, the VM found
+ * (or the request that creates it), the values of envs and secrets settled. `formatPlan` prints it for
+ * `--dry-run` with variable and secret names only.
+ */
+
+export type VmStep =
+  | { action: 'reuse'; node: TpuNode; zone: string }
+  | { action: 'start'; node: TpuNode; zone: string }
+  | { action: 'create'; request: CreateNodeRequest; zone: string };
+
+export interface LocalMount {
+  dest: string;
+  /** Absolute local path. */
+  source: string;
+  isDir: boolean;
+}
+
+export interface LaunchPlan {
+  mode: 'launch' | 'exec';
+  yamlPath: string;
+  task: TaskSpec;
+  cluster: string;
+  vm: VmStep;
+  /** Hosts of the VM: from the VM when it exists, else from the accelerator type's published shape. */
+  hosts: number | undefined;
+  workdir?: string;
+  localMounts: LocalMount[];
+  bucketMounts: { dest: string; source: string }[];
+  /** envs after --env: every one has a value. */
+  env: Record<string, string>;
+  /** secrets after --secret: every one has a value (never printed). */
+  secrets: Record<string, string>;
+  notes: string[];
+}
+
+export interface PlanRequest {
+  backend: Backend;
+  mode: 'launch' | 'exec';
+  yamlPath: string;
+  /** `-c NAME` (exec: the VM to run on). */
+  cluster?: string;
+  /** The global --zone. */
+  zone?: string;
+  /** `--env K[=V]`, values already resolved (K alone: from the caller's environment). */
+  envOverrides: Readonly<Record<string, string>>;
+  /** `--secret K[=V]`, values already resolved. */
+  secretOverrides: Readonly<Record<string, string>>;
+  signal?: AbortSignal;
+}
+
+export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
+  const yamlPath = path.resolve(req.yamlPath);
+  let text: string;
+  try {
+    text = fs.readFileSync(yamlPath, 'utf8');
+  } catch (e) {
+    throw new TpwError('NOT_FOUND', `Cannot read the task YAML ${yamlPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}.`);
+  }
+  const parsed = parseTaskYaml(text, { envOverrides: req.envOverrides });
+  if (!parsed.task) throw new TpwError('INVALID_ARGUMENT', formatProblems(path.basename(yamlPath), parsed.problems).join('\n'));
+  const task = parsed.task;
+  const env = Object.fromEntries(Object.entries(task.envs).map(([k, v]) => [k, v ?? '']));
+  const secrets: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...task.secrets, ...req.secretOverrides })) {
+    if (v === null) throw new TpwError('INVALID_ARGUMENT', `Secret ${k} of ${path.basename(yamlPath)} has no value: pass --secret ${k} to take it from your environment.`);
+    secrets[k] = v;
+  }
+
+  const cluster = req.cluster ?? task.name;
+  if (!cluster) throw new TpwError('INVALID_ARGUMENT', `${path.basename(yamlPath)} has no name: give the VM one with -c NAME.`);
+  if (!NODE_ID_PATTERN.test(cluster)) {
+    throw new TpwError('INVALID_ARGUMENT', `"${cluster}" cannot be a TPU VM name: use lowercase letters, digits and hyphens, starting with a letter (at most 63)${req.cluster ? '' : '; pass -c NAME'}.`);
+  }
+
+  const base = path.dirname(yamlPath);
+  const notes: string[] = [];
+  let workdir: string | undefined;
+  if (task.workdir !== undefined) {
+    workdir = path.resolve(base, expandHome(task.workdir));
+    if (!fs.statSync(workdir, { throwIfNoEntry: false })?.isDirectory()) throw new TpwError('NOT_FOUND', `workdir ${task.workdir} of ${path.basename(yamlPath)} is not a folder (${workdir}).`);
+  }
+  const localMounts: LocalMount[] = [];
+  const bucketMounts: { dest: string; source: string }[] = [];
+  if (req.mode === 'launch') {
+    for (const m of task.fileMounts) {
+      if (m.kind === 'bucket') {
+        if (req.backend.kind === 'emulator') {
+          throw new TpwError('FAILED_PRECONDITION', `file_mounts ${m.dest}: ${m.source} cannot be reached on the local emulator (its workers have no Google credentials or network to Cloud Storage); mount a local path instead.`);
+        }
+        bucketMounts.push({ dest: m.dest, source: m.source });
+        continue;
+      }
+      const source = path.resolve(base, expandHome(m.source));
+      const st = fs.statSync(source, { throwIfNoEntry: false });
+      if (!st) throw new TpwError('NOT_FOUND', `file_mounts ${m.dest}: the local path ${m.source} does not exist (${source}).`);
+      localMounts.push({ dest: m.dest, source, isDir: st.isDirectory() });
+    }
+  } else if (task.fileMounts.length > 0 || task.setup !== undefined) {
+    notes.push('exec skips setup and file_mounts (as `sky exec` does); workdir is synced.');
+  }
+
+  const vm = await resolveVm(req, task, cluster);
+  const hosts = vm.action === 'create' ? acceleratorInfo(task.acceleratorType)?.workers : vm.node.networkEndpoints.length;
+  return { mode: req.mode, yamlPath, task, cluster, vm, hosts, ...(workdir ? { workdir } : {}), localMounts, bucketMounts, env, secrets, notes };
+}
+
+async function resolveVm(req: PlanRequest, task: TaskSpec, cluster: string): Promise<VmStep> {
+  const { backend } = req;
+  const zone = req.zone ?? task.zone;
+  try {
+    const found = await findNode(backend, cluster, zone, req.signal);
+    if (found.node.acceleratorType !== task.acceleratorType) {
+      throw new TpwError('FAILED_PRECONDITION', `TPU VM "${cluster}" is a ${found.node.acceleratorType}, but the task asks for tpu-${task.acceleratorType}: \`tpw down ${cluster}\` first, or launch with another -c NAME.`);
+    }
+    if (found.node.state === 'READY') return { action: 'reuse', node: found.node, zone: found.zone };
+    if (found.node.state === 'STOPPED' && req.mode === 'launch') return { action: 'start', node: found.node, zone: found.zone };
+    throw new TpwError('FAILED_PRECONDITION', `TPU VM "${cluster}" is ${found.node.state}, not READY${found.node.state === 'PREEMPTED' ? `: \`tpw down ${cluster}\`, then launch again` : ''}.`);
+  } catch (e) {
+    if (!isTpwError(e, 'NOT_FOUND')) throw e;
+    if (req.mode === 'exec') throw new TpwError('NOT_FOUND', `TPU VM "${cluster}" does not exist: \`tpw launch\` creates it (exec runs on an existing VM only).`);
+  }
+  const createZone = zone ?? (task.region ? backend.zones.find((z) => z.startsWith(`${task.region}-`)) : backend.zones[0]);
+  if (!createZone) throw new TpwError('INVALID_ARGUMENT', `No zone of ${backend.project} is in region ${task.region} (zones: ${backend.zones.join(', ')}).`);
+  const types = (await backend.api.listAcceleratorTypes(backend.project, createZone, req.signal)).map((t) => t.type);
+  if (!types.includes(task.acceleratorType)) {
+    const elsewhere = await zonesOffering(backend.api, backend.project, task.acceleratorType).catch(() => []);
+    throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} does not offer tpu-${task.acceleratorType}${elsewhere.length ? `; these do: ${elsewhere.join(', ')} (set resources.zone or --zone)` : ''}.`);
+  }
+  let runtimeVersion = task.runtimeVersion;
+  if (!runtimeVersion) {
+    const listed = (await backend.api.listRuntimeVersions(backend.project, createZone, req.signal)).map((v) => v.version);
+    const recommended = recommendedRuntime(task.acceleratorType);
+    runtimeVersion = recommended && listed.includes(recommended) ? recommended : listed[0];
+    if (!runtimeVersion) throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} lists no runtime versions: set resources.accelerator_args.runtime_version.`);
+  }
+  const request: CreateNodeRequest = {
+    project: backend.project,
+    zone: createZone,
+    nodeId: cluster,
+    acceleratorType: task.acceleratorType,
+    runtimeVersion,
+    ...(task.spot ? { spot: true } : {}),
+    ...(Object.keys(task.labels).length > 0 ? { labels: task.labels } : {}),
+  };
+  return { action: 'create', request, zone: createZone };
+}
+
+function expandHome(p: string): string {
+  const home = process.env.HOME ?? '';
+  return p === '~' ? home : p.startsWith('~/') ? path.join(home, p.slice(2)) : p;
+}
+
+/** The plan as `--dry-run` prints it: names of variables and secrets, never their values. */
+export function formatPlan(plan: LaunchPlan): string[] {
+  const { task, vm } = plan;
+  const lines: string[] = [];
+  const type = `tpu-${task.acceleratorType}`;
+  if (vm.action === 'create') {
+    const r = vm.request;
+    lines.push(`VM: create ${plan.cluster} (${type}, ${r.runtimeVersion}${r.spot ? ', spot' : ''}) in ${vm.zone}${r.labels ? `, labels ${Object.keys(r.labels).join(', ')}` : ''}`);
+  } else {
+    lines.push(`VM: ${vm.action === 'start' ? 'start the stopped' : 'reuse'} ${plan.cluster} (${vm.node.acceleratorType}, ${vm.node.runtimeVersion}) in ${vm.zone}`);
+  }
+  const hostList = vm.action === 'create' ? undefined : vm.node.networkEndpoints.map((e, i) => `w${i}=${e.ipAddress}`).join(' ');
+  lines.push(`Hosts: ${plan.hosts ?? 'unknown'}${hostList ? ` (${hostList})` : vm.action === 'create' ? ' (once created)' : ''}`);
+  const every = 'every host';
+  if (plan.workdir) lines.push(`Sync: workdir ${plan.workdir} → ${REMOTE_WORKDIR} on ${every}`);
+  for (const m of plan.localMounts) lines.push(`Sync: ${m.source}${m.isDir ? '/' : ''} → ${m.dest} on ${every}`);
+  for (const m of plan.bucketMounts) lines.push(`Copy: ${m.source} → ${m.dest} on ${every} (gcloud storage, else gsutil)`);
+  const cwd = plan.workdir ? REMOTE_WORKDIR : '~';
+  if (plan.mode === 'launch' && task.setup !== undefined) lines.push(`Setup: on ${every}, in ${cwd}, unless unchanged since it last ran there: ${firstLine(task.setup)}`);
+  if (task.run !== undefined) lines.push(`Run: on ${every}, in ${cwd}: ${firstLine(task.run)}`);
+  lines.push(`Variables: ${[...Object.keys(plan.env)].join(', ') || '(none from the task)'}`);
+  lines.push(`Secrets (names only): ${Object.keys(plan.secrets).join(', ') || '(none)'}`);
+  lines.push(`SkyPilot and TPU variables: ${skypilotVariableNames('run').filter((k) => !(k in plan.env)).join(', ')}`);
+  for (const n of plan.notes) lines.push(`Note: ${n}`);
+  return lines;
+}
+
+function firstLine(script: string): string {
+  const lines = script.trim().split('\n');
+  return lines.length > 1 ? `${lines[0]} … (${lines.length} lines)` : lines[0];
+}

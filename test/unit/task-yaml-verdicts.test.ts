@@ -1,0 +1,138 @@
+/**
+ * tpw's task-YAML check against SkyPilot's own: every file of test/fixtures/task-yaml/corpus is accepted or
+ * refused by both alike. SkyPilot's verdicts are stored in test/fixtures/task-yaml/skypilot-verdicts.json
+ * (with the command that produced them), and one test runs SkyPilot again to see they still hold.
+ * "Unsupported" (a valid field tpw does not do) is not a refusal of validity: SkyPilot accepts those files.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { parseTaskYaml } from '../../protocol/task-yaml-check';
+
+const ROOT = path.resolve(__dirname, '../..');
+const CORPUS = path.join(ROOT, 'test/fixtures/task-yaml/corpus');
+const STORED = path.join(ROOT, 'test/fixtures/task-yaml/skypilot-verdicts.json');
+
+interface Verdicts {
+  source: string;
+  command: string;
+  verdicts: Record<string, { accepted: boolean; error?: string }>;
+}
+
+const stored = JSON.parse(fs.readFileSync(STORED, 'utf8')) as Verdicts;
+const files = fs.readdirSync(CORPUS).filter((f) => f.endsWith('.yaml')).sort();
+
+function ours(file: string) {
+  return parseTaskYaml(fs.readFileSync(path.join(CORPUS, file), 'utf8'));
+}
+
+test('every corpus file has a stored SkyPilot verdict, both kinds are present', () => {
+  assert.deepEqual(Object.keys(stored.verdicts).sort(), files);
+  const accepted = files.filter((f) => stored.verdicts[f].accepted).length;
+  assert.ok(accepted >= 10 && files.length - accepted >= 10, `${accepted} accepted of ${files.length}`);
+});
+
+for (const file of files) {
+  test(`${file}: same verdict as SkyPilot`, () => {
+    const sky = stored.verdicts[file];
+    const r = ours(file);
+    const invalid = r.problems.filter((p) => p.kind === 'invalid');
+    if (sky.accepted) assert.deepEqual(invalid, [], `SkyPilot accepts ${file}; we call it invalid`);
+    else assert.ok(invalid.length > 0, `SkyPilot refuses ${file} (${sky.error}); we do not: ${JSON.stringify(r.problems)}`);
+    // Every refusal names its field and says why in a sentence.
+    for (const p of r.problems) assert.match(p.message, /\S.*[.)]$/);
+  });
+}
+
+test('SkyPilot itself still gives the stored verdicts', () => {
+  const venv = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache/tpu-workbench/venv');
+  const python = process.env.TPW_SKYPILOT_PYTHON ?? `${venv}-skypilot/bin/python`;
+  assert.ok(fs.existsSync(python), `SkyPilot's venv is missing (${python}): run \`bash scripts/python-env.sh\``);
+  const out = execFileSync(python, [path.join(ROOT, 'test/skypilot/skypilot_verdicts.py')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 120_000 });
+  const live = JSON.parse(out) as Verdicts;
+  assert.equal(live.source, stored.source);
+  const accepted = (v: Verdicts) => Object.fromEntries(Object.entries(v.verdicts).map(([k, x]) => [k, x.accepted]));
+  assert.deepEqual(accepted(live), accepted(stored));
+});
+
+test('what tpw refuses of files SkyPilot accepts: named, with why', () => {
+  const unsupported = (file: string) => ours(file).problems.filter((p) => p.kind === 'unsupported').map((p) => p.field);
+  assert.deepEqual(unsupported('valid-full.yaml'), ['resources.disk_size', 'resources.image_id']);
+  assert.deepEqual(unsupported('valid-gpu-accelerator.yaml'), ['resources.accelerators']);
+  assert.deepEqual(unsupported('valid-num-nodes-2.yaml'), ['num_nodes']);
+  assert.deepEqual(unsupported('valid-tpu-node.yaml'), ['resources.accelerator_args.tpu_vm']);
+  assert.deepEqual(unsupported('valid-file-mount-storage.yaml'), ['file_mounts./data']);
+  assert.deepEqual(unsupported('case-s3-mount.yaml'), ['file_mounts.~/x']);
+  assert.match(ours('valid-ports.yaml').problems[0].message, /is not supported: tpw opens no firewall ports/);
+});
+
+test('a supported task reads as written: type, runtime, spot, zone, labels, envs (as SkyPilot turns them to strings), secrets', () => {
+  const r = parseTaskYaml(
+    [
+      'name: demo',
+      'resources:',
+      '  accelerators: {tpu-v5litepod-16: 1}',
+      '  accelerator_args: {runtime_version: v2-alpha-tpuv5-lite, tpu_vm: true}',
+      '  use_spot: yes',
+      '  infra: gcp/us-west4/us-west4-a',
+      '  labels: {team: ml}',
+      'workdir: .',
+      'file_mounts:',
+      '  ~/cfg.json: ./cfg.json',
+      '  ~/data: gs://bucket/data',
+      'setup: pip list',
+      'run: python3 train.py',
+      'envs: {STEPS: 10, LR: 0.5, DEBUG: false, EMPTY: ""}',
+      'secrets: {HF_TOKEN: null, INLINE: abc}',
+    ].join('\n'),
+  );
+  assert.deepEqual(r.problems, []);
+  assert.deepEqual(r.task, {
+    name: 'demo',
+    acceleratorType: 'v5litepod-16',
+    runtimeVersion: 'v2-alpha-tpuv5-lite',
+    spot: true,
+    zone: 'us-west4-a',
+    region: 'us-west4',
+    labels: { team: 'ml' },
+    workdir: '.',
+    fileMounts: [
+      { dest: '~/cfg.json', kind: 'local', source: './cfg.json' },
+      { dest: '~/data', kind: 'bucket', source: 'gs://bucket/data' },
+    ],
+    setup: 'pip list',
+    run: 'python3 train.py',
+    // Python's str(): what SkyPilot hands the program.
+    envs: { STEPS: '10', LR: '0.5', DEBUG: 'False', EMPTY: '' },
+    secrets: { HF_TOKEN: null, INLINE: 'abc' },
+  });
+});
+
+test('--env fills an env the YAML leaves empty, and overrides one it sets', () => {
+  const text = 'resources: {accelerators: tpu-v6e-8}\nenvs: {NEEDED: null, SET: yaml}\nrun: echo\n';
+  assert.equal(parseTaskYaml(text).problems[0]?.field, 'envs.NEEDED');
+  const r = parseTaskYaml(text, { envOverrides: { NEEDED: 'cli', SET: 'cli' } });
+  assert.deepEqual(r.task?.envs, { NEEDED: 'cli', SET: 'cli' });
+});
+
+test('envs and inline secrets fill $NAME and ${NAME} in workdir and file_mounts, as SkyPilot does at parse time', () => {
+  const text = 'resources: {accelerators: tpu-v6e-8}\nenvs: {SIZE: "8", DIR: proj}\nworkdir: ./${DIR}\nfile_mounts:\n  ~/llama-${SIZE}b: ./w-$SIZE\n  ~/x-$UNSET: ./y\nrun: echo\n';
+  const r = parseTaskYaml(text, { envOverrides: { SIZE: '70' } });
+  // SkyPilot 0.14.1 on the same text: sky.Task.from_yaml_config(yaml.safe_load(text), env_overrides=[('SIZE', '70')])
+  // gives workdir ./proj and file_mounts {'~/llama-70b': './w-70', '~/x-$UNSET': './y'}.
+  assert.equal(r.task?.workdir, './proj');
+  assert.deepEqual(r.task?.fileMounts, [
+    { dest: '~/llama-70b', kind: 'local', source: './w-70' },
+    // A name that is no env stays as written.
+    { dest: '~/x-$UNSET', kind: 'local', source: './y' },
+  ]);
+});
+
+test('TPU7x: SkyPilot\'s tpu-tpu7x-8 (tpu- + the Cloud TPU type) is the Cloud TPU type tpu7x-8', () => {
+  const r = parseTaskYaml('resources: {accelerators: tpu-tpu7x-8}\nrun: echo\n');
+  assert.deepEqual(r.problems, []);
+  assert.equal(r.task?.acceleratorType, 'tpu7x-8');
+});
