@@ -104,6 +104,12 @@ const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'tpuWorkbench.setSecret': { title: 'Set Secret', handler: ({ ctx }) => setSecret(ctx) },
+  'tpuWorkbench.getStarted': {
+    title: 'Get Started',
+    handler: async ({ ctx }) => {
+      await vscode.commands.executeCommand('workbench.action.openWalkthrough', `${ctx.extContext.extension.id}#tpuWorkbench.firstRun`, false);
+    },
+  },
   'tpuWorkbench.refreshRuns': { title: 'Refresh Runs', handler: ({ runsTree }) => runsTree.refresh() },
 };
 

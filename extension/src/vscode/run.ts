@@ -255,6 +255,7 @@ export class RunManager implements vscode.Disposable {
       return;
     }
     if (result.ok) {
+      this.ctx.setContext('runFinished', true);
       void vscode.window.showInformationMessage(`Run finished: ${label}, all ${result.workers.length} workers ok.`, 'Show output').then((c) => {
         if (c) out.show();
       });

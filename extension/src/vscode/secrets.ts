@@ -35,5 +35,6 @@ export async function setSecret(ctx: Ctx): Promise<void> {
     await ctx.extContext.secrets.store(picked.label, value);
     // The name only: the value never reaches a log.
     ctx.log.info(`secret ${picked.label} stored`);
+    ctx.setContext('secretStored', true);
   }
 }

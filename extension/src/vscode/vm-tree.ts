@@ -151,6 +151,7 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     this.lastScans = scans;
     this.lastNodes = scannedNodes(scans);
     this.ctx.setContext('backendState', 'ready');
+    this.ctx.setContext('hasReadyVm', this.lastNodes.some((n) => n.state === 'READY'));
     this.setMessage(undefined);
     this.lastShownError = undefined;
     this.poll({ fingerprint: scanFingerprint(scans), transitional: scanIsTransitional(scans), retryableFailure: scanHasRetryableFailure(scans) });

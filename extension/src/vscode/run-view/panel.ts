@@ -53,6 +53,7 @@ export class RunViewPanel implements vscode.Disposable {
       localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
     });
     const view = new RunViewPanel(ctx, panel, info);
+    ctx.setContext('runViewOpened', true);
     RunViewPanel.panels.set(info.runId, view);
     RunViewPanel.last = view;
     return view;
