@@ -61,7 +61,7 @@ export async function findRunTarget(backend: Backend, name: string, zone?: strin
   } catch (e) {
     if (!isTpwError(e, 'NOT_FOUND')) throw e;
     const group = await findSliceGroup(backend, name, zone, signal);
-    if (!group) throw new TpwError('NOT_FOUND', `No TPU VM or multislice group "${name}" in ${backend.project} (zones: ${(zone ? [zone] : backend.zones).join(', ')}).`, { cause: e });
+    if (!group) throw new TpwError('NOT_FOUND', `${e.message.replace(/\.$/, '')}; no multislice group has that name either.`, { cause: e });
     return { node: group.slices[0], zone: group.zone, slices: group.slices };
   }
 }
