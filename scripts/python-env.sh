@@ -62,7 +62,7 @@ install_test_clients() {
   local req="$ROOT/test/emulator-clients/requirements.txt" stamp="$VENV/.tpw-test-clients.sha256" sum
   sum="$(sha256sum "$req" | cut -d' ' -f1)"
   if [[ "${TPW_FORCE:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] &&
-    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("google.cloud.tpu_v2"))' >/dev/null 2>&1; then
+    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("google.cloud.tpu_v2") and u.find_spec("debugpy")))' >/dev/null 2>&1; then
     return 0
   fi
   say "installing the test clients from $req"
