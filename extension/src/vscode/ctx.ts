@@ -98,6 +98,7 @@ export class Ctx implements vscode.Disposable {
   setContext(key: 'backendState', value: BackendState): void;
   setContext(key: 'backendKind', value: 'emulator' | 'cloud'): void;
   setContext(key: 'running', value: boolean): void;
+  setContext(key: 'forwarding', value: boolean): void;
   setContext(key: string, value: unknown): void {
     void vscode.commands.executeCommand('setContext', `tpuWorkbench.${key}`, value);
   }

@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { PortForwards } from './port-forwards';
+import { registerTpuTasks } from './tasks';
 import * as config from './config';
 import { Ctx } from './ctx';
 import { startLanguageClient } from './language-client';
@@ -32,7 +34,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const terminals = c.own(new WorkerTerminals(c));
   const details = new DetailsDocuments();
   c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
-  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details });
+  const forwards = c.own(new PortForwards(c));
+  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
+  c.own(registerTpuTasks(c));
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);
