@@ -45,7 +45,8 @@ describe('first-run walkthrough in VS Code (code-server)', { timeout: 6 * 60_000
 
   /** The walkthrough's step button titled `title`. */
   const step = (title: string): Locator => wb.page.locator('.getting-started-step').filter({ hasText: title }).first();
-  const done = async (title: string): Promise<boolean> => (await step(title).locator('.codicon-pass-filled').count()) > 0;
+  // VS Code draws a checked step with its registered icon `getting-started-step-checked` (pass-filled).
+  const done = async (title: string): Promise<boolean> => (await step(title).locator('.codicon-getting-started-step-checked').count()) > 0;
 
   test('renders its steps, and steps complete from the real events', async (t) => {
     t.after(async () => {
