@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import { readRecipe } from '../../extension/src/core/recipes/recipe';
+import { locateTrainerLine } from '../../extension/src/core/run/problem-lines';
 import { matchProblems, type ProblemMatcherContribution } from '../../extension/src/core/run/problem-match';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -50,6 +52,28 @@ test('runs without a Python traceback yield no traceback Problem (a hydra overri
     assert.ok(lines.some((l) => l.startsWith('[w0] ')), `${name} holds the trainer's output`);
     assert.deepEqual(matchProblems(lines, matchers, WS), [], name);
   }
+});
+
+/** The fixture's lines as the `tpu` task writes them: failures that name no file get the recipe's command location. */
+function asTaskWritesIt(name: string, recipe: string): string[] {
+  const r = readRecipe(path.join(FIXTURES, recipe));
+  return fixture(name).map((l) => locateTrainerLine(l, { path: `recipes/${recipe}`, commandLine: r.commandLine }));
+}
+
+test("failures that name no file are Problems on the recipe's trainer command: unknown override, non-finite loss, XLA OOM", () => {
+  const tiny = readRecipe(path.join(FIXTURES, 'tiny.sh')).commandLine;
+  const oom = readRecipe(path.join(FIXTURES, 'oom.sh')).commandLine;
+  const at = (name: string, recipe: string) => matchProblems(asTaskWritesIt(name, recipe), matchers, WS).map((p) => [p.matcher, path.relative(WS, p.file), p.line, p.message]);
+  assert.deepEqual(at('hydra-override-error.txt', 'tiny.sh'), [
+    ['tpu-hydra-override', 'recipes/tiny.sh', tiny, "error: unknown config key 'optimizer.lrr' in override 'optimizer.lrr=0.1'; did you mean 'optimizer.lr'? (python -m tpu_trainer.train --help lists the keys)"],
+  ]);
+  assert.deepEqual(at('diverged.txt', 'tiny.sh'), [['tpu-diverged', 'recipes/tiny.sh', tiny, 'loss is not finite at step 3; stopping']]);
+  const ooms = at('xla-oom.txt', 'oom.sh');
+  assert.equal(ooms.length, 1, JSON.stringify(ooms));
+  assert.deepEqual(ooms[0].slice(0, 3), ['tpu-xla-oom', 'recipes/oom.sh', oom]);
+  assert.match(String(ooms[0][3]), /^RuntimeError: Out of memory allocating 2199023255552 bytes\.$/, 'the size XLA reports (2 TiB asked for)');
+  // The summary's quoted tail ("  [w0] …") is not matched a second time.
+  assert.ok(fixture('hydra-override-error.txt').some((l) => l.startsWith('  [w0] error: unknown config key')));
 });
 
 test('the tpu task definition requires a recipe and a VM, and its matchers all exist', () => {
