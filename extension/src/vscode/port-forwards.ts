@@ -57,7 +57,7 @@ export class PortForwards implements vscode.Disposable {
       if (!text) return;
       spec = parsePortPair(text);
     }
-    const f = await this.open(node, worker, spec, picked.port !== undefined ? picked.label : `port ${spec.remotePort}`);
+    const f = await this.open(node, worker, spec, picked.port !== undefined ? picked.label : 'Forwarded port');
     const choice = await vscode.window.showInformationMessage(`${f.what}: worker ${worker} of ${f.vm} port ${f.forward.remotePort} is at localhost:${f.forward.localPort}.`, 'Open in Browser', 'Stop Forwarding');
     if (choice === 'Open in Browser') await openInBrowser(f.forward);
     if (choice === 'Stop Forwarding') await this.stop(f);
