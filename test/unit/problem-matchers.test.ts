@@ -76,6 +76,22 @@ test("failures that name no file are Problems on the recipe's trainer command: u
   assert.ok(fixture('hydra-override-error.txt').some((l) => l.startsWith('  [w0] error: unknown config key')));
 });
 
+test("a host sync in the step (a user's .item()) is a warning at its local line, from torch_xla's own compile analysis", () => {
+  const lines = fixture('host-sync.txt');
+  const problems = matchProblems(lines, matchers, WS);
+  // The trainer's own syncs are compiled too, but triggered from torch_xla's sync(): not the user's line.
+  assert.ok(lines.filter((l) => l.endsWith('Compilation Analysis:   user torch_xla.sync')).length >= 2);
+  assert.deepEqual(problems, [
+    {
+      matcher: 'tpu-xla-compile-cause',
+      file: `${WS}/trainer/tpu_trainer/train.py`,
+      line: 295,
+      message: 'most likely user code trying to access tensor value before torch_xla.sync',
+      severity: 'warning',
+    },
+  ]);
+});
+
 test('the tpu task definition requires a recipe and a VM, and its matchers all exist', () => {
   const def = pkg.contributes.taskDefinitions.find((d) => d.type === 'tpu');
   assert.ok(def);

@@ -28,7 +28,7 @@ export interface TpuTaskDefinition extends vscode.TaskDefinition {
   zone?: string;
 }
 
-export const TPU_PROBLEM_MATCHERS = ['$tpu-python-traceback', '$tpu-python-traceback-plain', '$tpu-hydra-override', '$tpu-diverged', '$tpu-xla-oom'];
+export const TPU_PROBLEM_MATCHERS = ['$tpu-python-traceback', '$tpu-python-traceback-plain', '$tpu-hydra-override', '$tpu-diverged', '$tpu-xla-oom', '$tpu-xla-compile-cause'];
 
 /** The argv of `tpw run` for a definition (after the CLI bundle's path). */
 export function tpwRunArgs(def: TpuTaskDefinition): string[] {
