@@ -7,6 +7,7 @@ import type { CommandContext } from './context';
 import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
 import { flagsExplain, flagsLint } from './flags-commands';
 import { profileCommand } from './profile-command';
+import { forwardCommand } from './forward-command';
 import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
 import { downCommand, execCommand, launchCommand } from './task-commands';
@@ -241,6 +242,18 @@ export const COMMANDS: readonly CommandSpec[] = [
     details: ['The VM is recreated with the same spec; the recipe runs again with the same overrides, from the same folder.', RUN_ARG],
     globals: BACKEND_SSH,
     run: resumeCommand,
+  },
+  {
+    name: 'forward',
+    usage: 'VM[:WORKER] REMOTE[:LOCAL]...',
+    summary: "Forward ports of a worker (default worker 0) to this machine's loopback until Ctrl-C",
+    details: [
+      'Over the SSH connection to the worker: nothing is opened on the VM. E.g. `tpw forward my-vm 6006` for TensorBoard.',
+      'Without LOCAL, the same port number if free (any free port on the emulator, whose workers share this machine\'s loopback); the local address is printed.',
+      'A dropped connection is made again on the next local connection.',
+    ],
+    globals: BACKEND_SSH,
+    run: forwardCommand,
   },
   EMULATOR,
   FLAGS,

@@ -16,6 +16,8 @@ import type { WorkerTerminals } from './terminal';
 import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './worker-actions';
 import { chooseZones } from './zones-pick';
 import { launchTaskYaml } from './task-launch';
+import { debugOnTpu } from './debug';
+import { openInBrowser, type PortForwards } from './port-forwards';
 
 /** What command handlers need besides the context. */
 export interface Services {
@@ -26,6 +28,7 @@ export interface Services {
   language: LanguageService;
   terminals: WorkerTerminals;
   details: DetailsDocuments;
+  forwards: PortForwards;
 }
 
 /** The VM of a tree item, fetched again (the row may be seconds old), or a pick among the READY ones. */
@@ -111,6 +114,34 @@ const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'tpuWorkbench.refreshRuns': { title: 'Refresh Runs', handler: ({ runsTree }) => runsTree.refresh() },
+  'tpuWorkbench.debugOnTpu': {
+    title: 'Debug on TPU',
+    handler: async (s, arg) => {
+      const node = await readyNode(s, arg, 'Debug on TPU');
+      if (node) await debugOnTpu(s.ctx, s.runs, arg, node);
+    },
+  },
+  'tpuWorkbench.forwardPort': {
+    title: 'Forward Port',
+    handler: async (s, arg) => {
+      const w = arg === undefined ? await pickWorker(s) : await workerFromArg(arg, 'Forward Port');
+      if (w) await s.forwards.ask(w.node, w.index);
+    },
+  },
+  'tpuWorkbench.openForwardedPort': {
+    title: 'Open Forwarded Port in Browser',
+    handler: async ({ forwards }) => {
+      const f = await forwards.pick('Open Forwarded Port in Browser');
+      if (f) await openInBrowser(f.forward);
+    },
+  },
+  'tpuWorkbench.stopForwardingPort': {
+    title: 'Stop Forwarding Port',
+    handler: async ({ forwards }) => {
+      const f = await forwards.pick('Stop Forwarding Port');
+      if (f) await forwards.stop(f);
+    },
+  },
 };
 
 /** From the palette: a READY VM, then one of its workers. */

@@ -100,6 +100,7 @@ export class Ctx implements vscode.Disposable {
   setContext(key: 'running', value: boolean): void;
   /** Walkthrough steps complete on these (package.json `completionEvents`), set by the real event only. */
   setContext(key: 'hasReadyVm' | 'runFinished' | 'runViewOpened' | 'secretStored', value: boolean): void;
+  setContext(key: 'forwarding', value: boolean): void;
   setContext(key: string, value: unknown): void {
     void vscode.commands.executeCommand('setContext', `tpuWorkbench.${key}`, value);
   }

@@ -1,6 +1,8 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { watchTaskYamlContext } from './task-launch';
+import { PortForwards } from './port-forwards';
+import { registerTpuTasks } from './tasks';
 import * as config from './config';
 import { Ctx } from './ctx';
 import { startLanguageClient } from './language-client';
@@ -33,8 +35,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const terminals = c.own(new WorkerTerminals(c));
   const details = new DetailsDocuments();
   c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
-  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details });
+  const forwards = c.own(new PortForwards(c));
+  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
   watchTaskYamlContext(c);
+  c.own(registerTpuTasks(c));
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);

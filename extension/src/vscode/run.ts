@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { firstFailure, formatRunSummary, loadRun, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type RunPhase, type RunResult } from '../core/run/engine';
+import { firstFailure, formatRunSummary, loadRun, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type EnvValue, type RunPhase, type RunResult } from '../core/run/engine';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
 import type { Ctx } from './ctx';
@@ -12,6 +12,14 @@ import { listAllNodes, SliceGroupItem, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
 import { PreparedRecipe } from './prepare-workers';
 import { RunChannels, type RunOutput } from './run-output';
+
+/** What a caller adds to a run started by RunManager.run ("Debug on TPU"). */
+export interface RunLaunchExtras {
+  extraEnv?: Record<string, EnvValue>;
+  envPrepend?: Record<string, string>;
+  /** Once the run started on every worker; `stopped` aborts when the run is stopped. */
+  onStarted?: (runId: string, stopped: AbortSignal) => void;
+}
 
 interface ActiveRun {
   label: string;
@@ -89,9 +97,12 @@ export class RunManager implements vscode.Disposable {
     this.status.show();
   }
 
-  /** `extraOverrides` go after the recipe's own hydra overrides, one argv entry each (see runRecipe). */
-  /** `nodeOverride`: the VM, or every slice of a multislice group (slice 0 first). */
-  async run(arg: unknown, nodeOverride?: TpuNode | TpuNode[], resume = false, extraOverrides: string[] = []): Promise<void> {
+  /**
+   * `nodeOverride`: the VM, or every slice of a multislice group (slice 0 first). `extraOverrides` go after the
+   * recipe's own hydra overrides, one argv entry each (see runRecipe); `launch` is what "Debug on TPU" adds (its
+   * environment, and a call once the run started).
+   */
+  async run(arg: unknown, nodeOverride?: TpuNode | TpuNode[], resume = false, extraOverrides: string[] = [], launch: RunLaunchExtras = {}): Promise<void> {
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
     const backend = await this.ctx.backend();
@@ -152,6 +163,8 @@ export class RunManager implements vscode.Disposable {
             conns: this.ctx.connections(backend),
             resume,
             extraOverrides,
+            extraEnv: launch.extraEnv,
+            envPrepend: launch.envPrepend,
             signal: controller.signal,
             detachSignal: active.detach.signal,
             onStarted: (runId, source) => {
@@ -159,6 +172,7 @@ export class RunManager implements vscode.Disposable {
               out.runId = runId;
               view.started(runId, source);
               this.onRunsChanged();
+              launch.onStarted?.(runId, controller.signal);
             },
             listener: tails.wrap({
               onLine: (worker, _stream, line) => {

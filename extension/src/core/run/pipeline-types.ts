@@ -2,7 +2,7 @@ import type { Backend } from '../backend';
 import type { ConnectionManager } from '../ssh/connection';
 import type { WorkerTarget } from '../ssh/types';
 import type { TpuNode } from '../tpu/models';
-import type { RunListener } from './types';
+import type { EnvValue, RunListener } from './types';
 
 /** A run's workers and the connections that reach them. */
 export interface RunConnections {
@@ -39,6 +39,13 @@ export interface RecipeRunRequest {
    * run/secrets.ts): delivered in the worker's 0600 env file only. The recipe's own exports win over these.
    */
   passEnv?: Record<string, string>;
+  /** Settings the product adds (not secrets: written to the env file like the recipe's exports; they win). */
+  extraEnv?: Record<string, EnvValue>;
+  /**
+   * Shell words put in front of a `:`-separated variable (PYTHONPATH for "Debug on TPU"), before the recipe's
+   * value or, without one, the login's.
+   */
+  envPrepend?: Record<string, string>;
   /** Continue from the trainer's newest checkpoint: appends `resume=auto` when the recipe runs tpu_trainer. */
   resume?: boolean;
   /** How often the VM state is polled for preemption while the run is watched (default 15 s). */

@@ -4,6 +4,7 @@ import { describeError, TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
 import { listWorkspaceFiles } from '../sync/workspace-files';
+import { shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { RecipeRunRequest } from './pipeline-types';
@@ -75,6 +76,13 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   if (runsTpuTrainer(recipe)) extra.push('output_dir=${oc.env:TPW_RUN_DIR}/output', 'profile_dir=${oc.env:TPW_RUN_DIR}/profile');
   const env: Record<string, EnvValue> = { ...passthroughEnv(req.passEnv ?? {}), ...group.env };
   for (const e of recipe.env) env[e.name] = e.expands ? { shell: e.raw } : e.value;
+  for (const [k, v] of Object.entries(req.extraEnv ?? {})) env[k] = v;
+  // In front of the recipe's own value, which stays as the recipe wrote it (one line per name in the env file).
+  for (const [k, word] of Object.entries(req.envPrepend ?? {})) {
+    const cur = env[k];
+    const rest = cur === undefined ? `\${${k}:+:$${k}}` : typeof cur === 'string' ? `:${shQuote(cur)}` : `:${cur.shell}`;
+    env[k] = { shell: `${word}${rest}` };
+  }
   const cwd = recipe.cwd === '.' ? remoteRoot : `${remoteRoot}/${recipe.cwd}`;
   phase('start', `Starting on ${workers.map((w) => `w${w.index}`).join(' ')}`);
   const spec = { runId, workers, argv: recipeArgv(recipe, extra), cwd, env, failFast: req.failFast ?? true };

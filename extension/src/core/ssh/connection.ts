@@ -95,6 +95,8 @@ export function connectError(t: SshTarget, err: unknown): TpwError {
 /** A live connection; exec through it so channels are counted (idle close) and capped (MaxSessions). */
 export class SshConnection {
   private inUse = 0;
+  /** Open forwarded channels: they keep the connection from idle-closing but take no MaxSessions slot. */
+  private forwards = 0;
   private waiters: Array<() => void> = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private isClosed = false;
@@ -122,7 +124,7 @@ export class SshConnection {
   }
   /** Channels open or waiting for a slot. */
   get channelsInUse(): number {
-    return this.inUse + this.waiters.length;
+    return this.inUse + this.waiters.length + this.forwards;
   }
 
   /** Called once when the connection ends for any reason. Returns an unsubscribe function. */
@@ -191,6 +193,36 @@ export class SshConnection {
       this.release();
       throw e instanceof TpwError ? e : new TpwError('SSH_CONNECT', `${this.label}: cannot open a shell: ${describeError(e)}`, { cause: e });
     }
+  }
+
+  /**
+   * A `direct-tcpip` channel to `host:port` as the worker sees them (`ssh -L`). Not capped by maxChannels
+   * (sshd's MaxSessions counts sessions only, and a browser opens several at once), but held against idle
+   * close while open, as a shell is.
+   */
+  forwardOut(host: string, port: number): Promise<ClientChannel> {
+    return new Promise<ClientChannel>((resolve, reject) => {
+      if (this.isClosed) return reject(new TpwError('SSH_CONNECT', `${this.label}: connection closed`));
+      this.forwards++;
+      this.clearIdleTimer();
+      const done = () => {
+        this.forwards--;
+        this.armIdleTimer();
+      };
+      try {
+        this.client.forwardOut('127.0.0.1', 0, host, port, (err, ch) => {
+          if (err) {
+            done();
+            return reject(new TpwError('SSH_CONNECT', `${this.label}: nothing accepted a connection to ${host}:${port} on the worker (${describeError(err)}).`, { cause: err }));
+          }
+          ch.once('close', done);
+          resolve(ch);
+        });
+      } catch (e) {
+        done();
+        reject(new TpwError('SSH_CONNECT', `${this.label}: cannot forward to ${host}:${port}: ${describeError(e)}`, { cause: e }));
+      }
+    });
   }
 
   /** Closes now if no channel is open, else as soon as the last one closes. */
