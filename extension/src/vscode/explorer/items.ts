@@ -10,7 +10,7 @@ import { queuedTooltip, vmTooltip, workerTooltip } from './tooltips';
  * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. Each item carries
  * the data it shows, so getChildren never goes back to the network below the root. `contextValue`s drive the
  * menus in package.json: `tpuVm.<STATE>.<single|pod>` (Stop only for single-host), `tpuWorker`,
- * `tpuSliceGroup.<READY|NOT_READY>` (a multislice group's slices, either control plane), `tpuQueued.<STATE>`, `tpuZone`,
+ * `tpuSliceGroup.<READY|NOT_READY>[.compute]` (a multislice group's slices, either control plane), `tpuQueued.<STATE>`, `tpuZone`,
  * `tpuProject`.
  */
 
@@ -135,7 +135,8 @@ export class SliceGroupItem extends vscode.TreeItem {
     const states = [...new Set(slices.map((n) => n.state))].join('/');
     this.description = [`${slices.length} slices`, slices[0]?.acceleratorType, states, schedulingLabel(slices[0])].filter((x): x is string => !!x).join(' · ');
     this.iconPath = toneIcon(ready ? 'ok' : nodeStateTone(slices.find((n) => n.state !== 'READY')?.state ?? 'UNKNOWN'), 'layers');
-    this.contextValue = `tpuSliceGroup.${ready ? 'READY' : 'NOT_READY'}`;
+    // `.compute`: Delete deletes a Compute Engine group's slices; a Cloud TPU group goes with its queued resource.
+    this.contextValue = `tpuSliceGroup.${ready ? 'READY' : 'NOT_READY'}${slices[0]?.controlPlane === 'compute' ? '.compute' : ''}`;
     this.tooltip = `Multislice group ${shortName(group)}${slices[0]?.controlPlane === 'compute' ? ' (Compute Engine)' : ''}: ${slices.length} slices of ${slices[0]?.acceleratorType ?? '?'} (${slices.map((n) => `${shortName(n.name)} ${n.state}`).join(', ')}). Run on TPU runs on every worker of every slice.`;
   }
 }
