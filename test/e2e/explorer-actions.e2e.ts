@@ -6,7 +6,8 @@
  * faults endpoint → "Retry in <zone>" creates the VM there; "Queue it" → WAITING_FOR_RESOURCES → ACTIVE once the
  * fault is cleared → deleted from its menu), Prepare Workers with a tiny workspace setup recipe (no torch), a
  * multislice group (`tpw vm create --slices 2`) shown as one row with its slices and Run on TPU from that row
- * reaching every worker of every slice, and the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
+ * reaching every worker of every slice (a Cloud TPU queued resource's group, and a Compute Engine group of slice
+ * MIGs, which its row's Delete removes), and the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
  *
  *   node --import tsx --test test/e2e/explorer-actions.e2e.ts
  */
@@ -41,6 +42,9 @@ const PREPARE_RECIPE = '#!/usr/bin/env bash\n# e2e: stands in for the real setup
 const MARK_SCRIPT = 'echo "worker=$TPU_WORKER_ID $TPW_MARK" > "$HOME/tpw-prepared.txt"\necho "prepared worker $TPU_WORKER_ID"\n';
 /** The multislice group: two slices of POD_TYPE, and the one recipe of the workspace, which says where it runs. */
 const GROUP = 'ms-group';
+/** A Compute Engine group: two 2-VM slice MIGs (TPU7x is only on Compute Engine). */
+const CE_GROUP = 'ce-group';
+const CE_TYPE = 'tpu7x-16';
 const WHERE_RECIPE = 'bash -c \'echo "slice=$MEGASCALE_SLICE_ID of $MEGASCALE_NUM_SLICES worker=$TPU_WORKER_ID"\'\n';
 
 interface NodeJson {
@@ -315,6 +319,33 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     const output = logs.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
     for (const s of [0, 1]) for (const w of [0, 1]) assert.match(output, new RegExp(`^\\[s${s}w${w}\\] slice=${s} of 2 worker=${w}$`, 'm'), output.slice(-3000));
     await wb.dismissNotifications();
+  });
+
+  step('a Compute Engine multislice group (slice MIGs) is one row too; Run on TPU reaches every worker; Delete deletes every slice', async () => {
+    cli('vm', 'create', CE_GROUP, '--type', CE_TYPE, '--slices', '2', '--zone', ZONE_A);
+    await wb.runCommand('TPU: Refresh');
+    // The tree only renders the rows in view: fold the other zone (the Cloud TPU group) so this one's fit.
+    await wb.row(VIEW, new RegExp(`${ZONE_B}\\s*\\d+ VMs`)).first().click();
+    const group = wb.row(VIEW, new RegExp(`^\\s*${CE_GROUP}\\s*2 slices · ${CE_TYPE} · READY`));
+    await group.waitFor({ timeout: 120_000 });
+    for (const s of [0, 1]) await vmRow(`${CE_GROUP}-${s}`, CE_TYPE).filter({ hasText: 'READY' }).waitFor({ timeout: 30_000 });
+    await wb.settle();
+    await shot('compute-multislice-group.png');
+    await wb.dismissNotifications();
+    await wb.contextMenu(group, 'Run on TPU');
+    const text = await wb.waitForNotification(/Run (finished|failed|cancelled)/, 120_000);
+    assert.match(text, new RegExp(`Run finished: where\\.sh on ${CE_GROUP} \\(2 slices\\), all 4 workers ok`), text);
+    await wb.dismissNotifications();
+
+    await wb.contextMenu(group, 'Delete TPU VM');
+    const dialog = wb.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ timeout: 15_000 });
+    const asked = await dialog.innerText();
+    assert.match(asked, new RegExp(`Delete multislice group "${CE_GROUP}" in ${ZONE_A}`), asked);
+    assert.match(asked, new RegExp(`All 2 slices \\(${CE_GROUP}-0, ${CE_GROUP}-1\\) are deleted`), asked);
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await group.waitFor({ state: 'detached', timeout: 90_000 });
+    assert.ok(!vmList().some((n) => n.name.includes(`/${CE_GROUP}-`)), 'every slice went with the group');
   });
 
   step('with the Cloud TPU API disabled, a refresh shows the error with an "Open" action for the activation URL', async () => {

@@ -92,7 +92,7 @@ const VM: CommandSpec = {
         'data-disk': { type: 'string', arg: 'SOURCE[,mode=read-only]', multiple: true, description: 'Attach a disk projects/P/zones/Z/disks/D (repeatable)' },
         description: { type: 'string', arg: 'D', description: 'Description of the VM' },
         queued: { type: 'boolean', description: 'Create it as a queued resource' },
-        slices: { type: 'string', arg: 'N', description: 'Multislice: N slices of TYPE (NAME-0 … NAME-<N-1>) in one queued resource; a run on NAME goes to all of them' },
+        slices: { type: 'string', arg: 'N', description: 'Multislice: N slices of TYPE (NAME-0 … NAME-<N-1>), in one queued resource (Cloud TPU API) or as N labelled slices (Compute Engine); a run on NAME goes to all of them' },
         tier: { type: 'string', arg: 'spot|guaranteed', description: 'Tier of the queued resource (default: guaranteed; spot with --spot)' },
         'valid-until': { type: 'string', arg: '6h|TIME', description: 'Give up on the queued resource after a duration or at an RFC 3339 time' },
         'dry-run': { type: 'boolean', description: 'Print the gcloud command only' },

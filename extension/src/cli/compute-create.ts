@@ -1,6 +1,7 @@
 import type { Backend } from '../core/backend';
 import type { CreateComputeSliceRequest, Provisioning } from '../core/compute/provider';
 import { gcloudComputeCommands } from '../core/compute/gcloud-compute-command';
+import { createSliceGroup, sliceRequest } from '../core/compute/slice-group';
 import { parseAcceleratorType, resolveSliceShape, type TpuSliceShape } from '../core/compute/tpu-machine-types';
 import { UsageError, type CommandContext } from './context';
 
@@ -34,7 +35,7 @@ export async function createOnCompute(
   ctx: CommandContext,
   name: string,
   type: string,
-  common: { spot: boolean; reserved: boolean; labels?: Record<string, string>; startupScript?: string; queued: boolean },
+  common: { spot: boolean; reserved: boolean; labels?: Record<string, string>; startupScript?: string; queued: boolean; slices: number },
   open: () => Promise<Backend>,
   progress: (what: string) => { onProgress: () => void; done: () => void },
 ): Promise<number> {
@@ -51,8 +52,11 @@ export async function createOnCompute(
     ...(common.labels ? { labels: common.labels } : {}),
     ...(common.startupScript !== undefined ? { metadata: { 'startup-script': common.startupScript } } : {}),
   });
+  const n = common.slices;
+  // A multislice group is n slices NAME-0 … (core/compute/slice-group.ts); each one's commands in turn.
+  const plan = (r: CreateComputeSliceRequest): string[] => (n > 1 ? Array.from({ length: n }, (_, i) => gcloudComputeCommands(sliceRequest(r, n, i), shape)).flat() : gcloudComputeCommands(r, shape));
   if (ctx.values['dry-run'] && ctx.globals.project && ctx.globals.zone) {
-    for (const line of gcloudComputeCommands(req(ctx.globals.project, ctx.globals.zone), shape)) ctx.out(line);
+    for (const line of plan(req(ctx.globals.project, ctx.globals.zone))) ctx.out(line);
     return 0;
   }
   const backend = await open();
@@ -61,11 +65,19 @@ export async function createOnCompute(
     const zone = ctx.globals.zone ?? backend.zones[0];
     const r = req(project, zone);
     if (ctx.values['dry-run']) {
-      for (const line of gcloudComputeCommands(r, shape)) ctx.out(line);
+      for (const line of plan(r)) ctx.out(line);
+      return 0;
+    }
+    const p = progress(`create ${name}`);
+    if (n > 1) {
+      ctx.err(`Creating multislice group ${name} on Compute Engine: ${n} slices ${name}-0 … ${name}-${n - 1} (each ${describeShape(shape)}, ${provisioning}) in ${zone}…`);
+      const slices = await createSliceGroup(backend.compute, r, n, { onProgress: p.onProgress });
+      p.done();
+      for (const slice of slices) ctx.out(`${slice.name} ${slice.state}: ${slice.workers.map((w) => `w${w.index}=${w.internalIp}`).join(' ')}`);
+      ctx.out(`${name}: ${n} slices READY (${slices.map((s) => s.name).join(', ')}); tpw run --vm ${name} runs on every worker of every slice`);
       return 0;
     }
     ctx.err(`Creating ${name} on Compute Engine (${describeShape(shape)}, ${provisioning}) in ${zone}…`);
-    const p = progress(`create ${name}`);
     const slice = await backend.compute.createSlice(r, { onProgress: p.onProgress });
     p.done();
     ctx.out(`${slice.name} ${slice.state}: ${slice.workers.map((w) => `w${w.index}=${w.internalIp}`).join(' ')}`);

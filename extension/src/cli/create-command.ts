@@ -24,9 +24,10 @@ export async function createVm(ctx: CommandContext, name: string | undefined, pr
     throw new UsageError(`invalid VM name "${node}": use lowercase letters, digits and hyphens, starting with a letter (at most 63)`);
   }
   const type = requireArg(ctx.values.type as string | undefined, '--type (e.g. --type v5litepod-16; see `tpw vm types`)');
-  const opts = parseCreateOptions(ctx);
-  if (chooseControlPlane(ctx, type) === 'compute') {
-    const common = { spot: opts.spot, reserved: opts.reserved, labels: opts.labels, startupScript: opts.startupScript?.text, queued: Boolean(ctx.values.queued) };
+  const plane = chooseControlPlane(ctx, type);
+  const opts = parseCreateOptions(ctx, plane === 'compute');
+  if (plane === 'compute') {
+    const common = { spot: opts.spot, reserved: opts.reserved, labels: opts.labels, startupScript: opts.startupScript?.text, queued: Boolean(ctx.values.queued), slices: opts.slices };
     return createOnCompute(ctx, node, type, common, () => openCliBackend(ctx.globals), progress);
   }
   refuseComputeOnly(ctx);
@@ -122,7 +123,7 @@ interface CreateOptions {
   startupScript?: { file: string; text: string };
   dataDisks: { sourceDisk: string; mode: 'READ_WRITE' | 'READ_ONLY' }[];
   queued?: { tier: 'spot' | 'guaranteed'; validUntil?: string };
-  /** Multislice: this many slices (a queued resource with multisliceParams); 1 otherwise. */
+  /** Multislice: this many slices (Cloud TPU API: a queued resource with multisliceParams; Compute Engine: N slices); 1 otherwise. */
   slices: number;
 }
 
@@ -131,7 +132,8 @@ function strings(v: unknown): string[] {
   return (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
 }
 
-export function parseCreateOptions(ctx: CommandContext): CreateOptions {
+/** `compute`: the Compute Engine path, where several slices are several MIGs, not a queued resource. */
+export function parseCreateOptions(ctx: CommandContext, compute = false): CreateOptions {
   const v = ctx.values;
   const spot = Boolean(v.spot);
   const reserved = Boolean(v.reserved);
@@ -159,7 +161,7 @@ export function parseCreateOptions(ctx: CommandContext): CreateOptions {
   const slices = slicesText === undefined ? 1 : Number(slicesText);
   if (!Number.isInteger(slices) || slices < 1 || slices > 64) throw new UsageError(`--slices must be a whole number from 1 to 64 (got "${slicesText}")`);
   // Cloud TPU makes several slices only through a queued resource (multisliceParams).
-  if (v.queued || slices > 1) {
+  if (v.queued || (slices > 1 && !compute)) {
     if (reserved) throw new UsageError('--reserved applies to a plain create; a queued resource uses --tier');
     const tier = tierText ?? (spot ? 'spot' : 'guaranteed');
     if (tier !== 'spot' && tier !== 'guaranteed') throw new UsageError(`--tier must be spot or guaranteed (got "${tier}")`);

@@ -1,11 +1,12 @@
 import * as os from 'node:os';
 import type { Backend } from '../core/backend';
 import { listSliceShapes } from '../core/compute/tpu-machine-types';
-import { describeError } from '../core/errors';
+import { describeError, isTpwError } from '../core/errors';
 import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
 import { chipsOf, formatCost, generationOf, hourlyCost, PRICE_SOURCE, pricedRegions, type PriceTier } from '../core/tpu/cost';
 import { listAllNodes, findNode } from '../core/tpu/find';
 import { shortName } from '../core/tpu/models';
+import { deleteSliceGroup } from '../core/tpu/multislice';
 import { zonesOffering } from '../core/tpu/zones';
 import { openCliBackend } from './backend-from-args';
 import { createVm } from './create-command';
@@ -123,7 +124,19 @@ export function vmLifecycle(action: 'delete' | 'start' | 'stop'): (ctx: CommandC
     const [name] = positionalsUpTo(ctx, 1);
     const node = requireArg(name, `VM name (tpw vm ${action} NAME)`);
     return withBackend(ctx, async (backend) => {
-      const found = await findNode(backend, node, ctx.globals.zone);
+      const found = await findNode(backend, node, ctx.globals.zone).catch(async (e: unknown) => {
+        // Not a VM: `vm delete` of a multislice group deletes every slice of it.
+        if (action !== 'delete' || !isTpwError(e, 'NOT_FOUND')) throw e;
+        const p = progress(ctx, `delete ${node}`);
+        const deleted = await deleteSliceGroup(backend, node, ctx.globals.zone, { onProgress: p.onProgress });
+        p.done();
+        if (!deleted) throw e;
+        return deleted;
+      });
+      if (Array.isArray(found)) {
+        ctx.out(`${node}: deleted (slices ${found.join(', ')})`);
+        return 0;
+      }
       const id = { project: backend.project, zone: found.zone, node };
       const p = progress(ctx, `${action} ${node}`);
       if (action === 'delete') await backend.api.deleteNode(id, { onProgress: p.onProgress });

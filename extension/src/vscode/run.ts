@@ -130,7 +130,7 @@ export class RunManager implements vscode.Disposable {
     // Re-checked after the awaits above: a second invocation may have started meanwhile.
     const busy = this.onVm(node.name);
     if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${shortName(node.name)} (${busy.label}).`);
-    const vm = slices ? `${shortName(node.queuedResource ?? node.name)} (${slices.length} slices)` : shortName(node.name);
+    const vm = slices ? `${shortName(node.sliceGroup ?? node.name)} (${slices.length} slices)` : shortName(node.name);
     // Multislice lines read [s1w3]: slice 1, its worker 3.
     const perSlice = slices ? node.networkEndpoints.length : undefined;
     const workerCount = node.networkEndpoints.length * (slices?.length ?? 1);

@@ -3,11 +3,12 @@ import type { Backend } from '../core/backend';
 import { TpwError } from '../core/errors';
 import { isMultiHost } from '../core/explorer/node-status';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../core/tpu/models';
+import { deleteSliceGroup } from '../core/tpu/multislice';
 import { cancelledError, signalFor } from './cancel';
 import { runCreateWizard } from './create-wizard';
 import type { Ctx } from './ctx';
 import { provision } from './provision';
-import { listAllNodes, QueuedItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
+import { listAllNodes, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /** The VM a tree command was invoked on, if any (view/item/context passes the tree item). */
 export function nodeFromArg(arg: unknown): TpuNode | undefined {
@@ -71,6 +72,7 @@ async function nodeOperation(tree: VmTreeProvider, title: string, op: (signal: A
 
 export async function deleteVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
   const backend = await ctx.backend();
+  if (arg instanceof SliceGroupItem) return deleteGroup(ctx, tree, backend, arg);
   const node = nodeFromArg(arg) ?? (await pickNode(backend, 'Delete TPU VM', () => true, 'There are no TPU VMs to delete.'));
   if (!node) return;
   const id = parseNodeName(node.name);
@@ -83,6 +85,21 @@ export async function deleteVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Pr
   ctx.log.info(`deleting ${node.name}`);
   await nodeOperation(tree, `Deleting TPU VM ${id.node}`, (signal) => backend.api.deleteNode(id, { signal }));
   ctx.log.info(`deleted ${node.name}`);
+}
+
+/** A multislice group's row: every slice of a Compute Engine group (a Cloud TPU group is refused with its queued resource's command). */
+async function deleteGroup(ctx: Ctx, tree: VmTreeProvider, backend: Backend, item: SliceGroupItem): Promise<void> {
+  const name = shortName(item.group);
+  const zone = parseNodeName(item.slices[0]?.name ?? '').zone;
+  const answer = await vscode.window.showWarningMessage(
+    `Delete multislice group "${name}" in ${zone}?`,
+    { modal: true, detail: `All ${item.slices.length} slices (${item.slices.map((n) => shortName(n.name)).join(', ')}) are deleted. Everything on their workers is lost; this cannot be undone.` },
+    'Delete',
+  );
+  if (answer !== 'Delete') return;
+  ctx.log.info(`deleting multislice group ${item.group}`);
+  await nodeOperation(tree, `Deleting multislice group ${name}`, (signal) => deleteSliceGroup(backend, name, zone, { signal }));
+  ctx.log.info(`deleted multislice group ${item.group}`);
 }
 
 export async function startVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {

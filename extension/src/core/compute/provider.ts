@@ -357,7 +357,9 @@ export class ComputeTpuProvider {
     const f = familyInfo(mt.family);
     const target = Number(mig.targetSize ?? 0);
     const running = members.filter((i) => i.status === 'RUNNING').length;
-    const state: NodeState = running === target && target > 0 ? 'READY' : target === 0 ? 'STOPPED' : 'CREATING';
+    // A spot member that Compute Engine took back leaves the slice unusable as a whole, as a preempted TPU VM.
+    const preempted = (await this.preemptedAmong(project, zone, members)).size > 0;
+    const state: NodeState = preempted ? 'PREEMPTED' : running === target && target > 0 ? 'READY' : target === 0 ? 'STOPPED' : 'CREATING';
     const first = members[0];
     return {
       controlPlane: 'compute', kind: 'mig', name, project, zone, machineType: mt.name,

@@ -2,6 +2,7 @@ import { isTpwError, TpwError } from '../errors';
 import type { TpuApi, WaitOptions } from '../tpu/api';
 import type { NodeId, TpuNode } from '../tpu/models';
 import type { ComputeSlice, ComputeTpuProvider } from './provider';
+import { groupOf, sliceGroupName } from './slice-group';
 
 /**
  * One slice model above both control planes: a TpuApi whose nodes are the Cloud TPU API's nodes and Compute
@@ -16,6 +17,7 @@ const WORKER_ENDPOINT_PORT = 8470;
 
 /** A Compute Engine slice in the Cloud TPU node shape the rest of the product reads. */
 export function sliceToNode(slice: ComputeSlice): TpuNode {
+  const group = groupOf(slice.labels);
   return {
     name: `projects/${slice.project}/locations/${slice.zone}/nodes/${slice.name}`,
     acceleratorType: slice.acceleratorType,
@@ -28,6 +30,7 @@ export function sliceToNode(slice: ComputeSlice): TpuNode {
     metadata: slice.metadata,
     ...(slice.createTime ? { createTime: slice.createTime } : {}),
     controlPlane: 'compute',
+    ...(group ? { sliceGroup: sliceGroupName(slice.project, slice.zone, group.group) } : {}),
   };
 }
 

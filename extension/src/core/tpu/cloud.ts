@@ -451,6 +451,7 @@ export function toTpuNode(n: INode): TpuNode {
     createTime: timestampToIso(n.createTime),
     queuedResource: n.queuedResource || undefined,
     multisliceNode: n.multisliceNode || undefined,
+    sliceGroup: n.multisliceNode && n.queuedResource ? n.queuedResource : undefined,
   });
 }
 

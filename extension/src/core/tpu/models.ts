@@ -50,6 +50,12 @@ export const TpuNodeSchema = z.object({
   queuedResource: z.string().optional(),
   /** One slice of a multislice queued resource (output only). */
   multisliceNode: z.boolean().optional(),
+  /**
+   * The multislice group the node is a slice of, as a full name whose last segment is the group's name: the
+   * queued resource (Cloud TPU API) or `projects/P/locations/Z/sliceGroups/NAME` (Compute Engine, from the
+   * slices' `tpw-slice-group` label). Set by the client, never sent.
+   */
+  sliceGroup: z.string().optional(),
   /** Which control plane made the VM: the Cloud TPU API (the default) or Compute Engine (core/compute/). */
   controlPlane: z.enum(['tpu-api', 'compute']).optional(),
 });

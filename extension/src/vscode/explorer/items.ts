@@ -10,7 +10,7 @@ import { queuedTooltip, vmTooltip, workerTooltip } from './tooltips';
  * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. Each item carries
  * the data it shows, so getChildren never goes back to the network below the root. `contextValue`s drive the
  * menus in package.json: `tpuVm.<STATE>.<single|pod>` (Stop only for single-host), `tpuWorker`,
- * `tpuSliceGroup.<READY|NOT_READY>` (a multislice queued resource's slices), `tpuQueued.<STATE>`, `tpuZone`,
+ * `tpuSliceGroup.<READY|NOT_READY>[.compute]` (a multislice group's slices, either control plane), `tpuQueued.<STATE>`, `tpuZone`,
  * `tpuProject`.
  */
 
@@ -118,32 +118,37 @@ export class WorkerItem extends vscode.TreeItem {
   }
 }
 
-/** The slices of one multislice queued resource, shown as one row (Run on TPU runs on all of them). */
+/**
+ * The slices of one multislice group (a queued resource's on the Cloud TPU API, a labelled set of slices on
+ * Compute Engine), shown as one row (Run on TPU runs on all of them).
+ */
 export class SliceGroupItem extends vscode.TreeItem {
   readonly kind = 'sliceGroup';
   constructor(
-    readonly queuedResource: string,
+    /** TpuNode.sliceGroup of every slice. */
+    readonly group: string,
     readonly slices: TpuNode[],
   ) {
-    super(shortName(queuedResource), vscode.TreeItemCollapsibleState.Expanded);
-    this.id = `slices:${queuedResource}`;
+    super(shortName(group), vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `slices:${group}`;
     const ready = slices.every((n) => n.state === 'READY');
     const states = [...new Set(slices.map((n) => n.state))].join('/');
     this.description = [`${slices.length} slices`, slices[0]?.acceleratorType, states, schedulingLabel(slices[0])].filter((x): x is string => !!x).join(' · ');
     this.iconPath = toneIcon(ready ? 'ok' : nodeStateTone(slices.find((n) => n.state !== 'READY')?.state ?? 'UNKNOWN'), 'layers');
-    this.contextValue = `tpuSliceGroup.${ready ? 'READY' : 'NOT_READY'}`;
-    this.tooltip = `Multislice group ${shortName(queuedResource)}: ${slices.length} slices of ${slices[0]?.acceleratorType ?? '?'} (${slices.map((n) => `${shortName(n.name)} ${n.state}`).join(', ')}). Run on TPU runs on every worker of every slice.`;
+    // `.compute`: Delete deletes a Compute Engine group's slices; a Cloud TPU group goes with its queued resource.
+    this.contextValue = `tpuSliceGroup.${ready ? 'READY' : 'NOT_READY'}${slices[0]?.controlPlane === 'compute' ? '.compute' : ''}`;
+    this.tooltip = `Multislice group ${shortName(group)}${slices[0]?.controlPlane === 'compute' ? ' (Compute Engine)' : ''}: ${slices.length} slices of ${slices[0]?.acceleratorType ?? '?'} (${slices.map((n) => `${shortName(n.name)} ${n.state}`).join(', ')}). Run on TPU runs on every worker of every slice.`;
   }
 }
 
-/** A zone's VMs as rows: a multislice queued resource's slices under one group row, every other VM on its own. */
+/** A zone's VMs as rows: a multislice group's slices under one group row (either control plane), every other VM on its own. */
 function vmRows(nodes: readonly TpuNode[]): ExplorerNode[] {
   const groups = new Map<string, TpuNode[]>();
-  for (const n of nodes) if (n.multisliceNode && n.queuedResource) groups.set(n.queuedResource, [...(groups.get(n.queuedResource) ?? []), n]);
+  for (const n of nodes) if (n.sliceGroup) groups.set(n.sliceGroup, [...(groups.get(n.sliceGroup) ?? []), n]);
   const rows: ExplorerNode[] = [];
   for (const n of nodes) {
-    if (!(n.multisliceNode && n.queuedResource)) rows.push(new VmItem(n));
-    else if (groups.get(n.queuedResource)?.[0] === n) rows.push(new SliceGroupItem(n.queuedResource, sliceOrder(groups.get(n.queuedResource) ?? [])));
+    if (!n.sliceGroup) rows.push(new VmItem(n));
+    else if (groups.get(n.sliceGroup)?.[0] === n) rows.push(new SliceGroupItem(n.sliceGroup, sliceOrder(groups.get(n.sliceGroup) ?? [])));
   }
   return rows;
 }
