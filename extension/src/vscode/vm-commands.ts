@@ -6,7 +6,7 @@ import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../
 import { cancelledError, signalFor } from './cancel';
 import { runCreateWizard } from './create-wizard';
 import type { Ctx } from './ctx';
-import { provision } from './provision';
+import { provision, provisionOnCompute } from './provision';
 import { listAllNodes, QueuedItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /** The VM a tree command was invoked on, if any (view/item/context passes the tree item). */
@@ -49,7 +49,8 @@ export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Pr
   const result = await runCreateWizard(backend, tree, { zone: arg instanceof ZoneItem ? arg.scan.zone : undefined });
   if (!result) return;
   ctx.log.info(`create: equivalent to ${result.gcloud}`);
-  await provision(ctx, tree, backend, result.answers);
+  if (result.plane === 'compute') await provisionOnCompute(ctx, tree, backend, result.request, result.summary);
+  else await provision(ctx, tree, backend, result.answers);
 }
 
 /** Runs a long-running operation on a VM with a cancellable notification, refreshing the tree as it goes. */
