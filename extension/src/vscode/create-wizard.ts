@@ -156,7 +156,7 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
         const type = a.acceleratorType!;
         const label = parseAcceleratorType(type)?.family.label ?? type;
         const items: Item<ControlPlane>[] = [
-          { label: 'Compute Engine', value: 'compute', description: defaultControlPlane(type) === 'compute' ? 'the only one for this type' : undefined, detail: 'TPU VMs as Compute Engine instances; a multi-host slice is a managed instance group. Google manages new TPUs this way.' },
+          { label: 'Compute Engine', value: 'compute', description: tpuApiOffers(type) ? undefined : `the Cloud TPU API does not offer ${label}`, detail: 'TPU VMs as Compute Engine instances; a multi-host slice is a managed instance group. Google manages new TPUs this way.' },
         ];
         if (tpuApiOffers(type)) items.push({ label: 'Cloud TPU API', value: 'tpu-api', description: 'default for this type', detail: 'TPU nodes and queued resources (tpu.googleapis.com): runtime versions, queued resources, data disks.' });
         return pickStep<Item<ControlPlane>>({

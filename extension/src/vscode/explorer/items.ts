@@ -127,7 +127,9 @@ export class VmItem extends vscode.TreeItem {
   ) {
     super(shortName(node.name), node.networkEndpoints.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
     const id = parseNodeName(node.name);
-    this.id = `vm:${node.name}`;
+    // A row first shown without workers (a slice whose VMs are still being made) cannot be expanded; VS Code
+    // keeps that state per id, so the row gets a new id once workers appear and then shows them expanded.
+    this.id = node.networkEndpoints.length > 0 ? `vm:${node.name}` : `vm:${node.name}:no-workers`;
     const cost = vmCost(node, id.zone);
     const health = node.state === 'READY' ? healthNote(node) : undefined;
     const planeNote = node.controlPlane === 'compute' ? (computeStatusNote(node, true) ?? node.compute?.machineType ?? 'Compute Engine') : node.runtimeVersion;
