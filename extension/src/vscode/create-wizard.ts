@@ -75,7 +75,7 @@ export type WizardResult =
   | { plane: 'compute'; request: CreateComputeSliceRequest; summary: string; gcloud: string };
 
 /** Fills the answers step by step; undefined if the user cancelled. */
-export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string } = {}): Promise<WizardResult | undefined> {
+export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string; plane?: ControlPlane } = {}): Promise<WizardResult | undefined> {
   const project = backend.project;
   const zones = await explorerZones(backend);
   if (zones.length === 0) throw new TpwError('FAILED_PRECONDITION', `No zone to create a TPU VM in: project ${project} lists none (setting tpuWorkbench.zones).`);
@@ -147,7 +147,8 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
               // The recommended runtime, the usual topology and the default control plane change with the type.
               a.runtimeVersion = undefined;
               a.topologyText = '';
-              a.plane = defaultControlPlane(i.value);
+              // A zone row under a control plane's group preselects that plane where it offers the type.
+              a.plane = preset.plane && (preset.plane === 'compute' || tpuApiOffers(i.value)) ? preset.plane : defaultControlPlane(i.value);
             }
             a.acceleratorType = i.value;
           },

@@ -46,7 +46,7 @@ async function targetNode(ctx: Ctx, arg: unknown, title: string, filter: (n: Tpu
 
 export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
   const backend = await ctx.backend();
-  const result = await runCreateWizard(backend, tree, { zone: arg instanceof ZoneItem ? arg.scan.zone : undefined });
+  const result = await runCreateWizard(backend, tree, arg instanceof ZoneItem ? { zone: arg.scan.zone, plane: arg.plane } : {});
   if (!result) return;
   ctx.log.info(`create: equivalent to ${result.gcloud}`);
   if (result.plane === 'compute') await provisionOnCompute(ctx, tree, backend, result.request, result.summary);

@@ -91,7 +91,8 @@ export class ZoneItem extends vscode.TreeItem {
   constructor(
     readonly project: string,
     readonly scan: ZoneScan,
-    plane?: ControlPlane,
+    /** The control plane group this zone row is under, if any: "Create TPU VM" here preselects it. */
+    readonly plane?: ControlPlane,
   ) {
     super(scan.zone, vscode.TreeItemCollapsibleState.Expanded);
     this.id = `zone:${project}/${plane ? `${plane}/` : ''}${scan.zone}`;
