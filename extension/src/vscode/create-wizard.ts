@@ -83,6 +83,9 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
     zone: preset.zone ?? (zones.length === 1 ? zones[0] : undefined),
     labelsText: '', validUntilText: '', dataDiskText: '', topologyText: '', imageText: '', maxRunText: '4h', reservationText: '',
   };
+  /** Types the Cloud TPU API listed for the zone: a type it does not list there is Compute Engine's only. */
+  const apiListed = new Set<string>();
+  const apiHas = (type: string): boolean => tpuApiOffers(type) && apiListed.has(type);
   const takenIn = (zone: string | undefined): Set<string> => new Set(tree.lastNodes.filter((n) => zoneOf(n) === zone).map((n) => shortName(n.name)));
   a.name = suggestNodeId(new Set(tree.lastNodes.map((n) => shortName(n.name))));
 
@@ -140,7 +143,11 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
         return pickStep<Item<string>>({
           ...h,
           placeholder: 'Accelerator type, e.g. v5litepod-8, v6e-8 or tpu7x-16',
-          items: acceleratorTypeItems(backend, a.zone!),
+          items: acceleratorTypeItems(backend, a.zone!).then((items) => {
+            apiListed.clear();
+            for (const i of items) if (i.tpuApi) apiListed.add(i.value);
+            return items;
+          }),
           active: (i) => i.value === a.acceleratorType,
           onAccept: ([i]) => {
             if (i.value !== a.acceleratorType) {
@@ -148,7 +155,7 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
               a.runtimeVersion = undefined;
               a.topologyText = '';
               // A zone row under a control plane's group preselects that plane where it offers the type.
-              a.plane = preset.plane && (preset.plane === 'compute' || tpuApiOffers(i.value)) ? preset.plane : defaultControlPlane(i.value);
+              a.plane = !apiHas(i.value) ? 'compute' : preset.plane ?? defaultControlPlane(i.value);
             }
             a.acceleratorType = i.value;
           },
@@ -157,12 +164,12 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
         const type = a.acceleratorType!;
         const label = parseAcceleratorType(type)?.family.label ?? type;
         const items: Item<ControlPlane>[] = [
-          { label: 'Compute Engine', value: 'compute', description: tpuApiOffers(type) ? undefined : `the Cloud TPU API does not offer ${label}`, detail: 'TPU VMs as Compute Engine instances; a multi-host slice is a managed instance group. Google manages new TPUs this way.' },
+          { label: 'Compute Engine', value: 'compute', description: apiHas(type) ? undefined : tpuApiOffers(type) ? `the Cloud TPU API does not list ${type} in ${a.zone}` : `the Cloud TPU API does not offer ${label}`, detail: 'TPU VMs as Compute Engine instances; a multi-host slice is a managed instance group. Google manages new TPUs this way.' },
         ];
-        if (tpuApiOffers(type)) items.push({ label: 'Cloud TPU API', value: 'tpu-api', description: 'default for this type', detail: 'TPU nodes and queued resources (tpu.googleapis.com): runtime versions, queued resources, data disks.' });
+        if (apiHas(type)) items.push({ label: 'Cloud TPU API', value: 'tpu-api', description: 'default for this type', detail: 'TPU nodes and queued resources (tpu.googleapis.com): runtime versions, queued resources, data disks.' });
         return pickStep<Item<ControlPlane>>({
           ...h,
-          placeholder: tpuApiOffers(type) ? `Control plane for ${type}` : `Control plane: the Cloud TPU API does not offer ${label}, so Compute Engine makes it`,
+          placeholder: apiHas(type) ? `Control plane for ${type}` : `Control plane: only Compute Engine makes ${type} here`,
           items,
           active: (i) => i.value === (a.plane ?? defaultControlPlane(type)),
           onAccept: ([i]) => {
@@ -369,7 +376,7 @@ function finalAnswers(a: WizardAnswers, project: string): CreateAnswers {
 type StepHeader = { title: string; step: number; totalSteps: number; canGoBack: boolean };
 
 /** The Cloud TPU API's types for the zone and Compute Engine's slice shapes the zone has machines for, each once. */
-async function acceleratorTypeItems(backend: Backend, zone: string): Promise<Item<string>[]> {
+async function acceleratorTypeItems(backend: Backend, zone: string): Promise<(Item<string> & { tpuApi: boolean })[]> {
   const [api, machines] = await Promise.allSettled([backend.api.listAcceleratorTypes(backend.project, zone), backend.compute.listTpuMachineTypes(backend.project, zone)]);
   if (api.status === 'rejected' && machines.status === 'rejected') throw api.reason;
   const types = wizardTypes(api.status === 'fulfilled' ? api.value.map((t) => t.type) : [], machines.status === 'fulfilled' ? machines.value : []);
@@ -378,6 +385,7 @@ async function acceleratorTypeItems(backend: Backend, zone: string): Promise<Ite
     value: t.type,
     description: [t.shape ? describeSlice(t.shape) : undefined, costFor(t.type, zone, 'on-demand')].filter((x): x is string => !!x).join(' · '),
     detail: t.tpuApi ? undefined : 'Compute Engine only',
+    tpuApi: t.tpuApi,
   }));
 }
 
