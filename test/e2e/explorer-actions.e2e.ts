@@ -143,6 +143,9 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     await wb.acceptQuickPick(zone);
     await wb.waitQuickInputTitle(/: accelerator type \(/);
     await wb.acceptQuickPick(type);
+    // Both control planes offer the type; these VMs are Cloud TPU API nodes (compute.e2e.ts covers Compute Engine).
+    await wb.waitQuickInputTitle(/: control plane \(/);
+    await wb.acceptQuickPick('Cloud TPU API');
     await wb.waitQuickInputTitle(/: runtime version \(/);
     await wb.acceptQuickPick();
     await wb.waitQuickInputTitle(/: provisioning \(/);

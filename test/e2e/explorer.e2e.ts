@@ -86,6 +86,9 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
     await wb.acceptQuickPick(ZONE);
     await wb.waitQuickInputTitle(new RegExp(` in ${ZONE}: accelerator type \\(`));
     await wb.acceptQuickPick('v5litepod-16');
+    // Both control planes offer the type; these VMs are Cloud TPU API nodes (compute.e2e.ts covers Compute Engine).
+    await wb.waitQuickInputTitle(/: control plane \(/);
+    await wb.acceptQuickPick('Cloud TPU API');
 
     await wb.waitQuickInputTitle(/: runtime version \(/);
     // The recommended runtime for v5e is first and marked.

@@ -106,6 +106,9 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     await wb.acceptQuickPick();
     await wb.waitQuickInputTitle(/: accelerator type \(/);
     await wb.acceptQuickPick('v5litepod-16');
+    // Both control planes offer the type; these VMs are Cloud TPU API nodes (compute.e2e.ts covers Compute Engine).
+    await wb.waitQuickInputTitle(/: control plane \(/);
+    await wb.acceptQuickPick('Cloud TPU API');
     await wb.waitQuickInputTitle(/: runtime version \(/);
     await wb.acceptQuickPick();
     await wb.waitQuickInputTitle(/: provisioning \(/);

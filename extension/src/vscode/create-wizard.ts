@@ -2,7 +2,6 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import {
-  compareAcceleratorTypes,
   createNodeRequest,
   createQueuedRequest,
   parseDataDisk,
@@ -15,6 +14,26 @@ import {
 } from '../core/explorer/create-request';
 import type { ProvisioningModel } from '../core/explorer/node-status';
 import { WizardFlow, type StepOutcome } from '../core/explorer/wizard-flow';
+import {
+  createComputeRequest,
+  defaultControlPlane,
+  describeSlice,
+  parseImage,
+  parseMaxRunDuration,
+  parseReservation,
+  parseTopology,
+  tpuApiOffers,
+  wizardTypes,
+  CREATE_STEPS as ORDER,
+  createStepApplies,
+  type ControlPlane,
+  type CreateStepId as StepId,
+  type ProvisioningChoice,
+} from '../core/explorer/compute-create';
+import type { CreateComputeSliceRequest, Provisioning } from '../core/compute/provider';
+import { gcloudComputeCommands } from '../core/compute/gcloud-compute-command';
+import { familyInfo, parseAcceleratorType } from '../core/compute/tpu-machine-types';
+import { describeError } from '../core/errors';
 import { gcloudCreateCommand, gcloudQueuedCommand } from '../core/tpu/gcloud-command';
 import { TpwError } from '../core/errors';
 import { shortName } from '../core/tpu/models';
@@ -24,16 +43,17 @@ import { explorerZones, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /**
  * "Create TPU VM": a multi-step quick pick with a working Back button. Every answer is kept when going back,
- * lists come from the API for the chosen zone, the recommended runtime for the type is preselected, each
- * provisioning choice shows its hourly price, and the last step shows the equivalent gcloud command.
+ * lists come from the APIs for the chosen zone, the control plane is a choice after the type (Compute Engine
+ * preselected for types the Cloud TPU API does not offer), the recommended runtime (Cloud TPU API) or the TPU VM
+ * image (Compute Engine) is preselected, each provisioning choice shows its hourly price, and the last step
+ * shows the equivalent gcloud command(s).
  */
-type StepId = 'name' | 'zone' | 'type' | 'runtime' | 'provisioning' | 'validUntil' | 'startupScript' | 'labels' | 'dataDisk' | 'review';
-const ORDER: StepId[] = ['name', 'zone', 'type', 'runtime', 'provisioning', 'validUntil', 'startupScript', 'labels', 'dataDisk', 'review'];
-
-/** What the provisioning step offers: the VM's pricing model, or a queued resource in one of its tiers. */
-type ProvisioningChoice = ProvisioningModel | 'queued-guaranteed' | 'queued-spot';
-
 interface WizardAnswers extends Partial<Omit<CreateAnswers, 'labels' | 'queued' | 'provisioning'>> {
+  plane?: ControlPlane;
+  topologyText: string;
+  imageText: string;
+  maxRunText: string;
+  reservationText: string;
   choice?: ProvisioningChoice;
   labelsText: string;
   validUntilText: string;
@@ -45,32 +65,42 @@ interface Item<T> extends vscode.QuickPickItem {
   value: T;
 }
 
-export interface WizardResult {
-  answers: CreateAnswers;
-  /** The equivalent gcloud command, for the log. */
-  gcloud: string;
-}
+export type WizardResult =
+  | {
+      plane: 'tpu-api';
+      answers: CreateAnswers;
+      /** The equivalent gcloud command, for the log. */
+      gcloud: string;
+    }
+  | { plane: 'compute'; request: CreateComputeSliceRequest; summary: string; gcloud: string };
 
 /** Fills the answers step by step; undefined if the user cancelled. */
-export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string } = {}): Promise<WizardResult | undefined> {
+export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string; plane?: ControlPlane } = {}): Promise<WizardResult | undefined> {
   const project = backend.project;
   const zones = await explorerZones(backend);
   if (zones.length === 0) throw new TpwError('FAILED_PRECONDITION', `No zone to create a TPU VM in: project ${project} lists none (setting tpuWorkbench.zones).`);
-  const a: WizardAnswers = { zone: preset.zone ?? (zones.length === 1 ? zones[0] : undefined), labelsText: '', validUntilText: '', dataDiskText: '' };
+  const a: WizardAnswers = {
+    zone: preset.zone ?? (zones.length === 1 ? zones[0] : undefined),
+    labelsText: '', validUntilText: '', dataDiskText: '', topologyText: '', imageText: '', maxRunText: '4h', reservationText: '',
+  };
+  /** Types the Cloud TPU API listed for the zone: a type it does not list there is Compute Engine's only. */
+  const apiListed = new Set<string>();
+  const apiHas = (type: string): boolean => tpuApiOffers(type) && apiListed.has(type);
   const takenIn = (zone: string | undefined): Set<string> => new Set(tree.lastNodes.filter((n) => zoneOf(n) === zone).map((n) => shortName(n.name)));
   a.name = suggestNodeId(new Set(tree.lastNodes.map((n) => shortName(n.name))));
 
   // A single zone (the emulator, or one configured zone) needs no zone step.
-  const flow = new WizardFlow<StepId, WizardAnswers>(ORDER, (id, s) => {
-    if (id === 'zone') return zones.length > 1;
-    if (id === 'validUntil') return s.choice === 'queued-guaranteed' || s.choice === 'queued-spot';
-    return true;
-  });
+  const flow = new WizardFlow<StepId, WizardAnswers>(ORDER, (id, s) => createStepApplies(id, s, zones.length));
   const STEP_LABELS: Record<StepId, string> = {
     name: 'name',
     zone: 'zone',
     type: 'accelerator type',
+    plane: 'control plane',
+    topology: 'topology',
     runtime: 'runtime version',
+    image: 'boot image',
+    maxRun: 'maximum run duration',
+    reservation: 'reservation',
     provisioning: 'provisioning',
     validUntil: 'valid until',
     startupScript: 'startup script',
@@ -112,18 +142,90 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
       case 'type':
         return pickStep<Item<string>>({
           ...h,
-          placeholder: 'Accelerator type, e.g. v5litepod-8 or v6e-8',
-          items: backend.api.listAcceleratorTypes(project, a.zone!).then((ts) =>
-            ts
-              .map((t) => t.type)
-              .sort(compareAcceleratorTypes)
-              .map((t) => ({ label: t, value: t, description: costFor(t, a.zone!, 'on-demand') })),
-          ),
+          placeholder: 'Accelerator type, e.g. v5litepod-8, v6e-8 or tpu7x-16',
+          items: acceleratorTypeItems(backend, a.zone!).then((items) => {
+            apiListed.clear();
+            for (const i of items) if (i.tpuApi) apiListed.add(i.value);
+            return items;
+          }),
           active: (i) => i.value === a.acceleratorType,
           onAccept: ([i]) => {
-            if (i.value !== a.acceleratorType) a.runtimeVersion = undefined; // the recommended one changes with the type
+            if (i.value !== a.acceleratorType) {
+              // The recommended runtime, the usual topology and the default control plane change with the type.
+              a.runtimeVersion = undefined;
+              a.topologyText = '';
+              // A zone row under a control plane's group preselects that plane where it offers the type.
+              a.plane = !apiHas(i.value) ? 'compute' : preset.plane ?? defaultControlPlane(i.value);
+            }
             a.acceleratorType = i.value;
           },
+        });
+      case 'plane': {
+        const type = a.acceleratorType!;
+        const label = parseAcceleratorType(type)?.family.label ?? type;
+        const items: Item<ControlPlane>[] = [
+          { label: 'Compute Engine', value: 'compute', description: apiHas(type) ? undefined : tpuApiOffers(type) ? `the Cloud TPU API does not list ${type} in ${a.zone}` : `the Cloud TPU API does not offer ${label}`, detail: 'TPU VMs as Compute Engine instances; a multi-host slice is a managed instance group. Google manages new TPUs this way.' },
+        ];
+        if (apiHas(type)) items.push({ label: 'Cloud TPU API', value: 'tpu-api', description: 'default for this type', detail: 'TPU nodes and queued resources (tpu.googleapis.com): runtime versions, queued resources, data disks.' });
+        return pickStep<Item<ControlPlane>>({
+          ...h,
+          placeholder: apiHas(type) ? `Control plane for ${type}` : `Control plane: only Compute Engine makes ${type} here`,
+          items,
+          active: (i) => i.value === (a.plane ?? defaultControlPlane(type)),
+          onAccept: ([i]) => {
+            // Provisioning choices differ between the two (flex-start vs queued resources): ask again.
+            if (i.value !== a.plane) a.choice = undefined;
+            a.plane = i.value;
+          },
+        });
+      }
+      case 'topology': {
+        const usual = parseTopology(a.acceleratorType!, '');
+        return inputStep({
+          ...h,
+          prompt: usual.ok ? `Topology of ${a.acceleratorType} (Enter keeps ${usual.value.topology}: ${describeSlice(usual.value)})` : 'Topology',
+          value: a.topologyText || (usual.ok ? usual.value.topology : ''),
+          validate: (v) => {
+            const p = parseTopology(a.acceleratorType!, v);
+            return p.ok ? undefined : p.error;
+          },
+          onAccept: (v) => (a.topologyText = v.trim()),
+        });
+      }
+      case 'image': {
+        const family = familyInfo(parseAcceleratorType(a.acceleratorType!)?.family.family ?? '')?.defaultImage ?? 'tpu-vm-ubuntu2204-base';
+        return inputStep({
+          ...h,
+          prompt: `Boot image (empty: Google's TPU VM image family ${family}), e.g. projects/PROJECT/global/images/family/FAMILY`,
+          value: a.imageText,
+          validate: (v) => {
+            const p = parseImage(v);
+            return p.ok ? undefined : p.error;
+          },
+          onAccept: (v) => (a.imageText = v.trim()),
+        });
+      }
+      case 'maxRun':
+        return inputStep({
+          ...h,
+          prompt: 'Flex-start: how long the VMs may run before Compute Engine deletes them (e.g. 4h, 90m, 1d12h)',
+          value: a.maxRunText,
+          validate: (v) => {
+            const p = parseMaxRunDuration(v);
+            return p.ok ? undefined : p.error;
+          },
+          onAccept: (v) => (a.maxRunText = v.trim()),
+        });
+      case 'reservation':
+        return inputStep({
+          ...h,
+          prompt: `Name of the reservation in ${a.zone} to use`,
+          value: a.reservationText,
+          validate: (v) => {
+            const p = parseReservation(v);
+            return p.ok ? undefined : p.error;
+          },
+          onAccept: (v) => (a.reservationText = v.trim()),
         });
       case 'runtime': {
         const recommended = recommendedRuntime(a.acceleratorType!);
@@ -145,7 +247,12 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
       }
       case 'provisioning': {
         const price = (tier: ProvisioningModel) => costFor(a.acceleratorType!, a.zone!, tier) ?? 'no list price';
-        const items: Item<ProvisioningChoice>[] = [
+        const items: Item<ProvisioningChoice>[] = a.plane === 'compute' ? [
+          { label: 'On-demand', value: 'on-demand', description: price('on-demand'), detail: 'Runs until you delete it.' },
+          { label: 'Spot', value: 'spot', description: price('spot'), detail: 'Cheaper; Compute Engine may stop it at any time (shown as preempted).' },
+          { label: 'Flex-start', value: 'flex-start', description: price('on-demand'), detail: 'Made when capacity is there, for a maximum run duration; then deleted.' },
+          { label: 'Reservation', value: 'reservation', description: price('reserved'), detail: 'Uses a specific reservation of the project.' },
+        ] : [
           { label: 'On-demand', value: 'on-demand', description: price('on-demand'), detail: 'Runs until you delete it.' },
           { label: 'Spot', value: 'spot', description: price('spot'), detail: 'Cheaper; Cloud TPU may preempt it at any time.' },
           { label: 'Reserved', value: 'reserved', description: price('reserved'), detail: 'Uses a reservation of the project.' },
@@ -197,6 +304,7 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
           onAccept: (v) => (a.dataDiskText = v),
         });
       case 'review': {
+        if (a.plane === 'compute') return computeReview(h, a, project, (r) => (result = r));
         const answers = finalAnswers(a, project);
         const gcloud = answers.queued ? gcloudQueuedCommand(createQueuedRequest(project, answers)) : gcloudCreateCommand(createNodeRequest(project, answers));
         const copy = async () => {
@@ -215,7 +323,7 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
           buttons: [{ button: { iconPath: new vscode.ThemeIcon('copy'), tooltip: 'Copy gcloud command' }, run: copy }],
           onAccept: ([i]) => {
             if (i.value === 'copy') void copy();
-            else result = { answers, gcloud };
+            else result = { plane: 'tpu-api', answers, gcloud };
           },
         });
       }
@@ -257,10 +365,60 @@ function finalAnswers(a: WizardAnswers, project: string): CreateAnswers {
     zone: a.zone!,
     acceleratorType: a.acceleratorType!,
     runtimeVersion: a.runtimeVersion!,
-    provisioning: choice === 'queued-spot' ? 'spot' : queued ? 'on-demand' : choice,
+    provisioning: choice === 'queued-spot' ? 'spot' : queued || choice === 'flex-start' ? 'on-demand' : choice === 'reservation' ? 'reserved' : choice,
     startupScript: a.startupScriptPath ? fs.readFileSync(a.startupScriptPath, 'utf8') : undefined,
     labels: labels.ok ? labels.value : {},
     dataDisk: disk.ok ? disk.value : undefined,
     queued: queued ? { tier: choice === 'queued-spot' ? 'spot' : 'guaranteed', validUntil: until.ok ? until.value : undefined } : undefined,
   };
+}
+
+type StepHeader = { title: string; step: number; totalSteps: number; canGoBack: boolean };
+
+/** The Cloud TPU API's types for the zone and Compute Engine's slice shapes the zone has machines for, each once. */
+async function acceleratorTypeItems(backend: Backend, zone: string): Promise<(Item<string> & { tpuApi: boolean })[]> {
+  const [api, machines] = await Promise.allSettled([backend.api.listAcceleratorTypes(backend.project, zone), backend.compute.listTpuMachineTypes(backend.project, zone)]);
+  if (api.status === 'rejected' && machines.status === 'rejected') throw api.reason;
+  const types = wizardTypes(api.status === 'fulfilled' ? api.value.map((t) => t.type) : [], machines.status === 'fulfilled' ? machines.value : []);
+  return types.map((t) => ({
+    label: t.type,
+    value: t.type,
+    description: [t.shape ? describeSlice(t.shape) : undefined, costFor(t.type, zone, 'on-demand')].filter((x): x is string => !!x).join(' · '),
+    detail: t.tpuApi ? undefined : 'Compute Engine only',
+    tpuApi: t.tpuApi,
+  }));
+}
+
+async function computeReview(h: StepHeader, a: WizardAnswers, project: string, done: (r: WizardResult) => void): Promise<StepOutcome> {
+  const labels = parseLabels(a.labelsText);
+  let made: ReturnType<typeof createComputeRequest>;
+  try {
+    made = createComputeRequest(project, {
+      name: a.name!, zone: a.zone!, acceleratorType: a.acceleratorType!, topologyText: a.topologyText, imageText: a.imageText,
+      provisioning: (a.choice ?? 'on-demand') as Provisioning, maxRunText: a.maxRunText, reservationText: a.reservationText,
+      labels: labels.ok ? labels.value : {}, ...(a.startupScriptPath ? { startupScript: fs.readFileSync(a.startupScriptPath, 'utf8') } : {}),
+    });
+  } catch (e) {
+    void vscode.window.showErrorMessage(describeError(e));
+    return 'back';
+  }
+  const gcloud = gcloudComputeCommands(made.request, made.shape).join('\n');
+  const summary = `${made.shape.acceleratorType} (${made.shape.topology}), ${describeSlice(made.shape)}, ${made.request.provisioning ?? 'on-demand'} on Compute Engine`;
+  const copy = async () => {
+    await vscode.env.clipboard.writeText(gcloud);
+    void vscode.window.showInformationMessage(`Copied the gcloud compute command${gcloud.includes('\n') ? 's' : ''}.`);
+  };
+  return pickStep<Item<'create' | 'copy'>>({
+    ...h,
+    placeholder: `Review: ${summary}`,
+    items: [
+      { label: `$(check) Create ${a.name}`, value: 'create', description: summary, detail: gcloud.split('\n').join(' && ') },
+      { label: '$(copy) Copy gcloud compute commands', value: 'copy', detail: 'Copies the commands and closes the wizard without creating anything.' },
+    ],
+    buttons: [{ button: { iconPath: new vscode.ThemeIcon('copy'), tooltip: 'Copy gcloud compute commands' }, run: copy }],
+    onAccept: ([i]) => {
+      if (i.value === 'copy') void copy();
+      else done({ plane: 'compute', request: made.request, summary, gcloud });
+    },
+  });
 }

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { describeError, isTpwError } from '../core/errors';
 import { createNodeRequest, createQueuedRequest, type CreateAnswers } from '../core/explorer/create-request';
+import type { CreateComputeSliceRequest } from '../core/compute/provider';
 import { zonesOffering } from '../core/tpu/zones';
 import { cancelledError, signalFor } from './cancel';
 import type { Ctx } from './ctx';
@@ -92,4 +93,40 @@ async function offerAlternatives(ctx: Ctx, tree: VmTreeProvider, backend: Backen
   const retry = retries.find((r) => r.title === choice);
   if (retry) await provision(ctx, tree, backend, { ...a, zone: retry.zone, dataDisk: undefined });
   if (choice === 'Queue it') await provision(ctx, tree, backend, { ...a, queued: { tier: a.provisioning === 'spot' ? 'spot' : 'guaranteed' } });
+}
+
+/**
+ * Creates a Compute Engine TPU VM or multi-host slice (workload policy → template → MIG) and waits until every VM
+ * runs; the tree shows it as soon as the first operation is under way. A failed slice create has already removed
+ * what it made (ComputeTpuProvider.createSlice).
+ */
+export async function provisionOnCompute(ctx: Ctx, tree: VmTreeProvider, backend: Backend, req: CreateComputeSliceRequest, summary: string): Promise<void> {
+  ctx.log.info(`creating ${req.name} (${summary}) in ${req.project}/${req.zone}`);
+  const slice = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Creating TPU VM ${req.name} (${req.acceleratorType}) on Compute Engine`, cancellable: true },
+    async (progress, token) => {
+      const signal = signalFor(token);
+      let shown = false;
+      try {
+        return await backend.compute.createSlice(req, {
+          signal,
+          onProgress: (p) => {
+            if (!shown) tree.refresh();
+            shown = true;
+            progress.report({ message: p.done ? 'done' : 'waiting for every VM to run…' });
+          },
+        });
+      } catch (e) {
+        if (signal.aborted) {
+          void vscode.window.showInformationMessage(`Stopped waiting for ${req.name}; Compute Engine keeps creating it in the background.`);
+          throw cancelledError();
+        }
+        throw e;
+      } finally {
+        tree.refresh();
+      }
+    },
+  );
+  ctx.log.info(`created ${req.name}: ${slice.workers.length} worker${slice.workers.length === 1 ? '' : 's'}`);
+  void vscode.window.showInformationMessage(`TPU VM ${req.name} is ${slice.state} (${slice.workers.length} worker${slice.workers.length === 1 ? '' : 's'}).`);
 }

@@ -7,7 +7,7 @@ import { deleteSliceGroup } from '../core/tpu/multislice';
 import { cancelledError, signalFor } from './cancel';
 import { runCreateWizard } from './create-wizard';
 import type { Ctx } from './ctx';
-import { provision } from './provision';
+import { provision, provisionOnCompute } from './provision';
 import { listAllNodes, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /** The VM a tree command was invoked on, if any (view/item/context passes the tree item). */
@@ -47,10 +47,11 @@ async function targetNode(ctx: Ctx, arg: unknown, title: string, filter: (n: Tpu
 
 export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
   const backend = await ctx.backend();
-  const result = await runCreateWizard(backend, tree, { zone: arg instanceof ZoneItem ? arg.scan.zone : undefined });
+  const result = await runCreateWizard(backend, tree, arg instanceof ZoneItem ? { zone: arg.scan.zone, plane: arg.plane } : {});
   if (!result) return;
   ctx.log.info(`create: equivalent to ${result.gcloud}`);
-  await provision(ctx, tree, backend, result.answers);
+  if (result.plane === 'compute') await provisionOnCompute(ctx, tree, backend, result.request, result.summary);
+  else await provision(ctx, tree, backend, result.answers);
 }
 
 /** Runs a long-running operation on a VM with a cancellable notification, refreshing the tree as it goes. */

@@ -8,7 +8,7 @@ import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
 import { childrenOf, ProjectItem, type ExplorerNode } from './explorer/items';
 
-export { QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, type ExplorerNode } from './explorer/items';
+export { ControlPlaneItem, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, type ExplorerNode } from './explorer/items';
 
 /** A listing that hangs (a dead proxy, a black-holed network) must not freeze the tree. */
 const LIST_TIMEOUT_MS = 60_000;

@@ -10,6 +10,7 @@ import { hasInclude, readIfExists, upsertManagedBlock, withInclude, workerHostAl
 import { knownHostsFile, tpwHome } from '../core/paths';
 import { extensionKeyPath } from '../core/ssh/keys';
 import { shJoin } from '../core/ssh/quote';
+import { gcloudComputeSshCommand } from '../core/compute/gcloud-compute-command';
 import type { WorkerTarget } from '../core/ssh/types';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
@@ -64,7 +65,9 @@ export async function copySshCommand(ctx: Ctx, arg: unknown): Promise<void> {
   const backend = await ctx.backend();
   const id = parseNodeName(w.node.name);
   let command: string;
-  if (backend.kind === 'cloud') {
+  if (backend.kind === 'cloud' && w.node.controlPlane === 'compute') {
+    command = gcloudComputeSshCommand(w.node, w.index);
+  } else if (backend.kind === 'cloud') {
     command = shJoin(['gcloud', 'compute', 'tpus', 'tpu-vm', 'ssh', id.node, `--zone=${id.zone}`, `--project=${id.project}`, `--worker=${w.index}`]);
   } else {
     const t = (await backend.workersOf(w.node))[w.index];

@@ -1,4 +1,6 @@
+import { TpwError } from '../errors';
 import { shQuote } from '../ssh/quote';
+import { parseNodeName, shortName, type TpuNode } from '../tpu/models';
 import { familyInfo, type TpuSliceShape } from './tpu-machine-types';
 import { POLICY_SUFFIX, TEMPLATE_SUFFIX, TPU_IMAGE_PROJECT, type CreateComputeSliceRequest } from './provider';
 
@@ -62,4 +64,15 @@ function metadataFlags(req: CreateComputeSliceRequest): string[] {
   if (!md.some(([, v]) => v.includes(','))) return [`--metadata=${md.map(([k, v]) => `${k}=${v}`).join(',')}`];
   const delim = ['~', '|', '#', '@'].find((d) => md.every(([k, v]) => !k.includes(d) && !v.includes(d))) ?? '\u0001';
   return [`--metadata=^${delim}^${md.map(([k, v]) => `${k}=${v}`).join(delim)}`];
+}
+
+/**
+ * `gcloud compute ssh` onto worker `index` of a Compute Engine slice: each worker is its own VM instance (a MIG
+ * member for a multi-host slice), so the command names that instance, not the slice.
+ */
+export function gcloudComputeSshCommand(node: TpuNode, index: number): string {
+  const id = parseNodeName(node.name);
+  const instance = node.compute?.workers[index]?.instance ?? (node.compute?.kind === 'instance' && index === 0 ? id.node : undefined);
+  if (!instance) throw new TpwError('NOT_FOUND', `Worker ${index} of TPU slice "${shortName(node.name)}" has no VM instance (the slice has ${node.networkEndpoints.length} workers).`);
+  return shJoin(['gcloud', 'compute', 'ssh', instance, `--zone=${id.zone}`, `--project=${id.project}`]);
 }

@@ -31,6 +31,17 @@ export function sliceToNode(slice: ComputeSlice): TpuNode {
     ...(slice.createTime ? { createTime: slice.createTime } : {}),
     controlPlane: 'compute',
     ...(group ? { sliceGroup: sliceGroupName(slice.project, slice.zone, group.group) } : {}),
+    compute: {
+      kind: slice.kind,
+      status: slice.status,
+      machineType: slice.machineType,
+      ...(slice.topology ? { topology: slice.topology } : {}),
+      provisioning: slice.provisioning,
+      ...(slice.targetSize !== undefined ? { targetSize: slice.targetSize } : {}),
+      ...(slice.isStable !== undefined ? { isStable: slice.isStable } : {}),
+      ...(slice.lastError ? { lastError: slice.lastError } : {}),
+      workers: slice.workers.map((w) => ({ instance: w.instance, status: w.status })),
+    },
   };
 }
 

@@ -71,7 +71,9 @@ export function provisioningOf(node: Pick<TpuNode, 'schedulingConfig'>): Provisi
 }
 
 /** The label shown in the tree: "preemptible" stays distinct from "spot" because the API reports it so. */
-export function schedulingLabel(node: Pick<TpuNode, 'schedulingConfig'>): string {
+export function schedulingLabel(node: Pick<TpuNode, 'schedulingConfig'> & Partial<Pick<TpuNode, 'compute'>>): string {
+  // Compute Engine names its own models; flex-start would otherwise read as "preemptible".
+  if (node.compute) return node.compute.provisioning === 'reservation' ? 'reserved' : node.compute.provisioning;
   const s = node.schedulingConfig;
   if (s?.spot) return 'spot';
   if (s?.preemptible) return 'preemptible';
@@ -109,4 +111,23 @@ export function formatAge(createTime: string | undefined, now: Date = new Date()
 /** The ids a queued resource creates, or its own id when the API did not say. */
 export function queuedNodeIds(qr: Pick<QueuedResource, 'nodeIds' | 'name'>): string[] {
   return qr.nodeIds.length > 0 ? qr.nodeIds : [qr.name.slice(qr.name.lastIndexOf('/') + 1)];
+}
+
+/**
+ * Compute Engine's status behind a slice's state: for a MIG, how many of its VMs run against the size asked for
+ * and whether the group is stable (plus the error that keeps it from creating VMs); for one VM, the instance
+ * status. `short` leaves out what the state already says (a RUNNING VM that is READY). undefined for Cloud TPU
+ * API nodes.
+ */
+export function computeStatusNote(node: Pick<TpuNode, 'compute' | 'state'>, short = false): string | undefined {
+  const c = node.compute;
+  if (!c) return undefined;
+  if (c.kind === 'instance') return short && c.status === 'RUNNING' && node.state === 'READY' ? undefined : `VM ${c.status}`;
+  const running = c.workers.filter((w) => w.status === 'RUNNING').length;
+  const target = c.targetSize ?? c.workers.length;
+  const parts = [`${running}/${target} VMs running`];
+  if (c.isStable === false) parts.push('MIG changing');
+  else if (c.isStable === true && !short) parts.push('MIG stable');
+  if (c.lastError) parts.push(c.lastError);
+  return parts.join(', ');
 }

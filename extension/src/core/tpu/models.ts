@@ -58,6 +58,22 @@ export const TpuNodeSchema = z.object({
   sliceGroup: z.string().optional(),
   /** Which control plane made the VM: the Cloud TPU API (the default) or Compute Engine (core/compute/). */
   controlPlane: z.enum(['tpu-api', 'compute']).optional(),
+  /** Compute Engine's own view of a slice (controlPlane 'compute' only): what the explorer shows beside the state. */
+  compute: z
+    .object({
+      kind: z.enum(['instance', 'mig']),
+      /** Instance status (RUNNING, STAGING, …), or "running/target" for a MIG. */
+      status: z.string(),
+      machineType: z.string(),
+      topology: z.string().optional(),
+      provisioning: z.enum(['on-demand', 'spot', 'flex-start', 'reservation']),
+      targetSize: z.number().int().optional(),
+      isStable: z.boolean().optional(),
+      lastError: z.string().optional(),
+      /** One per worker, in worker-id order: the VM instance behind it (what `gcloud compute ssh` takes). */
+      workers: z.array(z.object({ instance: z.string(), status: z.string() })),
+    })
+    .optional(),
 });
 export type TpuNode = z.infer<typeof TpuNodeSchema>;
 

@@ -1,17 +1,20 @@
 import * as vscode from 'vscode';
 import { describeError, isTpwError } from '../../core/errors';
-import { formatAge, healthNote, isMultiHost, nodeStateTone, queuedStateTone, schedulingLabel, type StateTone } from '../../core/explorer/node-status';
+import { computeStatusNote, formatAge, healthNote, isMultiHost, nodeStateTone, queuedStateTone, schedulingLabel, type StateTone } from '../../core/explorer/node-status';
 import type { ZoneScan } from '../../core/explorer/zone-scan';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../../core/tpu/models';
 import { vmCost } from './cost';
 import { queuedTooltip, vmTooltip, workerTooltip } from './tooltips';
 
 /**
- * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. Each item carries
+ * The explorer's rows: project → zone → VM → workers, and a "Queued resources" group per zone. When Compute
+ * Engine has TPU VMs in the project, the project row holds one row per control plane ("Compute Engine", "Cloud
+ * TPU API", each only when it has something) with the zones below them: the two side by side, while a project
+ * with Cloud TPU API nodes only reads as it always did. Each item carries
  * the data it shows, so getChildren never goes back to the network below the root. `contextValue`s drive the
  * menus in package.json: `tpuVm.<STATE>.<single|pod>` (Stop only for single-host), `tpuWorker`,
- * `tpuSliceGroup.<READY|NOT_READY>[.compute]` (a multislice group's slices, either control plane), `tpuQueued.<STATE>`, `tpuZone`,
- * `tpuProject`.
+ * `tpuSliceGroup.<READY|NOT_READY>[.compute]` (a multislice group's slices, either control plane), `tpuQueued.<STATE>`,
+ * `tpuZone`, `tpuControlPlane.<compute|tpu-api>`, `tpuProject`.
  */
 
 const TONE_ICONS: Record<StateTone, { icon: string; color?: string }> = {
@@ -46,14 +49,53 @@ export class ProjectItem extends vscode.TreeItem {
   }
 }
 
+export type ControlPlane = 'compute' | 'tpu-api';
+
+const PLANE_LABELS: Record<ControlPlane, string> = { compute: 'Compute Engine', 'tpu-api': 'Cloud TPU API' };
+
+function planeOf(node: TpuNode): ControlPlane {
+  return node.controlPlane === 'compute' ? 'compute' : 'tpu-api';
+}
+
+/** The part of each zone's scan that one control plane made (queued resources are the Cloud TPU API's). */
+function scansOf(scans: readonly ZoneScan[], plane: ControlPlane): ZoneScan[] {
+  return scans
+    .map((s) => ({ ...s, nodes: s.nodes.filter((n) => planeOf(n) === plane), queued: plane === 'tpu-api' ? s.queued : [], queuedError: plane === 'tpu-api' ? s.queuedError : undefined }))
+    .filter((s) => s.nodes.length > 0 || s.queued.length > 0 || (s.queuedError !== undefined && !isTpwError(s.queuedError, 'NOT_FOUND')));
+}
+
+/** One control plane's VMs in a project: "Compute Engine" (instances and MIG slices) or "Cloud TPU API" (nodes). */
+export class ControlPlaneItem extends vscode.TreeItem {
+  readonly kind = 'plane';
+  constructor(
+    readonly project: string,
+    readonly plane: ControlPlane,
+    readonly scans: ZoneScan[],
+  ) {
+    super(PLANE_LABELS[plane], vscode.TreeItemCollapsibleState.Expanded);
+    this.id = `plane:${project}/${plane}`;
+    const vms = scans.reduce((n, s) => n + s.nodes.length, 0);
+    const queued = scans.reduce((n, s) => n + s.queued.length, 0);
+    this.description = [`${vms} VM${vms === 1 ? '' : 's'}`, queued > 0 ? `${queued} queued` : undefined].filter((x): x is string => !!x).join(' · ');
+    this.iconPath = new vscode.ThemeIcon(plane === 'compute' ? 'server' : 'chip');
+    this.contextValue = `tpuControlPlane.${plane}`;
+    this.tooltip =
+      plane === 'compute'
+        ? 'TPU VMs made through Compute Engine (compute.googleapis.com): single-host instances and multi-host slices (managed instance groups with a workload policy). Google manages TPU7x and later only this way.'
+        : 'TPU VMs made through the Cloud TPU API (tpu.googleapis.com): nodes and queued resources, v4 to v6e. No TPU7x or later.';
+  }
+}
+
 export class ZoneItem extends vscode.TreeItem {
   readonly kind = 'zone';
   constructor(
     readonly project: string,
     readonly scan: ZoneScan,
+    /** The control plane group this zone row is under, if any: "Create TPU VM" here preselects it. */
+    readonly plane?: ControlPlane,
   ) {
     super(scan.zone, vscode.TreeItemCollapsibleState.Expanded);
-    this.id = `zone:${project}/${scan.zone}`;
+    this.id = `zone:${project}/${plane ? `${plane}/` : ''}${scan.zone}`;
     const parts = [`${scan.nodes.length} VM${scan.nodes.length === 1 ? '' : 's'}`];
     if (scan.queued.length > 0) parts.push(`${scan.queued.length} queued`);
     this.description = parts.join(' · ');
@@ -86,10 +128,13 @@ export class VmItem extends vscode.TreeItem {
   ) {
     super(shortName(node.name), node.networkEndpoints.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
     const id = parseNodeName(node.name);
-    this.id = `vm:${node.name}`;
+    // A row first shown without workers (a slice whose VMs are still being made) cannot be expanded; VS Code
+    // keeps that state per id, so the row gets a new id once workers appear and then shows them expanded.
+    this.id = node.networkEndpoints.length > 0 ? `vm:${node.name}` : `vm:${node.name}:no-workers`;
     const cost = vmCost(node, id.zone);
     const health = node.state === 'READY' ? healthNote(node) : undefined;
-    this.description = [node.acceleratorType, node.state, node.controlPlane === 'compute' ? 'Compute Engine' : node.runtimeVersion, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
+    const planeNote = node.controlPlane === 'compute' ? (computeStatusNote(node, true) ?? node.compute?.machineType ?? 'Compute Engine') : node.runtimeVersion;
+    this.description = [node.acceleratorType, node.state, planeNote, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
       .filter((s): s is string => !!s)
       .join(' · ');
     this.iconPath = toneIcon(nodeStateTone(node.state));
@@ -191,13 +236,22 @@ export class QueuedItem extends vscode.TreeItem {
   }
 }
 
-export type ExplorerNode = ProjectItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | SliceGroupItem | QueuedGroupItem | QueuedItem;
+export type ExplorerNode = ProjectItem | ControlPlaneItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | SliceGroupItem | QueuedGroupItem | QueuedItem;
 
 /** Children of a project or zone row, from the scan it carries. */
 export function childrenOf(element: ExplorerNode): ExplorerNode[] {
   switch (element.kind) {
-    case 'project':
-      return element.scans.map((s) => (s.nodesError !== undefined ? new ZoneErrorItem(s.zone, s.nodesError) : new ZoneItem(element.project, s)));
+    case 'project': {
+      const errors = element.scans.filter((s) => s.nodesError !== undefined).map((s) => new ZoneErrorItem(s.zone, s.nodesError));
+      const listed = element.scans.filter((s) => s.nodesError === undefined);
+      if (!listed.some((s) => s.nodes.some((n) => planeOf(n) === 'compute'))) {
+        return element.scans.map((s) => (s.nodesError !== undefined ? new ZoneErrorItem(s.zone, s.nodesError) : new ZoneItem(element.project, s)));
+      }
+      const planes = (['compute', 'tpu-api'] as const).map((p) => new ControlPlaneItem(element.project, p, scansOf(listed, p))).filter((p) => p.scans.length > 0);
+      return [...planes, ...errors];
+    }
+    case 'plane':
+      return element.scans.map((s) => new ZoneItem(element.project, s, element.plane));
     case 'zone': {
       const items: ExplorerNode[] = vmRows(element.scan.nodes);
       const queuedFailed = element.scan.queuedError !== undefined && !isTpwError(element.scan.queuedError, 'NOT_FOUND');

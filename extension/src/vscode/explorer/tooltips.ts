@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { formatAge, healthNote, schedulingLabel } from '../../core/explorer/node-status';
+import { computeStatusNote, formatAge, healthNote, schedulingLabel } from '../../core/explorer/node-status';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../../core/tpu/models';
 import type { VmCost } from './cost';
 
@@ -23,7 +23,10 @@ export function vmTooltip(node: TpuNode, cost: VmCost | undefined, now = new Dat
   table(md, [
     ['Accelerator', node.acceleratorType],
     ['Runtime', node.runtimeVersion || undefined],
-    ['Control plane', node.controlPlane === 'compute' ? 'Compute Engine' : 'Cloud TPU API'],
+    ['Control plane', node.controlPlane === 'compute' ? `Compute Engine (${node.compute?.kind === 'mig' ? 'multi-host slice: a managed instance group' : 'a VM instance'})` : 'Cloud TPU API'],
+    ['Compute Engine status', computeStatusNote(node)],
+    ['Machine type', node.compute?.machineType],
+    ['Topology', node.compute?.topology],
     ['Provisioning', schedulingLabel(node)],
     ['Health', healthNote(node) ?? node.health],
     ['Workers', String(node.networkEndpoints.length)],
@@ -44,6 +47,7 @@ export function workerTooltip(node: TpuNode, index: number): vscode.MarkdownStri
   table(md, [
     ['Internal IP', ep.port ? `${ep.ipAddress}:${ep.port}` : ep.ipAddress],
     ['External IP', ep.accessConfig?.externalIp],
+    ['VM instance', node.compute?.workers[index] ? `${node.compute.workers[index].instance} (${node.compute.workers[index].status})` : undefined],
   ]);
   return md;
 }
