@@ -11,8 +11,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
-import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import { loadRun } from '../../extension/src/core/run/engine';
@@ -26,17 +26,8 @@ let backend: Backend;
 const saved = process.env.TPW_HOME;
 const ZONE = 'us-central2-b';
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const cwd = process.cwd();
-  process.chdir(ws);
-  try {
-    return { code: await main(argv, (l) => out.push(l), (l) => err.push(l)), out, err };
-  } finally {
-    process.chdir(cwd);
-  }
-}
+/** `tpw argv…` in this process, from the test's workspace. */
+const cli = (...argv: string[]): Promise<CliResult> => runTpw(ws, argv);
 
 async function waitActive(qr: string): Promise<void> {
   for (let i = 0; i < 200; i++) {

@@ -10,8 +10,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
-import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../extension/src/core/emulator/emulator';
 import { listRuns, loadRun, runRecipe, withResume } from '../../extension/src/core/run/engine';
@@ -32,17 +32,8 @@ async function post(urlPath: string): Promise<number> {
   return (await emulatorRequest(ep, 'POST', urlPath)).status;
 }
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const cwd = process.cwd();
-  process.chdir(ws);
-  try {
-    return { code: await main(argv, (l) => out.push(l), (l) => err.push(l)), out, err };
-  } finally {
-    process.chdir(cwd);
-  }
-}
+/** `tpw argv…` in this process, from the test's workspace. */
+const cli = (...argv: string[]): Promise<CliResult> => runTpw(ws, argv);
 
 before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-preempt-'));
