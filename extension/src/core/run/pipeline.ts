@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
-import { describeError, TpwError } from '../errors';
+import { TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
 import { listWorkspaceFiles } from '../sync/workspace-files';
@@ -8,11 +8,10 @@ import { shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { RecipeRunRequest } from './pipeline-types';
-import { startDetached, type AttachHandle } from './detached';
-import { saveRun, updateRun, type RunRecord } from './registry';
+import type { RunRecord } from './registry';
+import { followRecorded, startRecorded } from './recorded-run';
 import { withResume } from './preemption';
 import { passthroughEnv } from './secrets';
-import { followRun, recordResult } from './session';
 import type { EnvValue, RunResult } from './types';
 
 export type { RecipeRunRequest, RunPhase } from './pipeline-types';
@@ -98,45 +97,24 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
     startedAt: new Date().toISOString(),
     status: 'starting',
   };
-  saveRun(record, req.tpwHome);
-  try {
-    await startDetached(spec, conns);
-  } catch (e) {
-    updateRun(runId, { status: 'failed', endedAt: new Date().toISOString(), reason: describeError(e) }, req.tpwHome);
-    throw e;
-  }
-  updateRun(runId, { status: 'running' }, req.tpwHome);
+  await startRecorded(record, spec, conns, req.tpwHome);
   req.onStarted?.(runId, { workers, conns });
   if (req.detach) {
     phase('done', `Run ${runId} started on every worker; follow it with \`tpw logs ${runId} --follow\``);
     return { runId, workers: workers.map((w) => ({ index: w.index, host: w.host, exitCode: null, stopped: false })), durationMs: 0, cancelled: false, ok: true, detached: true };
   }
   // Watching ends when the run ends (or is stopped, or the VM is preempted); req.detachSignal stops watching only.
-  let handle: AttachHandle | undefined;
-  let cancelRequested = false;
-  const onAbort = () => {
-    cancelRequested = true;
-    void handle?.cancel();
-  };
-  req.signal?.addEventListener('abort', onAbort, { once: true });
   phase('run', 'Running');
-  try {
-    const result = await followRun(req.backend.api, group.slices.map((s) => s.name), runId, workers, conns, listener, {
-      failFast: spec.failFast,
-      signal: req.detachSignal,
-      statePollMs: req.statePollMs,
-      onNotice: (w, m) => phase('run', `w${w}: ${m}`),
-      onHandle: (h) => {
-        handle = h;
-        if (cancelRequested || req.signal?.aborted) void h.cancel();
-      },
-    });
-    recordResult(runId, result, req.tpwHome);
-    phase('done', result.ok ? 'Run finished' : result.preempted ? `Preempted: ${result.preemptedReason ?? ''}` : result.cancelled ? 'Run cancelled' : result.detached ? 'Detached; the run goes on' : 'Run failed');
-    return result;
-  } finally {
-    req.signal?.removeEventListener('abort', onAbort);
-  }
+  const result = await followRecorded(req.backend.api, group.slices.map((s) => s.name), runId, workers, conns, listener, {
+    failFast: spec.failFast,
+    signal: req.signal,
+    detachSignal: req.detachSignal,
+    statePollMs: req.statePollMs,
+    onNotice: (w, m) => phase('run', `w${w}: ${m}`),
+    home: req.tpwHome,
+  });
+  phase('done', result.ok ? 'Run finished' : result.preempted ? `Preempted: ${result.preemptedReason ?? ''}` : result.cancelled ? 'Run cancelled' : result.detached ? 'Detached; the run goes on' : 'Run failed');
+  return result;
 }
 
 /** The port libtpu's megascale coordinator listens on (MEGASCALE_PORT's default). */

@@ -1,13 +1,12 @@
-import { describeError, TpwError } from '../errors';
+import { TpwError } from '../errors';
 import type { WorkerTarget } from '../ssh/types';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { Backend } from '../backend';
 import type { ConnectionManager } from '../ssh/connection';
-import { startDetached, type AttachHandle } from './detached';
 import { newRunId } from './pipeline';
 import type { RunConnections, RunPhase } from './pipeline-types';
-import { saveRun, updateRun, type RunRecord } from './registry';
-import { followRun, recordResult } from './session';
+import type { RunRecord } from './registry';
+import { followRecorded, startRecorded } from './recorded-run';
 import type { EnvValue, RunListener, RunResult } from './types';
 
 /**
@@ -55,35 +54,13 @@ export async function runProgram(req: ProgramRunRequest): Promise<RunResult> {
     startedAt: new Date().toISOString(),
     status: 'starting',
   };
-  saveRun(record, req.tpwHome);
-  try {
-    await startDetached(spec, req.conns);
-  } catch (e) {
-    updateRun(runId, { status: 'failed', endedAt: new Date().toISOString(), reason: describeError(e) }, req.tpwHome);
-    throw e;
-  }
-  updateRun(runId, { status: 'running' }, req.tpwHome);
+  await startRecorded(record, spec, req.conns, req.tpwHome);
   req.onStarted?.(runId, { workers: req.workers, conns: req.conns });
-  let handle: AttachHandle | undefined;
-  let cancelRequested = false;
-  const onAbort = () => {
-    cancelRequested = true;
-    void handle?.cancel();
-  };
-  req.signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const result = await followRun(req.backend.api, req.node.name, runId, req.workers, req.conns, req.listener, {
-      failFast: spec.failFast,
-      statePollMs: req.statePollMs,
-      onNotice: (w, m) => phase('run', `w${w}: ${m}`),
-      onHandle: (h) => {
-        handle = h;
-        if (cancelRequested || req.signal?.aborted) void h.cancel();
-      },
-    });
-    recordResult(runId, result, req.tpwHome);
-    return result;
-  } finally {
-    req.signal?.removeEventListener('abort', onAbort);
-  }
+  return followRecorded(req.backend.api, req.node.name, runId, req.workers, req.conns, req.listener, {
+    failFast: spec.failFast,
+    signal: req.signal,
+    statePollMs: req.statePollMs,
+    onNotice: (w, m) => phase('run', `w${w}: ${m}`),
+    home: req.tpwHome,
+  });
 }
