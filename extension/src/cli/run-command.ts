@@ -5,6 +5,7 @@ import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/eng
 import { findRunTarget } from '../core/tpu/multislice';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
+import { stopOnInterrupt } from './interrupt';
 import { requireArg, UsageError, type CommandContext } from './main';
 
 /**
@@ -19,18 +20,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   if (!fs.existsSync(recipePath)) throw new TpwError('NOT_FOUND', `Recipe not found: ${recipePath}`);
   const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`)');
   const backend = await openCliBackend(ctx.globals);
-  const abort = new AbortController();
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts === 1) {
-      ctx.err('Stopping the run on every worker… (Ctrl-C again to exit now)');
-      abort.abort();
-    } else {
-      process.exit(130);
-    }
-  };
-  process.on('SIGINT', onSigint);
+  const interrupt = stopOnInterrupt(ctx, 'Stopping the run on every worker');
   try {
     const { node, slices } = await findRunTarget(backend, vm, ctx.globals.zone);
     // Multislice lines read [s1w3]: slice 1, its worker 3.
@@ -49,7 +39,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
       // HF_TOKEN, WANDB_API_KEY and the XLA/libtpu knobs from this shell, through the 0600 env file only.
       passEnv: passthroughEnv(process.env),
       onStarted: (runId) => ctx.err(`Run ${runId} started on every worker (\`tpw logs ${runId} --follow\`, \`tpw stop ${runId}\`).`),
-      signal: abort.signal,
+      signal: interrupt.signal,
       listener: tails.wrap({
         onPhase: (_phase, detail) => ctx.err(detail),
         onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line, perSlice)),
@@ -63,7 +53,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
     if (result.cancelled) return 130;
     return result.ok ? 0 : 1;
   } finally {
-    process.off('SIGINT', onSigint);
+    interrupt.dispose();
     await backend.close();
   }
 }

@@ -4,6 +4,7 @@ import { formatPlan, planLaunch } from '../core/task-yaml/plan';
 import { rankPrefix } from '../core/task-yaml/task-env';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
+import { stopOnInterrupt } from './interrupt';
 import { positionalsUpTo, requireArg, UsageError, type CommandContext } from './context';
 
 /**
@@ -46,18 +47,9 @@ async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPa
   const envOverrides = resolvePairs(ctx.values.env, '--env');
   const secretOverrides = resolvePairs(ctx.values.secret, '--secret');
   const backend = await openCliBackend(ctx.globals);
-  const abort = new AbortController();
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts === 1) {
-      ctx.err('Stopping on every host… (Ctrl-C again to exit now)');
-      abort.abort();
-    } else process.exit(130);
-  };
-  process.on('SIGINT', onSigint);
+  const interrupt = stopOnInterrupt(ctx, 'Stopping on every host');
   try {
-    const plan = await planLaunch({ backend, mode, yamlPath, cluster, zone: ctx.globals.zone, envOverrides, secretOverrides, signal: abort.signal });
+    const plan = await planLaunch({ backend, mode, yamlPath, cluster, zone: ctx.globals.zone, envOverrides, secretOverrides, signal: interrupt.signal });
     if (ctx.values['dry-run']) {
       for (const line of formatPlan(plan)) ctx.out(line);
       return 0;
@@ -67,7 +59,7 @@ async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPa
     const result = await executeLaunch(plan, {
       backend,
       conns: connectionsFor(ctx, backend),
-      signal: abort.signal,
+      signal: interrupt.signal,
       say: (line) => ctx.err(line),
       onHosts: (n) => (hosts = n),
       onLine: (stage, w, line) => ctx.out(`${rankPrefix(w, hosts, plan.task.name, stage)} ${line}`),
@@ -85,7 +77,7 @@ async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPa
     if (result.run.cancelled) return 130;
     return result.run.ok ? 0 : 1;
   } finally {
-    process.off('SIGINT', onSigint);
+    interrupt.dispose();
     await backend.close();
   }
 }
