@@ -1,6 +1,7 @@
 /**
  * Regression: a command that ends at once can have its open confirmation, exit status and close arrive in one
- * TCP read; ssh2 then emits them synchronously after the exec callback. Every exit code must still be seen.
+ * TCP read; ssh2 then emits them synchronously after the exec callback. Every exit code must still be seen. And a
+ * connection whose socket ended (or that failed a command because its socket is gone) is never handed out again.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -36,4 +37,26 @@ test('instant commands on fresh connections never lose their exit status', async
   }
   assert.equal(results.filter((r) => r.lost).length, 0);
   assert.equal(results.length, 100);
+});
+
+test('a connection whose socket ended is not handed out again: the next caller gets a new one that works', async () => {
+  const conns = new ConnectionManager({ knownHostsPath: knownHosts });
+  try {
+    const first = await conns.get(sshds[0]);
+    assert.equal((await execCollect(first, 'echo one')).stdout, 'one\n');
+    // Ending our side leaves the socket unwritable at once, while ssh2's 'close' waits for the server to close
+    // too: a caller in between used to get this connection back and fail with "Not connected".
+    first.client.end();
+    const again = await conns.get(sshds[0]);
+    assert.notEqual(again, first, 'a new connection, not the ending one');
+    assert.equal((await execCollect(again, 'echo two')).stdout, 'two\n');
+    // One that fails a command because its socket is gone is forgotten too.
+    again.client.destroy();
+    await assert.rejects(execCollect(again, 'true'));
+    const third = await conns.get(sshds[0]);
+    assert.notEqual(third, again);
+    assert.equal((await execCollect(third, 'echo three')).stdout, 'three\n');
+  } finally {
+    conns.dispose();
+  }
 });

@@ -100,6 +100,8 @@ export class SshConnection {
   private waiters: Array<() => void> = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private isClosed = false;
+  /** close() was called: the socket is ending, so nothing new may start on it. */
+  private ending = false;
   /** Set by ConnectionManager.retire: close as soon as no channel is open. */
   private closeWhenIdle = false;
   private readonly closeListeners = new Set<(err?: Error) => void>();
@@ -121,6 +123,16 @@ export class SshConnection {
   }
   get closed(): boolean {
     return this.isClosed;
+  }
+  /**
+   * Whether a new channel can start here. Not once closed or closing, nor once the socket can no longer be
+   * written: ssh2 emits 'close' only when the socket has closed, and an ended socket whose peer is slow to close
+   * would otherwise be handed out and refuse every exec with "Not connected".
+   */
+  get usable(): boolean {
+    if (this.isClosed || this.ending) return false;
+    const sock = (this.client as unknown as { _sock?: { writable?: boolean } })._sock;
+    return sock?.writable !== false;
   }
   /** Channels open or waiting for a slot. */
   get channelsInUse(): number {
@@ -157,7 +169,10 @@ export class SshConnection {
             resolve(ch);
           });
         } catch (e) {
-          reject(e); // ssh2 throws synchronously when the socket is already gone
+          // ssh2 throws synchronously when the socket is already gone: the connection is dead, so let the
+          // manager forget it and the next caller connect again.
+          this.markClosed();
+          reject(e);
         }
       });
       return channel;
@@ -233,6 +248,7 @@ export class SshConnection {
 
   close(): void {
     if (this.isClosed) return;
+    this.ending = true;
     this.client.end();
     // end() is polite (disconnect message, FIN); make sure the socket really goes even if the peer is stuck.
     setTimeout(() => this.client.destroy(), 2000).unref();
@@ -354,7 +370,12 @@ export class ConnectionManager {
     if (this.disposed) return Promise.reject(new TpwError('CANCELLED', `${targetLabel(target)}: the SSH connection manager was disposed`));
     const key = targetKey(target);
     const existing = this.pending.get(key);
-    if (existing) return existing.then((conn) => (this.stillTrusted(conn) ? conn : this.replace(target, existing, conn)));
+    if (existing) {
+      return existing.then((conn) => {
+        if (!conn.usable) return this.reconnect(target, existing);
+        return this.stillTrusted(conn) ? conn : this.replace(target, existing, conn);
+      });
+    }
     const forget = () => {
       if (this.pending.get(key) === p) this.pending.delete(key);
     };
@@ -407,6 +428,12 @@ export class ConnectionManager {
       }
     }
     return !v.stale;
+  }
+
+  /** The cached connection is gone (or going): forget it and connect again, sharing one new connect. */
+  private reconnect(target: SshTarget, cached: Promise<SshConnection>): Promise<SshConnection> {
+    if (this.pending.get(targetKey(target)) === cached) this.pending.delete(targetKey(target));
+    return this.get(target);
   }
 
   private replace(target: SshTarget, cached: Promise<SshConnection>, conn: SshConnection): Promise<SshConnection> {
