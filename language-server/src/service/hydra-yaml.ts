@@ -4,6 +4,7 @@
  * (indentation gives the key path) so that it works in the half-typed documents where a YAML parser gives up;
  * diagnostics use the real YAML parser because they must be exact.
  */
+import { enclosingKeys } from './yaml-blocks';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -48,20 +49,8 @@ const KEY_LINE = /^(\s*)([\w.-]+)\s*:\s*(#.*)?$/;
 
 /** The key path of the block that line `line` (with indentation `indent`) sits in. */
 function parentKeys(doc: TextDocument, line: number, indent: number): string[] {
-  const keys: string[] = [];
-  let want = indent;
-  for (let l = line - 1; l >= 0 && want > 0; l--) {
-    const text = doc.getText({ start: { line: l, character: 0 }, end: { line: l + 1, character: 0 } }).replace(/\r?\n$/, '');
-    if (text.trim() === '' || text.trim().startsWith('#')) continue;
-    const ind = /^\s*/.exec(text)![0].length;
-    if (ind >= want) continue;
-    const m = KEY_LINE.exec(text);
-    // A list item or a `key: value` line above us means we are not in a plain mapping we can type.
-    if (!m) return ['\u0000'];
-    keys.unshift(m[2]);
-    want = ind;
-  }
-  return keys;
+  // A list item or a `key: value` line above us means we are not in a plain mapping we can type.
+  return enclosingKeys(doc, line, indent, (text) => KEY_LINE.exec(text)?.[2]);
 }
 
 function keyItem(name: string, n: SchemaNode, i: number): CompletionItem {

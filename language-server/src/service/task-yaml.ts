@@ -4,6 +4,7 @@
  * (protocol/task-yaml-check.ts), placed on the field at fault. Accelerator names come from the catalog the
  * emulator (and so the create wizard on it) offers: protocol/tpu-catalog.ts.
  */
+import { enclosingKeys } from './yaml-blocks';
 import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import { CompletionItemKind, DiagnosticSeverity, MarkupKind, type CompletionItem, type CompletionList, type Diagnostic, type Hover, type Position } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
@@ -72,19 +73,7 @@ function locate(ydoc: Document, field: string): [number, number] | undefined {
 
 /** Keys of the lines above `line` that enclose an indentation of `indent` (outermost first). */
 function parents(doc: TextDocument, line: number, indent: number): string[] {
-  const keys: string[] = [];
-  let want = indent;
-  for (let l = line - 1; l >= 0 && want > 0; l--) {
-    const text = doc.getText({ start: { line: l, character: 0 }, end: { line: l + 1, character: 0 } }).replace(/\r?\n$/, '');
-    if (text.trim() === '' || text.trim().startsWith('#')) continue;
-    const ind = /^\s*/.exec(text)![0].length;
-    if (ind >= want) continue;
-    const m = /^\s*([\w.-]+)\s*:/.exec(text);
-    if (!m) return ['\u0000'];
-    keys.unshift(m[1]);
-    want = ind;
-  }
-  return keys;
+  return enclosingKeys(doc, line, indent, (text) => /^\s*([\w.-]+)\s*:/.exec(text)?.[1]);
 }
 
 function fieldItems(fields: Readonly<Record<string, { doc: string; unsupported?: string }>>): CompletionItem[] {
