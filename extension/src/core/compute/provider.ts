@@ -2,6 +2,7 @@ import { TpwError, isTpwError } from '../errors';
 import type { OperationProgress, WaitOptions } from '../tpu/api';
 import type { NodeState } from '../tpu/models';
 import { computeError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
+import { osLoginEnabledOn, parseBool } from './os-login-policy';
 import { instanceSlice, isTpu, metadataOf, provisioningOf, shortName, sleep, workersOf } from './slice-view';
 import { familyInfo, machineTypeInfo, resolveSliceShape, type TpuSliceShape } from './tpu-machine-types';
 
@@ -209,6 +210,18 @@ export class ComputeTpuProvider {
       await this.waitOp(op, ctx, opts);
     }
     return this.getSlice(project, zone, name);
+  }
+
+  /**
+   * Whether OS Login governs the slice's VMs, and where it was turned on: the VM's own `enable-oslogin` metadata
+   * wins over the project's common instance metadata (Compute Engine's rule, os-login-policy.ts).
+   */
+  async osLoginEnabledOn(project: string, instanceMetadata: Record<string, string>): Promise<'instance' | 'project' | undefined> {
+    if (parseBool(instanceMetadata['enable-oslogin']) !== undefined) return osLoginEnabledOn(instanceMetadata, {});
+    const ctx = this.ctx('read the common instance metadata of', `project ${project}`, project);
+    const [p] = await this.call(ctx, () => this.clients.projects.get({ project }));
+    const common = Object.fromEntries((p.commonInstanceMetadata?.items ?? []).map((x) => [x.key ?? '', x.value ?? '']));
+    return osLoginEnabledOn(instanceMetadata, common);
   }
 
   /**
