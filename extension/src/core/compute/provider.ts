@@ -3,7 +3,7 @@ import type { OperationProgress, WaitOptions } from '../tpu/api';
 import type { NodeState } from '../tpu/models';
 import { computeError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
 import { osLoginEnabledOn, parseBool } from './os-login-policy';
-import { instanceSlice, isTpu, metadataOf, provisioningOf, shortName, sleep, workersOf } from './slice-view';
+import { instanceSlice, isTpu, metadataOf, provisioningDetails, shortName, sleep, workersOf } from './slice-view';
 import { familyInfo, machineTypeInfo, resolveSliceShape, type TpuSliceShape } from './tpu-machine-types';
 
 /**
@@ -39,6 +39,10 @@ export interface ComputeSlice {
   /** The Compute Engine status behind `state` (instance status, or "running/target" for a MIG). */
   status: string;
   provisioning: Provisioning;
+  /** The reservation consumed (provisioning 'reservation'). */
+  reservation?: string;
+  /** flex-start: the VMs' max run duration, in seconds. */
+  maxRunDurationSeconds?: number;
   workers: ComputeWorker[];
   /** MIG: VMs asked for, and whether the MIG is stable. */
   targetSize?: number;
@@ -379,7 +383,8 @@ export class ComputeTpuProvider {
       acceleratorType: `${mt.family}-${target * mt.chips * (f?.suffixPerChip ?? 1)}`,
       ...(topology ? { topology } : {}),
       state, status: `${running}/${target} VMs running${mig.status?.isStable ? '' : ', changing'}`,
-      provisioning: first ? provisioningOf(first) : 'on-demand',
+      // The template says how every VM of the slice is provisioned, even when none is left (spot, flex-start).
+      ...provisioningDetails(template.properties ?? first ?? {}),
       workers: workersOf(members), targetSize: target, isStable: mig.status?.isStable ?? undefined,
       ...(lastError ? { lastError } : {}),
       labels: { ...(template.properties?.labels ?? {}) }, metadata: first ? metadataOf(first) : {},
