@@ -165,7 +165,7 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
       } catch {
         throw new TpwError('SSH_CONNECT', `No SSH key at ${keyPath} or ${ownKey}: run "Add My Key to This VM" (\`tpw vm add-key ${shortName(node.name)}\`), or \`gcloud compute tpus tpu-vm ssh ${shortName(node.name)}\` once.`);
       }
-      workerAddresses(node);
+      workerAddresses(node); // a VM that is not READY says so before any OS Login call
       // Under OS Login the VM lets in only the profile's user with its imported keys: import ours, log in as that.
       const login = await osLoginUser(node, publicKeyOf(privateKey, keyFile));
       const username = login?.username ?? os.userInfo().username;
