@@ -160,4 +160,25 @@ describe('OS Login on Compute Engine TPU VMs (emulator)', () => {
     await osLogin.client.deleteSshPublicKey({ name: `users/${EMULATOR_ACCOUNT}/sshPublicKeys/${fp}` });
     await assert.rejects(osLogin.client.getSshPublicKey({ name: `users/${EMULATOR_ACCOUNT}/sshPublicKeys/${fp}` }), (e: { code?: number }) => e.code === 5);
   });
+
+  it('imported keys and the project metadata survive an emulator restart, and the VM still lets in only OS Login', async () => {
+    await setProjectOsLogin('TRUE');
+    const [before] = await osLogin.client.getLoginProfile({ name: `users/${EMULATOR_ACCOUNT}`, projectId: ep.project });
+    const keysBefore = Object.keys(before.sshPublicKeys ?? {}).sort();
+    assert.ok(keysBefore.length > 0);
+    await osLogin.close();
+    await backend.close();
+    await emu.stop();
+    ep = await emu.start();
+    backend = await openBackend({ useEmulator: true, onNotice: (m) => notices.push(m) });
+    osLogin = emulatorOsLogin(ep);
+    const [p] = await backend.compute.clients.projects.get({ project: ep.project });
+    assert.deepEqual((p.commonInstanceMetadata?.items ?? []).map((x) => [x.key, x.value]), [['enable-oslogin', 'TRUE']]);
+    const [after] = await osLogin.client.getLoginProfile({ name: `users/${EMULATOR_ACCOUNT}`, projectId: ep.project });
+    assert.deepEqual(Object.keys(after.sshPublicKeys ?? {}).sort(), keysBefore);
+    const [w] = await workers();
+    assert.equal(w.username, OS_LOGIN_USER);
+    assert.equal(await sshEcho(w), 'w0\n');
+    await assert.rejects(sshEcho({ ...w, username: ep.username }), /authentication/i);
+  });
 });
