@@ -64,7 +64,7 @@ install_test_clients() {
   local prof_req="$ROOT/test/profiles-xprof/requirements.txt"
   sum="$(cat "$req" "$prof_req" | sha256sum | cut -d' ' -f1)"
   if [[ "${TPW_FORCE:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] &&
-    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("google.cloud.tpu_v2", "google.cloud.compute_v1", "xprof", "debugpy")))' >/dev/null 2>&1; then
+    "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("google.cloud.tpu_v2", "google.cloud.compute_v1", "google.cloud.oslogin_v1", "xprof", "debugpy")))' >/dev/null 2>&1; then
     return 0
   fi
   say "installing the test clients from $req"

@@ -114,7 +114,7 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
   try {
     // Every slice of a multislice run is brought back; only the ones that went away are recreated or started.
     const slices = [];
-    for (const name of rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]) slices.push(await vmForResume(backend.api, name, runId, (m) => ctx.err(m)));
+    for (const [i, name] of (rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]).entries()) slices.push(await vmForResume(backend.api, name, runId, (m) => ctx.err(m), rec.recreate?.[i]));
     const node = slices[0];
     const tails = new RunTails();
     const result = await runRecipe({

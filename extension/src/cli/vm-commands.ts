@@ -2,7 +2,7 @@ import * as os from 'node:os';
 import type { Backend } from '../core/backend';
 import { listSliceShapes } from '../core/compute/tpu-machine-types';
 import { describeError, isTpwError } from '../core/errors';
-import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
+import { addKeyToVm, ensureExtensionKey } from '../core/ssh/keys';
 import { chipsOf, formatCost, generationOf, hourlyCost, PRICE_SOURCE, pricedRegions, type PriceTier } from '../core/tpu/cost';
 import { listAllNodes, findNode } from '../core/tpu/find';
 import { shortName } from '../core/tpu/models';
@@ -73,8 +73,9 @@ export function vmAddKey(ctx: CommandContext): Promise<number> {
     const { node } = await findNode(backend, vmName, ctx.globals.zone);
     const key = ensureExtensionKey();
     const user = backend.kind === 'emulator' ? (await backend.workersOf(node))[0]?.username ?? os.userInfo().username : os.userInfo().username;
-    await addKeyToNode(backend.api, node, user, key.publicKey);
-    ctx.out(`${vmName}: ${key.publicKey.split(' ').slice(0, 2).join(' ').slice(0, 40)}… added for ${user} (${key.privateKeyPath})`);
+    const added = await addKeyToVm(backend, node, user, key.publicKey);
+    const how = added.osLogin ? ' through OS Login' : '';
+    ctx.out(`${vmName}: ${key.publicKey.split(' ').slice(0, 2).join(' ').slice(0, 40)}… added${how} for ${added.username} (${key.privateKeyPath})`);
     return 0;
   });
 }

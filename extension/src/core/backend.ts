@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { emulatorComputeClients, googleComputeClients } from './compute/client';
+import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
 import { readEmulatorEndpoint } from './emulator/endpoint';
@@ -27,6 +28,8 @@ export interface BackendOptions {
   tpwHome?: string;
   /** How to reach Cloud TPU workers that are not directly reachable (bastion or IAP). */
   sshProxy?: SshProxyOptions;
+  /** Things the user should be told that are not errors (e.g. "OS Login is enabled on …: your key was added …"). */
+  onNotice?: (message: string) => void;
 }
 
 export interface SshProxyOptions {
@@ -53,7 +56,33 @@ export interface Backend {
   readonly zones: string[];
   /** SSH targets for every worker of a READY node, in worker order. */
   workersOf(node: TpuNode): Promise<WorkerTarget[]>;
+  /**
+   * Where OS Login governs a Compute Engine VM (its own or its project's `enable-oslogin`): imports `publicKey` into
+   * the caller's OS Login profile and returns the account and username to log in as; undefined where it does not.
+   */
+  osLoginUser(node: TpuNode, publicKey: string): Promise<OsLoginUser | undefined>;
   close(): Promise<void>;
+}
+
+/**
+ * The OS Login half of a backend: asks whether OS Login governs the VM (each time: a project can turn it on at any
+ * moment), imports the key as `gcloud compute ssh` does, and tells the user once per VM, key and
+ * place it was turned on.
+ */
+function osLoginUsers(compute: ComputeTpuProvider, access: OsLoginAccess, project: string, onNotice?: (m: string) => void): Backend['osLoginUser'] {
+  const told = new Set<string>();
+  return async (node, publicKey) => {
+    if (node.controlPlane !== 'compute') return undefined;
+    const enabledOn = await compute.osLoginEnabledOn(project, node.metadata ?? {});
+    if (!enabledOn) return undefined;
+    const { account, username } = await importKeyForOsLogin(access, project, publicKey);
+    const where = enabledOn === 'project' ? `project ${project}` : `VM ${shortName(node.name)}`;
+    const note = `OS Login is enabled on ${where}: your key was added to your OS Login profile (${account}) as ${username}.`;
+    const key = `${node.name} ${enabledOn} ${publicKey}`;
+    if (!told.has(key)) onNotice?.(note);
+    told.add(key);
+    return { account, username, enabledOn };
+  };
 }
 
 /**
@@ -74,15 +103,23 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
   const privateKey = fs.readFileSync(endpoint.clientKeyPath);
   const compute = new ComputeTpuProvider(emulatorComputeClients(endpoint));
   const api = withComputeSlices(emulatorTpuApi(endpoint), compute);
+  const osLogin = emulatorOsLogin(endpoint);
+  const osLoginUser = osLoginUsers(compute, osLogin, endpoint.project, opts.onNotice);
   return {
     kind: 'emulator',
     api,
     compute,
     project: endpoint.project,
     zones: opts.zones && opts.zones.length > 0 ? opts.zones.filter((z) => endpoint.zones.includes(z)) : endpoint.zones,
-    workersOf: async (node) =>
-      workerAddresses(node).map((host, index) => ({ index, host, port: endpoint.sshPort, username: endpoint.username, privateKey })),
-    close: () => api.close(),
+    workersOf: async (node) => {
+      const hosts = workerAddresses(node);
+      const login = await osLoginUser(node, publicKeyOf(privateKey, endpoint.clientKeyPath));
+      return hosts.map((host, index) => ({ index, host, port: endpoint.sshPort, username: login?.username ?? endpoint.username, privateKey }));
+    },
+    osLoginUser,
+    close: async () => {
+      await Promise.allSettled([api.close(), osLogin.close()]);
+    },
   };
 }
 
@@ -93,6 +130,8 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   // Application Default Credentials, checked now: without them this throws UNAUTHENTICATED with the fix.
   const compute = new ComputeTpuProvider(googleComputeClients(opts.project));
   const api = withComputeSlices(await cloudTpuApiForProject(opts.project), compute);
+  const osLogin = googleOsLogin();
+  const osLoginUser = osLoginUsers(compute, osLogin, opts.project, opts.onNotice);
   // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
   let zones = opts.zones ?? [];
   if (zones.length === 0) {
@@ -120,12 +159,16 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
       let privateKey: Buffer;
       // Our own key once "Add my key to this VM" made one; otherwise gcloud's.
       const ownKey = extensionKeyPath(opts.tpwHome ?? tpwHome());
+      const keyFile = fs.existsSync(ownKey) ? ownKey : keyPath;
       try {
-        privateKey = fs.readFileSync(fs.existsSync(ownKey) ? ownKey : keyPath);
+        privateKey = fs.readFileSync(keyFile);
       } catch {
         throw new TpwError('SSH_CONNECT', `No SSH key at ${keyPath} or ${ownKey}: run "Add My Key to This VM" (\`tpw vm add-key ${shortName(node.name)}\`), or \`gcloud compute tpus tpu-vm ssh ${shortName(node.name)}\` once.`);
       }
-      const username = os.userInfo().username;
+      workerAddresses(node); // a VM that is not READY says so before any OS Login call
+      // Under OS Login the VM lets in only the profile's user with its imported keys: import ours, log in as that.
+      const login = await osLoginUser(node, publicKeyOf(privateKey, keyFile));
+      const username = login?.username ?? os.userInfo().username;
       const proxy = opts.sshProxy ?? {};
       const proxyJump = proxy.jump ? parseJump(proxy.jump, privateKey) : undefined;
       const proxyCommand = proxy.command && proxy.command.length > 0 ? proxy.command : undefined;
@@ -133,7 +176,10 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
       const external = !proxyJump && !proxyCommand;
       return workerAddresses(node, external).map((host, index) => ({ index, host, port: 22, username, privateKey, proxyJump, proxyCommand }));
     },
-    close: () => api.close(),
+    osLoginUser,
+    close: async () => {
+      await Promise.allSettled([api.close(), osLogin.close()]);
+    },
   };
 }
 

@@ -45,7 +45,8 @@ export class Ctx implements vscode.Disposable {
     const key = this.backendKey();
     if (this.backendSlot?.key === key) return this.backendSlot.promise;
     this.dropBackend();
-    const opts = config.backendOptions();
+    // OS Login notices ("your key was added to your OS Login profile as …") go to the log and a notification.
+    const opts = { ...config.backendOptions(), onNotice: (m: string) => (this.log.info(m), void vscode.window.showInformationMessage(m)) };
     this.log.info(`opening backend: ${opts.useEmulator ? 'local emulator' : `project ${opts.project ?? '(none)'}`}`);
     const promise = openBackend(opts);
     const slot = { key, promise };

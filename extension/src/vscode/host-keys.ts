@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { addKeyToNode, ensureExtensionKey } from '../core/ssh/keys';
+import { addKeyToVm, ensureExtensionKey } from '../core/ssh/keys';
 import { shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
 import { hostKeyOptionsFor, type ConnectionManagerOptions, type HostKeyQuestion } from '../core/ssh/connection';
@@ -47,9 +47,9 @@ export async function addMyKey(ctx: Ctx, node: TpuNode): Promise<void> {
   const backend = await ctx.backend();
   const key = ensureExtensionKey();
   const user = (await backend.workersOf(node))[0]?.username ?? os.userInfo().username;
-  await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Adding your key to ${shortName(node.name)}` }, () =>
-    addKeyToNode(backend.api, node, user, key.publicKey),
+  const added = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Adding your key to ${shortName(node.name)}` }, () =>
+    addKeyToVm(backend, node, user, key.publicKey),
   );
-  ctx.log.info(`added ${key.privateKeyPath}.pub for ${user} to ${node.name}`);
-  void vscode.window.showInformationMessage(`Your TPU Workbench key is on ${shortName(node.name)} (user ${user}); new connections use it.`);
+  ctx.log.info(`added ${key.privateKeyPath}.pub for ${added.username} to ${node.name}${added.osLogin ? ' (OS Login profile)' : ''}`);
+  if (!added.osLogin) void vscode.window.showInformationMessage(`Your TPU Workbench key is on ${shortName(node.name)} (user ${added.username}); new connections use it.`);
 }

@@ -83,7 +83,9 @@ export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promi
   // Every slice of a multislice run comes back; only the ones that went away are recreated or started.
   const slices = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: bringing ${rec.vm} back` }, async (progress) => {
     const back = [];
-    for (const name of rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]) back.push(await vmForResume(backend.api, name, rec.runId, (m) => progress.report({ message: m })));
+    for (const [i, name] of (rec.slices && rec.slices.length > 0 ? rec.slices : [rec.node]).entries()) {
+      back.push(await vmForResume(backend.api, name, rec.runId, (m) => progress.report({ message: m }), rec.recreate?.[i]));
+    }
     return back;
   });
   await runs.run(vscode.Uri.file(rec.recipe), slices.length > 1 ? slices : slices[0], true);

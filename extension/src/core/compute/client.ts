@@ -26,6 +26,8 @@ export interface ComputeClients {
   zones: compute.ZonesClient;
   images: compute.ImagesClient;
   machineTypes: compute.MachineTypesClient;
+  /** The project's common instance metadata (where OS Login is turned on for every VM). */
+  projects: compute.ProjectsClient;
   close(): Promise<void>;
 }
 
@@ -45,11 +47,12 @@ function makeClients(options: ClientOptions, emulator: boolean, description: str
     zones: new compute.ZonesClient(options),
     images: new compute.ImagesClient(options),
     machineTypes: new compute.MachineTypesClient(options),
+    projects: new compute.ProjectsClient(options),
   };
   return {
     ...c,
     close: async () => {
-      const all = [c.instances, c.templates, c.migs, c.policies, c.zoneOps, c.regionOps, c.globalOps, c.zones, c.images, c.machineTypes];
+      const all = [c.instances, c.templates, c.migs, c.policies, c.zoneOps, c.regionOps, c.globalOps, c.zones, c.images, c.machineTypes, c.projects];
       await Promise.allSettled(all.map((x) => x.close()));
     },
   };

@@ -2,7 +2,8 @@ import { TpwError, isTpwError } from '../errors';
 import type { OperationProgress, WaitOptions } from '../tpu/api';
 import type { NodeState } from '../tpu/models';
 import { computeError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
-import { instanceSlice, isTpu, metadataOf, provisioningOf, shortName, sleep, workersOf } from './slice-view';
+import { osLoginEnabledOn, parseBool } from './os-login-policy';
+import { instanceSlice, isTpu, metadataOf, provisioningDetails, shortName, sleep, workersOf } from './slice-view';
 import { familyInfo, machineTypeInfo, resolveSliceShape, type TpuSliceShape } from './tpu-machine-types';
 
 /**
@@ -38,6 +39,10 @@ export interface ComputeSlice {
   /** The Compute Engine status behind `state` (instance status, or "running/target" for a MIG). */
   status: string;
   provisioning: Provisioning;
+  /** The reservation consumed (provisioning 'reservation'). */
+  reservation?: string;
+  /** flex-start: the VMs' max run duration, in seconds. */
+  maxRunDurationSeconds?: number;
   workers: ComputeWorker[];
   /** MIG: VMs asked for, and whether the MIG is stable. */
   targetSize?: number;
@@ -212,6 +217,18 @@ export class ComputeTpuProvider {
   }
 
   /**
+   * Whether OS Login governs the slice's VMs, and where it was turned on: the VM's own `enable-oslogin` metadata
+   * wins over the project's common instance metadata (Compute Engine's rule, os-login-policy.ts).
+   */
+  async osLoginEnabledOn(project: string, instanceMetadata: Record<string, string>): Promise<'instance' | 'project' | undefined> {
+    if (parseBool(instanceMetadata['enable-oslogin']) !== undefined) return osLoginEnabledOn(instanceMetadata, {});
+    const ctx = this.ctx('read the common instance metadata of', `project ${project}`, project);
+    const [p] = await this.call(ctx, () => this.clients.projects.get({ project }));
+    const common = Object.fromEntries((p.commonInstanceMetadata?.items ?? []).map((x) => [x.key ?? '', x.value ?? '']));
+    return osLoginEnabledOn(instanceMetadata, common);
+  }
+
+  /**
    * The spot / flex-start VMs among `instances` that Compute Engine stopped (preempted) since they last started:
    * TERMINATED alone cannot tell a preemption from the user's own stop, the zone's `compute.instances.preempted`
    * operations can (Google's documented way to find preempted VMs).
@@ -366,7 +383,8 @@ export class ComputeTpuProvider {
       acceleratorType: `${mt.family}-${target * mt.chips * (f?.suffixPerChip ?? 1)}`,
       ...(topology ? { topology } : {}),
       state, status: `${running}/${target} VMs running${mig.status?.isStable ? '' : ', changing'}`,
-      provisioning: first ? provisioningOf(first) : 'on-demand',
+      // The template says how every VM of the slice is provisioned, even when none is left (spot, flex-start).
+      ...provisioningDetails(template.properties ?? first ?? {}),
       workers: workersOf(members), targetSize: target, isStable: mig.status?.isStable ?? undefined,
       ...(lastError ? { lastError } : {}),
       labels: { ...(template.properties?.labels ?? {}) }, metadata: first ? metadataOf(first) : {},

@@ -37,6 +37,8 @@ export function sliceToNode(slice: ComputeSlice): TpuNode {
       machineType: slice.machineType,
       ...(slice.topology ? { topology: slice.topology } : {}),
       provisioning: slice.provisioning,
+      ...(slice.reservation ? { reservation: slice.reservation } : {}),
+      ...(slice.maxRunDurationSeconds !== undefined ? { maxRunDurationSeconds: slice.maxRunDurationSeconds } : {}),
       ...(slice.targetSize !== undefined ? { targetSize: slice.targetSize } : {}),
       ...(slice.isStable !== undefined ? { isStable: slice.isStable } : {}),
       ...(slice.lastError ? { lastError: slice.lastError } : {}),
@@ -85,10 +87,19 @@ export function withComputeSlices(api: TpuApi, compute: ComputeTpuProvider): Tpu
     getNode: async (id, signal) => (await find(id, signal)).node,
     createNode: async (req, opts) => {
       if (req.controlPlane !== 'compute') return api.createNode(req, opts);
-      // Recreate after a preemption: the same type, spot again if it was; Compute Engine picks the image.
+      // Recreate after a preemption: the same type, topology and provisioning (spot, flex-start with its run
+      // duration, the same reservation); Compute Engine picks the image.
       const { 'tpw-accelerator-type': _type, ...labels } = req.labels ?? {};
+      const c = req.compute;
       const slice = await compute.createSlice(
-        { project: req.project, zone: req.zone, name: req.nodeId, acceleratorType: req.acceleratorType, provisioning: req.spot ? 'spot' : 'on-demand', labels, ...(req.metadata ? { metadata: req.metadata } : {}) },
+        {
+          project: req.project, zone: req.zone, name: req.nodeId, acceleratorType: req.acceleratorType,
+          provisioning: c?.provisioning ?? (req.spot ? 'spot' : 'on-demand'),
+          ...(c?.reservation ? { reservation: c.reservation } : {}),
+          ...(c?.maxRunDurationSeconds !== undefined ? { maxRunDurationSeconds: c.maxRunDurationSeconds } : {}),
+          ...(c?.topology ? { topology: c.topology } : {}),
+          labels, ...(req.metadata ? { metadata: req.metadata } : {}),
+        },
         opts,
       );
       return sliceToNode(slice);

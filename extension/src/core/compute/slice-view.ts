@@ -23,7 +23,7 @@ export function instanceSlice(project: string, zone: string, i: IInstance, preem
   return {
     controlPlane: 'compute', kind: 'instance', name: i.name ?? '', project, zone, machineType: mt?.name ?? shortName(i.machineType ?? ''),
     acceleratorType, ...(topology ? { topology } : {}), state: preempted ? 'PREEMPTED' : instanceState(i.status ?? ''), status: i.status ?? 'UNKNOWN',
-    provisioning: provisioningOf(i), workers: workersOf([i]), labels: { ...(i.labels ?? {}) }, metadata: metadataOf(i),
+    ...provisioningDetails(i), workers: workersOf([i]), labels: { ...(i.labels ?? {}) }, metadata: metadataOf(i),
     ...(i.creationTimestamp ? { createTime: i.creationTimestamp } : {}),
   };
 }
@@ -55,6 +55,14 @@ export function provisioningOf(i: IInstance): Provisioning {
   if (model === 'FLEX_START') return 'flex-start';
   if (i.reservationAffinity?.consumeReservationType === 'SPECIFIC_RESERVATION') return 'reservation';
   return 'on-demand';
+}
+
+/** Provisioning with what a recreate must keep: the reservation's name, flex-start's max run duration. */
+export function provisioningDetails(i: Pick<IInstance, 'scheduling' | 'reservationAffinity'>): Pick<ComputeSlice, 'provisioning' | 'reservation' | 'maxRunDurationSeconds'> {
+  const provisioning = provisioningOf(i);
+  const reservation = provisioning === 'reservation' ? i.reservationAffinity?.values?.[0] : undefined;
+  const seconds = Number(i.scheduling?.maxRunDuration?.seconds ?? NaN);
+  return { provisioning, ...(reservation ? { reservation } : {}), ...(provisioning === 'flex-start' && Number.isFinite(seconds) ? { maxRunDurationSeconds: seconds } : {}) };
 }
 
 export function metadataOf(i: IInstance): Record<string, string> {

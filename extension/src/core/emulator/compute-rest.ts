@@ -13,6 +13,7 @@ import { ApiError, GOOGLE_STATUS } from './types';
  *   POST   /compute/v1/projects/p/regions/r/resourcePolicies             body: { name, workloadPolicy }
  *   POST   /compute/v1/projects/p/zones/z/instanceGroupManagers[/m/listManagedInstances | /m/resize?size=N]
  *   POST   /compute/v1/projects/p/{zones/z|regions/r|global}/operations/op/wait   (GET without /wait)
+ *   GET    /compute/v1/projects/p      POST /compute/v1/projects/p/setCommonInstanceMetadata   body: the Metadata
  * Lists page with maxResults/pageToken and answer `items`. Errors are Compute's: {error:{code,message,errors:[{reason}]}}.
  */
 
@@ -93,6 +94,8 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
     return wait ? cs.waitOperation(m[0], s, name, WAIT_MS) : cs.getOperation(m[0], s, name);
   };
   return [
+    { verb: 'GET', re: new RegExp(`${P}$`), rpc: 'compute.projects.get', handle: (m) => cs.getProject(checkProject(m[0])) },
+    { verb: 'POST', re: new RegExp(`${P}/setCommonInstanceMetadata$`), rpc: 'compute.projects.setCommonInstanceMetadata', handle: (m, c) => cs.setCommonInstanceMetadata(checkProject(m[0]), c.body) },
     { verb: 'GET', re: new RegExp(`${P}/zones$`), rpc: 'compute.zones.list', handle: (m, c) => page(opts.zones.map((z) => zoneJson(checkProject(m[0]), z)), c.query, 'compute#zoneList') },
     { verb: 'GET', re: new RegExp(`${Z}$`), rpc: 'compute.zones.get', handle: (m) => zoneJson(m[0], checkZone(m[0], m[1])) },
     { verb: 'GET', re: new RegExp(`${Z}/machineTypes$`), rpc: 'compute.machineTypes.list', handle: (m, c) => page(machineTypes(m[0], checkZone(m[0], m[1])), c.query, 'compute#machineTypeList') },

@@ -1,7 +1,9 @@
 import * as crypto from 'node:crypto';
 import { familyInfo, machineTypeInfo } from '../compute/tpu-machine-types';
 import { NODE_ID_PATTERN } from '../tpu/models';
+import { osLoginEnabledOn } from '../compute/os-login-policy';
 import { ComputeGroups } from './compute-groups';
+import { EMULATOR_ACCOUNT, OsLoginState } from './os-login';
 import { ApiError } from './types';
 
 /**
@@ -82,7 +84,13 @@ interface Saved {
   migs: Json[];
   policies: Json[];
   operations: OperationJson[];
+  /** The project's common instance metadata (projects.setCommonInstanceMetadata). */
+  projectMetadata?: MetadataJson;
+  /** OS Login's imported keys, by account (os-login.ts). */
+  osLogin?: unknown;
 }
+
+type MetadataJson = InstanceJson['metadata'];
 
 export const BASE = 'https://compute.googleapis.com/compute/v1';
 const MAX_DONE_OPS = 200;
@@ -93,6 +101,9 @@ export class ComputeState {
   /** Instance templates, workload policies and MIGs (compute-groups.ts). */
   readonly groups: ComputeGroups;
   readonly operations = new Map<string, OperationJson>();
+  /** The project's common instance metadata (the emulator serves one project). */
+  projectMetadata: MetadataJson = { kind: 'compute#metadata', fingerprint: fingerprint(), items: [] };
+  readonly osLogin: OsLoginState;
   hooks: ComputeHooks = {};
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
@@ -100,6 +111,8 @@ export class ComputeState {
   constructor(readonly env: ComputeEnv, saved?: unknown) {
     const s = (saved && typeof saved === 'object' ? saved : {}) as Partial<Saved>;
     this.groups = new ComputeGroups(this);
+    this.osLogin = new OsLoginState(s.osLogin);
+    if (s.projectMetadata) this.projectMetadata = s.projectMetadata;
     for (const i of s.instances ?? []) {
       // A transition the previous emulator left half-way is finished now, as its timer would have.
       if (i.status === 'PROVISIONING' || i.status === 'STAGING') i.status = 'RUNNING';
@@ -124,6 +137,8 @@ export class ComputeState {
       migs: [...this.groups.migs.values()],
       policies: [...this.groups.policies.values()],
       operations: [...this.operations.values()],
+      projectMetadata: this.projectMetadata,
+      osLogin: this.osLogin.toJSON(),
     };
   }
 
@@ -241,6 +256,36 @@ export class ComputeState {
     }
     this.env.save();
     return inst;
+  }
+
+  // --- the project and OS Login ------------------------------------------------------------------------
+
+  /** projects.get: the fields clients read (name, its common instance metadata). */
+  getProject(project: string): Json {
+    return { kind: 'compute#project', id: '1', name: project, selfLink: `${BASE}/projects/${project}`, commonInstanceMetadata: this.projectMetadata };
+  }
+
+  /** projects.setCommonInstanceMetadata: replaces the items when the fingerprint matches (412 otherwise), as Compute does. */
+  setCommonInstanceMetadata(project: string, body: Json): OperationJson {
+    if (body.fingerprint !== undefined && body.fingerprint !== this.projectMetadata.fingerprint) {
+      throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
+    }
+    this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    const op = this.newOp(project, {}, 'setCommonInstanceMetadata', `${BASE}/projects/${project}`);
+    this.finish(op);
+    return op;
+  }
+
+  /**
+   * Who may log in to the VM behind an SSH worker under OS Login: undefined where OS Login is off for it (its
+   * metadata `ssh-keys` rule), else the OS Login username and the keys imported for the emulator's account.
+   */
+  osLoginFor(workerKey: string): { username: string; keys: string[] } | undefined {
+    const inst = [...this.instances.values()].find((i) => this.workers.get(i.selfLink)?.key === workerKey);
+    if (!inst) return undefined;
+    const items = (m: MetadataJson) => Object.fromEntries(m.items.map((x) => [x.key, x.value]));
+    if (!osLoginEnabledOn(items(inst.metadata), items(this.projectMetadata))) return undefined;
+    return { username: OsLoginState.usernameOf(EMULATOR_ACCOUNT), keys: this.osLogin.liveKeys(EMULATOR_ACCOUNT).map((k) => k.key) };
   }
 
   // --- operations --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import { shortName } from '../tpu/models';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
 import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from './endpoint';
+import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
@@ -158,6 +159,8 @@ export class Emulator {
       username,
       log: this.log,
       pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(),
+      // A Compute Engine VM under OS Login lets in only the OS Login user with the keys imported through the API.
+      osLogin: (nodeId) => this.computeValue?.osLoginFor(nodeId),
     });
     state.setHooks({
       nodeUp: (n) => this.nodeUp(n),
@@ -223,6 +226,7 @@ export class Emulator {
       project,
       zones,
       username,
+      account: EMULATOR_ACCOUNT,
       clientKeyPath: keys.clientKeyPath,
       startedAt: new Date().toISOString(),
     };

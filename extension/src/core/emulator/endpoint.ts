@@ -28,6 +28,11 @@ export const EmulatorEndpointSchema = z.object({
   zones: z.array(z.string()),
   /** SSH login name on the workers. */
   username: z.string(),
+  /**
+   * The Google account the bearer token stands for (OS Login's `users/{account}`): always the emulator's fixed
+   * EMULATOR_ACCOUNT (os-login.ts), tpw-emulator-user@example.com. Absent in files of emulators that predate it.
+   */
+  account: z.string().optional(),
   /** Private key (OpenSSH format, 0600) that the workers accept. */
   clientKeyPath: z.string(),
   startedAt: z.string(),

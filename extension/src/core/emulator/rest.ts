@@ -7,6 +7,7 @@ import type { ComputeState } from './compute-state';
 import { COMPUTE_SERVICE, FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
 import { ACCEL_CONFIG_TYPE, acceleratorTypeOf } from './node-config';
 import { QueuedResources } from './queued';
+import { osLoginRoutes } from './os-login';
 import { guardRequest } from './rest-guard';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
@@ -105,7 +106,8 @@ export class RestServer {
       log: this.log,
     });
     this.routes = this.buildRoutes();
-    if (opts.compute) this.routes.push(...computeRoutes({ compute: opts.compute, project: opts.project, zones: opts.zones }));
+    const cs = opts.compute;
+    if (cs) this.routes.push(...computeRoutes({ compute: cs, project: opts.project, zones: opts.zones }), ...osLoginRoutes({ osLogin: cs.osLogin, project: opts.project, save: () => opts.state.save() }));
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
 

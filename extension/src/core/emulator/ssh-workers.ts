@@ -38,6 +38,12 @@ export interface SshWorkerPoolOptions {
    * workers find the same python3 whether the emulator was started from a shell or from VS Code.
    */
   pathPrefix?: string[];
+  /**
+   * OS Login, asked at each login as a real VM's sshd asks its AuthorizedKeysCommand: undefined where it is off for
+   * that node, else the one username and the keys (`ssh-ed25519 AAAA…`) it accepts; then neither the emulator's own
+   * key nor metadata `ssh-keys` let anyone in.
+   */
+  osLogin?: (nodeId: string) => { username: string; keys: string[] } | undefined;
 }
 
 /** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
@@ -161,12 +167,15 @@ export class SshWorkerPool {
   }
 
   private authenticate(ctx: AuthContext, nodeId: string): void {
-    if (ctx.method !== 'publickey' || ctx.username !== this.opts.username) {
+    const osLogin = this.opts.osLogin?.(nodeId);
+    if (ctx.method !== 'publickey' || ctx.username !== (osLogin ? osLogin.username : this.opts.username)) {
       ctx.reject(['publickey']);
       return;
     }
     const offered = ctx.key.data;
-    const candidates = [this.allowedKey, ...(this.nodeKeys.get(nodeId) ?? [])];
+    const candidates = osLogin
+      ? osLogin.keys.map((k) => utils.parseKey(k)).flatMap((k) => (k instanceof Error ? [] : Array.isArray(k) ? k : [k]))
+      : [this.allowedKey, ...(this.nodeKeys.get(nodeId) ?? [])];
     const match = candidates.find((k) => {
       const allowed = k.getPublicSSH();
       return offered.length === allowed.length && crypto.timingSafeEqual(offered, allowed);

@@ -10,7 +10,7 @@ import { shortName, type TpuNode } from '../tpu/models';
 import type { RecipeRunRequest } from './pipeline-types';
 import type { RunRecord } from './registry';
 import { followRecorded, startRecorded } from './recorded-run';
-import { withResume } from './preemption';
+import { recreateRequest, withResume } from './preemption';
 import { passthroughEnv } from './secrets';
 import type { EnvValue, RunResult } from './types';
 
@@ -94,6 +94,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
     extraOverrides: req.extraOverrides ?? [],
     workers: workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
     ...(group.slices.length > 1 ? { slices: group.slices.map((s) => s.name), workersPerSlice: group.perSlice } : {}),
+    ...(group.slices.some((s) => s.compute?.provisioning === 'flex-start') ? { recreate: group.slices.map(recreateRequest) } : {}),
     startedAt: new Date().toISOString(),
     status: 'starting',
   };

@@ -1,5 +1,5 @@
 import { describeError, isTpwError, TpwError } from '../errors';
-import type { TpuApi } from '../tpu/api';
+import type { CreateNodeRequest, TpuApi } from '../tpu/api';
 import { parseNodeName, shortName, type TpuNode } from '../tpu/models';
 import type { RunResult } from './types';
 
@@ -95,20 +95,18 @@ export async function checkPreempted(api: TpuApi, nodeName: string, result: RunR
   return w ? `w${w.index} exited ${PREEMPTED_EXIT} (the trainer's preempted status)` : undefined;
 }
 
+/** Metadata Compute Engine sets on each VM of a slice itself; a new VM gets its own. */
+const PER_VM_METADATA = ['agent-worker-number', 'created-by', 'instance-template'];
+
 /**
- * "Recreate": a preempted TPU VM cannot be restarted, only deleted and created again with the same spec
- * (type, runtime, spot, labels). Returns the new READY node.
+ * What creating `node` again takes: type, runtime, spot, labels; on Compute Engine also its provisioning as it was
+ * (flex-start with its max run duration, the reservation and its affinity, spot), its topology and its metadata
+ * (e.g. enable-oslogin), less what Compute Engine sets per VM.
  */
-export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg: string) => void): Promise<TpuNode> {
+export function recreateRequest(node: TpuNode): CreateNodeRequest {
   const id = parseNodeName(node.name);
-  onProgress?.(`Deleting ${id.node} (${node.state})…`);
-  try {
-    await api.deleteNode(id);
-  } catch (e) {
-    if (!/not found/i.test(describeError(e))) throw e;
-  }
-  onProgress?.(`Creating ${id.node} (${node.acceleratorType}, ${node.runtimeVersion})…`);
-  return api.createNode({
+  const c = node.controlPlane === 'compute' ? node.compute : undefined;
+  return {
     project: id.project,
     zone: id.zone,
     nodeId: id.node,
@@ -118,20 +116,55 @@ export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg
     labels: node.labels,
     description: node.description,
     ...(node.controlPlane === 'compute' ? { controlPlane: 'compute' as const } : {}),
-  });
+    ...(c
+      ? {
+          compute: {
+            provisioning: c.provisioning,
+            ...(c.reservation ? { reservation: c.reservation } : {}),
+            ...(c.maxRunDurationSeconds !== undefined ? { maxRunDurationSeconds: c.maxRunDurationSeconds } : {}),
+            ...(c.topology ? { topology: c.topology } : {}),
+          },
+          metadata: Object.fromEntries(Object.entries(node.metadata ?? {}).filter(([k]) => !PER_VM_METADATA.includes(k))),
+        }
+      : {}),
+  };
+}
+
+/**
+ * "Recreate": a preempted TPU VM cannot be restarted, only deleted and created again with the same spec
+ * (recreateRequest). Returns the new READY node.
+ */
+export async function recreateNode(api: TpuApi, node: TpuNode, onProgress?: (msg: string) => void): Promise<TpuNode> {
+  const id = parseNodeName(node.name);
+  onProgress?.(`Deleting ${id.node} (${node.state})…`);
+  try {
+    await api.deleteNode(id);
+  } catch (e) {
+    if (!/not found/i.test(describeError(e))) throw e;
+  }
+  return createAgain(api, recreateRequest(node), onProgress);
+}
+
+function createAgain(api: TpuApi, req: CreateNodeRequest, onProgress?: (msg: string) => void): Promise<TpuNode> {
+  const how = req.compute ? req.compute.provisioning : req.runtimeVersion;
+  onProgress?.(`Creating ${req.nodeId} (${req.acceleratorType}, ${how})…`);
+  return api.createNode(req);
 }
 
 /**
  * Brings a run's VM back for "Resume": a preempted one is recreated, a stopped one started again (after it
  * has finished stopping), a READY one used as it is. A deleted VM cannot be brought back from the run alone.
  */
-export async function vmForResume(api: TpuApi, nodeName: string, runId: string, onProgress?: (msg: string) => void): Promise<TpuNode> {
+export async function vmForResume(api: TpuApi, nodeName: string, runId: string, onProgress?: (msg: string) => void, recorded?: CreateNodeRequest): Promise<TpuNode> {
   const id = parseNodeName(nodeName);
   let node: TpuNode;
   try {
     node = await api.getNode(id);
   } catch (e) {
     if (/not found/i.test(describeError(e))) {
+      // A flex-start VM is deleted by Compute Engine when its run ends (termination action DELETE): its spec,
+      // recorded when the run started, makes it again as it was.
+      if (recorded?.compute?.provisioning === 'flex-start') return createAgain(api, recorded, onProgress);
       throw new TpwError('NOT_FOUND', `The VM ${id.node} of run ${runId} was deleted: create it again (\`tpw vm create ${id.node} …\`), then \`tpw resume ${runId}\`.`, { cause: e });
     }
     throw e;

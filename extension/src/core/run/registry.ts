@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import type { RunStatus } from '../../../../protocol/run-status';
 import { TpwError } from '../errors';
 import { tpwHome } from '../paths';
+import type { CreateNodeRequest } from '../tpu/api';
 import { validateRunId } from '../ssh/run-dir';
 
 /**
@@ -28,6 +29,11 @@ export interface RunRecord {
   slices?: string[];
   /** Multislice: workers per slice (worker i is s⌊i/n⌋w(i mod n)). */
   workersPerSlice?: number;
+  /**
+   * How to create each slice again (recreateRequest, in slice order), for a VM that Compute Engine deletes at the
+   * end of its run (flex-start): "Resume" makes it again as it was.
+   */
+  recreate?: CreateNodeRequest[];
   startedAt: string;
   endedAt?: string;
   status: RunStatus;

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { utils } from 'ssh2';
 import { tpwHome } from '../paths';
+import type { Backend } from '../backend';
 import type { TpuApi } from '../tpu/api';
 import { parseNodeName, type TpuNode } from '../tpu/models';
 
@@ -98,4 +99,16 @@ export async function addKeyToNode(api: TpuApi, node: TpuNode, username: string,
   const sshKeys = withSshKey(current.metadata['ssh-keys'], username, publicKey);
   if (sshKeys === current.metadata['ssh-keys']) return current;
   return api.updateNodeMetadata(parseNodeName(node.name), { ...current.metadata, 'ssh-keys': sshKeys });
+}
+
+/**
+ * "Add my key to this VM" on either control plane: where OS Login governs the VM, the key goes into the caller's
+ * OS Login profile (metadata keys would be ignored there) and the login name is the profile's; elsewhere into the
+ * VM's metadata `ssh-keys` for `username`. Returns who to log in as and which way the key went.
+ */
+export async function addKeyToVm(backend: Pick<Backend, 'api' | 'osLoginUser'>, node: TpuNode, username: string, publicKey: string): Promise<{ username: string; osLogin: boolean }> {
+  const login = await backend.osLoginUser(node, publicKey);
+  if (login) return { username: login.username, osLogin: true };
+  await addKeyToNode(backend.api, node, username, publicKey);
+  return { username, osLogin: false };
 }

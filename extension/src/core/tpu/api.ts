@@ -19,6 +19,16 @@ export interface CreateNodeRequest {
   dataDisks?: { sourceDisk: string; mode?: 'READ_WRITE' | 'READ_ONLY' }[];
   /** Who makes it: the Cloud TPU API (default) or Compute Engine (backend.api routes it; core/compute/slice-api.ts). */
   controlPlane?: 'tpu-api' | 'compute';
+  /**
+   * Compute Engine only: how the VMs are provisioned, when `spot` alone cannot say it (flex-start with its run
+   * duration, a named reservation) and the slice's topology; what a recreate after a preemption must keep.
+   */
+  compute?: {
+    provisioning: 'on-demand' | 'spot' | 'flex-start' | 'reservation';
+    reservation?: string;
+    maxRunDurationSeconds?: number;
+    topology?: string;
+  };
 }
 
 /** A queued resource request: one node spec, spot or guaranteed tier, optional valid-until. */

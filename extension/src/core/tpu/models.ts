@@ -67,6 +67,10 @@ export const TpuNodeSchema = z.object({
       machineType: z.string(),
       topology: z.string().optional(),
       provisioning: z.enum(['on-demand', 'spot', 'flex-start', 'reservation']),
+      /** The reservation the VMs consume (provisioning 'reservation'). */
+      reservation: z.string().optional(),
+      /** flex-start: how long the VMs may run, in seconds. */
+      maxRunDurationSeconds: z.number().optional(),
       targetSize: z.number().int().optional(),
       isStable: z.boolean().optional(),
       lastError: z.string().optional(),
