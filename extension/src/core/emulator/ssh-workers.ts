@@ -38,6 +38,8 @@ export interface SshWorkerPoolOptions {
    * workers find the same python3 whether the emulator was started from a shell or from VS Code.
    */
   pathPrefix?: string[];
+  /** What every worker's programs also get from the "VM": where its metadata server and Cloud Storage are (vm-services.ts). */
+  vmEnv?: () => Record<string, string>;
 }
 
 /** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
@@ -256,6 +258,7 @@ export class SshWorkerPool {
         TPU_ACCELERATOR_TYPE: spec.acceleratorType,
         SSH_CONNECTION: `${peer.ip} ${peer.port} ${spec.address} ${this.opts.port}`,
         SSH_CLIENT: `${peer.ip} ${peer.port} ${this.opts.port}`,
+        ...(this.opts.vmEnv?.() ?? {}),
         ...sessionEnv,
         [MARKER_VAR]: w.marker,
       },

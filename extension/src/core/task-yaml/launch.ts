@@ -193,15 +193,22 @@ async function syncMount(cluster: string, m: LocalMount, workers: WorkerTarget[]
   return digest;
 }
 
-/** gs:// paths are copied on each host with the tools a TPU VM image has, under the VM's service account. */
+/**
+ * gs:// paths are copied on each host with the tools a TPU VM image has, under the VM's service account. As
+ * SkyPilot does (sky/cloud_stores.py: `ls -d`, then cp or rsync), an object is copied to the destination path and
+ * anything else is synced as a folder into it.
+ */
 async function copyBucket(m: { dest: string; source: string }, workers: WorkerTarget[], o: LaunchOptions): Promise<void> {
   const src = shQuote(m.source);
   const dest = shPath(m.dest);
   const script = [
     'set -e',
-    `mkdir -p -- ${dest}`,
-    `if command -v gcloud >/dev/null 2>&1; then gcloud storage rsync -r ${src} ${dest} 2>/dev/null || gcloud storage cp ${src} ${dest}/`,
-    `elif command -v gsutil >/dev/null 2>&1; then gsutil -m rsync -r ${src} ${dest} 2>/dev/null || gsutil cp ${src} ${dest}/`,
+    'if command -v gcloud >/dev/null 2>&1; then',
+    `  if gcloud storage objects describe ${src} >/dev/null 2>&1; then mkdir -p -- "$(dirname -- ${dest})"; gcloud storage cp ${src} ${dest}`,
+    `  else mkdir -p -- ${dest}; gcloud storage rsync -r ${src} ${dest}; fi`,
+    'elif command -v gsutil >/dev/null 2>&1; then',
+    `  if gsutil -q stat ${src}; then mkdir -p -- "$(dirname -- ${dest})"; gsutil cp ${src} ${dest}`,
+    `  else mkdir -p -- ${dest}; gsutil -m rsync -r ${src} ${dest}; fi`,
     `else echo "tpw: neither gcloud nor gsutil on this host, so ${m.source.replace(/[^\w:/.-]/g, '_')} cannot be copied" >&2; exit 3; fi`,
   ].join('\n');
   o.say(`Copying ${m.source} → ${m.dest} on every host…`);

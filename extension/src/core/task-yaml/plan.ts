@@ -105,9 +105,6 @@ export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
   if (req.mode === 'launch') {
     for (const m of task.fileMounts) {
       if (m.kind === 'bucket') {
-        if (req.backend.kind === 'emulator') {
-          throw new TpwError('FAILED_PRECONDITION', `file_mounts ${m.dest}: ${m.source} cannot be reached on the local emulator (its workers have no Google credentials or network to Cloud Storage); mount a local path instead.`);
-        }
         bucketMounts.push({ dest: m.dest, source: m.source });
         continue;
       }
