@@ -90,12 +90,18 @@ test('launch on the Cloud TPU API queues the group, runs setup once per host and
 });
 
 test('launch again reuses the group and skips the unchanged setup; exec runs on it too', async () => {
+  const slices = await slicesOf('grp');
+  const plan = await tpw('launch', 'tpu.yaml', '-c', 'grp', '--dry-run');
+  assert.equal(plan.code, 0, plan.err.join('\n'));
+  assert.match(plan.out.join('\n'), /^VM: reuse multislice group grp: 2 slices of v4-16 \(grp-0, grp-1; Cloud TPU queued resource\) in us-central2-b$/m);
+  const hostList = slices.flatMap((n, s) => ipsOf(n).map((ip, w) => `s${s}w${w}=${ip}`)).join(' ');
+  assert.ok(plan.out.includes(`Hosts: 4 (2 slices × 2 hosts; rank = slice × 2 + host) (${hostList})`), plan.out.join('\n'));
+
   const again = await tpw('launch', 'tpu.yaml', '-c', 'grp');
   assert.equal(again.code, 0, again.err.join('\n'));
   assert.match(again.err.join('\n'), /Multislice group grp exists \(2 slices of v4-16, READY in us-central2-b\): reusing it/);
   assert.match(again.err.join('\n'), /Setup: unchanged .*skipped/);
   assert.ok(!again.out.some((l) => l.startsWith('(setup')));
-  const slices = await slicesOf('grp');
   assertHostLines(again.out, slices, 'one', 1);
 
   write('proj/marker.txt', 'two\n');

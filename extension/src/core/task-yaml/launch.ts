@@ -37,8 +37,8 @@ export interface LaunchOptions {
   /** A line of setup or run output from one host. */
   onLine(stage: 'setup' | 'run', worker: number, line: string): void;
   onStarted?(stage: 'setup' | 'run', runId: string): void;
-  /** The hosts of every slice together and per slice, once known (log prefixes depend on them). */
-  onHosts?(hosts: number, perSlice: number): void;
+  /** The hosts of every slice together, once known (log prefixes depend on how many there are). */
+  onHosts?(hosts: number): void;
 }
 
 export interface LaunchResult {
@@ -66,7 +66,7 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
   const group = await sliceWorkers(o.backend, slices);
   const { workers } = group;
   const hosts = workers.length;
-  o.onHosts?.(hosts, group.perSlice);
+  o.onHosts?.(hosts);
   const multi = slices.length > 1;
   const label = (index: number) => (multi ? `s${Math.floor(index / group.perSlice)}w${index % group.perSlice}` : `w${index}`);
   o.say(`${plan.cluster}: ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` on ${slices.length} slices` : ''} (${workers.map((w) => `${label(w.index)}=${w.host}`).join(' ')})`);
