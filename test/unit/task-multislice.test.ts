@@ -109,6 +109,14 @@ test('launch again reuses the group and skips the unchanged setup; exec runs on 
   assert.equal(exec.code, 0, exec.err.join('\n'));
   assert.ok(!exec.out.some((l) => l.startsWith('(setup')));
   assertHostLines(exec.out, slices, 'two', 1);
+  // Recorded with both slices; resume points back at the group's launch.
+  const runId = exec.err.map((l) => /^Run (\S+) started on every host/.exec(l)?.[1]).find(Boolean) ?? '';
+  const rec = JSON.parse(fs.readFileSync(path.join(pod.home, 'runs', `${runId}.json`), 'utf8')) as { slices?: string[]; workersPerSlice?: number };
+  assert.deepEqual(rec.slices, slices.map((s) => s.name));
+  assert.equal(rec.workersPerSlice, 2);
+  const resume = await tpw('resume', runId);
+  assert.equal(resume.code, 1);
+  assert.match(resume.err.join('\n'), /launch it again with `tpw launch .*tpu\.yaml -c grp`/);
 });
 
 test('a group of another shape, or a single VM, is refused by name; num_nodes: 1 on a group is refused', async () => {

@@ -267,6 +267,8 @@ export function isTaskYamlRun(rec: { recipe: string }): boolean {
 }
 
 /** Why `tpw resume` does not take a task YAML's run, and what does. */
-export function relaunchInstead(rec: { runId: string; recipe: string; vm: string }): TpwError {
-  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${rec.vm}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
+export function relaunchInstead(rec: { runId: string; recipe: string; vm: string; node: string; slices?: string[] }): TpwError {
+  // A group's run is recorded on slice 0 (NAME-0); the group, and the cluster the task was launched as, is NAME.
+  const cluster = rec.slices && rec.slices.length > 1 ? shortName(rec.node).replace(/-\d+$/, '') : rec.vm;
+  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${cluster}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
 }
