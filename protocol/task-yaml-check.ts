@@ -1,5 +1,5 @@
 import { isScalar, parseDocument, visit } from 'yaml';
-import { RESOURCE_FIELDS, SKYPILOT_CLOUDS, TASK_FIELDS, TPU_FAMILIES, type FileMount, type TaskProblem, type TaskSpec } from './task-yaml-spec';
+import { MAX_NUM_NODES, RESOURCE_FIELDS, SKYPILOT_CLOUDS, TASK_FIELDS, TPU_FAMILIES, type FileMount, type TaskProblem, type TaskSpec } from './task-yaml-spec';
 
 /**
  * Reads a SkyPilot task YAML and says whether tpw can run it. Two kinds of refusal, each naming the field:
@@ -98,11 +98,13 @@ export function parseTaskYaml(text: string, opts: ParseOptions = {}): ParsedTask
     } else invalid('workdir', `must be a local folder or {url, ref} (got ${describe(w)}).`);
   }
 
+  let numNodes = 1;
   if ('num_nodes' in doc) {
     const n = doc.num_nodes;
     if (!isInt(n)) invalid('num_nodes', `must be an integer (got ${describe(n)}).`);
     else if (n <= 0) invalid('num_nodes', `must be a positive integer (got ${n}).`);
-    else if (n > 1) unsupported('num_nodes', `is ${n}: a TPU slice is one VM whose hosts all run the task, so num_nodes must be 1 (pick a bigger slice, e.g. tpu-v5litepod-16, for more hosts).`);
+    else if (n > MAX_NUM_NODES) unsupported('num_nodes', `is ${n}: a multislice group has at most ${MAX_NUM_NODES} slices.`);
+    else numNodes = n;
   }
 
   const envs = stringMap(doc, 'envs', invalid, unsupported, true);
@@ -137,6 +139,7 @@ export function parseTaskYaml(text: string, opts: ParseOptions = {}): ParsedTask
   const task: TaskSpec = {
     ...(name !== undefined ? { name } : {}),
     ...res,
+    numNodes,
     ...(workdir !== undefined ? { workdir } : {}),
     fileMounts,
     ...(setup !== undefined ? { setup } : {}),

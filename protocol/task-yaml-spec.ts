@@ -10,6 +10,20 @@ export type FileMount =
   /** gs:// only: a TPU VM has `gcloud storage` / `gsutil` and the VM's service account. */
   | { dest: string; kind: 'bucket'; source: string };
 
+/**
+ * Most slices `num_nodes` may ask for (as `tpw vm create --slices`).
+ *
+ * What SkyPilot 0.14.1 itself does with TPU VMs and num_nodes (its source, not its docs): it refuses num_nodes > 1
+ * only for the legacy TPU Node architecture (sky/clouds/gcp.py `_unsupported_features_for_resources`: MULTI_NODE
+ * when `is_tpu` and not `is_tpu_vm`); for TPU VMs, pods included, it provisions num_nodes separate TPU VMs of the
+ * type and runs the task on `num_nodes * num_ips_per_node` ranks, one per host of every VM in the cluster's IP
+ * order (sky/backends/cloud_vm_ray_backend.py `_execute_task_n_nodes`). So a SkyPilot "node" of a TPU pod is the
+ * whole pod, and SKYPILOT_NODE_RANK counts hosts. tpw makes those N pods one multislice group (a queued resource
+ * with a node count on the Cloud TPU API, N labelled slices on Compute Engine), numbers the hosts the same way
+ * (slice s, host w has rank s * hostsPerSlice + w) and adds the multislice variables, which SkyPilot does not set.
+ */
+export const MAX_NUM_NODES = 64;
+
 export interface TaskSpec {
   name?: string;
   /** The Cloud TPU accelerator type, e.g. "v6e-8" (SkyPilot writes "tpu-v6e-8"). */
@@ -24,6 +38,8 @@ export interface TaskSpec {
   region?: string;
   /** `resources.labels`, set on the VM. */
   labels: Record<string, string>;
+  /** `num_nodes`: slices of `acceleratorType` (1: one VM; more: a multislice group, see MAX_NUM_NODES). */
+  numNodes: number;
   /** Local folder synced to `~/sky_workdir` on every host; setup and run start there. Relative to the YAML's folder. */
   workdir?: string;
   fileMounts: FileMount[];
@@ -53,7 +69,9 @@ export const REMOTE_WORKDIR = '~/sky_workdir';
 export const TASK_FIELDS: Readonly<Record<string, { doc: string; unsupported?: string }>> = {
   name: { doc: 'Name of the task; also the VM name when `-c` is not given.' },
   resources: { doc: 'What to run on: `accelerators` (a TPU type such as tpu-v6e-8), `accelerator_args`, `use_spot`, `zone`/`region`, `labels`.' },
-  num_nodes: { doc: 'Number of VMs. A TPU slice is one VM with all its hosts, so it must be 1: setup and run reach every host of the slice.' },
+  num_nodes: {
+    doc: 'Number of TPU slices of the accelerator type. 1: one VM, every host runs the task. N > 1: a multislice group of N slices (NAME-0 … NAME-<N-1>); every host of every slice runs the task, with ranks slice-major and the MEGASCALE_* variables set.',
+  },
   workdir: { doc: 'Local folder synced to ~/sky_workdir on every host before setup and run (which start there).' },
   file_mounts: { doc: 'Remote path → local path (copied to every host) or gs:// bucket path (copied on every host with gcloud storage or gsutil).' },
   setup: { doc: 'Commands run once per VM, on every host, before run; skipped when neither they nor their inputs changed.' },

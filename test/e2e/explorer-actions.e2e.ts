@@ -6,8 +6,8 @@
  * faults endpoint → "Retry in <zone>" creates the VM there; "Queue it" → WAITING_FOR_RESOURCES → ACTIVE once the
  * fault is cleared → deleted from its menu), Prepare Workers with a tiny workspace setup recipe (no torch), a
  * multislice group (`tpw vm create --slices 2`) shown as one row with its slices and Run on TPU from that row
- * reaching every worker of every slice (a Cloud TPU queued resource's group, and a Compute Engine group of slice
- * MIGs, which its row's Delete removes), and the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
+ * reaching every worker of every slice (a Cloud TPU queued resource's group, also offered as one item by the
+ * palette's Run on TPU, and a Compute Engine group of slice MIGs, which its row's Delete removes), and the "Open" action of a SERVICE_DISABLED error. Run after `npm run build`:
  *
  *   node --import tsx --test test/e2e/explorer-actions.e2e.ts
  */
@@ -321,6 +321,25 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
     const logs = findLogs(server!.userDataDir, 'TPU Run.log');
     const output = logs.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
     for (const s of [0, 1]) for (const w of [0, 1]) assert.match(output, new RegExp(`^\\[s${s}w${w}\\] slice=${s} of 2 worker=${w}$`, 'm'), output.slice(-3000));
+    await wb.dismissNotifications();
+  });
+
+  step('Run on TPU from the palette lists the group as one item next to the VMs (never its slices alone); picking it runs on every slice', async () => {
+    await wb.runCommand('TPU: Run on TPU');
+    const rows = quick().locator('.quick-input-list .monaco-list-row');
+    // A workspace with more than one recipe asks for the recipe first.
+    const recipe = rows.filter({ hasText: /^\s*where\.sh/ });
+    const item = rows.filter({ hasText: new RegExp(`${GROUP}\\s*multislice: 2 slices × 2 workers · ${POD_TYPE} · ${ZONE_B} · Cloud TPU API`) });
+    await recipe.or(item).first().waitFor({ timeout: 30_000 });
+    if ((await recipe.count()) > 0) await recipe.first().click();
+    await item.waitFor({ timeout: 30_000 });
+    const labels = (await rows.allInnerTexts()).map((l) => l.replace(/\s+/g, ' '));
+    assert.ok(labels.some((l) => l.includes(SOLO)), labels.join(' | '));
+    assert.ok(!labels.some((l) => new RegExp(`${GROUP}-[01]\\b`).test(l)), `slices are not offered one by one: ${labels.join(' | ')}`);
+    await shot('run-pick-multislice.png');
+    await item.click();
+    const text = await wb.waitForNotification(/Run (finished|failed|cancelled)/, 120_000);
+    assert.match(text, new RegExp(`Run finished: where\\.sh on ${GROUP} \\(2 slices\\), all 4 workers ok`), text);
     await wb.dismissNotifications();
   });
 

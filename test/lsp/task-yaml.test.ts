@@ -48,6 +48,9 @@ test('hover says what a field does, or why tpw refuses it', async () => {
   assert.match((setup?.contents as MarkupContent).value, /once per VM, on every host/);
   const disk = await c.hover(task(), { line: 2, character: 4 });
   assert.match((disk?.contents as MarkupContent).value, /Not supported by tpw launch.*boot disk has a fixed size/);
+  await c.open(task(), 'resources:\n  accelerators: tpu-v6e-8\nnum_nodes: 2\nrun: echo\n', 'yaml');
+  const nodes = await c.hover(task(), { line: 2, character: 3 });
+  assert.match((nodes?.contents as MarkupContent).value, /multislice group of N slices/);
 });
 
 test('diagnostics: invalid fields are errors, unsupported ones warnings, each on its key', async () => {
@@ -63,6 +66,11 @@ test('diagnostics: invalid fields are errors, unsupported ones warnings, each on
   assert.match(diags.find((d) => d.range.start.line === 2)?.message ?? '', /resources\.chips is not a field of SkyPilot's resources/);
   await c.open(task(), 'resources:\n  accelerators: tpu-v6e-8\nrun: echo\n', 'yaml');
   assert.deepEqual(await c.diagnostics(task()), []);
+  // num_nodes > 1 is a multislice group (SkyPilot accepts it too); 0 is invalid for both.
+  await c.open(task(), 'resources:\n  accelerators: tpu-v6e-8\nnum_nodes: 2\nrun: echo\n', 'yaml');
+  assert.deepEqual(await c.diagnostics(task()), []);
+  await c.open(task(), 'resources:\n  accelerators: tpu-v6e-8\nnum_nodes: 0\nrun: echo\n', 'yaml');
+  assert.deepEqual((await c.diagnostics(task())).map((d) => [d.code, d.range.start.line, d.message]), [['task-yaml-invalid', 2, 'num_nodes must be a positive integer (got 0).']]);
   // What the file does not say (no accelerators at all) is for `tpw launch` to refuse, not a warning here.
   await c.open(task(), 'envs:\n  A: b\nrun: echo\n', 'yaml');
   assert.deepEqual(await c.diagnostics(task()), []);

@@ -10,7 +10,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TpuNode } from '../../extension/src/core/tpu/models';
+import { storageDir } from '../../extension/src/core/emulator/emulator';
 import { emulatorPodFixture } from '../helpers/cli';
+
+const hasGcloud = (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'gcloud')));
 
 const pod = emulatorPodFixture('tasklaunch', '127.0.71', { before, after });
 const tpw = pod.tpw;
@@ -151,10 +154,11 @@ test('a task that fails on one host fails the launch; refusals name the field', 
   assert.equal(d.code, 1);
   assert.match(d.err.join('\n'), /disk\.yaml: resources\.disk_size is not supported: a TPU VM's boot disk has a fixed size/);
 
-  write('bucket.yaml', 'resources: {accelerators: tpu-v5litepod-16}\nfile_mounts: {~/data: gs://b/data}\nrun: echo\n');
+  write('bucket.yaml', 'resources: {accelerators: tpu-v5litepod-16}\nfile_mounts: {~/data: gs://no-such-bucket/data}\nrun: echo\n');
   const b = await tpw('launch', 'bucket.yaml', '-c', 'tl');
   assert.equal(b.code, 1);
-  assert.match(b.err.join('\n'), /file_mounts ~\/data: gs:\/\/b\/data cannot be reached on the local emulator/);
+  // The real gcloud's own error, from each host.
+  assert.match(b.err.join('\n'), /Failed copying gs:\/\/no-such-bucket\/data to ~\/data: worker 0 \(.*\): ERROR: \(gcloud\.storage\.rsync\) gs:\/\/no-such-bucket not found: 404/);
 
   const other = await tpw('launch', 'disk.yaml', '-c', 'tl', '--dry-run');
   assert.equal(other.code, 1);
@@ -188,6 +192,20 @@ test('resources reach the created VM (type, runtime_version, use_spot, labels); 
   assert.ok(again.out.includes('(task) solo 0/1'));
   assert.equal((await nodeOf('solo'))?.createTime, node.createTime, 'the same VM, started again');
   assert.equal((await tpw('down', 'solo')).code, 0);
+});
+
+test('gs:// file_mounts are copied on every host by the real gcloud, from the emulator\'s Cloud Storage', { skip: !hasGcloud && 'gcloud is not installed on this machine' }, async () => {
+  // A bucket of the emulator is a folder of its storage; the workers' gcloud reaches it as a TPU VM's reaches Cloud Storage.
+  const bucket = path.join(storageDir(path.join(pod.home, 'emulator')), 'tpw-test-bucket');
+  fs.mkdirSync(path.join(bucket, 'data/sub'), { recursive: true });
+  fs.writeFileSync(path.join(bucket, 'data/a.txt'), 'alpha\n');
+  fs.writeFileSync(path.join(bucket, 'data/sub/b.txt'), 'beta\n');
+  fs.writeFileSync(path.join(bucket, 'other.txt'), 'not under data/\n');
+  write('gs.yaml', 'resources: {accelerators: tpu-v5litepod-16}\nfile_mounts: {~/gsdata: gs://tpw-test-bucket/data, ~/cfg/one.txt: gs://tpw-test-bucket/other.txt}\nrun: echo "a=$(cat ~/gsdata/a.txt) b=$(cat ~/gsdata/sub/b.txt) files=$(find ~/gsdata -type f | wc -l) one=$(cat ~/cfg/one.txt)"\n');
+  const r = await tpw('launch', 'gs.yaml', '-c', 'tl');
+  assert.equal(r.code, 0, [...r.out, ...r.err].join('\n'));
+  assert.match(r.err.join('\n'), /Copying gs:\/\/tpw-test-bucket\/data → ~\/gsdata on every host/);
+  for (const [rank, name] of ['head', 'worker1', 'worker2', 'worker3'].entries()) assert.ok(r.out.includes(`(${name}, rank=${rank}) a=alpha b=beta files=2 one=not under data/`), r.out.join('\n'));
 });
 
 test('down deletes the VM', async () => {

@@ -62,7 +62,10 @@ test('what tpw refuses of files SkyPilot accepts: named, with why', () => {
   const unsupported = (file: string) => ours(file).problems.filter((p) => p.kind === 'unsupported').map((p) => p.field);
   assert.deepEqual(unsupported('valid-full.yaml'), ['resources.disk_size', 'resources.image_id']);
   assert.deepEqual(unsupported('valid-gpu-accelerator.yaml'), ['resources.accelerators']);
-  assert.deepEqual(unsupported('valid-num-nodes-2.yaml'), ['num_nodes']);
+  // SkyPilot runs num_nodes: 2 of a TPU VM type on 2 VMs; tpw on a multislice group of 2 slices.
+  assert.deepEqual(unsupported('valid-num-nodes-2.yaml'), []);
+  assert.equal(ours('valid-num-nodes-2.yaml').task?.numNodes, 2);
+  assert.deepEqual(parseTaskYaml('resources: {accelerators: tpu-v6e-8}\nnum_nodes: 65\nrun: echo\n').problems.map((p) => [p.kind, p.field]), [['unsupported', 'num_nodes']]);
   assert.deepEqual(unsupported('valid-tpu-node.yaml'), ['resources.accelerator_args.tpu_vm']);
   assert.deepEqual(unsupported('valid-file-mount-storage.yaml'), ['file_mounts./data']);
   assert.deepEqual(unsupported('case-s3-mount.yaml'), ['file_mounts.~/x']);
@@ -98,6 +101,7 @@ test('a supported task reads as written: type, runtime, spot, zone, labels, envs
     zone: 'us-west4-a',
     region: 'us-west4',
     labels: { team: 'ml' },
+    numNodes: 1,
     workdir: '.',
     fileMounts: [
       { dest: '~/cfg.json', kind: 'local', source: './cfg.json' },

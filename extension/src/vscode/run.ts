@@ -2,12 +2,13 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
 import { firstFailure, formatRunSummary, loadRun, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type EnvValue, type RunPhase, type RunResult } from '../core/run/engine';
+import { runTargetItems } from '../core/explorer/run-targets';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
 import type { Ctx } from './ctx';
 import { signalFor } from './cancel';
 import { runEnvironment } from './secrets';
-import { nodeFromArg, pickNode } from './vm-commands';
+import { nodeFromArg } from './vm-commands';
 import { listAllNodes, SliceGroupItem, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
 import { PreparedRecipe } from './prepare-workers';
@@ -297,9 +298,22 @@ export class RunManager implements vscode.Disposable {
       // The tree may be seconds old: ask for the current state before running.
       return backend.api.getNode(parseNodeName(fromTree.name));
     }
-    const ready = (await listAllNodes(backend)).nodes.filter((n) => n.state === 'READY');
-    if (ready.length === 1) return ready[0];
-    return pickNode(backend, 'Run on TPU: target VM', (n) => n.state === 'READY', 'There is no READY TPU VM to run on. Create one with "TPU: Create TPU VM".');
+    // READY VMs and READY multislice groups, a group as one item (its slices are never offered alone).
+    const items = runTargetItems((await listAllNodes(backend)).nodes);
+    if (items.length === 0) throw new TpwError('FAILED_PRECONDITION', 'There is no READY TPU VM or multislice group to run on. Create one with "TPU: Create TPU VM".');
+    const picked =
+      items.length === 1
+        ? items[0]
+        : await vscode.window.showQuickPick(items, {
+            title: 'Run on TPU: target VM or multislice group',
+            placeHolder: 'TPU VM or multislice group',
+            matchOnDescription: true,
+            // Often a second step (recipe, then VM); stays open when a webview takes focus (see secrets.ts).
+            ignoreFocusOut: true,
+          });
+    if (!picked) return undefined;
+    if (picked.target === 'vm') return picked.node;
+    return Promise.all(picked.slices.map((n) => backend.api.getNode(parseNodeName(n.name))));
   }
 
   dispose(): void {

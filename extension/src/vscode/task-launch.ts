@@ -93,8 +93,9 @@ export async function launchTaskYaml(ctx: Ctx, arg: unknown, cluster?: string): 
   out.appendLine(`Launch ${path.basename(file)} on ${plan.cluster}:`);
   for (const line of formatPlan(plan)) out.appendLine(`  ${line}`);
   out.show(true);
-  if (plan.vm.action === 'create') {
-    const ok = await vscode.window.showWarningMessage(`Create TPU VM ${plan.cluster} (tpu-${plan.task.acceleratorType}) in ${plan.vm.zone} for ${path.basename(file)}?`, { modal: true, detail: 'It is billed until you delete it (tpw down / Delete TPU VM).' }, 'Create and Run');
+  if (plan.vm.action === 'create' || plan.vm.action === 'create-group') {
+    const what = plan.vm.action === 'create' ? `TPU VM ${plan.cluster} (tpu-${plan.task.acceleratorType})` : `multislice group ${plan.cluster} (${plan.slices} slices of tpu-${plan.task.acceleratorType})`;
+    const ok = await vscode.window.showWarningMessage(`Create ${what} in ${plan.vm.zone} for ${path.basename(file)}?`, { modal: true, detail: 'It is billed until you delete it (tpw down / Delete TPU VM).' }, 'Create and Run');
     if (ok !== 'Create and Run') return;
   }
   let hosts = plan.hosts ?? 1;

@@ -13,6 +13,7 @@ import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from 
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
+import { VmServices } from './vm-services';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
 import { resetState, restorePreviousState, type StateRecovery } from './state-file';
 
@@ -71,6 +72,11 @@ export interface EmulatorKeys {
 }
 
 // Loaded on first use, so tests that bring their own pool (and code that never runs an emulator) skip it.
+/** The emulator's Cloud Storage: one folder per bucket, each file an object (vm-services.ts). */
+export function storageDir(emulatorDir: string): string {
+  return path.join(emulatorDir, 'storage');
+}
+
 const defaultPool: WorkerPoolFactory = async (o) => new (await import('./ssh-workers.js')).SshWorkerPool(o);
 
 /**
@@ -82,6 +88,7 @@ export class Emulator {
   private stateValue: EmulatorState | undefined;
   private computeValue: ComputeState | undefined;
   private restValue: RestServer | undefined;
+  private servicesValue: VmServices | undefined;
   private pool: WorkerPool | undefined;
   private endpointValue: EmulatorEndpoint | undefined;
   private lockHeld = false;
@@ -152,7 +159,12 @@ export class Emulator {
     if (state.sshPort !== sshPort) state.sshPort = sshPort;
 
     const username = os.userInfo().username;
+    // Before the workers: their programs are told where it is.
+    const services = new VmServices({ dir: storageDir(this.dir), project, host, log: this.log });
+    await services.listen();
+    this.servicesValue = services;
     this.pool = await (this.opts.workerPool ?? defaultPool)({
+      vmEnv: () => services.workerEnv(),
       port: sshPort,
       hostKey: keys.hostKey,
       authorizedKey: keys.clientPublicKey,
@@ -247,12 +259,14 @@ export class Emulator {
       }
     };
     await step(() => this.restValue?.close());
+    await step(() => this.servicesValue?.close());
     await step(() => this.computeValue?.close());
     await step(() => this.stateValue?.close());
     await step(() => this.pool?.close());
     if (this.endpointValue) await step(() => fs.rmSync(endpointFile(this.dir), { force: true }));
     if (this.lockHeld) await step(() => fs.rmSync(lockFile(this.dir), { force: true }));
     this.restValue = undefined;
+    this.servicesValue = undefined;
     this.stateValue = undefined;
     this.computeValue = undefined;
     this.pool = undefined;

@@ -14,7 +14,7 @@
  *   remote-script.ts   the shell programs sent to the workers
  *   registry.ts        the local run history; summary.ts the report; preemption.ts spot VMs
  */
-export { newRunId, remoteWorkspaceDir, runRecipe } from './pipeline';
+export { newRunId, remoteWorkspaceDir, runRecipe, sliceWorkers, type SliceWorkers } from './pipeline';
 export { runProgram, type ProgramRunRequest } from './program';
 export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
+import type { Backend } from '../backend';
 import { TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
@@ -38,7 +39,7 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   const { listener } = req;
   const phase = listener.onPhase?.bind(listener) ?? (() => undefined);
   const recipe = readRecipe(req.recipePath);
-  const group = await runWorkers(req);
+  const group = await sliceWorkers(req.backend, req.slices && req.slices.length > 1 ? req.slices : [req.node]);
   const { workers } = group;
   const vm = group.slices.length > 1 ? `${shortName(req.node.name)} (+${group.slices.length - 1} slices)` : shortName(req.node.name);
   const runId = newRunId();
@@ -121,14 +122,23 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
 /** The port libtpu's megascale coordinator listens on (MEGASCALE_PORT's default). */
 const MEGASCALE_PORT = '8080';
 
+/** What a run on one VM or on every slice of a group works with (sliceWorkers). */
+export interface SliceWorkers {
+  slices: TpuNode[];
+  /** Every slice's workers in slice order, with global indexes (slice s, worker w is s * perSlice + w). */
+  workers: WorkerTarget[];
+  perSlice: number;
+  /** The multislice variables the TPU runtime sets (empty for one slice). */
+  env: Record<string, EnvValue>;
+}
+
 /**
- * The workers a run goes to: one VM's, or every slice's in slice order with global indexes (slice s, worker w
- * is s * perSlice + w), plus the multislice variables the TPU runtime sets. MEGASCALE_SLICE_ID is computed on
- * each worker from TPW_WORKER_INDEX, which the wrapper exports before it reads the env file.
+ * The workers a run goes to: one VM's, or every slice's in slice order with global indexes, plus the multislice
+ * variables the TPU runtime sets. MEGASCALE_SLICE_ID is computed on each worker from TPW_WORKER_INDEX, which the
+ * wrapper exports before it reads the env file, so one env file serves every worker.
  */
-async function runWorkers(req: RecipeRunRequest): Promise<{ slices: TpuNode[]; workers: WorkerTarget[]; perSlice: number; env: Record<string, EnvValue> }> {
-  const slices = req.slices && req.slices.length > 1 ? req.slices : [req.node];
-  const perSliceWorkers = await Promise.all(slices.map((s) => req.backend.workersOf(s)));
+export async function sliceWorkers(backend: Backend, slices: TpuNode[]): Promise<SliceWorkers> {
+  const perSliceWorkers = await Promise.all(slices.map((s) => backend.workersOf(s)));
   const perSlice = perSliceWorkers[0].length;
   const odd = perSliceWorkers.findIndex((ws) => ws.length !== perSlice);
   if (odd >= 0) {

@@ -16,7 +16,11 @@ import type { EnvValue, RunListener, RunResult } from './types';
  */
 export interface ProgramRunRequest {
   backend: Backend;
+  /** The VM, or slice 0 of a multislice group. */
   node: TpuNode;
+  /** A multislice group's slices in slice order (node is the first); the VM watch covers every one. */
+  slices?: TpuNode[];
+  /** Global indexes, slice-major (run/pipeline.ts sliceWorkers). */
   workers: WorkerTarget[];
   /** The run's id (default: a new one), for a caller that hands it to the program beforehand. */
   runId?: string;
@@ -43,20 +47,22 @@ export async function runProgram(req: ProgramRunRequest): Promise<RunResult> {
   if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
   const runId = req.runId ?? newRunId();
   const spec = { runId, workers: req.workers, argv: req.argv, cwd: req.cwd, env: req.env, failFast: req.failFast ?? true };
+  const slices = req.slices && req.slices.length > 1 ? req.slices : [req.node];
   const record: RunRecord = {
     runId,
     node: req.node.name,
-    vm: shortName(req.node.name),
+    vm: slices.length > 1 ? `${shortName(req.node.name)} (+${slices.length - 1} slices)` : shortName(req.node.name),
     recipe: req.label,
     workspaceRoot: req.workspaceRoot,
     extraOverrides: [],
     workers: req.workers.map((w) => ({ index: w.index, host: w.host, port: w.port })),
+    ...(slices.length > 1 ? { slices: slices.map((s) => s.name), workersPerSlice: req.workers.length / slices.length } : {}),
     startedAt: new Date().toISOString(),
     status: 'starting',
   };
   await startRecorded(record, spec, req.conns, req.tpwHome);
   req.onStarted?.(runId, { workers: req.workers, conns: req.conns });
-  return followRecorded(req.backend.api, req.node.name, runId, req.workers, req.conns, req.listener, {
+  return followRecorded(req.backend.api, slices.map((s) => s.name), runId, req.workers, req.conns, req.listener, {
     failFast: spec.failFast,
     signal: req.signal,
     statePollMs: req.statePollMs,

@@ -3,8 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Backend } from '../backend';
-import { describeError, TpwError } from '../errors';
-import { newRunId, runProgram, type RunListener, type RunPhase, type RunResult } from '../run/engine';
+import { describeError, isTpwError, TpwError } from '../errors';
+import { newRunId, runProgram, sliceWorkers, type RunListener, type RunPhase, type RunResult } from '../run/engine';
 import type { ConnectionManager } from '../ssh/connection';
 import { targetLabel } from '../ssh/connection';
 import { execCollect } from '../ssh/exec';
@@ -13,8 +13,9 @@ import type { WorkerTarget } from '../ssh/types';
 import { buildManifest, deltaSync, digestOf, manifestText } from '../sync/delta';
 import { listWorkspaceFiles, type WorkspaceFile } from '../sync/workspace-files';
 import { findNode } from '../tpu/find';
-import type { TpuNode } from '../tpu/models';
+import { shortName, type TpuNode } from '../tpu/models';
 import type { LaunchPlan, LocalMount } from './plan';
+import { downGroup, provisionGroup } from './slice-group';
 import { skypilotTaskId, taskEnv, type HostsInfo } from './task-env';
 import { REMOTE_WORKDIR } from '../../../../protocol/task-yaml-spec';
 
@@ -36,12 +37,16 @@ export interface LaunchOptions {
   /** A line of setup or run output from one host. */
   onLine(stage: 'setup' | 'run', worker: number, line: string): void;
   onStarted?(stage: 'setup' | 'run', runId: string): void;
-  /** The VM's hosts, once known (log prefixes depend on how many there are). */
+  /** The hosts of every slice together, once known (log prefixes depend on how many there are). */
   onHosts?(hosts: number): void;
 }
 
 export interface LaunchResult {
+  /** The VM, or slice 0 of a multislice group. */
   node: TpuNode;
+  /** Every slice (one for a single VM), in slice order. */
+  slices: TpuNode[];
+  /** Hosts of every slice together. */
   hosts: number;
   /** Undefined when setup was skipped (unchanged) or the task has none (or exec). */
   setup?: RunResult;
@@ -55,11 +60,16 @@ function setupHashPath(cluster: string): string {
 }
 
 export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise<LaunchResult> {
-  const node = await provision(plan, o);
-  const workers = await o.backend.workersOf(node);
+  const slices = plan.vm.action === 'reuse-group' || plan.vm.action === 'create-group' ? await provisionGroup(plan.cluster, plan.vm, o) : [await provision(plan, o)];
+  const node = slices[0];
+  // Slice-major global indexes (slice s, host w is s * perSlice + w): SKYPILOT_NODE_RANK on a group.
+  const group = await sliceWorkers(o.backend, slices);
+  const { workers } = group;
   const hosts = workers.length;
   o.onHosts?.(hosts);
-  o.say(`${plan.cluster}: ${hosts} host${hosts === 1 ? '' : 's'} (${workers.map((w) => `w${w.index}=${w.host}`).join(' ')})`);
+  const multi = slices.length > 1;
+  const label = (index: number) => (multi ? `s${Math.floor(index / group.perSlice)}w${index % group.perSlice}` : `w${index}`);
+  o.say(`${plan.cluster}: ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` on ${slices.length} slices` : ''} (${workers.map((w) => `${label(w.index)}=${w.host}`).join(' ')})`);
 
   const inputs: string[] = [];
   if (plan.workdir) inputs.push(`workdir ${await syncFolder(plan.workdir, REMOTE_WORKDIR, workers, o, 'workdir')}`);
@@ -69,10 +79,11 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
     inputs.push(`bucket ${m.dest} ${m.source}`);
   }
 
-  const ips = node.networkEndpoints.map((e) => e.ipAddress);
+  const ips = slices.flatMap((s) => s.networkEndpoints.map((e) => e.ipAddress));
   const hostsInfo = (runLabel: string): HostsInfo => ({
     cluster: plan.cluster,
     ips,
+    ...(multi ? { sliceNames: slices.map((s) => shortName(s.name)) } : {}),
     acceleratorType: plan.task.acceleratorType,
     zone: plan.vm.zone,
     user: os.userInfo().username,
@@ -80,7 +91,7 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
   });
   const values = { ...plan.env, ...plan.secrets };
   const cwd = plan.workdir ? REMOTE_WORKDIR : '.';
-  const result: LaunchResult = { node, hosts, setupSkipped: false };
+  const result: LaunchResult = { node, slices, hosts, setupSkipped: false };
 
   if (plan.mode === 'launch' && plan.task.setup !== undefined) {
     const hash = setupHash(plan, inputs);
@@ -89,7 +100,7 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
       result.setupSkipped = true;
       o.say('Setup: unchanged since it last ran on every host (setup, envs, secrets, workdir and file_mounts alike): skipped.');
     } else {
-      o.say(`Setup on ${hosts} host${hosts === 1 ? '' : 's'}…`);
+      o.say(`Setup on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
       // The old hash goes first: a setup that fails halfway must run again next time.
       const wrapper = `rm -f -- ${shPath(file)}; bash -c "$1" && mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
       const runId = newRunId();
@@ -98,17 +109,20 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
     }
   }
   if (plan.task.run !== undefined) {
-    o.say(`Run on ${hosts} host${hosts === 1 ? '' : 's'}…`);
+    o.say(`Run on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
     const runId = newRunId();
     result.run = await stage(runId, 'run', ['bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
   }
   return result;
 
-  function stage(runId: string, which: 'setup' | 'run', argv: string[], env: ReturnType<typeof taskEnv>): Promise<RunResult> {
+  function stage(runId: string, which: 'setup' | 'run', argv: string[], taskVars: ReturnType<typeof taskEnv>): Promise<RunResult> {
+    // The multislice variables after the task's own, as the TPU runtime's are: a task cannot fake its slice.
+    const env = { ...taskVars, ...group.env };
     return runProgram({
       runId,
       backend: o.backend,
       node,
+      ...(multi ? { slices } : {}),
       workers,
       label: plan.yamlPath,
       workspaceRoot: plan.workdir ?? path.dirname(plan.yamlPath),
@@ -143,6 +157,7 @@ async function provision(plan: LaunchPlan, o: LaunchOptions): Promise<TpuNode> {
     o.say(`VM ${plan.cluster} READY in ${took()}.`);
     return node;
   }
+  if (vm.action !== 'create') throw new TpwError('INTERNAL', `provision got a multislice group step for ${plan.cluster}.`);
   const r = vm.request;
   o.say(`VM ${plan.cluster} does not exist: creating it (tpu-${r.acceleratorType}, ${r.runtimeVersion}${r.spot ? ', spot' : ''}) in ${vm.zone}…`);
   const node = await api.createNode(r, { signal: o.signal });
@@ -178,15 +193,22 @@ async function syncMount(cluster: string, m: LocalMount, workers: WorkerTarget[]
   return digest;
 }
 
-/** gs:// paths are copied on each host with the tools a TPU VM image has, under the VM's service account. */
+/**
+ * gs:// paths are copied on each host with the tools a TPU VM image has, under the VM's service account. As
+ * SkyPilot does (sky/cloud_stores.py: `ls -d`, then cp or rsync), an object is copied to the destination path and
+ * anything else is synced as a folder into it.
+ */
 async function copyBucket(m: { dest: string; source: string }, workers: WorkerTarget[], o: LaunchOptions): Promise<void> {
   const src = shQuote(m.source);
   const dest = shPath(m.dest);
   const script = [
     'set -e',
-    `mkdir -p -- ${dest}`,
-    `if command -v gcloud >/dev/null 2>&1; then gcloud storage rsync -r ${src} ${dest} 2>/dev/null || gcloud storage cp ${src} ${dest}/`,
-    `elif command -v gsutil >/dev/null 2>&1; then gsutil -m rsync -r ${src} ${dest} 2>/dev/null || gsutil cp ${src} ${dest}/`,
+    'if command -v gcloud >/dev/null 2>&1; then',
+    `  if gcloud storage objects describe ${src} >/dev/null 2>&1; then mkdir -p -- "$(dirname -- ${dest})"; gcloud storage cp ${src} ${dest}`,
+    `  else mkdir -p -- ${dest}; gcloud storage rsync -r ${src} ${dest}; fi`,
+    'elif command -v gsutil >/dev/null 2>&1; then',
+    `  if gsutil -q stat ${src}; then mkdir -p -- "$(dirname -- ${dest})"; gsutil cp ${src} ${dest}`,
+    `  else mkdir -p -- ${dest}; gsutil -m rsync -r ${src} ${dest}; fi`,
     `else echo "tpw: neither gcloud nor gsutil on this host, so ${m.source.replace(/[^\w:/.-]/g, '_')} cannot be copied" >&2; exit 3; fi`,
   ].join('\n');
   o.say(`Copying ${m.source} → ${m.dest} on every host…`);
@@ -225,9 +247,16 @@ function setupHash(plan: LaunchPlan, inputs: string[]): string {
   return h.digest('hex');
 }
 
-/** `tpw down NAME`: deletes the VM (and with it everything on its hosts). */
+/** `tpw down NAME`: deletes the VM, or every slice of the multislice group NAME (and with them everything on their hosts). */
 export async function downVm(backend: Backend, name: string, zone: string | undefined, say: (l: string) => void): Promise<void> {
-  const found = await findNode(backend, name, zone);
+  let found;
+  try {
+    found = await findNode(backend, name, zone);
+  } catch (e) {
+    if (!isTpwError(e, 'NOT_FOUND')) throw e;
+    if (await downGroup(backend, name, zone, say)) return;
+    throw new TpwError('NOT_FOUND', `${e.message.replace(/\.$/, '')}; no multislice group has that name either.`, { cause: e });
+  }
   say(`Deleting ${name} (${found.node.acceleratorType} in ${found.zone})…`);
   await backend.api.deleteNode({ project: backend.project, zone: found.zone, node: name });
 }
@@ -238,6 +267,8 @@ export function isTaskYamlRun(rec: { recipe: string }): boolean {
 }
 
 /** Why `tpw resume` does not take a task YAML's run, and what does. */
-export function relaunchInstead(rec: { runId: string; recipe: string; vm: string }): TpwError {
-  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${rec.vm}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
+export function relaunchInstead(rec: { runId: string; recipe: string; vm: string; node: string; slices?: string[] }): TpwError {
+  // A group's run is recorded on slice 0 (NAME-0); the group, and the cluster the task was launched as, is NAME.
+  const cluster = rec.slices && rec.slices.length > 1 ? shortName(rec.node).replace(/-\d+$/, '') : rec.vm;
+  return new TpwError('FAILED_PRECONDITION', `Run ${rec.runId} ran the task YAML ${rec.recipe}, not a recipe: launch it again with \`tpw launch ${rec.recipe} -c ${cluster}\` (it creates the VM again if it is gone, and skips an unchanged setup).`);
 }

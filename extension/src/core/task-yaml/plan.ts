@@ -6,9 +6,11 @@ import { isTpwError, TpwError } from '../errors';
 import { recommendedRuntime } from '../explorer/create-request';
 import type { CreateNodeRequest } from '../tpu/api';
 import { findNode } from '../tpu/find';
-import { NODE_ID_PATTERN, type TpuNode } from '../tpu/models';
+import { findSliceGroup } from '../tpu/multislice';
+import { NODE_ID_PATTERN, shortName, type TpuNode } from '../tpu/models';
 import { zonesOffering } from '../tpu/zones';
 import { formatProblems, parseTaskYaml } from '../../../../protocol/task-yaml-check';
+import { groupPlaneOf, hostsPerSlice, resolveGroup, type GroupCreateTarget, type GroupStep } from './slice-group';
 import { skypilotVariableNames } from './task-env';
 import { REMOTE_WORKDIR, type TaskSpec } from '../../../../protocol/task-yaml-spec';
 
@@ -21,7 +23,9 @@ import { REMOTE_WORKDIR, type TaskSpec } from '../../../../protocol/task-yaml-sp
 export type VmStep =
   | { action: 'reuse'; node: TpuNode; zone: string }
   | { action: 'start'; node: TpuNode; zone: string }
-  | { action: 'create'; request: CreateNodeRequest; zone: string };
+  | { action: 'create'; request: CreateNodeRequest; zone: string }
+  /** num_nodes > 1: a multislice group (slice-group.ts). */
+  | GroupStep;
 
 export interface LocalMount {
   dest: string;
@@ -36,8 +40,10 @@ export interface LaunchPlan {
   task: TaskSpec;
   cluster: string;
   vm: VmStep;
-  /** Hosts of the VM: from the VM when it exists, else from the accelerator type's published shape. */
+  /** Hosts of every slice together: from the VM when it exists, else from the accelerator type's published shape. */
   hosts: number | undefined;
+  /** Slices: 1 for one VM, num_nodes for a multislice group. */
+  slices: number;
   workdir?: string;
   localMounts: LocalMount[];
   bucketMounts: { dest: string; source: string }[];
@@ -99,9 +105,6 @@ export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
   if (req.mode === 'launch') {
     for (const m of task.fileMounts) {
       if (m.kind === 'bucket') {
-        if (req.backend.kind === 'emulator') {
-          throw new TpwError('FAILED_PRECONDITION', `file_mounts ${m.dest}: ${m.source} cannot be reached on the local emulator (its workers have no Google credentials or network to Cloud Storage); mount a local path instead.`);
-        }
         bucketMounts.push({ dest: m.dest, source: m.source });
         continue;
       }
@@ -114,9 +117,10 @@ export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
     notes.push('exec skips setup and file_mounts (as `sky exec` does); workdir is synced.');
   }
 
-  const vm = await resolveVm(req, task, cluster);
-  const hosts = vm.action === 'create' ? acceleratorInfo(task.acceleratorType)?.workers : vm.node.networkEndpoints.length;
-  return { mode: req.mode, yamlPath, task, cluster, vm, hosts, ...(workdir ? { workdir } : {}), localMounts, bucketMounts, env, secrets, notes };
+  const vm = task.numNodes > 1 ? await resolveGroup(req.backend, req.mode, task, cluster, req.zone ?? task.zone, () => createTarget(req, task), req.signal) : await resolveVm(req, task, cluster);
+  const perSlice = vm.action === 'create' ? acceleratorInfo(task.acceleratorType)?.workers : vm.action === 'reuse' || vm.action === 'start' ? vm.node.networkEndpoints.length : hostsPerSlice(vm, task.acceleratorType);
+  const hosts = perSlice === undefined ? undefined : perSlice * task.numNodes;
+  return { mode: req.mode, yamlPath, task, cluster, vm, hosts, slices: task.numNodes, ...(workdir ? { workdir } : {}), localMounts, bucketMounts, env, secrets, notes };
 }
 
 async function resolveVm(req: PlanRequest, task: TaskSpec, cluster: string): Promise<VmStep> {
@@ -132,32 +136,49 @@ async function resolveVm(req: PlanRequest, task: TaskSpec, cluster: string): Pro
     throw new TpwError('FAILED_PRECONDITION', `TPU VM "${cluster}" is ${found.node.state}, not READY${found.node.state === 'PREEMPTED' ? `: \`tpw down ${cluster}\`, then launch again` : ''}.`);
   } catch (e) {
     if (!isTpwError(e, 'NOT_FOUND')) throw e;
+    const group = await findSliceGroup(backend, cluster, zone, req.signal).catch(() => undefined);
+    if (group) {
+      throw new TpwError('FAILED_PRECONDITION', `"${cluster}" is a multislice group of ${group.slices.length} slices, but the task asks for one VM (num_nodes: 1): set num_nodes: ${group.slices.length}, or launch with another -c NAME.`);
+    }
     if (req.mode === 'exec') throw new TpwError('NOT_FOUND', `TPU VM "${cluster}" does not exist: \`tpw launch\` creates it (exec runs on an existing VM only).`);
   }
-  const createZone = zone ?? (task.region ? backend.zones.find((z) => z.startsWith(`${task.region}-`)) : backend.zones[0]);
-  if (!createZone) throw new TpwError('INVALID_ARGUMENT', `No zone of ${backend.project} is in region ${task.region} (zones: ${backend.zones.join(', ')}).`);
-  const types = (await backend.api.listAcceleratorTypes(backend.project, createZone, req.signal)).map((t) => t.type);
-  if (!types.includes(task.acceleratorType)) {
-    const elsewhere = await zonesOffering(backend.api, backend.project, task.acceleratorType).catch(() => []);
-    throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} does not offer tpu-${task.acceleratorType}${elsewhere.length ? `; these do: ${elsewhere.join(', ')} (set resources.zone or --zone)` : ''}.`);
-  }
-  let runtimeVersion = task.runtimeVersion;
-  if (!runtimeVersion) {
-    const listed = (await backend.api.listRuntimeVersions(backend.project, createZone, req.signal)).map((v) => v.version);
-    const recommended = recommendedRuntime(task.acceleratorType);
-    runtimeVersion = recommended && listed.includes(recommended) ? recommended : listed[0];
-    if (!runtimeVersion) throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} lists no runtime versions: set resources.accelerator_args.runtime_version.`);
-  }
+  const target = await createTarget(req, task);
+  const runtimeVersion = await target.runtimeVersion();
   const request: CreateNodeRequest = {
     project: backend.project,
-    zone: createZone,
+    zone: target.zone,
     nodeId: cluster,
     acceleratorType: task.acceleratorType,
     runtimeVersion,
     ...(task.spot ? { spot: true } : {}),
     ...(Object.keys(task.labels).length > 0 ? { labels: task.labels } : {}),
   };
-  return { action: 'create', request, zone: createZone };
+  return { action: 'create', request, zone: target.zone };
+}
+
+/** The zone a new VM or group goes to (checked to offer the type), and its runtime version when asked. */
+async function createTarget(req: PlanRequest, task: TaskSpec): Promise<GroupCreateTarget> {
+  const { backend } = req;
+  const zone = req.zone ?? task.zone;
+  const createZone = zone ?? (task.region ? backend.zones.find((z) => z.startsWith(`${task.region}-`)) : backend.zones[0]);
+  if (!createZone) throw new TpwError('INVALID_ARGUMENT', `No zone of ${backend.project} is in region ${task.region} (zones: ${backend.zones.join(', ')}).`);
+  // Compute Engine types (TPU7x) are not in the Cloud TPU API's list; Compute Engine refuses a zone without them itself.
+  if (task.numNodes === 1 || groupPlaneOf(task.acceleratorType) === 'tpu-api') {
+    const types = (await backend.api.listAcceleratorTypes(backend.project, createZone, req.signal)).map((t) => t.type);
+    if (!types.includes(task.acceleratorType)) {
+      const elsewhere = await zonesOffering(backend.api, backend.project, task.acceleratorType).catch(() => []);
+      throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} does not offer tpu-${task.acceleratorType}${elsewhere.length ? `; these do: ${elsewhere.join(', ')} (set resources.zone or --zone)` : ''}.`);
+    }
+  }
+  const runtimeVersion = async (): Promise<string> => {
+    if (task.runtimeVersion) return task.runtimeVersion;
+    const listed = (await backend.api.listRuntimeVersions(backend.project, createZone, req.signal)).map((v) => v.version);
+    const recommended = recommendedRuntime(task.acceleratorType);
+    const chosen = recommended && listed.includes(recommended) ? recommended : listed[0];
+    if (!chosen) throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} lists no runtime versions: set resources.accelerator_args.runtime_version.`);
+    return chosen;
+  };
+  return { zone: createZone, runtimeVersion };
 }
 
 function expandHome(p: string): string {
@@ -173,12 +194,23 @@ export function formatPlan(plan: LaunchPlan): string[] {
   if (vm.action === 'create') {
     const r = vm.request;
     lines.push(`VM: create ${plan.cluster} (${type}, ${r.runtimeVersion}${r.spot ? ', spot' : ''}) in ${vm.zone}${r.labels ? `, labels ${Object.keys(r.labels).join(', ')}` : ''}`);
+  } else if (vm.action === 'create-group') {
+    const names = `${plan.cluster}-0 … ${plan.cluster}-${vm.slices - 1}`;
+    const how = vm.plane === 'tpu-api' ? `one queued resource with ${vm.slices} nodes, ${vm.request.node.runtimeVersion}, ${vm.request.tier}` : `${vm.slices} labelled slices on Compute Engine, ${vm.request.provisioning}`;
+    lines.push(`VM: create multislice group ${plan.cluster}: ${vm.slices} slices of ${type} (${names}; ${how}) in ${vm.zone}${Object.keys(task.labels).length ? `, labels ${Object.keys(task.labels).join(', ')}` : ''}`);
+  } else if (vm.action === 'reuse-group') {
+    const g = vm.group;
+    lines.push(`VM: reuse multislice group ${plan.cluster}: ${g.slices.length} slices of ${g.slices[0].acceleratorType} (${g.slices.map((s) => shortName(s.name)).join(', ')}; ${g.controlPlane === 'tpu-api' ? 'Cloud TPU queued resource' : 'Compute Engine'}) in ${vm.zone}`);
   } else {
     lines.push(`VM: ${vm.action === 'start' ? 'start the stopped' : 'reuse'} ${plan.cluster} (${vm.node.acceleratorType}, ${vm.node.runtimeVersion}) in ${vm.zone}`);
   }
-  const hostList = vm.action === 'create' ? undefined : vm.node.networkEndpoints.map((e, i) => `w${i}=${e.ipAddress}`).join(' ');
-  lines.push(`Hosts: ${plan.hosts ?? 'unknown'}${hostList ? ` (${hostList})` : vm.action === 'create' ? ' (once created)' : ''}`);
-  const every = 'every host';
+  const existing = vm.action === 'reuse' || vm.action === 'start' ? [vm.node] : vm.action === 'reuse-group' ? vm.group.slices : undefined;
+  const multi = plan.slices > 1;
+  const hostList = existing?.flatMap((n, s) => n.networkEndpoints.map((e, i) => `${multi ? `s${s}` : ''}w${i}=${e.ipAddress}`)).join(' ');
+  const perSlice = plan.hosts === undefined ? undefined : plan.hosts / plan.slices;
+  const count = `${plan.hosts ?? 'unknown'}${multi ? ` (${plan.slices} slices × ${perSlice ?? '?'} hosts; rank = slice × ${perSlice ?? 'hosts per slice'} + host)` : ''}`;
+  lines.push(`Hosts: ${count}${hostList ? ` (${hostList})` : existing ? '' : ' (once created)'}`);
+  const every = multi ? 'every host of every slice' : 'every host';
   if (plan.workdir) lines.push(`Sync: workdir ${plan.workdir} → ${REMOTE_WORKDIR} on ${every}`);
   for (const m of plan.localMounts) lines.push(`Sync: ${m.source}${m.isDir ? '/' : ''} → ${m.dest} on ${every}`);
   for (const m of plan.bucketMounts) lines.push(`Copy: ${m.source} → ${m.dest} on ${every} (gcloud storage, else gsutil)`);
@@ -187,7 +219,7 @@ export function formatPlan(plan: LaunchPlan): string[] {
   if (task.run !== undefined) lines.push(`Run: on ${every}, in ${cwd}: ${firstLine(task.run)}`);
   lines.push(`Variables: ${[...Object.keys(plan.env)].join(', ') || '(none from the task)'}`);
   lines.push(`Secrets (names only): ${Object.keys(plan.secrets).join(', ') || '(none)'}`);
-  lines.push(`SkyPilot and TPU variables: ${skypilotVariableNames('run').filter((k) => !(k in plan.env)).join(', ')}`);
+  lines.push(`SkyPilot and TPU variables: ${skypilotVariableNames('run', plan.slices).filter((k) => !(k in plan.env)).join(', ')}`);
   for (const n of plan.notes) lines.push(`Note: ${n}`);
   return lines;
 }

@@ -1,4 +1,5 @@
 import type { EnvValue } from '../run/types';
+import { shQuote } from '../ssh/quote';
 
 /**
  * The environment a task's setup and run get on every host, as `sky launch` gives it on a TPU VM pod, where
@@ -16,12 +17,21 @@ import type { EnvValue } from '../run/types';
  *
  * The rank is the one value that differs between hosts; the run's wrapper exports TPW_WORKER_INDEX before
  * reading the env file, so the file (the same on every host) refers to it instead of holding one copy per host.
+ *
+ * With num_nodes N > 1 the task runs on a multislice group of N slices, and SkyPilot's nodes are hosts of every
+ * slice, slice-major, as SkyPilot numbers the hosts of N TPU pods (see MAX_NUM_NODES in protocol/task-yaml-spec.ts):
+ * SKYPILOT_NODE_RANK = s * hostsPerSlice + w, SKYPILOT_NUM_NODES = N * hostsPerSlice, SKYPILOT_NODE_IPS lists
+ * every host of slice 0, then of slice 1, …. The TPU variables stay per slice, as the TPU runtime sets them on
+ * each slice (TPU_WORKER_ID = w, TPU_WORKER_HOSTNAMES and TPU_NAME of the host's own slice); the caller adds
+ * the MEGASCALE_* variables (run/pipeline.ts sliceWorkers).
  */
 
 export interface HostsInfo {
   cluster: string;
-  /** Internal IPs of the VM's hosts, in worker order. */
+  /** Internal IPs of every host, in rank order (slice-major on a multislice group). */
   ips: string[];
+  /** A multislice group's slices: their names, in slice order (absent or one: a single VM). */
+  sliceNames?: string[];
   acceleratorType: string;
   zone: string;
   user: string;
@@ -31,17 +41,27 @@ export interface HostsInfo {
 
 const RANK: EnvValue = { shell: '"$TPW_WORKER_INDEX"' };
 
+/** A value per slice, picked on the host by its slice (TPW_WORKER_INDEX / perSlice); one line, as the env file needs. */
+function perSlice(values: readonly string[], hostsPerSlice: number): EnvValue {
+  const arms = values.map((v, s) => `${s}) printf %s ${shQuote(v)};;`).join(' ');
+  return { shell: `"$(case $((TPW_WORKER_INDEX / ${hostsPerSlice})) in ${arms} esac)"` };
+}
+
 export function taskEnv(which: 'setup' | 'run', values: Readonly<Record<string, string>>, hosts: HostsInfo): Record<string, EnvValue> {
   const env: Record<string, EnvValue> = { SKYPILOT_TASK_ID: hosts.taskId, ...values };
   const region = hosts.zone.replace(/-[a-z]$/, '');
+  const slices = hosts.sliceNames && hosts.sliceNames.length > 1 ? hosts.sliceNames : undefined;
+  const hostsPerSlice = slices ? hosts.ips.length / slices.length : hosts.ips.length;
   Object.assign(env, {
     SKYPILOT_NUM_NODES: String(hosts.ips.length),
     SKYPILOT_CLUSTER_INFO: JSON.stringify({ cluster_name: hosts.cluster, cloud: 'GCP', region, zone: hosts.zone }),
     SKYPILOT_USER: hosts.user,
-    TPU_WORKER_ID: RANK,
-    TPU_WORKER_HOSTNAMES: hosts.ips.join(','),
+    TPU_WORKER_ID: slices ? { shell: `$((TPW_WORKER_INDEX % ${hostsPerSlice}))` } : RANK,
+    TPU_WORKER_HOSTNAMES: slices
+      ? perSlice(slices.map((_, s) => hosts.ips.slice(s * hostsPerSlice, (s + 1) * hostsPerSlice).join(',')), hostsPerSlice)
+      : hosts.ips.join(','),
     TPU_ACCELERATOR_TYPE: hosts.acceleratorType,
-    TPU_NAME: hosts.cluster,
+    TPU_NAME: slices ? perSlice(slices, hostsPerSlice) : hosts.cluster,
   });
   if (which === 'run') {
     Object.assign(env, { SKYPILOT_NODE_RANK: RANK, SKYPILOT_NODE_IPS: hosts.ips.join('\n'), SKYPILOT_NUM_GPUS_PER_NODE: '0' });
@@ -52,10 +72,13 @@ export function taskEnv(which: 'setup' | 'run', values: Readonly<Record<string, 
 }
 
 /** The names a task run sees, for the plan (values are never printed: some are secrets). */
-export function skypilotVariableNames(which: 'setup' | 'run'): string[] {
+export function skypilotVariableNames(which: 'setup' | 'run', slices = 1): string[] {
   const probe = taskEnv(which, {}, { cluster: 'c', ips: [], acceleratorType: 't', zone: 'z-a', user: 'u', taskId: 'i' });
-  return Object.keys(probe);
+  return [...Object.keys(probe), ...(slices > 1 ? MEGASCALE_NAMES : [])];
 }
+
+/** The multislice variables a run on a group also gets (run/pipeline.ts sliceWorkers sets them). */
+const MEGASCALE_NAMES = ['MEGASCALE_COORDINATOR_ADDRESS', 'MEGASCALE_NUM_SLICES', 'MEGASCALE_SLICE_ID', 'MEGASCALE_PORT'];
 
 /** SkyPilot's task id: `sky-<YYYY-MM-DD-HH-MM-SS-ffffff>_<cluster>_<job>`; tpw's run id stands for the job number. */
 export function skypilotTaskId(cluster: string, runLabel: string, now = new Date()): string {

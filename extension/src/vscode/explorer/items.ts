@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { describeError, isTpwError } from '../../core/errors';
 import { computeStatusNote, formatAge, healthNote, isMultiHost, nodeStateTone, queuedStateTone, schedulingLabel, type StateTone } from '../../core/explorer/node-status';
+import { sliceGroupsOf } from '../../core/explorer/run-targets';
 import type { ZoneScan } from '../../core/explorer/zone-scan';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../../core/tpu/models';
 import { vmCost } from './cost';
@@ -188,20 +189,13 @@ export class SliceGroupItem extends vscode.TreeItem {
 
 /** A zone's VMs as rows: a multislice group's slices under one group row (either control plane), every other VM on its own. */
 function vmRows(nodes: readonly TpuNode[]): ExplorerNode[] {
-  const groups = new Map<string, TpuNode[]>();
-  for (const n of nodes) if (n.sliceGroup) groups.set(n.sliceGroup, [...(groups.get(n.sliceGroup) ?? []), n]);
+  const groups = sliceGroupsOf(nodes);
   const rows: ExplorerNode[] = [];
   for (const n of nodes) {
     if (!n.sliceGroup) rows.push(new VmItem(n));
-    else if (groups.get(n.sliceGroup)?.[0] === n) rows.push(new SliceGroupItem(n.sliceGroup, sliceOrder(groups.get(n.sliceGroup) ?? [])));
+    else if (!rows.some((r) => r instanceof SliceGroupItem && r.group === n.sliceGroup)) rows.push(new SliceGroupItem(n.sliceGroup, groups.get(n.sliceGroup) ?? [n]));
   }
   return rows;
-}
-
-/** `<prefix>-0`, `<prefix>-1`, … by their numeric suffix. */
-function sliceOrder(nodes: TpuNode[]): TpuNode[] {
-  const n = (x: TpuNode) => Number(/-(\d+)$/.exec(shortName(x.name))?.[1] ?? 0);
-  return [...nodes].sort((a, b) => n(a) - n(b));
 }
 
 export class QueuedGroupItem extends vscode.TreeItem {
