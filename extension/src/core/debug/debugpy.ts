@@ -122,9 +122,15 @@ export function forwardDebugpy(conns: ConnectionManager, target: WorkerTarget, p
   return PortForward.open(conns, { target, remotePort: port, remoteHost: '127.0.0.1' });
 }
 
-/** A VS Code `debugpy` attach configuration, as plain data (core does not import vscode). */
+/**
+ * The debug type TPU Workbench contributes (package.json `contributes.debuggers`). Its adapter is debugpy's own
+ * listening socket, reached at `connect` (the local end of the tunnel): see vscode/debug.ts.
+ */
+export const TPU_DEBUG_TYPE = 'tpu-debugpy';
+
+/** A VS Code attach configuration of that type, as plain data (core does not import vscode). */
 export interface DebugpyAttachConfiguration {
-  type: 'debugpy';
+  type: typeof TPU_DEBUG_TYPE;
   request: 'attach';
   name: string;
   connect: { host: string; port: number };
@@ -139,7 +145,7 @@ export interface DebugpyAttachConfiguration {
 export function attachConfiguration(opts: { name: string; localPort: number; workspaceRoot: string; remoteWorkspace: string; home: string }): DebugpyAttachConfiguration {
   const remoteRoot = opts.remoteWorkspace.replace(/^~(?=\/|$)/, opts.home);
   return {
-    type: 'debugpy',
+    type: TPU_DEBUG_TYPE,
     request: 'attach',
     name: opts.name,
     connect: { host: '127.0.0.1', port: opts.localPort },
