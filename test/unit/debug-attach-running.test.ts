@@ -104,6 +104,11 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   await client.request('setBreakpoints', { source: { path: localFile }, breakpoints: [] });
   await client.request('continue', { threadId });
   await client.request('disconnect', { terminateDebuggee: false });
+  client.close();
+  await forward.close();
+  // A second attach to the same process finds debugpy listening (a process listens once) and reuses its port.
+  const again = await attachDebugpyToRun(owner, w0, runId);
+  assert.deepEqual([again.pid, again.port, again.via], [attached.pid, attached.port, 'already']);
   const result = await running;
   assert.equal(result.ok, true, lines.slice(-20).join('\n'));
   assert.deepEqual(result.workers.map((w) => w.exitCode), [0]);

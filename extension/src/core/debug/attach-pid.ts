@@ -31,8 +31,8 @@ export interface PidAttach {
   port: number;
   /** The worker's home folder (for path mappings). */
   home: string;
-  /** 'plain' or 'sudo': how gdb got ptrace permission. */
-  via: 'plain' | 'sudo';
+  /** How gdb got ptrace permission ('plain' or 'sudo'), or 'already': debugpy was listening in that process. */
+  via: 'plain' | 'sudo' | 'already';
 }
 
 /** The worker's shell program; prints `pid port home via` on its last line. */
@@ -58,6 +58,12 @@ if ! command -v gdb >/dev/null; then
   command -v gdb >/dev/null || exit ${x.noGdb}
 fi
 listening() { awk -v h="$(printf '0100007F:%04X' "$1")" '$2 == h && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp; }
+# debugpy listens once per process: a second attach (after a disconnect, or to a run started with "Debug on
+# TPU") finds the port recorded in the run folder instead of injecting again.
+if read -r lp lport < "$d/debugpy" 2>/dev/null && [ "$lp" = "$pid" ] && listening "$lport"; then
+  printf '%s %s %s %s\\n' "$pid" "$lport" "$HOME" already
+  exit 0
+fi
 port=""
 for p in $(seq ${basePort} $((${basePort} + 200))); do listening "$p" || { port=$p; break; }; done
 [ -n "$port" ] || exit ${x.noPort}
@@ -76,6 +82,7 @@ else
   grep -iE 'ptrace|not permitted|error|denied' "$out" | tail -4 >&2
   exit ${x.ptrace}
 fi
+printf '%s %s\\n' "$pid" "$port" > "$d/debugpy"
 printf '%s %s %s %s\\n' "$pid" "$port" "$HOME" "$via"
 `;
 }
@@ -98,7 +105,7 @@ export async function attachDebugpyToRun(
   switch (r.code) {
     case 0: {
       const [pid, port, home, via] = r.stdout.trim().split('\n').pop()?.split(' ') ?? [];
-      return { pid: Number(pid), port: Number(port), home, via: via === 'sudo' ? 'sudo' : 'plain' };
+      return { pid: Number(pid), port: Number(port), home, via: via === 'sudo' || via === 'already' ? via : 'plain' };
     }
     case x.notRunning:
       throw new TpwError('NOT_FOUND', `Run ${runId} did not run on worker ${worker.index}: it has no folder ~/.tpw/runs/${runId} there.`);

@@ -43,6 +43,11 @@ def _tpw_debugpy() -> None:
 
     port = int(base) + int(me)
     debugpy.listen(("127.0.0.1", port))
+    # "Attach Debugger" finds this process's port here (a process listens once), core/debug/attach-pid.ts.
+    run_dir = os.environ.get("TPW_RUN_DIR")
+    if run_dir:
+        with open(os.path.join(run_dir, "debugpy"), "w") as f:
+            f.write(f"{os.getpid()} {port}\\n")
     print(f"tpw: debugpy listening on 127.0.0.1:{port} (worker {me}); waiting for the debugger", flush=True)
     debugpy.wait_for_client()
 
