@@ -117,10 +117,16 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   console.log(`attach to pid ${attached.pid} took ${attachMs} ms`);
 });
 
-test('attaching to a run that has ended says so in a sentence naming the run', async () => {
+test('attaching to a run without Python, or one that has ended, says so in a sentence naming the run', async () => {
   assert.ok(backend && conns);
   const { node } = await findNode(backend, 'one');
   const [w0] = await backend.workersOf(node);
+  const sleeper = pod.writeRecipe('sleep.sh', 'sleep 4\n');
+  let sleepId = '';
+  const sleeping = runRecipe({ backend, node, recipePath: path.join(pod.ws, sleeper), workspaceRoot: pod.ws, conns, onStarted: (id) => (sleepId = id), listener: { onLine: () => undefined } });
+  for (const deadline = Date.now() + 30_000; !sleepId; await new Promise((r) => setTimeout(r, 100))) if (Date.now() > deadline) assert.fail('the sleep run did not start');
+  await assert.rejects(attachDebugpyToRun(conns, w0, sleepId), (e: Error) => e.message.startsWith(`No Python process of run ${sleepId} runs on worker 0 (yet?)`) && /sleep 4/.test(e.message));
+  assert.equal((await sleeping).ok, true);
   const recipe = pod.writeRecipe('quick.sh', 'true\n');
   let runId = '';
   await runRecipe({ backend, node, recipePath: path.join(pod.ws, recipe), workspaceRoot: pod.ws, conns, onStarted: (id) => (runId = id), listener: { onLine: () => undefined } });

@@ -49,7 +49,7 @@ kill -0 -- "-$pg" 2>/dev/null || { echo "process group $pg is gone" >&2; exit ${
 pid=$(ps -e -o pid=,ppid=,pgid=,comm= | awk -v pg="$pg" '
   { comm[$1] = $4; parent[$1] = $2; group[$1] = $3 }
   END { best = ""; for (p in comm) if (group[p] == pg && comm[p] ~ /^python/ && comm[parent[p]] !~ /^python/ && (best == "" || p + 0 < best + 0)) best = p; print best }')
-[ -n "$pid" ] || { ps -o pid=,comm=,args= -g "$pg" >&2 2>/dev/null; exit ${x.noPython}; }
+[ -n "$pid" ] || { ps -e -o pgid=,pid=,args= | awk -v pg="$pg" '$1 == pg { $1 = ""; print }' >&2; exit ${x.noPython}; }
 py=$(command -v python3) || exit ${x.noDebugpy}
 dp=$("$py" -c 'import debugpy, os; print(os.path.dirname(os.path.dirname(debugpy.__file__)))' 2>/dev/null) || exit ${x.noDebugpy}
 if ! command -v gdb >/dev/null; then
