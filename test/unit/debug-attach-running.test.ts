@@ -117,7 +117,7 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   console.log(`attach to pid ${attached.pid} took ${attachMs} ms`);
 });
 
-test('attaching to a run without Python, or one that has ended, says so in a sentence naming the run', async () => {
+test('attaching to a run without Python, one whose trainer runs its own debugpy, or one that has ended, says so in a sentence naming the run', async () => {
   assert.ok(backend && conns);
   const { node } = await findNode(backend, 'one');
   const [w0] = await backend.workersOf(node);
@@ -127,6 +127,17 @@ test('attaching to a run without Python, or one that has ended, says so in a sen
   for (const deadline = Date.now() + 30_000; !sleepId; await new Promise((r) => setTimeout(r, 100))) if (Date.now() > deadline) assert.fail('the sleep run did not start');
   await assert.rejects(attachDebugpyToRun(conns, w0, sleepId), (e: Error) => e.message.startsWith(`No Python process of run ${sleepId} runs on worker 0 (yet?)`) && /sleep 4/.test(e.message));
   assert.equal((await sleeping).ok, true);
+  // A trainer that started debugpy by itself, on a port of its choosing: the attach says so instead of waiting.
+  fs.writeFileSync(path.join(pod.ws, 'own.py'), ['import time', 'import debugpy', '', 'debugpy.listen(("127.0.0.1", 0))', 'print("own debugpy", flush=True)', 'time.sleep(8)', ''].join('\n'));
+  const own = pod.writeRecipe('own.sh', 'python3 own.py\n');
+  let ownId = '';
+  const ownLines: string[] = [];
+  const owning = runRecipe({ backend, node, recipePath: path.join(pod.ws, own), workspaceRoot: pod.ws, conns, onStarted: (id) => (ownId = id), listener: { onLine: (_w, _s, l) => ownLines.push(l) } });
+  for (const deadline = Date.now() + 30_000; !ownLines.includes('own debugpy'); await new Promise((r) => setTimeout(r, 100))) if (Date.now() > deadline) assert.fail('own.py did not start');
+  const t0 = Date.now();
+  await assert.rejects(attachDebugpyToRun(conns, w0, ownId), (e: Error) => e.message.startsWith('debugpy already listens in the trainer on worker 0 of run'));
+  assert.ok(Date.now() - t0 < 15_000, 'told at once, not after the wait for a port');
+  assert.equal((await owning).ok, true, ownLines.join('\n'));
   const recipe = pod.writeRecipe('quick.sh', 'true\n');
   let runId = '';
   await runRecipe({ backend, node, recipePath: path.join(pod.ws, recipe), workspaceRoot: pod.ws, conns, onStarted: (id) => (runId = id), listener: { onLine: () => undefined } });

@@ -22,7 +22,7 @@ import { DEBUGPY_BASE_PORT } from './debugpy';
  */
 
 /** Exit statuses of the attach script, each a failure the user can act on. */
-const ATTACH_EXIT = { notRunning: 44, ended: 45, noPython: 46, noGdb: 43, noDebugpy: 42, ptrace: 47, noPort: 48 } as const;
+const ATTACH_EXIT = { notRunning: 44, ended: 45, noPython: 46, noGdb: 43, noDebugpy: 42, ptrace: 47, noPort: 48, otherDebugpy: 49 } as const;
 
 export interface PidAttach {
   /** The trainer's pid on the worker. */
@@ -69,10 +69,18 @@ for p in $(seq ${basePort} $((${basePort} + 200))); do listening "$p" || { port=
 [ -n "$port" ] || exit ${x.noPort}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-# Injects, then waits for debugpy's listening socket in the target (the injector returns before it opens).
+# Injects, then waits for debugpy's listening socket in the target (the injector returns before it opens). What
+# the injected code prints goes to the target's stderr, the run's log: read from where the log ended before.
+refused() { tail -c +$((logsize + 1)) "$d/log" | grep -q 'listen() has already been called'; }
 attach() {
+  logsize=$(wc -c < "$d/log")
   timeout 120 "$@" -m debugpy --listen "127.0.0.1:$port" --pid "$pid" >>"$out" 2>&1
-  for _ in $(seq 1 $((${waitSeconds} * 4))); do listening "$port" && return 0; kill -0 "$pid" 2>/dev/null || return 1; sleep 0.25; done
+  for _ in $(seq 1 $((${waitSeconds} * 4))); do
+    listening "$port" && return 0
+    refused && exit ${x.otherDebugpy}
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.25
+  done
   return 1
 }
 if attach "$py"; then via=plain
@@ -124,6 +132,8 @@ export async function attachDebugpyToRun(
         'PERMISSION_DENIED',
         `gdb could not attach to the trainer on ${where}, neither as you nor with \`sudo -n\` (${said}): allow it on the worker with passwordless sudo, or \`echo 0 | sudo tee /proc/sys/kernel/yama/ptrace_scope\`, or start the run with "Debug on TPU" instead.`,
       );
+    case x.otherDebugpy:
+      throw new TpwError('FAILED_PRECONDITION', `debugpy already listens in the trainer on ${where}, started by something other than TPU Workbench: attach to the port it chose (forward it with "Forward Port…").`);
     default:
       throw new TpwError('INTERNAL', `Attaching the debugger on ${where} failed (exit ${r.code}): ${said}`);
   }
