@@ -174,5 +174,8 @@ describe('Debug on TPU in VS Code (code-server), without the Python extension', 
     assert.match(log, new RegExp(`loop done total=${(600 * 601) / 2}`));
     const ended = (JSON.parse(cli('runs', '--json')) as RunJson[]).find((r) => r.runId === runId);
     assert.equal(ended?.status, 'succeeded', JSON.stringify(ended));
+    // From the palette, with no run going, the command says what to do first.
+    await wb.runCommand('TPU: Attach Debugger…');
+    await wb.waitForNotification(/Attach Debugger failed: No run is going: start one with "Run on TPU", then attach the debugger to it\./);
   });
 });
