@@ -14,7 +14,7 @@ mkdir -p "$TPW_CACHE"
 say() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- system packages -------------------------------------------------------------------------------
-pkgs=(openssh-server openssh-client git tar rsync pssh)  # rsync, pssh: peers in test/bench (BENCHMARKS.md)
+pkgs=(openssh-server openssh-client git tar rsync pssh gdb)  # rsync, pssh: peers in test/bench (BENCHMARKS.md); gdb: "Attach Debugger" (debugpy --pid)
 [ $e2e = 1 ] && pkgs+=(chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config ripgrep g++ make python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

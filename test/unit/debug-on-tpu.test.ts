@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
+import { attachDebugpyToRun } from '../../extension/src/core/debug/attach-pid';
 import { attachConfiguration, debugPort, debugRunEnv, forwardDebugpy, prepareDebugpy, waitForDebugpy } from '../../extension/src/core/debug/debugpy';
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
@@ -61,6 +62,7 @@ test('a breakpoint set in the local trainer stops the run on the worker at that 
   const plan = { workers: [0] };
   const lines: string[] = [];
   let ended = false;
+  let runId = '';
   const running: Promise<RunResult> = runRecipe({
     backend,
     node,
@@ -68,6 +70,7 @@ test('a breakpoint set in the local trainer stops the run on the worker at that 
     workspaceRoot: pod.ws,
     conns: owner,
     ...debugRunEnv(plan),
+    onStarted: (id) => (runId = id),
     listener: { onLine: (_w, _s, l) => lines.push(l) },
   }).finally(() => (ended = true));
 
@@ -105,6 +108,9 @@ test('a breakpoint set in the local trainer stops the run on the worker at that 
   const step = await client.request('evaluate', { expression: 'step', frameId, context: 'watch' });
   assert.equal(step.body?.result, '1', 'stopped in the first step');
   assert.equal(owner.connectAttempts, attempts, 'the debugger came over the run\'s connection');
+  // "Attach Debugger" on this run finds the port the run's debugpy recorded instead of injecting a second one.
+  const again = await attachDebugpyToRun(owner, w0, runId);
+  assert.deepEqual([again.port, again.via], [debugPort(plan, 0), 'already']);
 
   // Lift the breakpoint and let the run finish.
   await client.request('setBreakpoints', { source: { path: localFile }, breakpoints: [] });

@@ -16,7 +16,7 @@ import type { WorkerTerminals } from './terminal';
 import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './worker-actions';
 import { chooseZones } from './zones-pick';
 import { launchTaskYaml } from './task-launch';
-import { debugOnTpu } from './debug';
+import { attachDebugger, debugOnTpu } from './debug';
 import { openInBrowser, type PortForwards } from './port-forwards';
 
 /** What command handlers need besides the context. */
@@ -121,6 +121,7 @@ const COMMANDS: Record<string, CommandSpec> = {
       if (node) await debugOnTpu(s.ctx, s.runs, arg, node);
     },
   },
+  'tpuWorkbench.attachDebugger': { title: 'Attach Debugger', handler: ({ ctx }, arg) => attachDebugger(ctx, arg) },
   'tpuWorkbench.forwardPort': {
     title: 'Forward Port',
     handler: async (s, arg) => {

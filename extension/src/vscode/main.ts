@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { registerTpuDebugAdapter } from './debug';
 import { watchTaskYamlContext } from './task-launch';
 import { PortForwards } from './port-forwards';
 import { registerTpuTasks } from './tasks';
@@ -38,6 +39,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const forwards = c.own(new PortForwards(c));
   registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
   watchTaskYamlContext(c);
+  registerTpuDebugAdapter(c);
   c.own(registerTpuTasks(c));
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).

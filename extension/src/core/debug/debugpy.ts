@@ -36,10 +36,18 @@ def _tpw_debugpy() -> None:
     me = os.environ.get("TPU_WORKER_ID", "0")
     if workers != "all" and me not in workers.split(","):
         return
+    # The recipe's own files are never frozen modules: pydevd's warning about the standard library's would
+    # only add four lines to every debugged run's log.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     import debugpy
 
     port = int(base) + int(me)
     debugpy.listen(("127.0.0.1", port))
+    # "Attach Debugger" finds this process's port here (a process listens once), core/debug/attach-pid.ts.
+    run_dir = os.environ.get("TPW_RUN_DIR")
+    if run_dir:
+        with open(os.path.join(run_dir, "debugpy"), "w") as f:
+            f.write(f"{os.getpid()} {port}\\n")
     print(f"tpw: debugpy listening on 127.0.0.1:{port} (worker {me}); waiting for the debugger", flush=True)
     debugpy.wait_for_client()
 
@@ -122,9 +130,15 @@ export function forwardDebugpy(conns: ConnectionManager, target: WorkerTarget, p
   return PortForward.open(conns, { target, remotePort: port, remoteHost: '127.0.0.1' });
 }
 
-/** A VS Code `debugpy` attach configuration, as plain data (core does not import vscode). */
+/**
+ * The debug type TPU Workbench contributes (package.json `contributes.debuggers`). Its adapter is debugpy's own
+ * listening socket, reached at `connect` (the local end of the tunnel): see vscode/debug.ts.
+ */
+export const TPU_DEBUG_TYPE = 'tpu-debugpy';
+
+/** A VS Code attach configuration of that type, as plain data (core does not import vscode). */
 export interface DebugpyAttachConfiguration {
-  type: 'debugpy';
+  type: typeof TPU_DEBUG_TYPE;
   request: 'attach';
   name: string;
   connect: { host: string; port: number };
@@ -139,7 +153,7 @@ export interface DebugpyAttachConfiguration {
 export function attachConfiguration(opts: { name: string; localPort: number; workspaceRoot: string; remoteWorkspace: string; home: string }): DebugpyAttachConfiguration {
   const remoteRoot = opts.remoteWorkspace.replace(/^~(?=\/|$)/, opts.home);
   return {
-    type: 'debugpy',
+    type: TPU_DEBUG_TYPE,
     request: 'attach',
     name: opts.name,
     connect: { host: '127.0.0.1', port: opts.localPort },

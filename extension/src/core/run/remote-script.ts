@@ -13,6 +13,8 @@ import type { EnvValue } from './types';
  *     log        stdout and stderr of the program, interleaved as written (appended, never truncated later)
  *     exit_code  written by the wrapper when the program ends (absent while running, or if SIGKILLed)
  *     starter    pid of the start script itself (so a stop can tell a run that failed to start from a slow one)
+ *     debugpy    `<pid> <port>` of the process whose debugpy listens on the worker's loopback ("Debug on TPU",
+ *                "Attach Debugger"; core/debug/), so a second attach reuses it
  *
  * The start script returns as soon as the program runs in a process group of its own, with its output going
  * only to `log` (never back over the SSH channel): a run costs one short exec per worker to start and nothing
