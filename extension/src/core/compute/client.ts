@@ -64,20 +64,29 @@ export function googleComputeClients(project: string): ComputeClients {
 }
 
 /**
- * Clients for the local emulator. `@google-cloud/compute` carries its own google-gax, whose REST transport calls
- * `auth.fetch()` and `auth.getRequestHeaders()`: the emulator's bearer token is given through exactly those two,
- * so the client sends `Authorization: Bearer <token>` as it sends Google's access token.
+ * The `auth` a google-gax REST client (its own copy, in each of @google-cloud/compute and @google-cloud/os-login)
+ * calls: `getRequestHeaders()` and `fetch()`. Given for the local emulator so that every request carries its bearer
+ * token as a Google client carries an access token.
  */
-export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>): ComputeClients {
-  const bearer = `Bearer ${endpoint.token}`;
-  const auth = {
+export function emulatorBearerAuth(token: string): { getRequestHeaders(): Promise<Headers>; fetch(url: string | URL, init: RequestInit): Promise<Response> } {
+  const bearer = `Bearer ${token}`;
+  return {
     getRequestHeaders: async () => new Headers({ authorization: bearer }),
-    fetch: async (url: string | URL, init: RequestInit) => {
+    fetch: async (url, init) => {
       const headers = new Headers(init.headers ?? {});
       headers.set('authorization', bearer);
       return fetch(url, { method: init.method, body: init.body, headers, signal: init.signal });
     },
   };
+}
+
+/**
+ * Clients for the local emulator. `@google-cloud/compute` carries its own google-gax, whose REST transport calls
+ * `auth.fetch()` and `auth.getRequestHeaders()`: the emulator's bearer token is given through exactly those two,
+ * so the client sends `Authorization: Bearer <token>` as it sends Google's access token.
+ */
+export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>): ComputeClients {
+  const auth = emulatorBearerAuth(endpoint.token);
   const options = {
     apiEndpoint: endpoint.host,
     port: endpoint.restPort,

@@ -3,6 +3,7 @@ import { utils } from 'ssh2';
 import type { EmulatorEndpoint } from '../emulator/endpoint';
 import { TpwError } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
+import { emulatorBearerAuth } from './client';
 
 export { osLoginEnabledOn } from './os-login-policy';
 
@@ -58,15 +59,7 @@ export function googleOsLogin(): OsLoginAccess {
  * endpoint file names.
  */
 export function emulatorOsLogin(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token' | 'account'>): OsLoginAccess {
-  const bearer = `Bearer ${endpoint.token}`;
-  const auth = {
-    getRequestHeaders: async () => new Headers({ authorization: bearer }),
-    fetch: async (url: string | URL, init: RequestInit) => {
-      const headers = new Headers(init.headers ?? {});
-      headers.set('authorization', bearer);
-      return fetch(url, { method: init.method, body: init.body, headers, signal: init.signal });
-    },
-  };
+  const auth = emulatorBearerAuth(endpoint.token);
   const client = new OsLoginServiceClient({
     fallback: true,
     apiEndpoint: endpoint.host,
