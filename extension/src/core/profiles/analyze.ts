@@ -133,8 +133,11 @@ export class Analyzer implements XSpaceVisitor {
   private strings: string[] | undefined;
   /** Timeline name id by name key (-1: not resolved yet), across the planes that share a string table. */
   private nameOfKey = new Int32Array(1024).fill(-1);
-  /** Step-interval kind by metadata id, host plane only. */
-  private kindOf: Kind[] = [];
+  /**
+   * Step-interval kind by name key (-1: not known yet), across the planes that share a string table. Typed and
+   * by key: a plain array written at metadata ids (thousands, in any order) turned into a slow dictionary.
+   */
+  private kindOfKey = new Int8Array(1024).fill(-1);
   // Scratch reused across lines.
   private order = new Uint32Array(1024);
   private depthEnd = new Float64Array(64);
@@ -152,10 +155,10 @@ export class Analyzer implements XSpaceVisitor {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
     if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
     this.meta = p.meta;
-    this.kindOf = [];
     if (p.strings !== this.strings) {
       this.strings = p.strings;
       this.nameOfKey.fill(-1);
+      this.kindOfKey.fill(-1);
     }
     this.ops.plane(p);
     this.devices.plane(p);
@@ -291,8 +294,14 @@ export class Analyzer implements XSpaceVisitor {
   }
 
   private kindOfMeta(metaId: number): Kind {
-    let k = this.kindOf[metaId];
-    if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta.get(metaId)?.name ?? '');
+    const info = this.meta.get(metaId);
+    const key = info ? info.key : -1;
+    if (key >= 0 && key < this.kindOfKey.length && this.kindOfKey[key] >= 0) return this.kindOfKey[key] as Kind;
+    const k = kindOf(info?.name ?? '');
+    if (key >= 0 && key < 1 << 24) {
+      this.kindOfKey = grown(this.kindOfKey, key + 1, -1);
+      this.kindOfKey[key] = k;
+    }
     return k;
   }
 }
