@@ -133,6 +133,10 @@ export class Analyzer implements XSpaceVisitor {
   private strings: string[] | undefined;
   /** Timeline name id by name key (-1: not resolved yet), across the planes that share a string table. */
   private nameOfKey = new Int32Array(1024).fill(-1);
+  /** Timeline name id by metadata id on the current plane (-1: not resolved yet): one load per event. */
+  private nameOfMeta = new Int32Array(1024).fill(-1);
+  /** nameOfMeta's entries past this are all -1 (what a new plane must reset). */
+  private nameOfMetaUsed = 0;
   /**
    * Step-interval kind by name key (-1: not known yet), across the planes that share a string table. Typed and
    * by key: a plain array written at metadata ids (thousands, in any order) turned into a slow dictionary.
@@ -155,6 +159,8 @@ export class Analyzer implements XSpaceVisitor {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
     if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
     this.meta = p.meta;
+    this.nameOfMeta.fill(-1, 0, this.nameOfMetaUsed);
+    this.nameOfMetaUsed = 0;
     if (p.strings !== this.strings) {
       this.strings = p.strings;
       this.nameOfKey.fill(-1);
@@ -190,6 +196,7 @@ export class Analyzer implements XSpaceVisitor {
     const busyOn = device ? (allOps || !NOT_BUSY_LINES.has(l.name) ? this.busy : undefined) : this.hostBusy;
     const { offsetPs, durationPs, op, metaId, timestampNs } = l;
     let depthEnd = this.depthEnd;
+    const nameOfMeta = this.nameOfMeta;
     let dTop = 0;
     let busyS = NaN, busyE = NaN;
     let t0 = this.t0, t1 = this.t1;
@@ -208,7 +215,9 @@ export class Analyzer implements XSpaceVisitor {
       if (tStart && tDur && tName && tDepth) {
         tStart[k] = sUs;
         tDur[k] = dur / 1e6;
-        tName[k] = this.nameId(metaId[i]);
+        const m = metaId[i];
+        const id = m >= 0 && m < nameOfMeta.length ? nameOfMeta[m] : -1;
+        tName[k] = id >= 0 ? id : this.nameId(m);
         tDepth[k] = depth;
       }
       if (isHost) {
@@ -274,8 +283,19 @@ export class Analyzer implements XSpaceVisitor {
   private nameId(metaId: number): number {
     const info = this.meta.get(metaId);
     const key = info ? info.key : -1;
-    const id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
-    return id >= 0 ? id : this.newNameId(info, key);
+    let id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
+    if (id < 0) id = this.newNameId(info, key);
+    // Cached by metadata id for the rest of the plane (not past the first 16 M ids; a line's loop holds the array).
+    if (metaId >= 0 && metaId < this.nameOfMeta.length) {
+      this.nameOfMeta[metaId] = id;
+      this.nameOfMetaUsed = Math.max(this.nameOfMetaUsed, metaId + 1);
+    } else if (metaId >= this.nameOfMeta.length && metaId < 1 << 24) {
+      // Grown for the next line (the current one keeps the array it started with).
+      this.nameOfMeta = grown(this.nameOfMeta, metaId + 1, -1);
+      this.nameOfMeta[metaId] = id;
+      this.nameOfMetaUsed = Math.max(this.nameOfMetaUsed, metaId + 1);
+    }
+    return id;
   }
 
   private newNameId(info: EventInfo | undefined, key: number): number {
