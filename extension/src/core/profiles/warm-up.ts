@@ -63,7 +63,7 @@ class CaptureWriter {
   }
 
   /** An XLine of `n` back-to-back events; each event gets `stats(k)` and metadata `meta(k)`. */
-  line(id: number, name: string, n: number, meta: (k: number) => number, stats: (k: number, offsetPs: number, durationPs: number) => void, nested = false, shuffled = false): void {
+  line(id: number, name: string, n: number, meta: (k: number) => number, stats: (k: number, offsetPs: number, durationPs: number) => void, nested = false, shuffled = false, pairs = false): void {
     this.msg(3, () => {
       this.num(1, id);
       this.str(2, name);
@@ -75,8 +75,10 @@ class CaptureWriter {
           this.num(1, meta(k));
           // Every fourth event nests in the one before it (a while around its body).
           const child = nested && k % 4 === 3;
-          const off = 7_000_000 * (shuffled ? (k * 37) % n : k) + (child ? -6_000_000 : 0) + base;
-          const dur = child ? 2_000_000 : 6_000_000 + (k % 7) * 10_000 + (k % 50 === 0 ? 2 ** 36 : 0);
+          // Shuffled: out of start order, and in pairs that start together (the longer one is the parent).
+          const slot = shuffled ? (k * 37) % n : k;
+          const off = 7_000_000 * (shuffled || pairs ? slot - (slot % 2) : k) + (child ? -6_000_000 : 0) + base;
+          const dur = (child ? 2_000_000 : 6_000_000 + (k % 7) * 10_000 + (k === n - 1 ? 2 ** 36 : 0)) - (pairs && k % 2 ? 1_000_000 : 0);
           this.num(2, off);
           this.num(3, dur);
           stats(k, off, dur);
@@ -101,6 +103,8 @@ class CaptureWriter {
 
   statMeta(): void {
     for (const [id, name] of STATS) this.msg(5, () => { this.num(1, id); this.msg(2, () => { this.num(1, id); this.str(2, name); }); });
+    // One without a name, as some writers leave them.
+    this.msg(5, () => { this.num(1, 30); this.msg(2, () => this.num(1, 30)); });
   }
 }
 
@@ -111,7 +115,12 @@ export function warmUpCapture(): Uint8Array {
   c.msg(1, () => {
     c.num(1, 1);
     c.str(2, '/device:TPU:0');
-    c.line(1, 'XLA Ops', n, (k) => 1 + (k % 8), (k, off, dur) => { c.stat(7, 3, off - 1_000_000_000); c.stat(8, 3, dur - 50_000); c.stat(9, 3, k); }, true);
+    c.line(1, 'XLA Ops', n, (k) => 1 + (k % 8), (k, off, dur) => {
+      // The device clock reorders a few neighbours now and then, as on real chips.
+      c.stat(7, 3, off - 1_000_000_000 + (k % 16 === 5 ? 7_500_000 : 0));
+      c.stat(8, 3, dur - 50_000);
+      c.stat(9, 3, k);
+    }, true);
     c.line(2, 'XLA Modules', n / 20, () => 9, () => c.stat(9, 3, 1));
     c.line(3, 'Steps', n / 40, () => 10, () => c.stat(9, 3, 1));
     for (let m = 1; m <= 8; m++) {
@@ -124,6 +133,8 @@ export function warmUpCapture(): Uint8Array {
       });
     }
     c.eventMeta(9, 'jit_step(13)', '', () => undefined);
+    // An id past 32 bits (the metadata table keeps such ids apart from the dense ones).
+    c.eventMeta(2 ** 40, 'unreferenced', '', () => undefined);
     c.eventMeta(10, '1', '', () => undefined);
     c.statMeta();
     c.stat(12, 5, 'TPU v6 lite', 6);
@@ -139,9 +150,11 @@ export function warmUpCapture(): Uint8Array {
         else c.stat(1, 5, 'fusion.1');
         c.stat(2, 5, 'jit_train_step');
         if (k % 3 === 0) { c.stat(5, 3, 1000 * k); c.stat(6, 2, 512.5 * k); }
+        if (k % 4 === 1) c.stat(3, 5, 'convolution');
         c.stat(4, 3, 7 + (k % 3));
         c.stat(10, 3, k);
-        c.stat(11, 5, 'a kernel name the op table does not read');
+        // A string stat the op table does not read, now and then longer than 127 bytes (a two-byte length).
+        c.stat(11, 5, k % 8 ? 'a kernel name' : `void xla::gpu::kernel<${'float, '.repeat(24)}128>(float const*, float*, int)`);
       });
     }
     for (let m = 1; m <= 4; m++) c.eventMeta(m, `void kernel_${m}<float, 128>(float const*, float*, int)`, '', () => undefined);
@@ -151,9 +164,18 @@ export function warmUpCapture(): Uint8Array {
     c.num(1, 3);
     c.str(2, '/host:CPU');
     for (let t = 0; t < 2; t++) {
-      // One line longer than the decoder's first columns (1024 events), so that growing them is warm too.
-      c.line(20 + t, `python3/${100 + t}`, t ? 3 * n : n, (k) => 1 + (k % 7), (k) => { c.stat(10, 3, k); if (k % 3 === 0) c.stat(11, 5, 'launch'); }, true);
+      // One line longer than the decoder's first columns (1024 events), so that growing them is warm too; some
+      // events are launches that name the HLO op they launch (GPU runtimes write hlo_op on them too).
+      c.line(20 + t, `python3/${100 + t}`, t ? 3 * n : n, (k) => 1 + (k % 7), (k) => {
+        c.stat(10, 3, k);
+        if (k % 3 === 0) c.stat(11, 5, 'launch');
+        if (k % 5 === 2) c.stat(1, 7, 20);
+        // num_occurrences, which the decoder skips (aggregated events).
+        if (k % 50 === 7) c.num(5, 1);
+      }, true);
     }
+    // Events in start order where some start together (a parent before the child it begins with).
+    c.line(29, 'tf_pjrt', n / 4, (k) => 1 + (k % 7), () => undefined, false, false, true);
     const names = ['ExecuteComputation', 'StepMarker', 'cuLaunchKernel', 'XlaCompile', 'SyncTensorsGraphInternal', 'TransferToDevice', 'ThunkExecutor'];
     names.forEach((name, k) => c.eventMeta(k + 1, name, '', () => undefined));
     // Many metadata entries with long names, as GPU and TensorFlow captures have (thousands of kernel and op
