@@ -6,6 +6,9 @@
  * Used by profiles_real_bench.py.
  *
  *   node --import tsx test/bench/profile-warm.ts FILE [REPS] [--warm-up]
+ *
+ * profiles_real_bench.py runs it bundled by esbuild as the extension is (tsx compiles each module on its own, and
+ * its cross-module bindings are slower than a bundle's); TPW_PROFILE_WORKER then names dist/profile-worker.js.
  */
 import * as path from 'node:path';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
@@ -15,7 +18,7 @@ async function main(): Promise<void> {
   const warmUp = args.includes('--warm-up');
   const [file, repsArg] = args.filter((a) => a !== '--warm-up');
   const reps = Number(repsArg ?? 5);
-  const parser = new ProfileParser(path.resolve(__dirname, '../../dist/profile-worker.js'));
+  const parser = new ProfileParser(process.env.TPW_PROFILE_WORKER ?? path.resolve(__dirname, '../../dist/profile-worker.js'));
   let warmUpMs = 0;
   if (warmUp) {
     const t = performance.now();
