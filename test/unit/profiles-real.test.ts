@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import type { OpRow, ProfileSummary } from '../../extension/src/core/profiles/analyze';
 import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 
 const dir = path.resolve(__dirname, '../fixtures/profiles/real');
@@ -72,6 +73,17 @@ describe('op statistics on real captures agree with xprof', () => {
       for (const [how, s] of paths) assert.deepEqual(differences(s.ops, want), [], `${capture}, ${how}`);
     });
   }
+
+  it('the run view\'s parser gives the same op tables once it warmed its decoder up (warm-up.ts)', async () => {
+    // Captures up to 4 MB are analyzed on the calling thread: the worker file is never loaded here.
+    const parser = new ProfileParser(path.join(dir, 'no-worker.js'));
+    parser.warmUp();
+    try {
+      for (const capture of captures) assert.deepEqual(differences((await parser.analyze(path.join(dir, capture))).ops, expected(capture)), [], capture);
+    } finally {
+      parser.dispose();
+    }
+  });
 
   for (const capture of captures) {
     it(`${capture}: overview and steps as xprof's overview page gives them`, () => {

@@ -133,8 +133,15 @@ export class Analyzer implements XSpaceVisitor {
   private strings: string[] | undefined;
   /** Timeline name id by name key (-1: not resolved yet), across the planes that share a string table. */
   private nameOfKey = new Int32Array(1024).fill(-1);
-  /** Step-interval kind by metadata id, host plane only. */
-  private kindOf: Kind[] = [];
+  /** Timeline name id by metadata id on the current plane (-1: not resolved yet): one load per event. */
+  private nameOfMeta = new Int32Array(1024).fill(-1);
+  /** nameOfMeta's entries past this are all -1 (what a new plane must reset). */
+  private nameOfMetaUsed = 0;
+  /**
+   * Step-interval kind by name key (-1: not known yet), across the planes that share a string table. Typed and
+   * by key: a plain array written at metadata ids (thousands, in any order) turned into a slow dictionary.
+   */
+  private kindOfKey = new Int8Array(1024).fill(-1);
   // Scratch reused across lines.
   private order = new Uint32Array(1024);
   private depthEnd = new Float64Array(64);
@@ -152,10 +159,12 @@ export class Analyzer implements XSpaceVisitor {
     this.planes.push({ name: p.name, lines: p.lineCount, events: 0 });
     if (this.hostIndex < 0 && p.name.startsWith('/host:CPU')) this.hostIndex = p.index;
     this.meta = p.meta;
-    this.kindOf = [];
+    this.nameOfMeta.fill(-1, 0, this.nameOfMetaUsed);
+    this.nameOfMetaUsed = 0;
     if (p.strings !== this.strings) {
       this.strings = p.strings;
       this.nameOfKey.fill(-1);
+      this.kindOfKey.fill(-1);
     }
     this.ops.plane(p);
     this.devices.plane(p);
@@ -187,6 +196,7 @@ export class Analyzer implements XSpaceVisitor {
     const busyOn = device ? (allOps || !NOT_BUSY_LINES.has(l.name) ? this.busy : undefined) : this.hostBusy;
     const { offsetPs, durationPs, op, metaId, timestampNs } = l;
     let depthEnd = this.depthEnd;
+    const nameOfMeta = this.nameOfMeta;
     let dTop = 0;
     let busyS = NaN, busyE = NaN;
     let t0 = this.t0, t1 = this.t1;
@@ -205,7 +215,9 @@ export class Analyzer implements XSpaceVisitor {
       if (tStart && tDur && tName && tDepth) {
         tStart[k] = sUs;
         tDur[k] = dur / 1e6;
-        tName[k] = this.nameId(metaId[i]);
+        const m = metaId[i];
+        const id = m >= 0 && m < nameOfMeta.length ? nameOfMeta[m] : -1;
+        tName[k] = id >= 0 ? id : this.nameId(m);
         tDepth[k] = depth;
       }
       if (isHost) {
@@ -271,8 +283,19 @@ export class Analyzer implements XSpaceVisitor {
   private nameId(metaId: number): number {
     const info = this.meta.get(metaId);
     const key = info ? info.key : -1;
-    const id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
-    return id >= 0 ? id : this.newNameId(info, key);
+    let id = key >= 0 && key < this.nameOfKey.length ? this.nameOfKey[key] : -1;
+    if (id < 0) id = this.newNameId(info, key);
+    // Cached by metadata id for the rest of the plane (not past the first 16 M ids; a line's loop holds the array).
+    if (metaId >= 0 && metaId < this.nameOfMeta.length) {
+      this.nameOfMeta[metaId] = id;
+      this.nameOfMetaUsed = Math.max(this.nameOfMetaUsed, metaId + 1);
+    } else if (metaId >= this.nameOfMeta.length && metaId < 1 << 24) {
+      // Grown for the next line (the current one keeps the array it started with).
+      this.nameOfMeta = grown(this.nameOfMeta, metaId + 1, -1);
+      this.nameOfMeta[metaId] = id;
+      this.nameOfMetaUsed = Math.max(this.nameOfMetaUsed, metaId + 1);
+    }
+    return id;
   }
 
   private newNameId(info: EventInfo | undefined, key: number): number {
@@ -291,8 +314,14 @@ export class Analyzer implements XSpaceVisitor {
   }
 
   private kindOfMeta(metaId: number): Kind {
-    let k = this.kindOf[metaId];
-    if (k === undefined) k = this.kindOf[metaId] = kindOf(this.meta.get(metaId)?.name ?? '');
+    const info = this.meta.get(metaId);
+    const key = info ? info.key : -1;
+    if (key >= 0 && key < this.kindOfKey.length && this.kindOfKey[key] >= 0) return this.kindOfKey[key] as Kind;
+    const k = kindOf(info?.name ?? '');
+    if (key >= 0 && key < 1 << 24) {
+      this.kindOfKey = grown(this.kindOfKey, key + 1, -1);
+      this.kindOfKey[key] = k;
+    }
     return k;
   }
 }

@@ -51,7 +51,9 @@ function sub(r: Reader, f: (r: Reader, end: number) => void): void {
 
 /** Decodes what the op table needs of a serialized HloProto; anything else is skipped. Throws on corrupt input. */
 export function decodeHloProgram(bytes: Uint8Array): HloProgram {
-  const r = protobuf.Reader.create(bytes);
+  // Through a Buffer view (no copy), so protobufjs gives the BufferReader the streaming decoder uses: the
+  // varint helpers they share then see one kind of reader and buffer, and stay optimized for it.
+  const r = protobuf.Reader.create(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   const out: HloProgram = { id: '', name: '', categories: new Map() };
   const instruction = (r: Reader, end: number): void => {
     let name = '';

@@ -14,7 +14,6 @@
 import { grown } from './xplane';
 
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
-const encoder = new TextEncoder();
 const EMPTY = -1;
 
 export class Utf8Interner {
@@ -46,7 +45,8 @@ export class Utf8Interner {
 
   /** The key of a JS string (rare: names made up for missing metadata, numbers given where a name was expected). */
   internString(s: string): number {
-    const b = encoder.encode(s);
+    // A Buffer, like the decoder's read window: intern() then sees one kind of array.
+    const b = Buffer.from(s, 'utf8');
     return this.intern(b, 0, b.length);
   }
 

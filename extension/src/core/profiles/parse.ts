@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { analyzeProfileFile, type ProfileSummary } from './analyze';
+import { DecoderWarmUp } from './warm-up';
 import { ProfileFormatError } from './xplane';
 
 /**
@@ -29,12 +30,49 @@ export class ProfileParser {
   private worker: Worker | undefined;
   private next = 1;
   private readonly pending = new Map<number, { resolve(r: WorkerReply): void; reject(e: Error): void }>();
+  /** Whether this thread's decoder has run (a capture, or the warm-up), or is warming. */
+  private warm = false;
+  private warming: { w: DecoderWarmUp; timer: NodeJS.Timeout } | undefined;
 
   /**
    * @param workerFile the built worker (dist/profile-worker.js), or worker.ts under tsx in tests.
    * @param inlineMaxBytes captures up to this size skip the worker (tests set -1 to exercise it).
    */
   constructor(private readonly workerFile: string, private readonly inlineMaxBytes = INLINE_MAX_BYTES) {}
+
+  /**
+   * Warms this thread's decoder (warm-up.ts) once, starting `delayMs` from now, one pass per turn of the event
+   * loop, unless a capture is analyzed first (that warms it as well). The run view calls it when it opens, so
+   * that the first capture opened in it runs on warm code.
+   */
+  warmUpSoon(delayMs = 250): void {
+    if (this.warm) return;
+    this.warm = true;
+    const w = new DecoderWarmUp();
+    const next = (ms: number): void => {
+      const timer = setTimeout(() => { if (w.pass()) next(0); else this.warming = undefined; }, ms);
+      // An idle extension host or CLI must not be kept alive by it.
+      timer.unref();
+      this.warming = { w, timer };
+    };
+    next(delayMs);
+  }
+
+  /** Warms this thread's decoder now, all passes (once; does nothing once warm). */
+  warmUp(): void {
+    if (this.warm) return;
+    this.warm = true;
+    const w = new DecoderWarmUp();
+    while (w.pass());
+  }
+
+  private stopWarmUp(): void {
+    this.warm = true;
+    if (!this.warming) return;
+    clearTimeout(this.warming.timer);
+    this.warming.w.dispose();
+    this.warming = undefined;
+  }
 
   private start(): Worker {
     if (this.worker) return this.worker;
@@ -69,6 +107,8 @@ export class ProfileParser {
 
   async analyze(file: string): Promise<ProfileSummary> {
     if (statSync(file).size <= this.inlineMaxBytes) {
+      // Analyzing warms the decoder as well as the warm-up would.
+      this.stopWarmUp();
       try {
         return analyzeProfileFile(file);
       } catch (e) {
@@ -89,6 +129,7 @@ export class ProfileParser {
   }
 
   dispose(): void {
+    this.stopWarmUp();
     void this.worker?.terminate();
     this.worker = undefined;
   }

@@ -94,12 +94,16 @@ export function eventInfo(
   const flops = stat('flops');
   const bytes = stat('bytes_accessed');
   const program = stat('program_id');
+  // Fields in the order of every other EventInfo (stream.ts's plainInfo): one object shape for the analysis's
+  // lookups, which V8 otherwise compiles for one shape and throws away on meeting the other.
   return {
-    name, key, displayName, hloProto,
+    name, key,
     category: typeof cat === 'string' ? cat : undefined,
     flops: typeof flops === 'number' ? flops : undefined,
     bytes: typeof bytes === 'number' ? bytes : undefined,
+    displayName,
     program: program === undefined ? undefined : String(program),
+    hloProto,
   };
 }
 

@@ -115,12 +115,15 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
     fieldAt = pos;
     let tag = buf[pos++];
     if (tag >= 0x80) { tag = varintAt(buf, pos - 1); pos = after; }
-    if (tag === ((1 << 3) | 0)) { meta = varintAt(buf, pos); pos = after; }
+    // One-byte varints (metadata ids, lengths, stat ids: most of them) are read here; a call each was a
+    // quarter of the decoder's time on a 200 MB capture (V8 does not inline varintAt into this big a function).
+    if (tag === ((1 << 3) | 0)) { const b = buf[pos]; if (b < 0x80) { meta = b; pos++; } else { meta = varintAt(buf, pos); pos = after; } }
     else if (tag === ((2 << 3) | 0)) { offset = varintAt(buf, pos); pos = after; }
     else if (tag === ((3 << 3) | 0)) { dur = varintAt(buf, pos); pos = after; }
     else if (tag === ((4 << 3) | 2)) {
-      const e = varintAt(buf, pos) + after;
-      pos = after;
+      let e = buf[pos];
+      if (e < 0x80) e += ++pos;
+      else { e = varintAt(buf, pos) + after; pos = after; }
       if (e > end) throw new RangeError('index out of range');
       // metadata_id comes first in serialized stats: most stats are not kept, and are skipped whole.
       let k: number = Kept.No;
@@ -129,11 +132,13 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
         let t = buf[pos++];
         if (t >= 0x80) { t = varintAt(buf, pos - 1); pos = after; }
         if (t === ((1 << 3) | 0)) {
-          const m = varintAt(buf, pos);
-          if (after > e) throw new RangeError('index out of range');
+          let m = buf[pos];
+          let next = pos + 1;
+          if (m >= 0x80 || m === undefined) { m = varintAt(buf, pos); next = after; }
+          if (next > e) throw new RangeError('index out of range');
           k = m < kept.length ? kept[m] : Kept.No;
           if (k === Kept.No) { pos = e; break; }
-          pos = after;
+          pos = next;
           continue;
         }
         // A kept stat's value: varints read here, anything else through the Reader.

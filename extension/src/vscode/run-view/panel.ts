@@ -53,6 +53,8 @@ export class RunViewPanel implements vscode.Disposable {
       localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
     });
     const view = new RunViewPanel(ctx, panel, info);
+    // While the webview loads: the first capture opened in it then runs on warm code (core/profiles/warm-up.ts).
+    view.parser().warmUpSoon();
     ctx.setContext('runViewOpened', true);
     RunViewPanel.panels.set(info.runId, view);
     RunViewPanel.last = view;
