@@ -137,7 +137,7 @@ describe('capture analyses (prefetch and cache)', () => {
 
   it('keeps summaries within its budget: prefetching stops there, an open evicts the least recently used', async () => {
     const gpuBytes = summaryBytes(await parser.analyze(GPU));
-    const { a } = analyses({ budgetBytes: gpuBytes });
+    const { a, events } = analyses({ budgetBytes: gpuBytes });
     const [g, t, f] = [job(GPU), job(TPU), job(TF)];
     for (const j of [g, t, f]) a.prefetch(j);
     await a.whenIdle();
@@ -147,6 +147,7 @@ describe('capture analyses (prefetch and cache)', () => {
     const opened = await a.open(t);
     assert.equal(opened.prefetched, false);
     assert.deepEqual([a.isReady(g.key), a.isReady(t.key)], [false, true], 'the GPU summary made room');
+    assert.deepEqual(events.filter((e) => e.kind === 'evicted'), [{ kind: 'evicted', key: g.key }], 'and the eviction is told (the list drops its ready mark)');
     assert.ok(a.keptBytes <= Math.max(gpuBytes, summaryBytes(opened.summary)));
   });
 

@@ -45,7 +45,9 @@ export interface Opened {
 export type AnalysisEvent =
   | { kind: 'analyzed'; key: string; background: boolean; ms: number }
   | { kind: 'failed'; key: string; background: boolean; error: unknown }
-  | { kind: 'served'; key: string; prefetched: boolean };
+  | { kind: 'served'; key: string; prefetched: boolean }
+  /** Dropped to stay within the budget: opening it analyzes it again. */
+  | { kind: 'evicted'; key: string };
 
 export interface CaptureAnalysesOptions {
   /** Summaries kept, in bytes (about: their timeline columns and strings). */
@@ -219,6 +221,7 @@ export class CaptureAnalyses {
       if (this.usedBytes <= this.budget || k === key) break;
       this.done.delete(k);
       this.usedBytes -= v.bytes;
+      this.opts.onEvent?.({ kind: 'evicted', key: k });
     }
   }
 }

@@ -210,6 +210,11 @@ export class RunViewPanel implements vscode.Disposable {
         c.capture.ready = true;
         this.postCaptures();
       }
+    } else if (e.kind === 'evicted') {
+      if (c) {
+        c.capture.ready = false;
+        this.postCaptures();
+      }
     } else if (e.kind === 'failed') {
       this.ctx.log.warn(`run view: profile ${name} could not be analyzed${e.background ? ' (prefetch)' : ''}: ${describeError(e.error)}`);
     } else {
