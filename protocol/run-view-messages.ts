@@ -42,6 +42,8 @@ export interface ProfileCapture {
   worker?: number;
   /** Where the file is, for display. */
   location: string;
+  /** Analyzed in the background already: opening it shows the result at once. */
+  ready?: boolean;
 }
 
 export interface ProfileListMessage {
@@ -126,6 +128,8 @@ export interface ProfileMessage {
   type: 'profile';
   id: string;
   summary: ProfileSummary;
+  /** The analysis was made (or under way) before the capture was opened: the click started no parse. */
+  prefetched: boolean;
 }
 
 export interface ProfileErrorMessage {

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Ours against xprof and xprof-rs on the real captures (test/fixtures/profiles/real) and on a >= 200 MB capture
-made by repeating the real TPU capture (repeated XSpace messages concatenate: N times the planes and events).
+"""Ours against xprof and xprof-rs on the real captures (test/fixtures/profiles/real) and on two >= 200 MB captures
+made at run time by repeating a real one (repeated XSpace messages concatenate: N times the planes and events):
+the TPU capture (xprof-rs fails on TPU captures) and a JAX GPU capture (where xprof-rs answers). On those, our op
+table is checked against the single capture's: every op's count and self time N times.
 
     . scripts/env.sh && node scripts/build.mjs && python3 test/bench/profiles_real_bench.py [--reps 5] [--big-reps 3]
 
@@ -11,7 +13,9 @@ time and the process's peak RSS come from wait4 (what /usr/bin/time reports):
   esbuild as the extension is, so that module boundaries cost what they cost in dist/extension.js): the first
   call, and the median of 5 more; no process start (the extension host is running already). And the first call
   after the parser's warm-up (what the run view runs when it opens: core/profiles/warm-up.ts), in a process of
-  its own, with the warm-up's own time noted.
+  its own, with the warm-up's own time noted. And, in a third process, the run view as it is now: the capture
+  listed, analyzed in the background (CaptureAnalyses, on the worker thread), then opened: the click's wait (a
+  lookup) and that plus a structured clone of the message the panel posts.
 - xprof (PyPI xprof): `xspace_to_tool_data([FILE], 'hlo_stats', {'use_saved_result': False})` on a private copy
   (xprof caches per directory), Python's start and imports included.
 - xprof-rs (PyPI xprof-rs): the server, cold: `xprof-rs --logdir DIR` started, one hlo_stats request, stopped
@@ -94,15 +98,39 @@ def xprof_rs_server(capture, tmp):
     return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": 0 if ok else 1, "out": body[:200].decode(errors="replace")}
 
 
-def big_capture(tmp, min_mb):
-    src = os.path.join(REAL, "tpu-v6e-4-inference.xplane.pb")
+BIG_SOURCES = ("tpu-v6e-4-inference", "jax-te-fused-attn")
+
+
+def big_capture(tmp, min_mb, source):
+    """`source` written N times one after the other, N the least that makes min_mb MiB; returns (path, N, source path)."""
+    src = os.path.join(REAL, f"{source}.xplane.pb")
     with open(src, "rb") as f:
         data = f.read()
     n = -(-min_mb * 1024 * 1024 // len(data))
-    path = os.path.join(tmp, f"tpu-v6e-4-inference-x{n}.xplane.pb")
+    path = os.path.join(tmp, f"{source}-x{n}.xplane.pb")
     with open(path, "wb") as f:
         f.writelines(data for _ in range(n))
-    return path
+    return path, n, src
+
+
+def ops_of(capture):
+    r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
+    if r["code"] != 0:
+        sys.exit(f"tpw profile failed on {capture}: {r['out'][-500:]}")
+    return json.loads(r["out"])["ops"]
+
+
+def repeated_ops_check(big_ops, single, n):
+    """Our op table of the repeated capture against the single one's: the same ops, each count and self time × n."""
+    one = {(o["program"], o["name"]): o for o in ops_of(single)}
+    big = {(o["program"], o["name"]): o for o in big_ops}
+    if one.keys() != big.keys():
+        return f"ops differ: {len(big)} ops against {len(one)}"
+    for k, o in one.items():
+        b = big[k]
+        if b["count"] != o["count"] * n or abs(b["self_us"] - o["self_us"] * n) > 1e-6 * max(1.0, o["self_us"] * n):
+            return f"op {k[1]}: count {b['count']}, self {b['self_us']:.3f} µs against {n} × ({o['count']}, {o['self_us']:.3f} µs)"
+    return f"ok: {len(one)} ops, each count and self time × {n}"
 
 
 def warm_bundle(tmp):
@@ -114,17 +142,25 @@ def warm_bundle(tmp):
     return out
 
 
-def bench(capture, reps, tmp):
+COLS = ["ours-cli", "ours-host-first", "ours-host-warmed-up", "ours-host-warm", "ours-warm-up", "ours-prefetch", "ours-prefetched-open",
+        "ours-prefetched-post", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview"]
+
+
+def bench(capture, reps, tmp, repeated=None):
+    """`repeated`: (N, source capture) when `capture` is a source written N times."""
     name = os.path.basename(capture)
     work = tempfile.mkdtemp(dir=tmp)
-    rows = {k: [] for k in ("ours-cli", "ours-host-first", "ours-host-warmed-up", "ours-host-warm", "ours-warm-up", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview")}
+    rows = {k: [] for k in COLS}
     notes = {}
     for _ in range(reps):
         r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
         if r["code"] != 0:
             sys.exit(f"tpw profile failed on {name}: {r['out'][-500:]}")
         rows["ours-cli"].append(r)
-        notes["ours ops"] = len(json.loads(r["out"])["ops"])
+        ops = json.loads(r["out"])["ops"]
+        notes["ours ops"] = len(ops)
+        if repeated and "ops x N" not in notes:
+            notes["ops x N"] = repeated_ops_check(ops, repeated[1], repeated[0])
         warm_env = dict(os.environ, TPW_PROFILE_WORKER=os.path.join(ROOT, "dist", "profile-worker.js"))
         r = measure(["node", WARM, capture, "5"], env=warm_env)
         w = json.loads(r["out"].strip().splitlines()[-1])
@@ -134,6 +170,13 @@ def bench(capture, reps, tmp):
         w = json.loads(r["out"].strip().splitlines()[-1])
         rows["ours-host-warmed-up"].append({"ms": w["firstMs"], "mb": r["mb"], "code": 0})
         rows["ours-warm-up"].append({"ms": w["warmUpMs"], "mb": r["mb"], "code": 0})
+        r = measure(["node", WARM, capture, "0", "--prefetched"], env=warm_env)
+        w = json.loads(r["out"].strip().splitlines()[-1])
+        if w["analyses"] != 1 or not w["prefetched"]:
+            sys.exit(f"prefetch of {name}: {w['analyses']} analyses, prefetched {w['prefetched']} (expected 1, true)")
+        rows["ours-prefetch"].append({"ms": w["prefetchMs"], "mb": r["mb"], "code": 0})
+        rows["ours-prefetched-open"].append({"ms": w["openMs"], "mb": r["mb"], "code": 0})
+        rows["ours-prefetched-post"].append({"ms": w["postMs"], "mb": r["mb"], "code": 0})
         # xprof caches its op stats next to the capture: a fresh copy (a hard link) in a fresh directory each rep.
         d = tempfile.mkdtemp(dir=work)
         copy = os.path.join(d, name)
@@ -168,20 +211,24 @@ def main():
     try:
         WARM = warm_bundle(tmp)
         captures = sorted(os.path.join(REAL, f) for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
-        runs = [(c, args.reps) for c in captures]
+        runs = [(c, args.reps, None) for c in captures]
         if args.big_reps > 0:
-            runs.append((big_capture(tmp, args.big_mb), args.big_reps))
+            for source in BIG_SOURCES:
+                if args.only and args.only not in f"{source}-x":
+                    continue
+                path, n, src = big_capture(tmp, args.big_mb, source)
+                runs.append((path, args.big_reps, (n, src)))
         if args.only:
             runs = [r for r in runs if args.only in os.path.basename(r[0])]
         results = []
-        cols = ["ours-cli", "ours-host-first", "ours-host-warmed-up", "ours-host-warm", "ours-warm-up", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview"]
+        cols = COLS
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print("| capture | MB | " + " | ".join(f"{c} ms / MB" for c in cols) + " | notes |")
         print("|---|---|" + "---|" * len(cols) + "---|")
-        for capture, reps in runs:
-            name, size, rows, notes = bench(capture, reps, tmp)
+        for capture, reps, repeated in runs:
+            name, size, rows, notes = bench(capture, reps, tmp, repeated)
             results.append({"capture": name, "bytes": size, "reps": reps, "samples": rows, "notes": notes})
-            cells = [f"{med(rows[c], 'ms'):,.0f} / {med(rows[c], 'mb'):,.0f}" for c in cols]
+            cells = [f"{med(rows[c], 'ms'):,.{1 if c.startswith('ours-prefetched') else 0}f} / {med(rows[c], 'mb'):,.0f}" for c in cols]
             print(f"| {name} | {size / 1e6:.2f} | " + " | ".join(cells) + f" | {'; '.join(f'{k}: {v}' for k, v in notes.items())} |", flush=True)
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         if args.json:

@@ -44,6 +44,8 @@ describe('run artifacts from the workers (emulator SSH)', () => {
         fs.writeFileSync(path.join(run, 'output', 'xla_metrics.txt'), 'Counter: UncachedCompile\n  Value: 2\n');
         fs.mkdirSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00'), { recursive: true });
         fs.writeFileSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00/host a.xplane.pb'), capture);
+        // An mtime of its own: the listing must report the worker's, not the time of the fetch.
+        fs.utimesSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00/host a.xplane.pb'), 1_767_225_600.25, 1_767_225_600.25);
       }
     }
     workers = addresses.map((host, index) => ({ host, port, username, privateKey: clientKey.private, index }));
@@ -71,6 +73,17 @@ describe('run artifacts from the workers (emulator SSH)', () => {
     const local = path.join(dest, 'c.xplane.pb');
     await fetchCapture(workers[0], conns, w0.captures[0].remotePath, local);
     assert.ok(fs.readFileSync(local).equals(capture), 'the capture arrives byte for byte');
+    assert.equal(w0.captures[0].mtimeMs, 1_767_225_600_250, 'the capture\'s mtime on the worker (with the size, its identity)');
+    assert.deepEqual(fs.readdirSync(dest).filter((f) => f.endsWith('.part')), [], 'the partial file was renamed');
+    // A capture gone from the worker: a clear error naming it, and no file left behind.
+    const gone = path.join(dest, 'gone.xplane.pb');
+    await assert.rejects(fetchCapture(workers[0], conns, `${w0.captures[0].remotePath}.gone`, gone), /cannot read .*\.gone on worker 0/);
+    assert.deepEqual([fs.existsSync(gone), fs.existsSync(`${gone}.part`)], [false, false]);
+    // A fetch cancelled (the run view closed) stops and leaves nothing.
+    const cancelled = new AbortController();
+    cancelled.abort();
+    await assert.rejects(fetchCapture(workers[0], conns, w0.captures[0].remotePath, gone, cancelled.signal), /was cancelled/);
+    assert.deepEqual([fs.existsSync(gone), fs.existsSync(`${gone}.part`)], [false, false]);
   });
 
   it('tails every worker\'s metrics.jsonl live: whole lines once each, a torn line when it ends, a rewritten file again', async () => {

@@ -60,10 +60,10 @@ export async function posted(page: Page): Promise<WebviewToHost[]> {
 }
 
 /** Posts a profile: typed arrays go as plain arrays through Playwright and are rebuilt in the page. */
-export async function postProfile(page: Page, id: string, s: ProfileSummary): Promise<void> {
+export async function postProfile(page: Page, id: string, s: ProfileSummary, prefetched = false): Promise<void> {
   const plain = { ...s, timeline: { names: s.timeline.names, lines: s.timeline.lines.map((l) => ({ ...l, start: [...l.start], dur: [...l.dur], name_: [...l.name_], depth: [...l.depth] })) } };
-  await page.evaluate(({ id, plain }) => {
+  await page.evaluate(({ id, plain, prefetched }) => {
     const lines = plain.timeline.lines.map((l) => ({ ...l, start: Float64Array.from(l.start), dur: Float64Array.from(l.dur), name_: Int32Array.from(l.name_), depth: Uint8Array.from(l.depth) }));
-    window.postMessage({ type: 'profile', id, summary: { ...plain, timeline: { names: plain.timeline.names, lines } } }, '*');
-  }, { id, plain });
+    window.postMessage({ type: 'profile', id, summary: { ...plain, timeline: { names: plain.timeline.names, lines } }, prefetched }, '*');
+  }, { id, plain, prefetched });
 }

@@ -198,9 +198,15 @@ describe('profile views from a real torch_xla capture', () => {
     const summary = analyzeXSpace(decodeXSpace(readFileSync(file)));
     await page.click('#tab-profiles');
     await post(page, { type: 'profiles', captures: [{ id: 'c1', label: `w0 · ${run}`, worker: 0, location: file }] });
+    assert.equal(await page.getAttribute('.captures button', 'data-ready'), 'false');
+    // The host analyzed it in the background: the list says so, and the click still asks the host for it.
+    await post(page, { type: 'profiles', captures: [{ id: 'c1', label: `w0 · ${run}`, worker: 0, location: file, ready: true }] });
+    assert.equal(await page.getAttribute('.captures button', 'data-ready'), 'true');
+    assert.match((await page.textContent('.captures button')) ?? '', / ✓$/);
     await page.click('.captures button');
     assert.deepEqual((await posted(page)).at(-1), { type: 'openProfile', id: 'c1' });
-    await postProfile(page, 'c1', summary);
+    await postProfile(page, 'c1', summary, true);
+    assert.equal(await page.getAttribute('.profile-body', 'data-prefetched'), 'true');
     await post(page, { type: 'health', worker: 0, findings: healthFindings(parseXlaMetricsReport(readFileSync(path.join(out, 'xla_metrics.txt'), 'utf8'))) });
     await page.waitForSelector('.steps table');
     assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 2, 'two profiled steps');

@@ -113,7 +113,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       profiles.setCaptures(msg.captures);
       break;
     case 'profile':
-      profiles.setProfile(msg.id, msg.summary);
+      profiles.setProfile(msg.id, msg.summary, msg.prefetched);
       break;
     case 'profileError':
       profiles.setError(msg.id, msg.message);

@@ -80,8 +80,9 @@ export class ProfileView {
       this.list.append(p);
     }
     for (const c of captures) {
-      const b = button(c.label, () => this.request(c.id), `Open ${c.location}`);
+      const b = button(c.ready ? `${c.label} ✓` : c.label, () => this.request(c.id), c.ready ? `Open ${c.location} (analyzed already: opens at once)` : `Open ${c.location}`);
       b.dataset.id = c.id;
+      b.dataset.ready = String(c.ready === true);
       b.setAttribute('aria-pressed', String(c.id === this.current));
       this.list.append(b);
     }
@@ -139,8 +140,10 @@ export class ProfileView {
     this.health.append(list);
   }
 
-  setProfile(id: string, s: ProfileSummary): void {
+  /** `prefetched`: analyzed before the click (kept on the body for tests: the click started no parse). */
+  setProfile(id: string, s: ProfileSummary, prefetched = false): void {
     this.current = id;
+    this.body.dataset.prefetched = String(prefetched);
     this.summary = s;
     this.status.className = 'status';
     this.status.textContent = `${s.hosts.join(', ') || 'capture'}: ${s.planes.length} planes, ${fmtNum(s.eventCount)} events over ${fmtUs(s.spanUs)}, ${s.steps.length} steps.`;

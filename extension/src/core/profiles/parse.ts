@@ -105,8 +105,12 @@ export class ProfileParser {
     });
   }
 
-  async analyze(file: string): Promise<ProfileSummary> {
-    if (statSync(file).size <= this.inlineMaxBytes) {
+  /**
+   * The capture's summary. `offThread`: on the worker thread whatever its size (a background prefetch: the
+   * extension host's thread stays free for the UI and log streaming; nobody waits for the result).
+   */
+  async analyze(file: string, offThread = false): Promise<ProfileSummary> {
+    if (!offThread && statSync(file).size <= this.inlineMaxBytes) {
       // Analyzing warms the decoder as well as the warm-up would.
       this.stopWarmUp();
       try {

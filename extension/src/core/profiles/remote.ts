@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bashCommand } from '../ssh/quote';
 import { runDirWord } from '../ssh/run-dir';
-import type { ConnectionManager } from '../ssh/connection';
-import { execCollectRaw } from '../ssh/exec';
+import { channelEnd, type ConnectionManager } from '../ssh/connection';
+import { execCollectRaw, type ExecExit } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
 import { ProfileFormatError } from './xplane';
 
@@ -17,6 +17,8 @@ export interface RemoteCapture {
   /** Path on the worker. */
   remotePath: string;
   bytes: number;
+  /** Last modification on the worker (ms since the epoch): with the size, what tells a rewritten capture. */
+  mtimeMs: number;
 }
 
 export interface WorkerArtifacts {
@@ -38,11 +40,11 @@ export async function fetchRunArtifacts(workers: readonly WorkerTarget[], conns:
         const out = await execCollectRaw(conn, bashCommand(`cat -- ${dir}/output/${f} 2>/dev/null`));
         if (out.code === 0) fs.writeFileSync(path.join(local, f), out.stdout);
       }
-      const list = await execCollectRaw(conn, bashCommand(`find ${dir} -maxdepth 7 -name '*.xplane.pb' -type f -printf '%s %p\\n' 2>/dev/null`));
+      const list = await execCollectRaw(conn, bashCommand(`find ${dir} -maxdepth 7 -name '*.xplane.pb' -type f -printf '%s %T@ %p\\n' 2>/dev/null`));
       const captures = list.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => {
-        const sp = l.indexOf(' ');
-        return { worker: w.index, bytes: Number(l.slice(0, sp)), remotePath: l.slice(sp + 1) };
-      });
+        const [, bytes, mtime, remotePath] = /^(\d+) ([\d.]+) (.*)$/.exec(l) ?? [];
+        return { worker: w.index, bytes: Number(bytes), mtimeMs: Math.round(Number(mtime) * 1000), remotePath };
+      }).filter((c): c is RemoteCapture => c.remotePath !== undefined);
       return { worker: w.index, dir: local, captures };
     } catch {
       return undefined;
@@ -51,11 +53,36 @@ export async function fetchRunArtifacts(workers: readonly WorkerTarget[], conns:
   return got.filter((g): g is WorkerArtifacts => g !== undefined);
 }
 
-/** Copies one capture to `localFile` (bytes as written). */
-export async function fetchCapture(worker: WorkerTarget, conns: ConnectionManager, remotePath: string, localFile: string): Promise<void> {
+/**
+ * Copies one capture to `localFile` (bytes as written), streamed to disk: a capture of GBs is never held in
+ * memory. It is written beside the target and renamed once complete, so a fetch cut short leaves no capture.
+ */
+export async function fetchCapture(worker: WorkerTarget, conns: ConnectionManager, remotePath: string, localFile: string, signal?: AbortSignal): Promise<void> {
   if (/[\n'\\]/.test(remotePath)) throw new ProfileFormatError(`unexpected capture path ${JSON.stringify(remotePath)}`);
-  const out = await execCollectRaw(await conns.get(worker), bashCommand(`cat -- '${remotePath}'`));
-  if (out.code !== 0) throw new ProfileFormatError(`cannot read ${remotePath} on worker ${worker.index}: ${out.stderr.trim()}`);
   fs.mkdirSync(path.dirname(localFile), { recursive: true });
-  fs.writeFileSync(localFile, out.stdout);
+  const partial = `${localFile}.part`;
+  const out = fs.createWriteStream(partial);
+  const written = new Promise<void>((resolve, reject) => { out.on('finish', resolve); out.on('error', reject); });
+  const err: Buffer[] = [];
+  let end: ExecExit;
+  try {
+    const channel = await (await conns.get(worker)).exec(bashCommand(`cat -- '${remotePath}'`));
+    channel.stderr.on('data', (b: Buffer) => err.push(b));
+    channel.pipe(out);
+    const onAbort = (): void => { channel.close(); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    channel.end();
+    [end] = await Promise.all([channelEnd(channel), written]);
+    signal?.removeEventListener('abort', onAbort);
+  } catch (e) {
+    out.destroy();
+    fs.rmSync(partial, { force: true });
+    throw e;
+  }
+  if (end.code !== 0 || signal?.aborted) {
+    fs.rmSync(partial, { force: true });
+    throw new ProfileFormatError(signal?.aborted ? `fetching ${remotePath} from worker ${worker.index} was cancelled` : `cannot read ${remotePath} on worker ${worker.index}: ${Buffer.concat(err).toString('utf8').trim()}`);
+  }
+  fs.renameSync(partial, localFile);
 }

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
 import { hostsMessage, type HostProfile } from '../../core/profiles/hosts';
 import { ProfileParser } from '../../core/profiles/parse';
+import { CaptureAnalyses, captureKey, type AnalysisEvent, type CaptureIdentity, type CaptureJob } from '../../core/profiles/prefetch';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
@@ -14,6 +15,17 @@ import { findCaptures, outputDir, readMetricsJsonl } from './local';
 
 /** Log lines are sent in batches: one postMessage per line would flood the IPC on 64 chatty workers. */
 const FLUSH_MS = 100;
+
+/**
+ * A capture in the Profiles tab. Local ones have a file; remote ones are known by their identity on the worker
+ * and a fetch that copies them here (once: the prefetch, an open and an export share it).
+ */
+interface CaptureEntry {
+  capture: ProfileCapture;
+  file?: string;
+  remote?: { identity: CaptureIdentity; fetch(signal: AbortSignal): Promise<string> };
+  fetching?: Promise<string>;
+}
 
 export interface RunViewInfo {
   runId: string;
@@ -35,8 +47,9 @@ export class RunViewPanel implements vscode.Disposable {
   private readonly queue: HostToWebview[] = [];
   private pending = new Map<number, string[]>();
   private timer: NodeJS.Timeout | undefined;
-  /** Local captures have a file; remote ones a fetch that copies them here on first open. */
-  private readonly captures = new Map<string, { file?: string; fetch?: () => Promise<string>; capture: ProfileCapture }>();
+  private readonly captures = new Map<string, CaptureEntry>();
+  /** Every capture is analyzed in the background as soon as it is listed, so that opening one is a lookup. */
+  private readonly analyses = new CaptureAnalyses((file, background) => this.parser().analyze(file, background), { onEvent: (e) => this.onAnalysis(e) });
   private disposed = false;
   private readonly aliases: string[] = [];
 
@@ -133,23 +146,80 @@ export class RunViewPanel implements vscode.Disposable {
     const id = `c${this.captures.size + 1}`;
     if ([...this.captures.values()].some((c) => c.file === file)) return;
     const mb = (statSync(file).size / 1e6).toFixed(1);
-    this.captures.set(id, { file, capture: { id, label: `${label} (${mb} MB)`, worker, location: file } });
-    this.post({ type: 'profiles', captures: [...this.captures.values()].map((c) => c.capture) });
+    this.listCapture({ file, capture: { id, label: `${label} (${mb} MB)`, worker, location: file } });
   }
 
-  addRemoteCapture(label: string, worker: number, remotePath: string, bytes: number, fetch: () => Promise<string>): void {
-    if ([...this.captures.values()].some((c) => c.capture.location === remotePath && c.capture.worker === worker)) return;
+  /** A capture on a worker, known by `identity` (its worker, path, size and mtime there); `fetch` copies it here. */
+  addRemoteCapture(label: string, worker: number, identity: CaptureIdentity, fetch: (signal: AbortSignal) => Promise<string>): void {
+    if ([...this.captures.values()].some((c) => c.capture.location === identity.path && c.capture.worker === worker)) return;
     const id = `c${this.captures.size + 1}`;
-    this.captures.set(id, { fetch, capture: { id, label: `${label} (${(bytes / 1e6).toFixed(1)} MB)`, worker, location: remotePath } });
+    this.listCapture({ remote: { identity, fetch }, capture: { id, label: `${label} (${(identity.bytes / 1e6).toFixed(1)} MB)`, worker, location: identity.path } });
+  }
+
+  private listCapture(c: CaptureEntry): void {
+    this.captures.set(c.capture.id, c);
+    this.postCaptures();
+    try {
+      this.analyses.prefetch(this.job(c));
+    } catch (e) {
+      this.ctx.log.warn(`run view: cannot prefetch ${c.capture.label}: ${describeError(e)}`);
+    }
+  }
+
+  private postCaptures(): void {
     this.post({ type: 'profiles', captures: [...this.captures.values()].map((c) => c.capture) });
   }
 
-  /** The capture's local file, fetching it from its worker the first time. */
+  /** What the analyses know the capture by: for a local file, its size and mtime now (it may have been rewritten). */
+  private job(c: CaptureEntry): CaptureJob {
+    let job: CaptureJob;
+    if (c.remote) job = { key: captureKey(c.remote.identity), bytes: c.remote.identity.bytes, file: (signal) => this.fileOf(c, signal) };
+    else {
+      const file = c.file!;
+      const st = statSync(file);
+      job = { key: captureKey({ where: 'local', path: file, bytes: st.size, mtimeMs: st.mtimeMs }), bytes: st.size, file: () => Promise.resolve(file) };
+    }
+    this.keyOwner.set(job.key, c.capture.id);
+    return job;
+  }
+
+  /** The analyses' key of each capture, back to its id (for the log and the list's ready marks). */
+  private readonly keyOwner = new Map<string, string>();
+
+  /** The capture's local file, fetching it from its worker the first time (one fetch, whoever asks). */
+  private fileOf(c: CaptureEntry, signal?: AbortSignal): Promise<string> {
+    if (c.file) return Promise.resolve(c.file);
+    c.fetching ??= c.remote!.fetch(signal ?? new AbortController().signal).then(
+      (f) => (c.file = f),
+      (e: unknown) => { c.fetching = undefined; throw e; },
+    );
+    return c.fetching;
+  }
+
   private async localFile(id: string): Promise<string | undefined> {
     const c = this.captures.get(id);
-    if (!c) return undefined;
-    if (!c.file && c.fetch) c.file = await c.fetch();
-    return c.file;
+    return c ? this.fileOf(c) : undefined;
+  }
+
+  private onAnalysis(e: AnalysisEvent): void {
+    const c = this.captures.get(this.keyOwner.get(e.key) ?? '');
+    const name = c?.capture.label ?? e.key;
+    if (e.kind === 'analyzed') {
+      this.ctx.log.info(`run view: profile ${name} analyzed in ${e.ms.toFixed(0)} ms (${e.background ? 'prefetch' : 'on open'})`);
+      if (c && e.background) {
+        c.capture.ready = true;
+        this.postCaptures();
+      }
+    } else if (e.kind === 'evicted') {
+      if (c) {
+        c.capture.ready = false;
+        this.postCaptures();
+      }
+    } else if (e.kind === 'failed') {
+      this.ctx.log.warn(`run view: profile ${name} could not be analyzed${e.background ? ' (prefetch)' : ''}: ${describeError(e.error)}`);
+    } else {
+      this.ctx.log.info(`run view: profile ${name} opened (${e.prefetched ? 'prefetched: no parse on open' : 'parsed on open'})`);
+    }
   }
 
   private parser(): ProfileParser {
@@ -165,10 +235,10 @@ export class RunViewPanel implements vscode.Disposable {
         break;
       case 'openProfile': {
         try {
-          const file = await this.localFile(m.id);
-          if (!file) return;
-          const summary = await this.parser().analyze(file);
-          this.post({ type: 'profile', id: m.id, summary });
+          const c = this.captures.get(m.id);
+          if (!c) return;
+          const { summary, prefetched } = await this.analyses.open(this.job(c));
+          this.post({ type: 'profile', id: m.id, summary, prefetched });
         } catch (e) {
           this.post({ type: 'profileError', id: m.id, message: describeError(e) });
         }
@@ -180,8 +250,11 @@ export class RunViewPanel implements vscode.Disposable {
         const errors: string[] = [];
         for (const id of m.ids) {
           try {
-            const file = await this.localFile(id);
-            if (file) hosts.push({ file, summary: await this.parser().analyze(file) });
+            const c = this.captures.get(id);
+            if (c) {
+              const { summary } = await this.analyses.open(this.job(c));
+              hosts.push({ file: c.file ?? c.capture.location, summary });
+            }
           } catch (e) {
             errors.push(`${this.captures.get(id)?.capture.label ?? id}: ${describeError(e)}`);
           }
@@ -237,6 +310,7 @@ export class RunViewPanel implements vscode.Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.analyses.cancel();
     if (this.timer) clearTimeout(this.timer);
     for (const id of [this.info.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
     this.panel.dispose();

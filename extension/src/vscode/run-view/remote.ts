@@ -24,8 +24,8 @@ export async function openRunSource(ctx: Ctx, runId: string): Promise<RunSource>
 
 /**
  * After a run (or when its panel opens for a recorded run): fetch every worker's metrics.jsonl and torch_xla
- * metrics report into the panel (metrics + health), and list the profile captures on the workers; a capture
- * is copied here only when the user opens it. `source`: the caller's workers (else resolved from the record).
+ * metrics report into the panel (metrics + health), and list the profile captures on the workers; the panel
+ * copies each here and analyzes it in the background, smallest first (CaptureAnalyses). `source`: the caller's workers (else resolved from the record).
  */
 export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: string, source?: RunSource): Promise<void> {
   try {
@@ -37,9 +37,10 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
         const target = workers.find((w) => w.index === a.worker)!;
         const local = path.join(cacheDir(runId), `w${a.worker}`, 'captures', c.remotePath.replace(/^\/+/, '').replace(/\//g, '_'));
         const parts = c.remotePath.split('/');
-        view.addRemoteCapture(`w${a.worker} · ${parts.at(-2) ?? ''} · ${parts.at(-1)?.replace(/\.xplane\.pb$/, '')}`, a.worker, c.remotePath, c.bytes, async () => {
-          // The shared owner reconnects if the connection idled out before the user opened the capture.
-          await fetchCapture(target, conns, c.remotePath, local);
+        const identity = { where: `${target.host}:${target.port}`, path: c.remotePath, bytes: c.bytes, mtimeMs: c.mtimeMs };
+        view.addRemoteCapture(`w${a.worker} · ${parts.at(-2) ?? ''} · ${parts.at(-1)?.replace(/\.xplane\.pb$/, '')}`, a.worker, identity, async (signal) => {
+          // The shared owner reconnects if the connection idled out before the capture was fetched.
+          await fetchCapture(target, conns, c.remotePath, local, signal);
           return local;
         });
       }
