@@ -49,8 +49,15 @@ export class Workbench {
 
   async runCommand(title: string): Promise<void> {
     await this.dismissNotifications();
-    await this.page.keyboard.press('F1');
     const input = this.page.locator('.quick-input-widget input.input');
+    // F1 pressed while a webview (the run view) still holds the keyboard focus can be swallowed by its frame
+    // while the page loads; then focus the workbench (the sidebar's title, which does nothing when clicked) and
+    // press it again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await this.page.keyboard.press('F1');
+      if (await input.waitFor({ state: 'visible', timeout: 5_000 }).then(() => true, () => false)) break;
+      await this.page.locator('.part.sidebar .composite.title').click();
+    }
     await input.waitFor({ state: 'visible', timeout: 15_000 });
     await input.fill(`>${title}`);
     // Wait until the palette shows this exact command before pressing Enter.
