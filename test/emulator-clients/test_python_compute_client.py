@@ -11,29 +11,8 @@ import pytest
 from google.api_core import exceptions
 from google.cloud import compute_v1
 
+from compute_helpers import client_opts, wait_operation
 from tpw_emulator import Emulator
-
-
-def _opts(emulator: Emulator) -> dict[str, object]:
-    return {"credentials": emulator.credentials(), "client_options": {"api_endpoint": f"http://{emulator.host}:{emulator.port}"}}
-
-
-def _done(emulator: Emulator, op: object) -> None:
-    """Waits with operations.wait on the emulator. (The client's own `.result()` polls through an operations client
-    it makes without the caller's api_endpoint, so it would ask compute.googleapis.com.)"""
-    name = op.name  # type: ignore[attr-defined]
-    zone, region = getattr(op, "zone", ""), getattr(op, "region", "")
-    for _ in range(60):
-        if zone:
-            got = compute_v1.ZoneOperationsClient(**_opts(emulator)).wait(project=emulator.project, zone=zone.rsplit("/", 1)[-1], operation=name)
-        elif region:
-            got = compute_v1.RegionOperationsClient(**_opts(emulator)).wait(project=emulator.project, region=region.rsplit("/", 1)[-1], operation=name)
-        else:
-            got = compute_v1.GlobalOperationsClient(**_opts(emulator)).wait(project=emulator.project, operation=name)
-        if got.status == compute_v1.Operation.Status.DONE:
-            assert not got.error.errors, got.error
-            return
-    raise AssertionError(f"operation {name} not done")
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +21,21 @@ def region(emulator: Emulator) -> str:
 
 
 def test_zones_and_tpu_machine_types(emulator: Emulator) -> None:
-    zones = [z.name for z in compute_v1.ZonesClient(**_opts(emulator)).list(project=emulator.project)]
+    zones = [z.name for z in compute_v1.ZonesClient(**client_opts(emulator)).list(project=emulator.project)]
     assert emulator.zone in zones
-    types = [m.name for m in compute_v1.MachineTypesClient(**_opts(emulator)).list(project=emulator.project, zone=emulator.zone)]
+    types = [m.name for m in compute_v1.MachineTypesClient(**client_opts(emulator)).list(project=emulator.project, zone=emulator.zone)]
     assert {"tpu7x-standard-4t", "ct6e-standard-8t", "ct5p-hightpu-4t", "ct5lp-hightpu-1t"} <= set(types)
 
 
 def test_tpu7x_vm_lifecycle(emulator: Emulator) -> None:
-    instances = compute_v1.InstancesClient(**_opts(emulator))
+    instances = compute_v1.InstancesClient(**client_opts(emulator))
     p, z = emulator.project, emulator.zone
     vm = compute_v1.Instance(
         name="py-iron",
         machine_type=f"zones/{z}/machineTypes/tpu7x-standard-4t",
         scheduling=compute_v1.Scheduling(provisioning_model="SPOT", instance_termination_action="STOP"),
     )
-    _done(emulator, instances.insert(project=p, zone=z, instance_resource=vm))
+    wait_operation(emulator, instances.insert(project=p, zone=z, instance_resource=vm))
     got = instances.get(project=p, zone=z, instance="py-iron")
     assert got.status == "RUNNING"
     assert got.machine_type.endswith("/machineTypes/tpu7x-standard-4t")
@@ -65,17 +44,17 @@ def test_tpu7x_vm_lifecycle(emulator: Emulator) -> None:
     assert "py-iron" in [i.name for i in instances.list(project=p, zone=z)]
 
     md = compute_v1.Metadata(fingerprint=got.metadata.fingerprint, items=[compute_v1.Items(key="ssh-keys", value="me:ssh-ed25519 AAAA me")])
-    _done(emulator, instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md))
+    wait_operation(emulator, instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md))
     assert {i.key: i.value for i in instances.get(project=p, zone=z, instance="py-iron").metadata.items}["ssh-keys"] == "me:ssh-ed25519 AAAA me"
     # A stale fingerprint is refused, as Compute Engine refuses it (412).
     with pytest.raises(exceptions.PreconditionFailed):
         instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md)
 
-    _done(emulator, instances.stop(project=p, zone=z, instance="py-iron"))
+    wait_operation(emulator, instances.stop(project=p, zone=z, instance="py-iron"))
     assert instances.get(project=p, zone=z, instance="py-iron").status == "TERMINATED"
-    _done(emulator, instances.start(project=p, zone=z, instance="py-iron"))
+    wait_operation(emulator, instances.start(project=p, zone=z, instance="py-iron"))
     assert instances.get(project=p, zone=z, instance="py-iron").status == "RUNNING"
-    _done(emulator, instances.delete(project=p, zone=z, instance="py-iron"))
+    wait_operation(emulator, instances.delete(project=p, zone=z, instance="py-iron"))
     with pytest.raises(exceptions.NotFound) as e:
         instances.get(project=p, zone=z, instance="py-iron")
     assert "py-iron" in str(e.value)
@@ -83,13 +62,13 @@ def test_tpu7x_vm_lifecycle(emulator: Emulator) -> None:
 
 def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
     p, z = emulator.project, emulator.zone
-    policies = compute_v1.ResourcePoliciesClient(**_opts(emulator))
-    templates = compute_v1.InstanceTemplatesClient(**_opts(emulator))
-    migs = compute_v1.InstanceGroupManagersClient(**_opts(emulator))
+    policies = compute_v1.ResourcePoliciesClient(**client_opts(emulator))
+    templates = compute_v1.InstanceTemplatesClient(**client_opts(emulator))
+    migs = compute_v1.InstanceGroupManagersClient(**client_opts(emulator))
     wp = compute_v1.ResourcePolicy(name="py-wp", workload_policy=compute_v1.ResourcePolicyWorkloadPolicy(type_="HIGH_THROUGHPUT", accelerator_topology="2x2x2"))
-    _done(emulator, policies.insert(project=p, region=region, resource_policy_resource=wp))
+    wait_operation(emulator, policies.insert(project=p, region=region, resource_policy_resource=wp))
     tpl = compute_v1.InstanceTemplate(name="py-tpl", properties=compute_v1.InstanceProperties(machine_type="tpu7x-standard-4t"))
-    _done(emulator, templates.insert(project=p, instance_template_resource=tpl))
+    wait_operation(emulator, templates.insert(project=p, instance_template_resource=tpl))
     mig = compute_v1.InstanceGroupManager(
         name="py-slice",
         base_instance_name="py-slice",
@@ -97,7 +76,7 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
         instance_template=f"projects/{p}/global/instanceTemplates/py-tpl",
         resource_policies=compute_v1.InstanceGroupManagerResourcePolicies(workload_policy=f"projects/{p}/regions/{region}/resourcePolicies/py-wp"),
     )
-    _done(emulator, migs.insert(project=p, zone=z, instance_group_manager_resource=mig))
+    wait_operation(emulator, migs.insert(project=p, zone=z, instance_group_manager_resource=mig))
     deadline = time.time() + 30
     while True:
         managed = list(migs.list_managed_instances(project=p, zone=z, instance_group_manager="py-slice"))
@@ -106,7 +85,7 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
         assert time.time() < deadline, [m.instance_status for m in managed]
         time.sleep(0.1)
     assert migs.get(project=p, zone=z, instance_group_manager="py-slice").target_size == 2
-    _done(emulator, migs.delete(project=p, zone=z, instance_group_manager="py-slice"))
-    _done(emulator, templates.delete(project=p, instance_template="py-tpl"))
-    _done(emulator, policies.delete(project=p, region=region, resource_policy="py-wp"))
-    assert [i.name for i in compute_v1.InstancesClient(**_opts(emulator)).list(project=p, zone=z) if i.name.startswith("py-slice")] == []
+    wait_operation(emulator, migs.delete(project=p, zone=z, instance_group_manager="py-slice"))
+    wait_operation(emulator, templates.delete(project=p, instance_template="py-tpl"))
+    wait_operation(emulator, policies.delete(project=p, region=region, resource_policy="py-wp"))
+    assert [i.name for i in compute_v1.InstancesClient(**client_opts(emulator)).list(project=p, zone=z) if i.name.startswith("py-slice")] == []

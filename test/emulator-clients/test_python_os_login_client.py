@@ -15,41 +15,19 @@ import pytest
 from google.api_core import exceptions
 from google.cloud import compute_v1, oslogin_v1
 from google.cloud.oslogin_v1 import common
+from compute_helpers import client_opts, wait_operation
 from tpw_emulator import Emulator
 
 ACCOUNT = "tpw-emulator-user@example.com"
 USERNAME = "tpw_emulator_user_example_com"
 
 
-def _opts(emulator: Emulator) -> dict[str, object]:
-    return {
-        "credentials": emulator.credentials(),
-        "client_options": {"api_endpoint": f"http://{emulator.host}:{emulator.port}"},
-    }
-
-
 def _endpoint(emulator: Emulator) -> dict[str, object]:
     return json.loads((emulator.home / "emulator" / "endpoint.json").read_text())
 
 
-def _wait(emulator: Emulator, op: object) -> None:
-    name = op.name  # type: ignore[attr-defined]
-    zone = getattr(op, "zone", "")
-    for _ in range(60):
-        if zone:
-            got = compute_v1.ZoneOperationsClient(**_opts(emulator)).wait(
-                project=emulator.project, zone=zone.rsplit("/", 1)[-1], operation=name
-            )
-        else:
-            got = compute_v1.GlobalOperationsClient(**_opts(emulator)).wait(project=emulator.project, operation=name)
-        if got.status == compute_v1.Operation.Status.DONE:
-            assert not got.error.errors, got.error
-            return
-    raise AssertionError(f"operation {name} not done")
-
-
 def _set_project_os_login(emulator: Emulator, value: str | None) -> None:
-    projects = compute_v1.ProjectsClient(**_opts(emulator))
+    projects = compute_v1.ProjectsClient(**client_opts(emulator))
     meta = projects.get(project=emulator.project).common_instance_metadata
     items = [i for i in meta.items if i.key != "enable-oslogin"]
     if value is not None:
@@ -57,7 +35,7 @@ def _set_project_os_login(emulator: Emulator, value: str | None) -> None:
     op = projects.set_common_instance_metadata(
         project=emulator.project, metadata_resource=compute_v1.Metadata(fingerprint=meta.fingerprint, items=items)
     )
-    _wait(emulator, op)
+    wait_operation(emulator, op)
 
 
 def _ssh(host: str, port: int, user: str, key: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -95,9 +73,9 @@ def test_import_key_and_ssh_under_os_login(emulator: Emulator, tmp_path: pathlib
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "py@oslogin", "-f", str(key)], check=True)
     pub = key.with_suffix(".pub").read_text().strip()
 
-    instances = compute_v1.InstancesClient(**_opts(emulator))
+    instances = compute_v1.InstancesClient(**client_opts(emulator))
     p, z = emulator.project, emulator.zone
-    _wait(
+    wait_operation(
         emulator,
         instances.insert(
             project=p,
@@ -108,7 +86,7 @@ def test_import_key_and_ssh_under_os_login(emulator: Emulator, tmp_path: pathlib
         ),
     )
     host = instances.get(project=p, zone=z, instance="py-osl").network_interfaces[0].network_i_p
-    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **_opts(emulator))  # type: ignore[arg-type]
+    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))  # type: ignore[arg-type]
     try:
         _set_project_os_login(emulator, "TRUE")
         # Not imported yet: OS Login knows no such key, and the VM lets nobody in with it.
@@ -145,11 +123,11 @@ def test_import_key_and_ssh_under_os_login(emulator: Emulator, tmp_path: pathlib
         assert _ssh(host, int(ep["sshPort"]), USERNAME, key).returncode == 255  # type: ignore[call-overload]
     finally:
         _set_project_os_login(emulator, None)
-        _wait(emulator, instances.delete(project=p, zone=z, instance="py-osl"))
+        wait_operation(emulator, instances.delete(project=p, zone=z, instance="py-osl"))
 
 
 def test_other_accounts_are_forbidden(emulator: Emulator) -> None:
-    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **_opts(emulator))  # type: ignore[arg-type]
+    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))  # type: ignore[arg-type]
     with pytest.raises(exceptions.Forbidden, match=ACCOUNT):
         oslogin.get_login_profile(name="users/someone-else@example.com")
     with pytest.raises(exceptions.BadRequest):
