@@ -67,15 +67,27 @@ export interface Backend {
 /**
  * The OS Login half of a backend: asks whether OS Login governs the VM (each time: a project can turn it on at any
  * moment), imports the key as `gcloud compute ssh` does, and tells the user once per VM, key and
- * place it was turned on.
+ * place it was turned on. The import is made once per key for the backend's life (callers that ask at once share
+ * it; a failed one is tried again next time): every terminal, run and forward asks for the workers, and the key
+ * stays in the profile once imported.
  */
 function osLoginUsers(compute: ComputeTpuProvider, access: OsLoginAccess, project: string, onNotice?: (m: string) => void): Backend['osLoginUser'] {
   const told = new Set<string>();
+  const imported = new Map<string, ReturnType<typeof importKeyForOsLogin>>();
+  const importOnce = (publicKey: string): ReturnType<typeof importKeyForOsLogin> => {
+    let pending = imported.get(publicKey);
+    if (!pending) {
+      pending = importKeyForOsLogin(access, project, publicKey);
+      imported.set(publicKey, pending);
+      pending.catch(() => imported.delete(publicKey));
+    }
+    return pending;
+  };
   return async (node, publicKey) => {
     if (node.controlPlane !== 'compute') return undefined;
     const enabledOn = await compute.osLoginEnabledOn(project, node.metadata ?? {});
     if (!enabledOn) return undefined;
-    const { account, username } = await importKeyForOsLogin(access, project, publicKey);
+    const { account, username } = await importOnce(publicKey);
     const where = enabledOn === 'project' ? `project ${project}` : `VM ${shortName(node.name)}`;
     const note = `OS Login is enabled on ${where}: your key was added to your OS Login profile (${account}) as ${username}.`;
     const key = `${node.name} ${enabledOn} ${publicKey}`;
