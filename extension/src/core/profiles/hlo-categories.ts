@@ -9,6 +9,7 @@
  * fusion_kind (11).
  */
 import protobuf from 'protobufjs/minimal.js';
+import { Utf8Interner } from './intern';
 import { varint64, varintDecimalAt } from './xplane';
 
 type Reader = protobuf.Reader;
@@ -42,57 +43,115 @@ export interface HloProgram {
   categories: Map<string, string>;
 }
 
-function sub(r: Reader, f: (r: Reader, end: number) => void): void {
-  const end = r.uint32() + r.pos;
-  if (end > r.len) throw new RangeError('index out of range');
-  f(r, end);
-  r.pos = end;
-}
+/**
+ * Decodes what the op table needs of serialized HloProtos; anything else is skipped. One per analysis (an
+ * OpStats), for every program it meets: instruction names and opcodes are interned from their bytes, so a name
+ * or opcode seen before creates no string, and an opcode's category is worked out once. Per instruction, fresh
+ * strings and a copy of each program's map into an object had been half of the analysis of a GPU capture whose
+ * programs hold many instructions (BENCHMARKS.md, `profiles-real`).
+ */
+export class HloDecoder {
+  private readonly table = new Utf8Interner();
+  /** Category of a non-fusion instruction, by the key of its opcode. */
+  private readonly categoryOfOpcode = new Map<number, string>();
+  private r: Reader = protobuf.Reader.create(Buffer.alloc(0));
+  private out: HloProgram = { id: '', name: '', categories: new Map() };
 
-/** Decodes what the op table needs of a serialized HloProto; anything else is skipped. Throws on corrupt input. */
-export function decodeHloProgram(bytes: Uint8Array): HloProgram {
-  // Through a Buffer view (no copy), so protobufjs gives the BufferReader the streaming decoder uses: the
-  // varint helpers they share then see one kind of reader and buffer, and stay optimized for it.
-  const r = protobuf.Reader.create(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-  const out: HloProgram = { id: '', name: '', categories: new Map() };
-  const instruction = (r: Reader, end: number): void => {
-    let name = '';
-    let opcode = '';
-    let kind = '';
+  /** Throws on corrupt input. */
+  decode(bytes: Uint8Array): HloProgram {
+    // Through a Buffer view (no copy), so protobufjs gives the BufferReader the streaming decoder uses: the
+    // varint helpers they share then see one kind of reader and buffer, and stay optimized for it.
+    const r = (this.r = protobuf.Reader.create(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+    const out = (this.out = { id: '', name: '', categories: new Map() });
+    while (r.pos < r.len) {
+      const tag = r.uint32();
+      if (tag >>> 3 === 1 && (tag & 7) === 2) this.module(this.end());
+      else r.skipType(tag & 7);
+    }
+    return out;
+  }
+
+  /** The end of the length-delimited field at r.pos (r.pos moves past its length). */
+  private end(): number {
+    const r = this.r;
+    const end = r.uint32() + r.pos;
+    if (end > r.len) throw new RangeError('index out of range');
+    return end;
+  }
+
+  private module(end: number): void {
+    const r = this.r;
     while (r.pos < end) {
       const tag = r.uint32();
       const field = tag >>> 3;
-      if (field === 1 && (tag & 7) === 2) name = r.string();
-      else if (field === 2 && (tag & 7) === 2) opcode = r.string();
-      else if (field === 11 && (tag & 7) === 2) kind = r.string();
-      else r.skipType(tag & 7);
-    }
-    if (name) out.categories.set(name, hloCategory(opcode, kind));
-  };
-  const computation = (r: Reader, end: number): void => {
-    while (r.pos < end) {
-      const tag = r.uint32();
-      if (tag >>> 3 === 2 && (tag & 7) === 2) sub(r, instruction);
-      else r.skipType(tag & 7);
-    }
-  };
-  const module = (r: Reader, end: number): void => {
-    while (r.pos < end) {
-      const tag = r.uint32();
-      const field = tag >>> 3;
-      if (field === 1 && (tag & 7) === 2) out.name = r.string();
-      else if (field === 3 && (tag & 7) === 2) sub(r, computation);
+      if (field === 1 && (tag & 7) === 2) this.out.name = r.string();
+      else if (field === 3 && (tag & 7) === 2) this.computation(this.end());
       else if (field === 5 && (tag & 7) === 0) {
         const at = r.pos;
         const v = varint64(r);
-        out.id = Number.isSafeInteger(v) && v >= 0 ? String(v) : varintDecimalAt(r.buf, at);
+        this.out.id = Number.isSafeInteger(v) && v >= 0 ? String(v) : varintDecimalAt(r.buf, at);
       } else r.skipType(tag & 7);
     }
-  };
-  while (r.pos < r.len) {
-    const tag = r.uint32();
-    if (tag >>> 3 === 1 && (tag & 7) === 2) sub(r, module);
-    else r.skipType(tag & 7);
+    r.pos = end;
   }
-  return out;
+
+  private computation(end: number): void {
+    const r = this.r;
+    while (r.pos < end) {
+      const tag = r.uint32();
+      if (tag >>> 3 === 2 && (tag & 7) === 2) this.instruction(this.end());
+      else r.skipType(tag & 7);
+    }
+    r.pos = end;
+  }
+
+  private instruction(end: number): void {
+    const r = this.r;
+    const buf = r.buf;
+    let name = -1;
+    let opcode = -1;
+    let kind = -1;
+    // An instruction has a dozen fields or more, nearly all skipped: one-byte tags and lengths and varints are
+    // read here, inline (a call per field was most of the time), anything longer through the Reader.
+    let pos = r.pos;
+    while (pos < end) {
+      let tag = buf[pos++];
+      if (tag >= 0x80) { r.pos = pos - 1; tag = r.uint32(); pos = r.pos; }
+      const wire = tag & 7;
+      if (wire === 2) {
+        let len = buf[pos++];
+        if (len >= 0x80) { r.pos = pos - 1; len = r.uint32(); pos = r.pos; }
+        const start = pos;
+        pos += len;
+        if (pos > end) break;
+        const field = tag >>> 3;
+        if (field === 1) name = this.table.intern(buf, start, pos);
+        else if (field === 2) opcode = this.table.intern(buf, start, pos);
+        else if (field === 11) kind = this.table.intern(buf, start, pos);
+      } else if (wire === 0) {
+        while (pos < end && buf[pos] >= 0x80) pos++;
+        pos++;
+      } else {
+        r.pos = pos;
+        r.skipType(wire);
+        pos = r.pos;
+      }
+    }
+    if (pos > end) throw new RangeError('index out of range');
+    r.pos = end;
+    const strings = this.table.strings;
+    if (name < 0 || !strings[name]) return;
+    let category: string;
+    if (opcode >= 0 && kind < 0) {
+      const known = this.categoryOfOpcode.get(opcode);
+      category = known ?? hloCategory(strings[opcode], '');
+      if (known === undefined) this.categoryOfOpcode.set(opcode, category);
+    } else category = hloCategory(opcode >= 0 ? strings[opcode] : '', kind >= 0 ? strings[kind] : '');
+    this.out.categories.set(strings[name], category);
+  }
+}
+
+/** One program's HLO, decoded on its own (an HloDecoder shares its strings across the programs it decodes). */
+export function decodeHloProgram(bytes: Uint8Array): HloProgram {
+  return new HloDecoder().decode(bytes);
 }

@@ -11,8 +11,9 @@
 import { grown } from './xplane';
 
 export class IntervalUnion {
-  private s = new Float64Array(1024);
-  private e = new Float64Array(1024);
+  // Small to start, grown as needed: there is one per device plane, and a repeated capture has thousands of those.
+  private s = new Float64Array(64);
+  private e = new Float64Array(64);
   private n = 0;
   /** Start index of each run on the stack; the open run (being appended to) starts at `open`. */
   private readonly runs: number[] = [];

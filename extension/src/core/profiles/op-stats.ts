@@ -13,7 +13,7 @@
  * Rows are per (program, op name). Sums stay in a Float64Array until mergeOps, which is plain data across threads.
  */
 import type { OpRow } from '../../../../protocol/run-view-messages';
-import { decodeHloProgram } from './hlo-categories';
+import { HloDecoder } from './hlo-categories';
 import type { EventInfo, LineView, PlaneView } from './view';
 import { grown } from './xplane';
 
@@ -44,7 +44,7 @@ export interface OpPartial {
   rows: OpKey[];
   acc: Float64Array;
   /** Category by program id, then instruction name (from the programs' HLO). */
-  hlo: Record<string, Record<string, string>>;
+  hlo: Record<string, Map<string, string>>;
   /** Module name by program id (TPU's XLA Modules line names them `name(id)`). */
   modules: Record<string, string>;
 }
@@ -55,6 +55,7 @@ export class OpStats {
   private readonly index = new Map<string, number>();
   private readonly hlo: OpPartial['hlo'] = {};
   private readonly modules: OpPartial['modules'] = {};
+  private readonly hloDecoder = new HloDecoder();
   /** Row by metadata id on the current plane's XLA Ops line (TPU); -1: not resolved. */
   private rowOfMeta = new Int32Array(256).fill(-1);
   /** Row by (hlo_op key, program key), for kernels (GPU). */
@@ -89,9 +90,9 @@ export class OpStats {
       p.meta.forEach((info, id) => {
         if (!info.hloProto) return;
         try {
-          const prog = decodeHloProgram(info.hloProto);
+          const prog = this.hloDecoder.decode(info.hloProto);
           const key = prog.id || String(id);
-          this.hlo[key] = Object.fromEntries(prog.categories);
+          this.hlo[key] = prog.categories;
           if (prog.name) this.modules[key] ??= prog.name;
         } catch {
           // A program whose HLO cannot be read keeps its ops uncategorized rather than failing the capture.
@@ -274,25 +275,34 @@ export function mergeOps(parts: readonly OpPartial[]): OpRow[] {
   }
   const anyDevice = parts.some((p) => p.rows.some((r) => !r.host));
   const out: OpRow[] = [];
-  const index = new Map<string, OpRow>();
+  const index = new Map<string, number>();
+  // Times summed in picoseconds (whole numbers: exact), then made µs once, so the table does not depend on how
+  // the planes were split between threads.
+  let ps = new Float64Array(2 * 256);
   for (const p of parts) {
     p.rows.forEach((r, k) => {
       if (r.host && anyDevice) return;
       const key = `${r.program}\u0000${r.name}`;
-      let row = index.get(key);
-      if (!row) {
-        const category = r.category || hlo[r.program]?.[r.name] || categoryFromName(r.name);
-        row = { program: r.program, name: r.name, module: r.module || modules[r.program] || '', category, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0, intensity: 0, boundBy: '' };
-        index.set(key, row);
-        out.push(row);
+      let j = index.get(key);
+      if (j === undefined) {
+        const category = r.category || hlo[r.program]?.get(r.name) || categoryFromName(r.name);
+        j = out.length;
+        out.push({ program: r.program, name: r.name, module: r.module || modules[r.program] || '', category, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0, intensity: 0, boundBy: '' });
+        index.set(key, j);
+        ps = grown(ps, 2 * (j + 1));
       }
       const a = p.acc;
+      const row = out[j];
       row.count += a[5 * k];
-      row.totalUs += a[5 * k + 1] / 1e6;
-      row.selfUs += a[5 * k + 2] / 1e6;
+      ps[2 * j] += a[5 * k + 1];
+      ps[2 * j + 1] += a[5 * k + 2];
       row.flops += a[5 * k + 3];
       row.bytes += a[5 * k + 4];
     });
   }
+  out.forEach((row, j) => {
+    row.totalUs = ps[2 * j] / 1e6;
+    row.selfUs = ps[2 * j + 1] / 1e6;
+  });
   return out.sort((a, b) => b.selfUs - a.selfUs);
 }
