@@ -96,6 +96,28 @@ describe('profiles from a real torch_xla run', () => {
     assert.deepEqual(await analyzeProfileFileParallel(twice, workerJs, { minParallelBytes: 0, threads: 2 }), analyzeProfileFile(twice));
   });
 
+  it('sums op times the same however the planes are split (a real GPU capture ×12 in 12 chunks on two threads)', async () => {
+    // Per-chunk sums made µs and then added differed from one thread's in the last bits; now summed in ps first.
+    const real = path.join(__dirname, '..', 'fixtures', 'profiles', 'real', 'jax-te-fused-attn.xplane.pb');
+    const twelve = path.join(out, 'te-x12.xplane.pb');
+    writeFileSync(twelve, Buffer.concat(Array.from({ length: 12 }, () => readFileSync(real))));
+    const one = analyzeProfileFile(twelve);
+    const split = await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks: 12 });
+    assert.deepEqual(split.ops, one.ops);
+  });
+
+  it('leaves the timeline out when asked (tpw profile), on one thread or two, and the rest is the same', async () => {
+    const twice = path.join(out, 'twice.xplane.pb');
+    writeFileSync(twice, Buffer.concat([readFileSync(xplane), readFileSync(xplane)]));
+    const full = analyzeProfileFile(twice);
+    assert.ok(full.timeline.lines.length > 0);
+    for (const s of [analyzeProfileFile(twice, { timeline: false }), await analyzeProfileFileParallel(twice, workerJs, { minParallelBytes: 0, threads: 2, timeline: false })]) {
+      assert.deepEqual(s.timeline, { names: [], lines: [] });
+      assert.deepEqual(s.warnings, full.warnings, 'no warning about a timeline nobody asked for');
+      assert.deepEqual({ ...s, timeline: full.timeline }, full);
+    }
+  });
+
   it('gives a clear error for truncated and corrupt files', async () => {
     const buf = readFileSync(xplane);
     const truncated = path.join(out, 'truncated.xplane.pb');

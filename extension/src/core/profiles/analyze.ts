@@ -55,8 +55,14 @@ export function timelineBuffers(lines: readonly TimelineLine[]): ArrayBuffer[] {
   return [...new Set(lines.flatMap((l) => [l.start.buffer, l.dur.buffer, l.name_.buffer, l.depth.buffer] as ArrayBuffer[]))];
 }
 
-/** The summary of partials that cover consecutive planes, in plane order. */
-export function mergePartials(parts: PartialSummary[], info: SpaceInfo): ProfileSummary {
+/** What the analysis collects besides the op table, steps and overview. */
+export interface AnalyzeOptions extends StreamOptions {
+  /** false: no timeline columns (`tpw profile` shows none: less memory and time on a big capture). Default true. */
+  timeline?: boolean;
+}
+
+/** The summary of partials that cover consecutive planes, in plane order (`timeline` false: they collected none, by request). */
+export function mergePartials(parts: PartialSummary[], info: SpaceInfo, timeline = true): ProfileSummary {
   let eventCount = 0;
   let t0 = Infinity;
   let t1 = -Infinity;
@@ -83,21 +89,23 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
   const steps = rawSteps.map((s) => ({ ...s, startUs: s.startUs - t0 }));
   const overview = overviewOf(parts.map((p) => p.devices), Math.max(1, info.hostnames.length), ops, deviceWindows ? 'device' : steps.length ? 'host' : 'none');
   const warnings = [...info.errors, ...info.warnings];
-  const timeline: ProfileSummary['timeline'] = { names: [], lines: [] };
-  if (eventCount <= TIMELINE_MAX_EVENTS && parts.every((p) => p.timeline)) {
+  const tl: ProfileSummary['timeline'] = { names: [], lines: [] };
+  if (!timeline) {
+    // None asked for: nothing to warn about.
+  } else if (eventCount <= TIMELINE_MAX_EVENTS && parts.every((p) => p.timeline)) {
     const ids = new Map<string, number>();
     for (const p of parts) {
       // Name ids are per part: renumber into one table (the first part's are already in order).
       const remap = p.names.map((n) => {
         let id = ids.get(n);
-        if (id === undefined) { id = timeline.names.length; timeline.names.push(n); ids.set(n, id); }
+        if (id === undefined) { id = tl.names.length; tl.names.push(n); ids.set(n, id); }
         return id;
       });
       const identity = remap.every((id, k) => id === k);
       for (const line of p.timeline ?? []) {
         for (let k = 0; k < line.start.length; k++) line.start[k] -= t0;
         if (!identity) for (let k = 0; k < line.name_.length; k++) line.name_[k] = remap[line.name_[k]];
-        timeline.lines.push(line);
+        tl.lines.push(line);
       }
     }
   } else {
@@ -106,7 +114,7 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo): Profile
   return {
     hosts: info.hostnames, planes, eventCount, spanUs: t1 - t0, steps,
     ops, overview,
-    timeline, warnings,
+    timeline: tl, warnings,
   };
 }
 
@@ -334,8 +342,9 @@ export function analyzeXSpace(space: XSpaceData): ProfileSummary {
 }
 
 /** Streams `file` through the analysis without holding it in memory (what the extension's worker runs). */
-export function analyzeProfileFile(file: string, opts?: StreamOptions): ProfileSummary {
-  const a = new Analyzer();
+export function analyzeProfileFile(file: string, opts: AnalyzeOptions = {}): ProfileSummary {
+  const timeline = opts.timeline !== false;
+  const a = new Analyzer(timeline);
   const info = streamXSpaceFile(file, a, opts);
-  return mergePartials([a.partial()], info);
+  return mergePartials([a.partial()], info, timeline);
 }

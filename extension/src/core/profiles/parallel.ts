@@ -13,9 +13,9 @@
  * to start. */
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, timelineBuffers, type PartialSummary, type ProfileSummary } from './analyze';
+import { Analyzer, mergePartials, TIMELINE_MAX_EVENTS, timelineBuffers, type AnalyzeOptions, type PartialSummary, type ProfileSummary } from './analyze';
 import { ColumnSlabs } from './slabs';
-import { PlaneFile, scanXSpaceFile, type PlaneRange, type StreamOptions } from './stream';
+import { PlaneFile, scanXSpaceFile, type PlaneRange } from './stream';
 import { ProfileFormatError } from './xplane';
 
 /** Below this file size a helper's start-up costs more than it saves. */
@@ -23,7 +23,7 @@ const MIN_PARALLEL_BYTES = 16 << 20;
 /** Chunks per thread, about: enough for the faster thread to make up for a slower one, few enough to merge cheaply. */
 const CHUNKS_PER_THREAD = 12;
 
-export interface ParallelOptions extends StreamOptions {
+export interface ParallelOptions extends AnalyzeOptions {
   /** Files smaller than this are analyzed on the calling thread (tests set 0 to exercise the split). */
   minParallelBytes?: number;
   /** This thread and threads - 1 helpers; default defaultThreads(). */
@@ -36,7 +36,7 @@ export interface ParallelOptions extends StreamOptions {
   helperDiesAfterClaim?: boolean;
 }
 
-interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; dieAfterClaim?: boolean }
+interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; timeline?: boolean; dieAfterClaim?: boolean }
 /** A chunk's partial summary, or why it could not be read. */
 type ChunkFailure = { index: number; error: string; format: boolean };
 type ChunkResult = { index: number; part: PartialSummary } | ChunkFailure;
@@ -81,7 +81,7 @@ export function chunkPlanes(planes: readonly PlaneRange[], n: number): PlaneRang
  * Takes chunks until none is left (or one failed anywhere), analyzing each into its own partial. Chunks are
  * claimed in increasing order, so when chunk k fails every chunk before it was already taken by someone.
  */
-function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: StreamOptions, dieAfterClaim = false): ChunkResult[] {
+function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: AnalyzeOptions, dieAfterClaim = false): ChunkResult[] {
   const results: ChunkResult[] = [];
   let f: PlaneFile | undefined;
   const slabs = new ColumnSlabs();
@@ -94,7 +94,7 @@ function drain(file: string, chunks: PlaneRange[][], claims: Int32Array, opts: S
       if (dieAfterClaim) process.exit(70);
       try {
         f ??= new PlaneFile(file, opts);
-        const a = new Analyzer(Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS, slabs);
+        const a = new Analyzer(opts.timeline !== false && Atomics.load(claims, EVENTS) <= TIMELINE_MAX_EVENTS, slabs);
         f.stream(chunks[index], a);
         const part = a.partial();
         // Capped, so the int32 cannot wrap: past the limit is all that matters.
@@ -139,7 +139,7 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
   const nHelpers = parallel ? Math.min(threads, chunks.length) - 1 : 0;
   for (let k = 0; k < nHelpers; k++) {
     // Only the first helper is made to die, in the tests that ask for it.
-    const request: ShardRequest = { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, dieAfterClaim: k === 0 && opts.helperDiesAfterClaim };
+    const request: ShardRequest = { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, timeline: opts.timeline, dieAfterClaim: k === 0 && opts.helperDiesAfterClaim };
     const h = new Worker(workerFile, { workerData: { tpwProfileShard: request } });
     helpers.push(h);
     const done = new Promise<ChunkResult[]>((resolve, reject) => {
@@ -164,14 +164,14 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
     const failed = results.find(isFailure);
     if (failed) throw failed.format ? new ProfileFormatError(failed.error) : new Error(failed.error);
     const parts = results.map((r) => (r as Exclude<ChunkResult, ChunkFailure>).part);
-    return mergePartials(parts, info);
+    return mergePartials(parts, info, opts.timeline !== false);
   } finally {
     for (const h of helpers) void h.terminate();
   }
 }
 
 /** Analyzes the given chunks here, in order, stopping at the first failure. */
-function drainOnly(file: string, chunks: PlaneRange[][], which: number[], eventsSoFar: number, opts: StreamOptions): ChunkResult[] {
+function drainOnly(file: string, chunks: PlaneRange[][], which: number[], eventsSoFar: number, opts: AnalyzeOptions): ChunkResult[] {
   const claims = new Int32Array(CLAIM_SLOTS);
   claims[EVENTS] = eventsSoFar;
   const sub = which.map((k) => chunks[k]);
@@ -182,7 +182,7 @@ function drainOnly(file: string, chunks: PlaneRange[][], which: number[], events
 export function runShardIfHelper(): boolean {
   const req = (workerData as { tpwProfileShard?: ShardRequest } | null)?.tpwProfileShard;
   if (isMainThread || !req || !parentPort) return false;
-  const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize }, req.dieAfterClaim);
+  const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize, timeline: req.timeline }, req.dieAfterClaim);
   const transfer = transferList(results.flatMap((r) => ('part' in r ? [r.part] : [])));
   parentPort.postMessage({ results } satisfies ShardReply, transfer);
   return true;
