@@ -36,6 +36,9 @@ describe('decoder warm-up', () => {
     // GPU kernels: the ops named by their hlo_op stats (refs and plain strings), of programs 7 to 9.
     const gpu = s.ops.filter((o) => gpuPrograms.includes(o.program));
     assert.deepEqual([...new Set(gpu.map((o) => o.name))].sort(), ['convolution.2', 'fusion.1']);
+    // Program 7's HLO (the /host:metadata plane) makes its fusion.1 an input fusion; the others are named so.
+    assert.equal(gpu.find((o) => o.program === '7' && o.name === 'fusion.1')?.category, 'input fusion');
+    assert.equal(gpu.find((o) => o.program === '8' && o.name === 'fusion.1')?.category, 'loop fusion');
     assert.ok(s.eventCount > 3000, String(s.eventCount));
   });
 

@@ -25,8 +25,12 @@ const PASSES = 12;
 const STATS: [number, string][] = [
   [1, 'hlo_op'], [2, 'hlo_module'], [3, 'hlo_category'], [4, 'program_id'], [5, 'flops'], [6, 'bytes_accessed'],
   [7, 'device_offset_ps'], [8, 'device_duration_ps'], [9, 'run_id'], [10, 'correlation_id'], [11, 'long_name'],
-  [12, 'device_type_string'], [13, 'peak_teraflops_per_second'], [20, 'fusion.1'], [21, 'convolution.2'], [22, 'loop fusion'],
+  [12, 'device_type_string'], [13, 'peak_teraflops_per_second'], [14, 'Hlo Proto'], [20, 'fusion.1'], [21, 'convolution.2'],
+  [22, 'loop fusion'],
 ];
+
+/** Instructions per computation of the synthetic program (four computations). */
+const HLO_INSTRUCTIONS = 100;
 
 class CaptureWriter {
   readonly w: Writer = protobuf.Writer.create();
@@ -101,11 +105,48 @@ class CaptureWriter {
     });
   }
 
-  statMeta(): void {
-    for (const [id, name] of STATS) this.msg(5, () => { this.num(1, id); this.msg(2, () => { this.num(1, id); this.str(2, name); }); });
+  /** Stat metadata: the named stats, and `extra` more of names no decoder looks for (TensorFlow planes have ~1,400). */
+  statMeta(extra = 0): void {
+    const named: [number, string][] = [...STATS];
+    for (let k = 0; k < extra; k++) named.push([100 + k, `tf_op_attribute_${k}`]);
+    for (const [id, name] of named) this.msg(5, () => { this.num(1, id); this.msg(2, () => { this.num(1, id); this.str(2, name); }); });
     // One without a name, as some writers leave them.
     this.msg(5, () => { this.num(1, 30); this.msg(2, () => this.num(1, 30)); });
   }
+}
+
+/**
+ * A serialized HloProto as a GPU capture's /host:metadata plane holds one per program: instructions with the
+ * fields XLA writes (shape, metadata, id and operands with two-byte tags, now and then a long backend config)
+ * around the name, opcode and fusion kind that the op table reads.
+ */
+function hloProgram(id: number): Uint8Array {
+  const c = new CaptureWriter();
+  const opcodes = ['fusion', 'convolution', 'add', 'copy', 'custom-call', 'parameter', 'get-tuple-element', 'all-reduce'];
+  c.msg(1, () => {
+    c.str(1, 'jit_train_step');
+    for (let k = 0; k < 4; k++) {
+      c.msg(3, () => {
+        c.str(1, `computation.${k}`);
+        for (let i = 0; i < HLO_INSTRUCTIONS; i++) {
+          const op = opcodes[(i + k) % opcodes.length];
+          c.msg(2, () => {
+            // The first two are the ops the GPU kernels name.
+            c.str(1, k === 0 && i < 2 ? ['fusion.1', 'convolution.2'][i] : `${op}.${k * 1000 + i}`);
+            c.str(2, op);
+            c.msg(3, () => { c.num(2, 11); c.num(3, 128); c.num(3, 256); });
+            c.msg(7, () => { c.str(1, 'dot_general'); c.str(2, `jit(train_step)/jvp(main)/dot_general[${i}]`); });
+            if (op === 'fusion') c.str(11, i % 3 ? 'kLoop' : 'kInput');
+            c.num(35, 1000 * k + i);
+            c.msg(36, () => { c.w.uint64(i); c.w.uint64(i + 1); });
+            if (i % 9 === 0) c.str(43, `{"operation_queue_id":"0","fused_computation":"${'x'.repeat(150)}"}`);
+          });
+        }
+      });
+    }
+    c.num(5, id);
+  });
+  return c.w.finish();
 }
 
 /** A synthetic XSpace with a TPU chip, a GPU and a host plane, laid out as XLA writes it (lines before metadata). */
@@ -126,8 +167,8 @@ export function warmUpCapture(): Uint8Array {
     for (let m = 1; m <= 8; m++) {
       c.eventMeta(m, `%fusion.${m} = f32[128,256]{1,0} fusion(%p0, %p1), kind=kLoop, calls=%fused_computation.${m}`, `fusion.${m}`, () => {
         c.stat(3, 7, 22, 5);
-        // Program ids past 2^53 are kept as digits: some ops take that path.
-        c.stat(4, 3, m % 2 ? 2 ** 60 : 12 + m, 5);
+        // Program ids past 2^53 are kept as digits: some ops take that path, one of them a negative int64 (ten bytes).
+        c.stat(4, 3, m % 2 ? (m === 3 ? -(2 ** 40) : 2 ** 60) : 12 + m, 5);
         c.stat(5, 3, 1_000_000 * m, 5);
         c.stat(6, 3, 4096 * m, 5);
       });
@@ -170,6 +211,8 @@ export function warmUpCapture(): Uint8Array {
         c.stat(10, 3, k);
         if (k % 3 === 0) c.stat(11, 5, 'launch');
         if (k % 5 === 2) c.stat(1, 7, 20);
+        // A stat of an id past 127 (a two-byte varint; TensorFlow's planes name ~1,400 stats).
+        if (k % 4 === 1) c.stat(300 + (k % 50), 3, k);
         // num_occurrences, which the decoder skips (aggregated events).
         if (k % 50 === 7) c.num(5, 1);
       }, true);
@@ -181,10 +224,18 @@ export function warmUpCapture(): Uint8Array {
     // Many metadata entries with long names, as GPU and TensorFlow captures have (thousands of kernel and op
     // names), named by events of a line whose events come out of start order (so it is sorted).
     const many = 10 * EVENTS_PER_LINE / 4;
+    // Most with a display name, as TensorFlow's host and GPU planes have (each then an entry of its own).
     for (let m = 0; m < many; m++) {
-      c.eventMeta(100 + m, `void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_${m}_128x128_32x3_nn_align4>(Params)`, '', () => undefined);
+      c.eventMeta(100 + m, `void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_${m}_128x128_32x3_nn_align4>(Params)`, m % 8 ? `gemm_${m}` : '', () => undefined);
     }
     c.line(30, 'tf_Compute', n, (k) => 100 + ((k * 7) % many), () => undefined, false, true);
+    c.statMeta(many);
+  });
+  // The programs' HLO, which the op table reads for the GPU kernels' categories.
+  c.msg(1, () => {
+    c.num(1, 4);
+    c.str(2, '/host:metadata');
+    c.eventMeta(1, 'jit_train_step', '', () => c.msg(5, () => { c.num(1, 14); c.w.uint32((6 << 3) | 2).bytes(hloProgram(7)); }));
     c.statMeta();
   });
   c.str(4, 'warm-up');
