@@ -10,21 +10,25 @@
  */
 import { grown } from './xplane';
 
+/** What a union starts with: nothing allocated (there is one per device plane, and a repeated capture has thousands). */
+const NONE = new Float64Array(0);
+
 export class IntervalUnion {
-  // Small to start, grown as needed: there is one per device plane, and a repeated capture has thousands of those.
-  private s = new Float64Array(64);
-  private e = new Float64Array(64);
+  private s = NONE;
+  private e = NONE;
   private n = 0;
   /** Start index of each run on the stack; the open run (being appended to) starts at `open`. */
   private readonly runs: number[] = [];
   private open = 0;
-  private tmpS = new Float64Array(0);
-  private tmpE = new Float64Array(0);
+  private tmpS = NONE;
+  private tmpE = NONE;
 
   /** Appends [s, e) to the open run: it must start after the run's last interval ends. */
   push(s: number, e: number): void {
-    this.s = grown(this.s, this.n + 1);
-    this.e = grown(this.e, this.n + 1);
+    if (this.n === this.s.length) {
+      this.s = grown(this.s, Math.max(64, this.n + 1));
+      this.e = grown(this.e, Math.max(64, this.n + 1));
+    }
     this.s[this.n] = s;
     this.e[this.n++] = e;
   }

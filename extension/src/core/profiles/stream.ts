@@ -76,6 +76,22 @@ class ThreadStrings {
     return this.table.intern(r.buf, start, end);
   }
 
+  /** The key of a number's decimal digits (program ids: on every GPU kernel, and mostly the one before). */
+  numberKey(n: number): number {
+    if (n === this.lastNumber) return this.lastNumberKey;
+    let key = this.keyOfNumber.get(n);
+    if (key === undefined) {
+      key = this.table.internString(String(n));
+      this.keyOfNumber.set(n, key);
+    }
+    this.lastNumber = n;
+    return (this.lastNumberKey = key);
+  }
+
+  private lastNumber = NaN;
+  private lastNumberKey = -1;
+  private readonly keyOfNumber = new Map<number, number>();
+
   plainInfo(key: number): EventInfo {
     return (this.plain[key] ??= {
       name: this.table.strings[key], key, category: undefined, flops: undefined, bytes: undefined, displayName: '', program: undefined, hloProto: undefined,
@@ -119,7 +135,7 @@ class PlaneCtx implements StatStrings {
   }
 
   number(n: number): number {
-    return this.s.table.internString(String(n));
+    return this.s.numberKey(n);
   }
 
   digits(d: string): number {
@@ -157,8 +173,8 @@ function readStat(r: Reader, end: number): RawStat {
         break;
       }
       case 5: s.value = r.string(); break;
-      // Bytes are copied out of the read window (it is reused): the programs' HloProto; other bytes stats are small.
-      case 6: s.bin = new Uint8Array(r.bytes()); break;
+      // Bytes (the programs' HloProto) stay a view of the read window, good until the window moves (PlaneScan).
+      case 6: s.bin = r.bytes(); break;
       case 7: s.value = varint64(r); s.ref = true; break;
       default: r.skipType(tag & 7);
     }
@@ -311,6 +327,12 @@ class PlaneScan {
   private readonly withStats: { id: number; key: number; display: number; stats: RawStat[] }[] = [];
   private readonly planeStats: RawStat[] = [];
 
+  /**
+   * true: each field is read on its own (a plane bigger than the read window), so the window moves between them,
+   * and bytes stats are copied; otherwise they are views, valid until the lines are read (after visitor.plane()).
+   */
+  copyBytes = false;
+
   constructor(index: number, private readonly s: ThreadStrings) {
     this.view = { index, name: '', lineCount: 0, meta: new IdTable<EventInfo>(), strings: s.table.strings, stats: new Map() };
     this.ctx = new PlaneCtx(s);
@@ -322,6 +344,7 @@ class PlaneScan {
     else if (field === 2) this.view.name = utf8.decode(r.buf.subarray(r.pos, r.len));
     else if (field === 4) {
       const m = decodeEventMeta(r, this.s);
+      if (this.copyBytes) for (const st of m.stats ?? []) if (st.bin) st.bin = new Uint8Array(st.bin);
       // A display name (TPU ops' short names) makes the entry its own, like stats do.
       if (m.stats || m.display >= 0) this.withStats.push({ id: m.id, key: m.key, display: m.display, stats: m.stats ?? [] });
       else this.view.meta.set(m.id, this.s.plainInfo(m.key));
@@ -368,6 +391,7 @@ function readPlane(w: FileWindow, start: number, end: number, index: number, vis
     }
   } else {
     // A plane bigger than the window: field by field from the file, each with a Reader of its own.
+    scan.copyBytes = true;
     for (let off = start; off < end;) {
       field(w, off, end);
       off = f.end;
