@@ -15,7 +15,7 @@ run() { echo "+ $*"; "$@" || status=1; }
 # Python outside the trainer. Not yet here: test/bench/profiles_real_bench.py and
 # test/fixtures/profiles/real/make-expected.py (they have ruff findings left).
 SCRIPTS=(test/emulator-clients language-server/src/hydra/gen-hydra-builtins.py test/bench/cce_bench.py
-  test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py)
+  test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py)
 
 run ruff check --config "$CONFIG" --cache-dir "$CACHE/ruff" trainer/tpu_trainer test/trainer "${SCRIPTS[@]}" \
   test/skypilot
