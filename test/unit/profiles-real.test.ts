@@ -92,18 +92,37 @@ describe('op statistics on real captures agree with xprof', () => {
       assert.equal(s.overview.hardware, want.hardware_type);
       assert.equal(String(s.overview.deviceCount), want.device_core_count);
       assert.equal(String(s.overview.hostCount), want.host_count);
+      assert.equal(s.overview.deviceType, want.device_type);
       if (s.overview.hardware === 'TPU') {
-        assert.equal(s.overview.deviceType, want.device_type);
         assert.equal(`${s.overview.idlePercent.toFixed(1)}%`, want.device_idle_time_percent);
         // Roofline from the capture's own FLOPs, bytes and peaks: xprof's bound_by, op by op.
         for (const r of rows) assert.equal(s.ops.find((o) => o.program === r.program_id && o.name === r.hlo_op_name)?.boundBy, r.bound_by, r.hlo_op_name);
       }
-      // xprof's average step time, rounded as it prints it; no steps where it finds none.
-      const avgMs = s.steps.length ? s.steps.reduce((a, st) => a + st.totalUs, 0) / s.steps.length / 1000 : 0;
+      // xprof's average, shortest and longest step time, rounded as it prints them; no steps where it finds none.
+      const ms = s.steps.map((st) => st.totalUs / 1000);
+      const avgMs = ms.length ? ms.reduce((a, x) => a + x, 0) / ms.length : 0;
       const decimals = want.steptime_ms_average.split('.')[1]?.length ?? 0;
       assert.equal(avgMs.toFixed(decimals), want.steptime_ms_average);
+      assert.equal((ms.length ? Math.min(...ms) : 0).toFixed(decimals), want.steptime_ms_minimum);
+      assert.equal((ms.length ? Math.max(...ms) : 0).toFixed(decimals), want.steptime_ms_maximum);
     });
   }
+
+  it('groups GPU steps under jax.profiler.StepTraceAnnotation as xprof does, and counts no op for kernels run inside a CUDA command buffer', () => {
+    const plain = analyzeProfileFile(path.join(dir, 'h200-jax-transformer-no-cmdbuf.xplane.pb'));
+    // 8 annotated steps, each the span of the kernels its launches ran (xprof: 2.2 ms average, 2.1 to 2.6).
+    assert.equal(plain.steps.length, 8);
+    assert.equal(plain.overview.stepSource, 'annotations');
+    assert.equal(plain.unattributedKernels.count, 0);
+    const graphs = analyzeProfileFile(path.join(dir, 'h200-jax-transformer.xplane.pb'));
+    assert.equal(graphs.steps.length, 8);
+    assert.deepEqual(graphs.ops, []);
+    // Every kernel of the 8 steps names the command buffer, which is no instruction of the program's HLO.
+    assert.deepEqual(graphs.unattributedKernels.names, { command_buffer_1: 1720 });
+    // No step annotation in the Pallas capture: no steps (xprof: 0.0 ms).
+    const pallas = analyzeProfileFile(path.join(dir, 'h200-jax-pallas.xplane.pb'));
+    assert.deepEqual([pallas.steps.length, pallas.overview.stepSource, pallas.unattributedKernels.count], [0, 'none', 24]);
+  });
 
   it('finds no ops in host-side launch events (the GPU runtime names the HLO op on them too)', () => {
     const s = analyzeProfileFile(path.join(dir, 'jax-mi300x-conv.xplane.pb'));

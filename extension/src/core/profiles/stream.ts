@@ -18,7 +18,7 @@ import { closeSync, openSync } from 'node:fs';
 import protobuf from 'protobufjs/minimal.js';
 import { FileWindow } from './file-window';
 import { IdTable, Utf8Interner } from './intern';
-import { decodeLine, Kept, LineColumns, type StatStrings } from './xevent';
+import { decodeLine, GROUPING_STATS, Kept, LineColumns, type StatStrings } from './xevent';
 import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import { grown, HLO_PROTO_STAT, ProfileFormatError, varint64, varintDecimalAt, type StatValue } from './xplane';
 
@@ -56,6 +56,7 @@ function field(w: FileWindow, off: number, limit: number): Field {
 const KEPT_STATS = new Map<string, Kept>([
   ['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['program_id', Kept.Program],
   ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes], ['device_offset_ps', Kept.DevOffset], ['device_duration_ps', Kept.DevDuration],
+  ...GROUPING_STATS,
 ]);
 
 /** What one thread keeps across the planes it decodes: one string table, and what is derived per string. */
