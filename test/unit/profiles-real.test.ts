@@ -114,6 +114,9 @@ describe('op statistics on real captures agree with xprof', () => {
     assert.equal(plain.steps.length, 8);
     assert.equal(plain.overview.stepSource, 'annotations');
     assert.equal(plain.unattributedKernels.count, 0);
+    // The roofline's peaks: the plane's own HBM bandwidth, and the H200's dense bf16 peak from chips.ts (the plane
+    // names the model, NVIDIA H200, where the device type names only the architecture).
+    assert.deepEqual([plain.overview.peakTflops, plain.overview.hbmGBs], [989, 4814.304]);
     const graphs = analyzeProfileFile(path.join(dir, 'h200-jax-transformer.xplane.pb'));
     assert.equal(graphs.steps.length, 8);
     assert.deepEqual(graphs.ops, []);

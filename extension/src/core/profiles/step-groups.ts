@@ -16,6 +16,8 @@
  * a root or context stat as nodes (few), each launch as its correlation id and nearest such node above it on its
  * line (its group is that node's: nothing else reaches a launch), and device events as spans, one per run of
  * events of one correlation id on a line (a CUDA graph's kernels share their launch's).
+ * Host events that can pass no group to a device are not kept: a line's with no root and no launch, unless it
+ * both consumes (can be reached) and produces (can pass on), and a host plane's that launched nothing (a TPU's).
  * Not as xprof: device events without a correlation_id are left out (CUPTI gives every kernel, memset and copy
  * one); producer and consumer pids are not compared (one process writes a capture); ids past 2^53 compare as
  * doubles; and a group whose device events are all copies is still a step (xprof asks for a compute kernel).
@@ -82,23 +84,45 @@ export class GroupCollector {
   private host = false;
   private device = false;
   private planeIndex = -1;
+  private tpu = false;
+  /** Nodes and launches kept before the current plane. */
+  private planeNodes = 0;
+  private planeLaunches = 0;
   private t = newScratch(0);
 
   plane(p: PlaneView): void {
+    this.endPlane();
     this.host = p.name === '/host:CPU';
+    this.planeNodes = this.nodeStart.length;
+    this.planeLaunches = this.launches;
     this.device = p.name.startsWith('/device:GPU:');
     this.planeIndex = p.index;
+    // A TPU capture is grouped otherwise (xprof's GroupTpuEventsOSS; its devices have Steps lines): its host's
+    // many context events are not kept once a TPU plane was seen (they come first in TPU captures).
+    this.tpu ||= p.name.startsWith('/device:TPU:');
   }
 
   line(l: LineView): void {
     const n = l.tagCount;
-    if (n === 0) return;
-    for (let k = 0; k < n; k++) if (l.tagKind[k] === Kept.GroupId) this.grouped = true;
-    if (this.device) this.deviceLine(l);
-    else if (this.host) this.hostLine(l);
+    if (n === 0 || this.tpu) return;
+    let root = false, launch = false, producer = false, consumer = false;
+    const kind = l.tagKind;
+    for (let k = 0; k < n; k++) {
+      const x = kind[k];
+      if (x === Kept.Correlation) launch = true;
+      else if (x === Kept.Root) root = true;
+      else if (x === Kept.ProducerType) producer = true;
+      else if (x === Kept.ConsumerType) consumer = true;
+      else if (x === Kept.GroupId) this.grouped = true;
+    }
+    if (this.device) { if (launch) this.deviceLine(l); }
+    // A host line with no root and no launch passes a group on only if it is reached (a consumer) and passes it
+    // on (a producer); any other is no use to grouping, and its context events (a TPU host has many) are not kept.
+    else if (this.host && (root || launch || (producer && consumer))) this.hostLine(l);
   }
 
   partial(): GroupPartial {
+    this.endPlane();
     return {
       grouped: this.grouped, nodeStart: this.nodeStart, rootLevel: this.rootLevel, parent: this.parent,
       producerType: this.producerType, producerId: this.producerId, consumerType: this.consumerType, consumerId: this.consumerId,
@@ -107,6 +131,14 @@ export class GroupCollector {
       devPlane: this.devPlane.subarray(0, this.spans), devStart: this.devStart.subarray(0, this.spans),
       devEnd: this.devEnd.subarray(0, this.spans), devCorr: this.devCorr.subarray(0, this.spans),
     };
+  }
+
+  /** A host plane that launched nothing can pass no group to a device: its nodes (a TPU host's) are dropped. */
+  private endPlane(): void {
+    if (this.host && this.launches === this.planeLaunches) {
+      for (const a of [this.nodeStart, this.rootLevel, this.parent, this.producerType, this.producerId, this.consumerType, this.consumerId]) a.length = this.planeNodes;
+    }
+    this.host = false;
   }
 
   private deviceLine(l: LineView): void {

@@ -8,7 +8,7 @@
  * small files) to the same interface, so there is one analysis for both paths.
  */
 import { IdTable } from './intern';
-import { GROUPING_STATS, type Kept } from './xevent';
+import { GROUPING_STATS, groupingPlane, type Kept } from './xevent';
 import { eventStat, type LineData, type PlaneData, type StatValue, type XSpaceData } from './xplane';
 
 /** What the analysis needs of one event metadata entry, resolved once per plane (and shared by planes that name it alike). */
@@ -147,6 +147,7 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     tagCount: 0, tagEvent: new Int32Array(0), tagKind: new Uint8Array(0), tagValue: new Float64Array(0),
   };
   const tags: [number, Kept, number][] = [];
+  const grouping = groupingPlane(plane.name);
   const numOr = (x: StatValue | undefined): number => (typeof x === 'number' ? x : NaN);
   for (let i = 0; i < n; i++) {
     l.op[i] = str(eventStat(plane, line, i, 'hlo_op'));
@@ -158,7 +159,7 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     l.program[i] = str(eventStat(plane, line, i, 'program_id'));
     l.devOffsetPs[i] = numOr(eventStat(plane, line, i, 'device_offset_ps'));
     l.devDurationPs[i] = numOr(eventStat(plane, line, i, 'device_duration_ps'));
-    for (const [name, kind] of GROUPING_STATS) {
+    if (grouping) for (const [name, kind] of GROUPING_STATS) {
       const v = eventStat(plane, line, i, name);
       if (v !== undefined) tags.push([i, kind, numOr(v)]);
     }

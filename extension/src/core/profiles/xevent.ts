@@ -31,6 +31,11 @@ export const GROUPING_STATS: readonly [string, Kept][] = [
   ['_ct', Kept.ConsumerType], ['_c', Kept.ConsumerId], ['_a', Kept.Async], ['group_id', Kept.GroupId],
 ];
 
+/** The planes whose events step grouping reads (step-groups.ts): the host's threads and GPUs. */
+export function groupingPlane(name: string): boolean {
+  return name === '/host:CPU' || name.startsWith('/device:GPU:');
+}
+
 /** Where a kept stat's string values go (the plane's string table, see stream.ts). */
 export interface StatStrings {
   /** The key of the length-delimited string at r.pos. */
