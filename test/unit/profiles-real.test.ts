@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import type { OpRow, ProfileSummary } from '../../extension/src/core/profiles/analyze';
+import { buildSync } from 'esbuild';
 import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { analyzeProfileFileParallel } from '../../extension/src/core/profiles/parallel';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 
@@ -125,6 +127,18 @@ describe('op statistics on real captures agree with xprof', () => {
     // No step annotation in the Pallas capture: no steps (xprof: 0.0 ms).
     const pallas = analyzeProfileFile(path.join(dir, 'h200-jax-pallas.xplane.pb'));
     assert.deepEqual([pallas.steps.length, pallas.overview.stepSource, pallas.unattributedKernels.count], [0, 'none', 24]);
+  });
+
+  it('groups the same steps when the planes are analyzed in chunks on two threads (the host plane apart from the device plane)', async () => {
+    // The worker runs from a bundle, as in the extension: worker threads do not get tsx's loader.
+    const workerJs = path.join(mkdtempSync(path.join(tmpdir(), 'tpw-real-worker-')), 'profile-worker.js');
+    buildSync({ entryPoints: [path.resolve(__dirname, '../../extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
+    for (const capture of ['h200-jax-transformer.xplane.pb', 'h200-jax-transformer-no-cmdbuf.xplane.pb']) {
+      const file = path.join(dir, capture);
+      const split = await analyzeProfileFileParallel(file, workerJs, { minParallelBytes: 0, threads: 2, chunks: 4 });
+      assert.equal(split.steps.length, 8, capture);
+      assert.deepEqual(split, analyzeProfileFile(file), capture);
+    }
   });
 
   it('finds no ops in host-side launch events (the GPU runtime names the HLO op on them too)', () => {
