@@ -84,7 +84,7 @@ export interface OpRow {
 /** What ran where: the devices of the capture and how busy they were. */
 export interface ProfileOverview {
   hardware: 'TPU' | 'GPU' | 'CPU';
-  /** As the capture names it ('TPU v6 Lite', 'AMD GPU (compute capability 9.4)'); '' on CPU. */
+  /** As xprof's overview names it ('TPU v6 Lite', 'Nvidia GPU (Hopper)', 'AMD GPU - gfx942'); '' on CPU. */
   deviceType: string;
   deviceCount: number;
   hostCount: number;
@@ -96,8 +96,11 @@ export interface ProfileOverview {
   activeUs: number;
   /** 100 × (1 − busy ÷ active); 0 when nothing ran. */
   idlePercent: number;
-  /** Where the steps came from: a device's Steps line, the host's XLA dispatches, or none. */
-  stepSource: 'device' | 'host' | 'none';
+  /**
+   * Where the steps came from: a device's Steps line, the device work that step annotations group (xprof's step
+   * grouping: jax.profiler.StepTraceAnnotation), the host's XLA dispatches, or none.
+   */
+  stepSource: 'device' | 'annotations' | 'host' | 'none';
 }
 
 export interface TimelineLine {
@@ -112,6 +115,17 @@ export interface TimelineLine {
   depth: Uint8Array;
 }
 
+/**
+ * Device kernels that named an HLO op their program's HLO does not hold, left out of the op table as xprof leaves
+ * them out: XLA names the CUDA command buffer (`command_buffer_1`) on every kernel it ran inside one.
+ */
+export interface UnattributedKernels {
+  count: number;
+  selfUs: number;
+  /** The op names they gave, with the number of kernels under each. */
+  names: Record<string, number>;
+}
+
 export interface ProfileSummary {
   hosts: string[];
   planes: { name: string; lines: number; events: number }[];
@@ -119,6 +133,7 @@ export interface ProfileSummary {
   spanUs: number;
   steps: StepBreakdown[];
   ops: OpRow[];
+  unattributedKernels: UnattributedKernels;
   overview: ProfileOverview;
   timeline: { names: string[]; lines: TimelineLine[] };
   warnings: string[];

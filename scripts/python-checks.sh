@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Lint (ruff) and type-check (mypy) the trainer and its tests, as CI's python-checks step does.
+# Lint (ruff) and type-check (mypy) the trainer and its tests, and the project's other Python (the emulator's
+# client tests, the SkyPilot verdicts script, the bench scripts, the hydra-builtins generator), as CI's
+# python-checks step does.
 # Exits non-zero when either finds anything; both always run, so one run shows every finding.
 # Settings: trainer/pyproject.toml ([tool.ruff], [tool.mypy]). Tools: scripts/python-env.sh.
 set -uo pipefail
@@ -10,11 +12,22 @@ CONFIG=trainer/pyproject.toml
 CACHE="$TPW_CACHE/python-checks"
 status=0
 run() { echo "+ $*"; "$@" || status=1; }
+# Python outside the trainer. Not yet here: test/bench/profiles_real_bench.py and
+# test/fixtures/profiles/real/make-expected.py (they have ruff findings left).
+SCRIPTS=(test/emulator-clients language-server/src/hydra/gen-hydra-builtins.py test/bench/cce_bench.py
+  test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py)
 
-run ruff check --config "$CONFIG" --cache-dir "$CACHE/ruff" trainer/tpu_trainer test/trainer
+run ruff check --config "$CONFIG" --cache-dir "$CACHE/ruff" trainer/tpu_trainer test/trainer "${SCRIPTS[@]}" \
+  test/skypilot
 # The package: every function annotated (disallow_untyped_defs in the config).
 run mypy --config-file "$CONFIG" --cache-dir "$CACHE/mypy-package" trainer/tpu_trainer
 # The tests: bodies checked, but test functions and fixtures need no annotations.
 run mypy --config-file "$CONFIG" --cache-dir "$CACHE/mypy-tests" --allow-untyped-defs --allow-incomplete-defs \
   test/trainer
+# The other Python, as the tests are checked. Apart from test/trainer: both have a conftest.py.
+run mypy --config-file "$CONFIG" --cache-dir "$CACHE/mypy-scripts" --allow-untyped-defs --allow-incomplete-defs \
+  "${SCRIPTS[@]}"
+# The SkyPilot script runs in SkyPilot's own venv (scripts/python-env.sh), so it is checked against that one.
+run mypy --config-file "$CONFIG" --cache-dir "$CACHE/mypy-skypilot" --allow-untyped-defs --allow-incomplete-defs \
+  --python-executable "$TPW_VENV-skypilot/bin/python" test/skypilot
 exit $status

@@ -36,7 +36,8 @@ count_node test-artifacts/lsp.log
 # The run view's bundle in headless Chromium (the suite builds dist/ first).
 step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
-# ruff and mypy over the trainer and its tests (settings in trainer/pyproject.toml); fails on any finding.
+# ruff and mypy over the trainer, its tests and the project's other Python (settings in trainer/pyproject.toml);
+# fails on any finding.
 step python-checks npm run -s check:python
 step trainer npm run -s test:trainer
 count_pytest test-artifacts/trainer.log

@@ -154,13 +154,15 @@ def main() -> None:
     ap.add_argument("--child")
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads, a.mem_limit_gib, a.device)))
+        print(json.dumps(child(a.child, a.tokens, a.hidden, int(a.vocabs), a.repeats, a.threads, a.mem_limit_gib,
+                               a.device)))
         return
     rows = []
     print(f"{'vocab':>7} {'tokens':>6} {'naive s':>8} {'cce s':>7} {'time x':>6} {'naive MiB':>10} {'cce MiB':>8} "
           f"{'mem /':>6} {'naive work':>10} {'cce work':>8} {'work /':>7}", flush=True)
     for vocab in (int(v) for v in a.vocabs.split(",")):
-        cce = measure(f"cce:{a.chunk_elems}" if a.chunk_elems else "cce", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib, a.device)
+        cce_impl = f"cce:{a.chunk_elems}" if a.chunk_elems else "cce"
+        cce = measure(cce_impl, a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib, a.device)
         naive = measure("naive", a.tokens, a.hidden, vocab, a.repeats, a.threads, a.mem_limit_gib, a.device)
         row = {"vocab": vocab, "tokens": a.tokens, "hidden": a.hidden, "cce": cce, "naive": naive}
         if "error" not in cce and "error" not in naive:

@@ -62,7 +62,9 @@ def main() -> None:
     ck = Checkpointer(CheckpointConfig(), f"{a.dir}/sync")
     template = {"model": {k: torch.empty_like(v) for k, v in state["model"].items()}, "step": torch.tensor(0)}
     t0 = time.perf_counter()
-    loaded = ck.load(ck.latest(), template)
+    latest = ck.latest()
+    assert latest is not None, "the sync checkpoints saved above are gone"
+    loaded = ck.load(latest, template)
     results["restore_s"] = time.perf_counter() - t0
     assert all(torch.equal(loaded["model"][k], v) for k, v in state["model"].items())
     print(f"params {n / 1e9:.3f}B ({gib:.2f} GiB fp32)  sync save: blocked {results['sync']['blocked_s']:.2f}s  "

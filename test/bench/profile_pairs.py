@@ -22,26 +22,34 @@ import sys
 import time
 
 
-class Failed(Exception):
+class CommandFailedError(Exception):
     pass
 
 
 def run(argv):
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.stdout is not None  # stdout=PIPE
     out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)
     wall_ms = (time.perf_counter() - t) * 1000
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        raise Failed(f"{argv[0]} exited with {code}: {out.decode(errors='replace')[-2000:]}")
+        raise CommandFailedError(f"{argv[0]} exited with {code}: {out.decode(errors='replace')[-2000:]}")
     # ru_maxrss is in KiB on Linux.
-    return {"wallMs": round(wall_ms, 1), "maxRssMB": round(usage.ru_maxrss / 1024, 1), "out": out.decode(errors="replace")[-400:]}
+    return {"wallMs": round(wall_ms, 1), "maxRssMB": round(usage.ru_maxrss / 1024, 1),
+            "out": out.decode(errors="replace")[-400:]}
+
+
+def times(ratio):
+    """A ratio as the report prints it: two decimals and a multiplication sign."""
+    return f"{ratio:.2f}×"  # noqa: RUF001 -- output text: a multiplication sign, not a typo for x
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cmd", action="append", required=True, help="NAME=COMMAND (shell words); the first is the reference")
+    ap.add_argument("--cmd", action="append", required=True,
+                    help="NAME=COMMAND (shell words); the first is the reference")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", help="write every sample here")
     args = ap.parse_args()
@@ -51,12 +59,12 @@ def main():
         if not sep or not name or not line.strip():
             sys.exit(f"--cmd {c!r}: expected NAME=COMMAND")
         cmds.append((name, shlex.split(line)))
-    samples = {name: [] for name, _ in cmds}
+    samples: dict[str, list[dict]] = {name: [] for name, _ in cmds}
     for rep in range(args.reps):
         for name, argv in list(cmds):
             try:
                 s = run(argv)
-            except Failed as e:
+            except CommandFailedError as e:
                 # The reference failing ends the bench; a peer that fails is reported and left out.
                 if name == cmds[0][0]:
                     sys.exit(f"{name} failed: {e}")
@@ -68,25 +76,34 @@ def main():
             print(f"rep {rep + 1} {name}: {s['wallMs']:.0f} ms, {s['maxRssMB']:.0f} MB", file=sys.stderr, flush=True)
     ref = cmds[0][0]
     names = [n for n, _ in cmds]
-    print("| rep | " + " | ".join(f"{n} ms | {n} MB" for n in names) + "".join(f" | {n}/{ref} time | {n}/{ref} memory" for n in names[1:]) + " |")
+    print("| rep | " + " | ".join(f"{n} ms | {n} MB" for n in names)
+          + "".join(f" | {n}/{ref} time | {n}/{ref} memory" for n in names[1:]) + " |")
     print("|---" * (1 + 2 * len(names) + 2 * (len(names) - 1)) + "|")
     for k in range(args.reps):
         cells = [f"{samples[n][k]['wallMs']:.0f} | {samples[n][k]['maxRssMB']:.0f}" for n in names]
-        ratios = [f"{samples[n][k]['wallMs'] / samples[ref][k]['wallMs']:.2f}× | {samples[n][k]['maxRssMB'] / samples[ref][k]['maxRssMB']:.2f}×" for n in names[1:]]
+        ratios = [f"{times(samples[n][k]['wallMs'] / samples[ref][k]['wallMs'])}"
+                  f" | {times(samples[n][k]['maxRssMB'] / samples[ref][k]['maxRssMB'])}" for n in names[1:]]
         print(f"| {k + 1} | " + " | ".join(cells + ratios) + " |")
-    med = {n: {"wallMs": statistics.median(s["wallMs"] for s in samples[n]), "maxRssMB": statistics.median(s["maxRssMB"] for s in samples[n])} for n in names}
-    per_rep = {n: {"time": statistics.median(samples[n][k]["wallMs"] / samples[ref][k]["wallMs"] for k in range(args.reps)),
-                   "memory": statistics.median(samples[n][k]["maxRssMB"] / samples[ref][k]["maxRssMB"] for k in range(args.reps))} for n in names[1:]}
+    med = {n: {key: statistics.median(s[key] for s in samples[n]) for key in ("wallMs", "maxRssMB")} for n in names}
+
+    def rep_ratios(n, key):
+        return [samples[n][k][key] / samples[ref][k][key] for k in range(args.reps)]
+
+    per_rep = {n: {"time": statistics.median(rep_ratios(n, "wallMs")),
+                   "memory": statistics.median(rep_ratios(n, "maxRssMB"))} for n in names[1:]}
     cells = [f"{med[n]['wallMs']:.0f} | {med[n]['maxRssMB']:.0f}" for n in names]
-    ratios = [f"**{per_rep[n]['time']:.2f}×** | **{per_rep[n]['memory']:.2f}×**" for n in names[1:]]
+    ratios = [f"**{times(per_rep[n]['time'])}** | **{times(per_rep[n]['memory'])}**" for n in names[1:]]
     print("| median (ratios: of the per-rep ratios) | " + " | ".join(cells + ratios) + " |")
     for n in names[1:]:
-        lo = min(samples[n][k]["wallMs"] / samples[ref][k]["wallMs"] for k in range(args.reps))
-        hi = max(samples[n][k]["wallMs"] / samples[ref][k]["wallMs"] for k in range(args.reps))
-        print(f"\n{n}/{ref}: time {per_rep[n]['time']:.2f}× (reps {lo:.2f}–{hi:.2f}×), memory {per_rep[n]['memory']:.2f}× (medians of the per-rep ratios)")
+        lo, hi = min(rep_ratios(n, "wallMs")), max(rep_ratios(n, "wallMs"))
+        spread = f"{lo:.2f}–{times(hi)}"  # noqa: RUF001 -- output text: an en dash for the range
+        print(f"\n{n}/{ref}: time {times(per_rep[n]['time'])} (reps {spread}), "
+              f"memory {times(per_rep[n]['memory'])} (medians of the per-rep ratios)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"reps": args.reps, "commands": {n: " ".join(shlex.quote(a) for a in argv) for n, argv in cmds}, "samples": samples, "medians": med, "ratios": per_rep}, f, indent=2)
+            commands = {n: " ".join(shlex.quote(a) for a in argv) for n, argv in cmds}
+            json.dump({"reps": args.reps, "commands": commands, "samples": samples, "medians": med, "ratios": per_rep},
+                      f, indent=2)
 
 
 if __name__ == "__main__":

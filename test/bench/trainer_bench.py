@@ -2,7 +2,8 @@
 recipe runs it: config, logging every 10 steps, metrics.jsonl, scheduler, clipping) against a
 plain PyTorch loop over the same model, batches and AdamW, in the same process, interleaved.
 
-    bash scripts/bench.sh trainer          # = python3 test/bench/trainer_bench.py --json test-artifacts/bench/trainer.json
+    bash scripts/bench.sh trainer
+    # which runs: python3 test/bench/trainer_bench.py --json test-artifacts/bench/trainer.json
 Env: BENCH_TRAINER_REPS (5), BENCH_TRAINER_STEPS (60; the first 10 are warm-up and not timed).
 """
 
@@ -20,10 +21,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trainer"))
-from tpu_trainer import data as data_lib  # noqa: E402
-from tpu_trainer.config import TrainConfig  # noqa: E402
-from tpu_trainer.model import build_model  # noqa: E402
-from tpu_trainer.train import train  # noqa: E402
+from tpu_trainer import data as data_lib
+from tpu_trainer.config import TrainConfig
+from tpu_trainer.model import build_model
+from tpu_trainer.train import train
 
 REPS = int(os.environ.get("BENCH_TRAINER_REPS", "5"))
 STEPS = int(os.environ.get("BENCH_TRAINER_STEPS", "60"))
@@ -35,10 +36,9 @@ def _cfg(preset: str, out: str) -> TrainConfig:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "trainer"))
     from _trainer_helpers import compose
 
-    cfg = compose([f"model={preset}", "device=cpu", f"max_steps={STEPS}", "logging_steps=10",
-                   f"global_batch_size={BATCH}", f"block_size={BLOCK}", "checkpoint.enabled=false",
-                   "scheduler.warmup_steps=5", "num_threads=0", f"output_dir={out}"])
-    return cfg
+    return compose([f"model={preset}", "device=cpu", f"max_steps={STEPS}", "logging_steps=10",
+                    f"global_batch_size={BATCH}", f"block_size={BLOCK}", "checkpoint.enabled=false",
+                    "scheduler.warmup_steps=5", "num_threads=0", f"output_dir={out}"])
 
 
 def ours(preset: str) -> float:
@@ -71,11 +71,12 @@ def plain(preset: str) -> float:
         opt.zero_grad(set_to_none=True)
         if step % 10 == 0:
             loss.item()  # a plain loop reads its loss when it prints it
+    assert t0 is not None, f"BENCH_TRAINER_STEPS ({STEPS}) must exceed the {WARMUP} warm-up steps"
     return (STEPS - WARMUP) * BATCH * BLOCK / (time.perf_counter() - t0)
 
 
 def main() -> None:
-    results = {}
+    results: dict[str, object] = {}
     print(f"| model | ours tokens/s (median of {REPS}) | plain loop tokens/s | overhead |")
     print("| --- | ---: | ---: | ---: |")
     for preset in ("tiny-llama", "tiny-mixtral"):
@@ -86,7 +87,8 @@ def main() -> None:
         ma, mb = statistics.median(a), statistics.median(b)
         results[preset] = {"ours": a, "plain": b}
         print(f"| {preset} | {ma:,.0f} | {mb:,.0f} | {(mb / ma - 1) * 100:+.1f}% |", flush=True)
-    out = Path(sys.argv[sys.argv.index("--json") + 1]) if "--json" in sys.argv else Path("test-artifacts/bench/trainer.json")
+    json_arg = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else "test-artifacts/bench/trainer.json"
+    out = Path(json_arg)
     out.parent.mkdir(parents=True, exist_ok=True)
     results["config"] = {"reps": REPS, "steps": STEPS, "warmup": WARMUP, "batch": BATCH, "block": BLOCK,
                          "threads": torch.get_num_threads(), "torch": torch.__version__}

@@ -3,13 +3,17 @@ an operation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.cloud import compute_v1
+
 from tpw_emulator import Emulator
 
 
-def client_opts(emulator: Emulator) -> dict[str, object]:
+def client_opts(emulator: Emulator) -> dict[str, Any]:
     """Keyword arguments for any of Google's REST clients, aimed at the emulator with its bearer token."""
-    return {"credentials": emulator.credentials(), "client_options": {"api_endpoint": f"http://{emulator.host}:{emulator.port}"}}
+    return {"credentials": emulator.credentials(),
+            "client_options": {"api_endpoint": f"http://{emulator.host}:{emulator.port}"}}
 
 
 def wait_operation(emulator: Emulator, op: object) -> None:
@@ -17,13 +21,16 @@ def wait_operation(emulator: Emulator, op: object) -> None:
     it makes without the caller's api_endpoint, so it would ask compute.googleapis.com.)"""
     name = op.name  # type: ignore[attr-defined]
     zone, region = getattr(op, "zone", ""), getattr(op, "region", "")
+    opts, project = client_opts(emulator), emulator.project
     for _ in range(60):
         if zone:
-            got = compute_v1.ZoneOperationsClient(**client_opts(emulator)).wait(project=emulator.project, zone=zone.rsplit("/", 1)[-1], operation=name)
+            got = compute_v1.ZoneOperationsClient(**opts).wait(
+                project=project, zone=zone.rsplit("/", 1)[-1], operation=name)
         elif region:
-            got = compute_v1.RegionOperationsClient(**client_opts(emulator)).wait(project=emulator.project, region=region.rsplit("/", 1)[-1], operation=name)
+            got = compute_v1.RegionOperationsClient(**opts).wait(
+                project=project, region=region.rsplit("/", 1)[-1], operation=name)
         else:
-            got = compute_v1.GlobalOperationsClient(**client_opts(emulator)).wait(project=emulator.project, operation=name)
+            got = compute_v1.GlobalOperationsClient(**opts).wait(project=project, operation=name)
         if got.status == compute_v1.Operation.Status.DONE:
             assert not got.error.errors, got.error
             return

@@ -11,10 +11,11 @@ import json
 import os
 import pathlib
 import subprocess
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from google.cloud import tpu_v2
+
 from tpw_emulator import Emulator
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -38,7 +39,8 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     try:
         ep = json.loads((home / "emulator" / "endpoint.json").read_text())
         token = ep.get("token")
-        yield Emulator(host=ep["host"], port=ep["restPort"], project=ep["project"], zone=ep["zones"][0], token=token if isinstance(token, str) and token else None, home=home)
+        yield Emulator(host=ep["host"], port=ep["restPort"], project=ep["project"], zone=ep["zones"][0],
+                       token=token if isinstance(token, str) and token else None, home=home)
     finally:
         _cli(env, "emulator", "stop")
 

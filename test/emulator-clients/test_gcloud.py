@@ -37,13 +37,15 @@ def gcloud(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         assert GCLOUD is not None
-        return subprocess.run([GCLOUD, "compute", "tpus", *args, "--zone", emulator.zone], env=env, capture_output=True, text=True, timeout=180)
+        return subprocess.run([GCLOUD, "compute", "tpus", *args, "--zone", emulator.zone],
+                              env=env, capture_output=True, text=True, timeout=180)
 
     return run
 
 
 def test_create_then_list_shows_type_topology_and_network(gcloud) -> None:
-    made = gcloud("tpu-vm", "create", "gc-slice", "--accelerator-type", "v5litepod-16", "--version", "v2-alpha-tpuv5-lite")
+    made = gcloud("tpu-vm", "create", "gc-slice",
+                  "--accelerator-type", "v5litepod-16", "--version", "v2-alpha-tpuv5-lite")
     assert made.returncode == 0, made.stderr
     listed = gcloud("tpu-vm", "list")
     assert listed.returncode == 0, listed.stderr
@@ -62,11 +64,13 @@ def test_stop_of_a_multi_host_slice_fails_with_googles_error(gcloud) -> None:
 def test_create_with_another_generations_runtime_fails_naming_both(gcloud) -> None:
     made = gcloud("tpu-vm", "create", "gc-bad", "--accelerator-type", "v6e-8", "--version", "tpu-ubuntu2204-base")
     assert made.returncode != 0
-    assert re.search(r"INVALID_ARGUMENT: .*\"tpu-ubuntu2204-base\".*\"v6e-8\".*v2-alpha-tpuv6e", made.stderr), made.stderr
+    assert re.search(r"INVALID_ARGUMENT: .*\"tpu-ubuntu2204-base\".*\"v6e-8\".*v2-alpha-tpuv6e",
+                     made.stderr), made.stderr
 
 
 def test_queued_resource_delete_force(gcloud, emulator: Emulator) -> None:
-    made = gcloud("queued-resources", "create", "gc-qr", "--node-id", "gc-qr-node", "--accelerator-type", "v6e-1", "--runtime-version", "v2-alpha-tpuv6e")
+    made = gcloud("queued-resources", "create", "gc-qr", "--node-id", "gc-qr-node",
+                  "--accelerator-type", "v6e-1", "--runtime-version", "v2-alpha-tpuv6e")
     assert made.returncode == 0, made.stderr
     deleted = gcloud("queued-resources", "delete", "gc-qr", "--force")  # sends force=True
     assert deleted.returncode == 0, deleted.stderr

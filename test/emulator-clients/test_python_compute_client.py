@@ -23,7 +23,8 @@ def region(emulator: Emulator) -> str:
 def test_zones_and_tpu_machine_types(emulator: Emulator) -> None:
     zones = [z.name for z in compute_v1.ZonesClient(**client_opts(emulator)).list(project=emulator.project)]
     assert emulator.zone in zones
-    types = [m.name for m in compute_v1.MachineTypesClient(**client_opts(emulator)).list(project=emulator.project, zone=emulator.zone)]
+    machine_types = compute_v1.MachineTypesClient(**client_opts(emulator))
+    types = [m.name for m in machine_types.list(project=emulator.project, zone=emulator.zone)]
     assert {"tpu7x-standard-4t", "ct6e-standard-8t", "ct5p-hightpu-4t", "ct5lp-hightpu-1t"} <= set(types)
 
 
@@ -43,9 +44,11 @@ def test_tpu7x_vm_lifecycle(emulator: Emulator) -> None:
     assert got.network_interfaces[0].network_i_p.startswith("127.")
     assert "py-iron" in [i.name for i in instances.list(project=p, zone=z)]
 
-    md = compute_v1.Metadata(fingerprint=got.metadata.fingerprint, items=[compute_v1.Items(key="ssh-keys", value="me:ssh-ed25519 AAAA me")])
+    md = compute_v1.Metadata(fingerprint=got.metadata.fingerprint,
+                             items=[compute_v1.Items(key="ssh-keys", value="me:ssh-ed25519 AAAA me")])
     wait_operation(emulator, instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md))
-    assert {i.key: i.value for i in instances.get(project=p, zone=z, instance="py-iron").metadata.items}["ssh-keys"] == "me:ssh-ed25519 AAAA me"
+    items = instances.get(project=p, zone=z, instance="py-iron").metadata.items
+    assert {i.key: i.value for i in items}["ssh-keys"] == "me:ssh-ed25519 AAAA me"
     # A stale fingerprint is refused, as Compute Engine refuses it (412).
     with pytest.raises(exceptions.PreconditionFailed):
         instances.set_metadata(project=p, zone=z, instance="py-iron", metadata_resource=md)
@@ -65,16 +68,21 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
     policies = compute_v1.ResourcePoliciesClient(**client_opts(emulator))
     templates = compute_v1.InstanceTemplatesClient(**client_opts(emulator))
     migs = compute_v1.InstanceGroupManagersClient(**client_opts(emulator))
-    wp = compute_v1.ResourcePolicy(name="py-wp", workload_policy=compute_v1.ResourcePolicyWorkloadPolicy(type_="HIGH_THROUGHPUT", accelerator_topology="2x2x2"))
+    wp = compute_v1.ResourcePolicy(
+        name="py-wp",
+        workload_policy=compute_v1.ResourcePolicyWorkloadPolicy(type_="HIGH_THROUGHPUT", accelerator_topology="2x2x2"),
+    )
     wait_operation(emulator, policies.insert(project=p, region=region, resource_policy_resource=wp))
-    tpl = compute_v1.InstanceTemplate(name="py-tpl", properties=compute_v1.InstanceProperties(machine_type="tpu7x-standard-4t"))
+    tpl = compute_v1.InstanceTemplate(name="py-tpl",
+                                      properties=compute_v1.InstanceProperties(machine_type="tpu7x-standard-4t"))
     wait_operation(emulator, templates.insert(project=p, instance_template_resource=tpl))
     mig = compute_v1.InstanceGroupManager(
         name="py-slice",
         base_instance_name="py-slice",
         target_size=2,
         instance_template=f"projects/{p}/global/instanceTemplates/py-tpl",
-        resource_policies=compute_v1.InstanceGroupManagerResourcePolicies(workload_policy=f"projects/{p}/regions/{region}/resourcePolicies/py-wp"),
+        resource_policies=compute_v1.InstanceGroupManagerResourcePolicies(
+            workload_policy=f"projects/{p}/regions/{region}/resourcePolicies/py-wp"),
     )
     wait_operation(emulator, migs.insert(project=p, zone=z, instance_group_manager_resource=mig))
     deadline = time.time() + 30
@@ -88,4 +96,5 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
     wait_operation(emulator, migs.delete(project=p, zone=z, instance_group_manager="py-slice"))
     wait_operation(emulator, templates.delete(project=p, instance_template="py-tpl"))
     wait_operation(emulator, policies.delete(project=p, region=region, resource_policy="py-wp"))
-    assert [i.name for i in compute_v1.InstancesClient(**client_opts(emulator)).list(project=p, zone=z) if i.name.startswith("py-slice")] == []
+    left = compute_v1.InstancesClient(**client_opts(emulator)).list(project=p, zone=z)
+    assert [i.name for i in left if i.name.startswith("py-slice")] == []

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+from typing import Any
 
 import pytest
 from google.api_core import exceptions
 from google.cloud import compute_v1, oslogin_v1
 from google.cloud.oslogin_v1 import common
+
 from compute_helpers import client_opts, wait_operation
 from tpw_emulator import Emulator
 
@@ -22,7 +24,8 @@ ACCOUNT = "tpw-emulator-user@example.com"
 USERNAME = "tpw_emulator_user_example_com"
 
 
-def _endpoint(emulator: Emulator) -> dict[str, object]:
+def _endpoint(emulator: Emulator) -> dict[str, Any]:
+    """The emulator's endpoint file (JSON)."""
     return json.loads((emulator.home / "emulator" / "endpoint.json").read_text())
 
 
@@ -86,11 +89,11 @@ def test_import_key_and_ssh_under_os_login(emulator: Emulator, tmp_path: pathlib
         ),
     )
     host = instances.get(project=p, zone=z, instance="py-osl").network_interfaces[0].network_i_p
-    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))  # type: ignore[arg-type]
+    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))
     try:
         _set_project_os_login(emulator, "TRUE")
         # Not imported yet: OS Login knows no such key, and the VM lets nobody in with it.
-        assert _ssh(host, int(ep["sshPort"]), USERNAME, key).returncode == 255  # type: ignore[call-overload]
+        assert _ssh(host, int(ep["sshPort"]), USERNAME, key).returncode == 255
 
         got = oslogin.import_ssh_public_key(
             parent=f"users/{ACCOUNT}", ssh_public_key=common.SshPublicKey(key=pub), project_id=p
@@ -108,26 +111,26 @@ def test_import_key_and_ssh_under_os_login(emulator: Emulator, tmp_path: pathlib
         )
         assert profile.name == ACCOUNT and fingerprints[0] in profile.ssh_public_keys
 
-        ok = _ssh(host, int(ep["sshPort"]), USERNAME, key)  # type: ignore[call-overload]
+        ok = _ssh(host, int(ep["sshPort"]), USERNAME, key)
         assert (ok.returncode, ok.stdout) == (0, "w0\n"), ok.stderr
         # The emulator's own user is not an OS Login user: refused even with the emulator's own key.
         assert (
             _ssh(host, int(ep["sshPort"]), str(ep["username"]), pathlib.Path(str(ep["clientKeyPath"]))).returncode
             == 255
-        )  # type: ignore[call-overload]
+        )
 
         # A deleted key no longer opens the VM.
         oslogin.delete_ssh_public_key(name=f"users/{ACCOUNT}/sshPublicKeys/{fingerprints[0]}")
         with pytest.raises(exceptions.NotFound):
             oslogin.get_ssh_public_key(name=f"users/{ACCOUNT}/sshPublicKeys/{fingerprints[0]}")
-        assert _ssh(host, int(ep["sshPort"]), USERNAME, key).returncode == 255  # type: ignore[call-overload]
+        assert _ssh(host, int(ep["sshPort"]), USERNAME, key).returncode == 255
     finally:
         _set_project_os_login(emulator, None)
         wait_operation(emulator, instances.delete(project=p, zone=z, instance="py-osl"))
 
 
 def test_other_accounts_are_forbidden(emulator: Emulator) -> None:
-    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))  # type: ignore[arg-type]
+    oslogin = oslogin_v1.OsLoginServiceClient(transport="rest", **client_opts(emulator))
     with pytest.raises(exceptions.Forbidden, match=ACCOUNT):
         oslogin.get_login_profile(name="users/someone-else@example.com")
     with pytest.raises(exceptions.BadRequest):

@@ -16,8 +16,10 @@ from google.longrunning import operations_pb2
 from tpw_emulator import Emulator
 
 # The runtime each generation boots (the project's wizard and CLI recommend these).
-RECOMMENDED = {"v4-8": "tpu-ubuntu2204-base", "v5litepod-8": "v2-alpha-tpuv5-lite", "v5p-8": "v2-alpha-tpuv5", "v6e-8": "v2-alpha-tpuv6e"}
+RECOMMENDED = {"v4-8": "tpu-ubuntu2204-base", "v5litepod-8": "v2-alpha-tpuv5-lite", "v5p-8": "v2-alpha-tpuv5",
+               "v6e-8": "v2-alpha-tpuv6e"}
 SLICE = "py-slice"  # v5litepod-16: four workers
+QueuedState = tpu_v2.QueuedResourceState.State
 
 
 def node_name(em: Emulator, node_id: str) -> str:
@@ -32,7 +34,8 @@ def nodes(emulator: Emulator, client: tpu_v2.TpuClient) -> dict[str, tpu_v2.Node
 
     def create(item: tuple[str, tuple[str, str]]) -> tpu_v2.Node:
         node_id, (accel, runtime) = item
-        op = client.create_node(parent=emulator.parent, node_id=node_id, node=tpu_v2.Node(accelerator_type=accel, runtime_version=runtime))
+        node = tpu_v2.Node(accelerator_type=accel, runtime_version=runtime)
+        op = client.create_node(parent=emulator.parent, node_id=node_id, node=node)
         return op.result(timeout=60)
 
     with ThreadPoolExecutor(len(specs)) as pool:
@@ -40,7 +43,9 @@ def nodes(emulator: Emulator, client: tpu_v2.TpuClient) -> dict[str, tpu_v2.Node
     return {n.name.rsplit("/", 1)[-1]: n for n in created}
 
 
-def test_nodes_report_accelerator_and_network_config(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_nodes_report_accelerator_and_network_config(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     node = client.get_node(name=node_name(emulator, SLICE))
     assert node.accelerator_config.type_ == tpu_v2.AcceleratorConfig.Type.V5LITE_POD
     assert node.accelerator_config.topology == "4x4"
@@ -52,7 +57,9 @@ def test_nodes_report_accelerator_and_network_config(emulator: Emulator, client:
     assert all(ep.access_config.external_ip == ep.ip_address for ep in node.network_endpoints)
 
 
-def test_node_created_by_accelerator_config_without_external_ips(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_node_created_by_accelerator_config_without_external_ips(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     spec = tpu_v2.Node(
         accelerator_config=tpu_v2.AcceleratorConfig(type_=tpu_v2.AcceleratorConfig.Type.V6E, topology="2x2"),
         runtime_version="v2-alpha-tpuv6e",
@@ -69,8 +76,10 @@ def test_node_created_by_accelerator_config_without_external_ips(emulator: Emula
 
 def test_runtime_version_must_match_the_accelerator_type(emulator: Emulator, client: tpu_v2.TpuClient) -> None:
     with pytest.raises(exceptions.BadRequest) as e:
-        client.create_node(parent=emulator.parent, node_id="py-mismatch", node=tpu_v2.Node(accelerator_type="v6e-8", runtime_version="tpu-ubuntu2204-base"))
-    assert "tpu-ubuntu2204-base" in e.value.message and "v6e-8" in e.value.message and "v2-alpha-tpuv6e" in e.value.message
+        client.create_node(parent=emulator.parent, node_id="py-mismatch",
+                           node=tpu_v2.Node(accelerator_type="v6e-8", runtime_version="tpu-ubuntu2204-base"))
+    message = e.value.message
+    assert "tpu-ubuntu2204-base" in message and "v6e-8" in message and "v2-alpha-tpuv6e" in message
     with pytest.raises(exceptions.NotFound):
         client.get_node(name=node_name(emulator, "py-mismatch"))
 
@@ -81,7 +90,9 @@ def test_recommended_runtimes_are_accepted(nodes: dict[str, tpu_v2.Node]) -> Non
         assert node.state == tpu_v2.Node.State.READY and node.runtime_version == runtime
 
 
-def test_stopping_a_multi_host_slice_is_refused(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_stopping_a_multi_host_slice_is_refused(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     with pytest.raises(exceptions.BadRequest) as e:
         client.stop_node(request={"name": node_name(emulator, SLICE)})
     assert e.value.code == 400
@@ -89,11 +100,14 @@ def test_stopping_a_multi_host_slice_is_refused(emulator: Emulator, client: tpu_
     assert client.get_node(name=node_name(emulator, SLICE)).state == tpu_v2.Node.State.READY
 
 
-def test_operations_list_with_filter_and_pages(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_operations_list_with_filter_and_pages(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     seen: list[operations_pb2.Operation] = []
     token = ""
     for _ in range(20):
-        page = client.list_operations(operations_pb2.ListOperationsRequest(name=emulator.parent, filter='metadata.verb = "create" AND done = true', page_size=2, page_token=token))
+        page = client.list_operations(operations_pb2.ListOperationsRequest(
+            name=emulator.parent, filter='metadata.verb = "create" AND done = true', page_size=2, page_token=token))
         assert len(page.operations) <= 2
         seen.extend(page.operations)
         token = page.next_page_token
@@ -111,7 +125,9 @@ def test_operations_list_with_filter_and_pages(emulator: Emulator, client: tpu_v
     assert "colour = blue" in e.value.message
 
 
-def test_cancel_then_delete_an_operation(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_cancel_then_delete_an_operation(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     op = client.stop_node(request={"name": node_name(emulator, "py-v4")})
     name = op.operation.name
     client.cancel_operation(operations_pb2.CancelOperationRequest(name=name))
@@ -124,9 +140,12 @@ def test_cancel_then_delete_an_operation(emulator: Emulator, client: tpu_v2.TpuC
     client.start_node(request={"name": node_name(emulator, "py-v4")}).result(timeout=60)
 
 
-def test_guest_attributes_publish_the_workers_host_key(emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]) -> None:
+def test_guest_attributes_publish_the_workers_host_key(
+    emulator: Emulator, client: tpu_v2.TpuClient, nodes: dict[str, tpu_v2.Node]
+) -> None:
     key_type, blob = (emulator.home / "emulator" / "keys" / "ssh_host_ed25519_key.pub").read_text().split()[:2]
-    res = client.get_guest_attributes(tpu_v2.GetGuestAttributesRequest(name=node_name(emulator, SLICE), query_path="hostkeys/", worker_ids=["1", "3"]))
+    res = client.get_guest_attributes(tpu_v2.GetGuestAttributesRequest(
+        name=node_name(emulator, SLICE), query_path="hostkeys/", worker_ids=["1", "3"]))
     assert len(res.guest_attributes) == 2
     for ga in res.guest_attributes:
         assert [(i.namespace, i.key, i.value) for i in ga.query_value.items] == [("hostkeys", key_type, blob)]
@@ -143,34 +162,44 @@ def test_generate_service_identity(emulator: Emulator, client: tpu_v2.TpuClient)
     assert again.identity.email == first.identity.email
 
 
-def _wait_qr(client: tpu_v2.TpuClient, name: str, state: tpu_v2.QueuedResourceState.State, timeout: float = 30) -> tpu_v2.QueuedResource:
+def _wait_qr(client: tpu_v2.TpuClient, name: str, state: int, timeout: float = 30) -> tpu_v2.QueuedResource:
+    """Polls until the queued resource is in `state`, a QueuedState (an int to mypy: proto-plus's enums have no
+    type information)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         qr = client.get_queued_resource(name=name)
         if qr.state.state == state:
             return qr
         time.sleep(0.1)
-    raise AssertionError(f"{name} did not reach {state.name}: {qr.state}")
+    raise AssertionError(f"{name} did not reach {QueuedState(state).name}: {qr.state}")
 
 
-def test_reset_a_failed_queued_resource_then_delete_it_as_gcloud_does(emulator: Emulator, client: tpu_v2.TpuClient) -> None:
-    State = tpu_v2.QueuedResourceState.State
-    status, _, _, _ = emulator.raw("POST", "/emulator/v1/faults", json.dumps({"capacity": [{"zone": emulator.zone, "acceleratorType": "v6e-1"}]}).encode())
+def test_reset_a_failed_queued_resource_then_delete_it_as_gcloud_does(
+    emulator: Emulator, client: tpu_v2.TpuClient
+) -> None:
+    fault = {"capacity": [{"zone": emulator.zone, "acceleratorType": "v6e-1"}]}
+    status, _, _, _ = emulator.raw("POST", "/emulator/v1/faults", json.dumps(fault).encode())
     assert status == 200
+    spec = tpu_v2.QueuedResource.Tpu.NodeSpec(
+        parent=emulator.parent,
+        node_id="py-qr-node",
+        node=tpu_v2.Node(accelerator_type="v6e-1", runtime_version="v2-alpha-tpuv6e"),
+    )
     qr = tpu_v2.QueuedResource(
-        tpu=tpu_v2.QueuedResource.Tpu(node_spec=[tpu_v2.QueuedResource.Tpu.NodeSpec(parent=emulator.parent, node_id="py-qr-node", node=tpu_v2.Node(accelerator_type="v6e-1", runtime_version="v2-alpha-tpuv6e"))]),
+        tpu=tpu_v2.QueuedResource.Tpu(node_spec=[spec]),
         queueing_policy=tpu_v2.QueuedResource.QueueingPolicy(valid_until_duration={"seconds": 2}),
     )
-    client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-qr", queued_resource=qr).result(timeout=30)
+    client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-qr",
+                                  queued_resource=qr).result(timeout=30)
     name = f"{emulator.parent}/queuedResources/py-qr"
-    failed = _wait_qr(client, name, State.FAILED)
+    failed = _wait_qr(client, name, QueuedState.FAILED)
     assert failed.state.failed_data.error.message
     client.reset_queued_resource(name=name).result(timeout=30)
     with pytest.raises(exceptions.BadRequest) as e:  # queued again: only FAILED or SUSPENDED ones can be reset
         client.reset_queued_resource(name=name)
     assert "FAILED or SUSPENDED" in e.value.message
     emulator.raw("DELETE", "/emulator/v1/faults")
-    _wait_qr(client, name, State.ACTIVE)
+    _wait_qr(client, name, QueuedState.ACTIVE)
     assert client.get_node(name=node_name(emulator, "py-qr-node")).state == tpu_v2.Node.State.READY
 
     # gcloud's `queued-resources delete --force` sends force=True; a value that is no bool is refused by name.
@@ -189,16 +218,17 @@ def test_reset_a_failed_queued_resource_then_delete_it_as_gcloud_does(emulator: 
 
 
 def test_multislice_queued_resource_makes_prefixed_slices(emulator: Emulator, client: tpu_v2.TpuClient) -> None:
-    State = tpu_v2.QueuedResourceState.State
     spec = tpu_v2.QueuedResource.Tpu.NodeSpec(
         parent=emulator.parent,
         multislice_params=tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(node_count=2, node_id_prefix="py-ms"),
         node=tpu_v2.Node(accelerator_type="v6e-1", runtime_version="v2-alpha-tpuv6e"),
     )
-    qr = tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[spec]), guaranteed=tpu_v2.QueuedResource.Guaranteed())
-    client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-qr", queued_resource=qr).result(timeout=30)
+    qr = tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[spec]),
+                               guaranteed=tpu_v2.QueuedResource.Guaranteed())
+    client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-qr",
+                                  queued_resource=qr).result(timeout=30)
     name = f"{emulator.parent}/queuedResources/py-ms-qr"
-    active = _wait_qr(client, name, State.ACTIVE)
+    active = _wait_qr(client, name, QueuedState.ACTIVE)
     assert active.tpu.node_spec[0].multislice_params.node_count == 2
     for i in range(2):
         node = client.get_node(name=node_name(emulator, f"py-ms-{i}"))
@@ -206,9 +236,14 @@ def test_multislice_queued_resource_makes_prefixed_slices(emulator: Emulator, cl
         assert node.multislice_node is True
         assert node.queued_resource == name
     # Without a prefix the queued resource's id names the slices; a count of 1 is refused by name.
-    one = tpu_v2.QueuedResource.Tpu.NodeSpec(parent=emulator.parent, multislice_params=tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(node_count=1), node=spec.node)
+    one = tpu_v2.QueuedResource.Tpu.NodeSpec(
+        parent=emulator.parent,
+        multislice_params=tpu_v2.QueuedResource.Tpu.NodeSpec.MultisliceParams(node_count=1),
+        node=spec.node,
+    )
+    one_qr = tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[one]))
     with pytest.raises(exceptions.BadRequest) as e:
-        client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-one", queued_resource=tpu_v2.QueuedResource(tpu=tpu_v2.QueuedResource.Tpu(node_spec=[one])))
+        client.create_queued_resource(parent=emulator.parent, queued_resource_id="py-ms-one", queued_resource=one_qr)
     assert "nodeCount" in e.value.message
     # This client's DeleteQueuedResourceRequest has no `force`; gcloud's REST call sends it as a query parameter.
     status, _, body, _ = emulator.raw("DELETE", f"/v2/{name}?force=true")
@@ -229,9 +264,11 @@ def test_malformed_percent_escape_is_a_bad_request(emulator: Emulator) -> None:
 
 
 def test_oversized_body_gets_an_answer_and_a_clean_close(emulator: Emulator, client: tpu_v2.TpuClient) -> None:
-    status, headers, body, after = emulator.raw("POST", f"/v2/{emulator.parent}/nodes?nodeId=py-big", b"{" + b" " * (3 << 20) + b"}")
+    big_body = b"{" + b" " * (3 << 20) + b"}"
+    status, headers, body, after = emulator.raw("POST", f"/v2/{emulator.parent}/nodes?nodeId=py-big", big_body)
     assert status == 400
     assert body["error"]["status"] == "INVALID_ARGUMENT" and "exceeds the limit" in body["error"]["message"]
     assert headers.get("connection") == "close" and after == b""
+    big_node = tpu_v2.Node(accelerator_type="v4-8", runtime_version="tpu-ubuntu2204-base", description="x" * (3 << 20))
     with pytest.raises(exceptions.BadRequest):
-        client.create_node(parent=emulator.parent, node_id="py-big", node=tpu_v2.Node(accelerator_type="v4-8", runtime_version="tpu-ubuntu2204-base", description="x" * (3 << 20)))
+        client.create_node(parent=emulator.parent, node_id="py-big", node=big_node)

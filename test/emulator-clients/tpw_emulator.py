@@ -28,7 +28,8 @@ class Emulator:
     def credentials(self) -> Credentials:
         return TokenCredentials(self.token) if self.token else AnonymousCredentials()
 
-    def raw(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any, bytes]:
+    def raw(self, method: str, path: str, body: bytes | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any, bytes]:
         """One HTTP request on a fresh connection: (status, headers, JSON body, what the server sent after it)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
         hdrs = {"content-type": "application/json", **(headers or {})}

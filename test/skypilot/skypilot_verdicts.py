@@ -22,7 +22,7 @@ OUT = ROOT / "test" / "fixtures" / "task-yaml" / "skypilot-verdicts.json"
 def verdicts() -> dict:
     import sky  # imported after HOME is set: SkyPilot reads ~/.sky at import
 
-    out = {}
+    out: dict[str, dict[str, bool | str]] = {}
     for path in sorted(CORPUS.glob("*.yaml")):
         try:
             sky.Task.from_yaml(str(path))
@@ -34,7 +34,8 @@ def verdicts() -> dict:
 
 
 def main() -> None:
-    # SkyPilot's logger writes notes ("Missing runtime_version…") to fd 1: send them to stderr, keep stdout for the JSON.
+    # SkyPilot's logger writes notes ("Missing runtime_version…") to fd 1: send them to stderr, keep stdout for
+    # the JSON.
     json_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     scratch = tempfile.mkdtemp(prefix="sky-home-")

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import type { OpRow, ProfileSummary } from '../../extension/src/core/profiles/analyze';
+import { buildSync } from 'esbuild';
 import { analyzeProfileFile, analyzeXSpace } from '../../extension/src/core/profiles/analyze';
+import { analyzeProfileFileParallel } from '../../extension/src/core/profiles/parallel';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { decodeXSpace, ProfileFormatError } from '../../extension/src/core/profiles/xplane';
 
@@ -92,18 +94,52 @@ describe('op statistics on real captures agree with xprof', () => {
       assert.equal(s.overview.hardware, want.hardware_type);
       assert.equal(String(s.overview.deviceCount), want.device_core_count);
       assert.equal(String(s.overview.hostCount), want.host_count);
+      assert.equal(s.overview.deviceType, want.device_type);
       if (s.overview.hardware === 'TPU') {
-        assert.equal(s.overview.deviceType, want.device_type);
         assert.equal(`${s.overview.idlePercent.toFixed(1)}%`, want.device_idle_time_percent);
         // Roofline from the capture's own FLOPs, bytes and peaks: xprof's bound_by, op by op.
         for (const r of rows) assert.equal(s.ops.find((o) => o.program === r.program_id && o.name === r.hlo_op_name)?.boundBy, r.bound_by, r.hlo_op_name);
       }
-      // xprof's average step time, rounded as it prints it; no steps where it finds none.
-      const avgMs = s.steps.length ? s.steps.reduce((a, st) => a + st.totalUs, 0) / s.steps.length / 1000 : 0;
+      // xprof's average, shortest and longest step time, rounded as it prints them; no steps where it finds none.
+      const ms = s.steps.map((st) => st.totalUs / 1000);
+      const avgMs = ms.length ? ms.reduce((a, x) => a + x, 0) / ms.length : 0;
       const decimals = want.steptime_ms_average.split('.')[1]?.length ?? 0;
       assert.equal(avgMs.toFixed(decimals), want.steptime_ms_average);
+      assert.equal((ms.length ? Math.min(...ms) : 0).toFixed(decimals), want.steptime_ms_minimum);
+      assert.equal((ms.length ? Math.max(...ms) : 0).toFixed(decimals), want.steptime_ms_maximum);
     });
   }
+
+  it('groups GPU steps under jax.profiler.StepTraceAnnotation as xprof does, and counts no op for kernels run inside a CUDA command buffer', () => {
+    const plain = analyzeProfileFile(path.join(dir, 'h200-jax-transformer-no-cmdbuf.xplane.pb'));
+    // 8 annotated steps, each the span of the kernels its launches ran (xprof: 2.2 ms average, 2.1 to 2.6).
+    assert.equal(plain.steps.length, 8);
+    assert.equal(plain.overview.stepSource, 'annotations');
+    assert.equal(plain.unattributedKernels.count, 0);
+    // The roofline's peaks: the plane's own HBM bandwidth, and the H200's dense bf16 peak from chips.ts (the plane
+    // names the model, NVIDIA H200, where the device type names only the architecture).
+    assert.deepEqual([plain.overview.peakTflops, plain.overview.hbmGBs], [989, 4814.304]);
+    const graphs = analyzeProfileFile(path.join(dir, 'h200-jax-transformer.xplane.pb'));
+    assert.equal(graphs.steps.length, 8);
+    assert.deepEqual(graphs.ops, []);
+    // Every kernel of the 8 steps names the command buffer, which is no instruction of the program's HLO.
+    assert.deepEqual(graphs.unattributedKernels.names, { command_buffer_1: 1720 });
+    // No step annotation in the Pallas capture: no steps (xprof: 0.0 ms).
+    const pallas = analyzeProfileFile(path.join(dir, 'h200-jax-pallas.xplane.pb'));
+    assert.deepEqual([pallas.steps.length, pallas.overview.stepSource, pallas.unattributedKernels.count], [0, 'none', 24]);
+  });
+
+  it('groups the same steps when the planes are analyzed in chunks on two threads (the host plane apart from the device plane)', async () => {
+    // The worker runs from a bundle, as in the extension: worker threads do not get tsx's loader.
+    const workerJs = path.join(mkdtempSync(path.join(tmpdir(), 'tpw-real-worker-')), 'profile-worker.js');
+    buildSync({ entryPoints: [path.resolve(__dirname, '../../extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
+    for (const capture of ['h200-jax-transformer.xplane.pb', 'h200-jax-transformer-no-cmdbuf.xplane.pb']) {
+      const file = path.join(dir, capture);
+      const split = await analyzeProfileFileParallel(file, workerJs, { minParallelBytes: 0, threads: 2, chunks: 4 });
+      assert.equal(split.steps.length, 8, capture);
+      assert.deepEqual(split, analyzeProfileFile(file), capture);
+    }
+  });
 
   it('finds no ops in host-side launch events (the GPU runtime names the HLO op on them too)', () => {
     const s = analyzeProfileFile(path.join(dir, 'jax-mi300x-conv.xplane.pb'));

@@ -3,6 +3,7 @@
  * timeline, Chrome trace export, and the health panel built from the torch_xla metrics report.
  */
 import type { HealthFinding, OpRow, ProfileCapture, ProfileHostsMessage, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
+import { NO_STEPS_NOTE, STEP_SOURCE, unattributedNote } from '../../protocol/profile-notes';
 import { hostsSection } from './profile-hosts';
 import { button, el, fmtNum, fmtUs } from './dom';
 import { Timeline } from './timeline';
@@ -183,11 +184,11 @@ export class ProfileView {
     const steps: StepBreakdown[] = s.steps;
     const sec = el('section', 'steps');
     const h = el('h2');
-    h.textContent = s.overview.stepSource === 'device' ? "Step time (the devices' Steps lines)" : 'Step time';
+    h.textContent = s.overview.stepSource === 'none' ? 'Step time' : `Step time (${STEP_SOURCE[s.overview.stepSource]})`;
     sec.append(h);
     if (!steps.length) {
       const p = el('p', 'muted');
-      p.textContent = `No steps: no device has a Steps line and no host dispatched XLA programs step by step (ExecuteComputation). ${s.ops.length ? `${s.ops.length} ops ran; see the op profile.` : this.holds(s)}`;
+      p.textContent = `${NO_STEPS_NOTE} ${s.ops.length ? `${s.ops.length} ops ran; see the op profile.` : this.holds(s)}`;
       sec.append(p);
       return sec;
     }
@@ -227,7 +228,7 @@ export class ProfileView {
     const ops = this.summary?.ops ?? [];
     if (!ops.length && this.summary) {
       const p = el('p', 'muted');
-      p.textContent = `No XLA ops ran on a device in this capture. ${this.holds(this.summary)}`;
+      p.textContent = unattributedNote(this.summary.unattributedKernels, fmtUs) || `No XLA ops ran on a device in this capture. ${this.holds(this.summary)}`;
       sec.append(p);
       return sec;
     }
@@ -250,6 +251,12 @@ export class ProfileView {
       sec.append(d);
     }
     if (sorted[0]) (sec.querySelector('details') as HTMLDetailsElement).open = true;
+    const note = this.summary ? unattributedNote(this.summary.unattributedKernels, fmtUs) : '';
+    if (note) {
+      const p = el('p', 'muted');
+      p.textContent = note;
+      sec.append(p);
+    }
     return sec;
   }
 

@@ -13,6 +13,7 @@ import { INLINE_MAX_BYTES } from '../core/profiles/parse';
 import { ProfileFormatError } from '../core/profiles/xplane';
 import { requireArg, UsageError, type CommandContext } from './context';
 import { combineHosts, type HostProfile } from '../core/profiles/hosts';
+import { NO_STEPS_NOTE, STEP_SOURCE, sumUnattributed, unattributedNote } from '../../../protocol/profile-notes';
 
 /** The captures named by `target`: the file itself, or every *.xplane.pb under the directory, sorted. */
 export function capturesOf(target: string): string[] {
@@ -84,14 +85,15 @@ export async function profileCommand(ctx: ProfileContext): Promise<number> {
   ctx.out('');
   if (all.steps.length) {
     const avg = all.steps.reduce((a, s) => a + s.total_us, 0) / all.steps.length;
-    ctx.out(`${all.steps.length} steps (from ${all.step_source === 'device' ? "the devices' Steps lines" : "the host's program dispatches"}), average ${us(avg)}.`);
+    ctx.out(`${all.steps.length} steps (from ${STEP_SOURCE[all.step_source]}), average ${us(avg)}.`);
   } else {
-    ctx.out('No steps: the capture has no Steps line on a device and no XLA program dispatches (ExecuteComputation) on a host.');
+    ctx.out(NO_STEPS_NOTE);
   }
   ctx.out('');
   if (!ops.length) {
     const planes = hosts.flatMap((h) => h.summary.planes).filter((p) => p.events > 0);
-    ctx.out(`No XLA ops ran on a device in ${files.length === 1 ? 'this capture' : 'these captures'}. It holds ${planes.length} planes with events: ${planes.slice(0, 8).map((p) => `${p.name} (${p.events})`).join(', ')}${planes.length > 8 ? ', …' : ''}.`);
+    const note = unattributedNote(sumUnattributed(hosts.map((h) => h.summary)), us);
+    ctx.out(note || `No XLA ops ran on a device in ${files.length === 1 ? 'this capture' : 'these captures'}. It holds ${planes.length} planes with events: ${planes.slice(0, 8).map((p) => `${p.name} (${p.events})`).join(', ')}${planes.length > 8 ? ', …' : ''}.`);
     return 0;
   }
   ctx.out(`${pad('OP', 36)} ${pad('CATEGORY', 18)} ${lpad('COUNT', 7)} ${lpad('SELF', 11)} ${lpad('TOTAL', 11)} ${lpad('BOUND', 7)}`);
@@ -99,5 +101,7 @@ export async function profileCommand(ctx: ProfileContext): Promise<number> {
     ctx.out(`${pad(o.name.length > 36 ? `${o.name.slice(0, 35)}…` : o.name, 36)} ${pad(o.category, 18)} ${lpad(String(o.count), 7)} ${lpad(us(o.selfUs), 11)} ${lpad(us(o.totalUs), 11)} ${lpad(o.boundBy || '-', 7)}`);
   }
   if (ops.length < all.ops.length) ctx.out(`… ${all.ops.length - ops.length} more (--top 0 shows all).`);
+  const note = unattributedNote(sumUnattributed(hosts.map((h) => h.summary)), us);
+  if (note) ctx.out(`\n${note}`);
   return 0;
 }

@@ -27,7 +27,8 @@ def schema(node) -> dict:
         out["type"] = ["object", "null"] if nullable else "object"
         if structured:
             out["additionalProperties"] = False
-        out["properties"] = {k: schema(node._get_node(k)) for k in node.keys()} if not node._is_missing() and not node._is_none() else {}
+        has_keys = not node._is_missing() and not node._is_none()
+        out["properties"] = {k: schema(node._get_node(k)) for k in node} if has_keys else {}
         return out
     if isinstance(node, ListConfig):
         out["type"] = ["array", "null"] if nullable else "array"
@@ -64,7 +65,8 @@ def main() -> None:
         "hydraVersion": hydra.__version__,
         "hydra": schema(cfg),
         "groups": groups(),
-        "resolvers": ["oc.env", "oc.create", "oc.deprecated", "oc.decode", "oc.select", "oc.dict.keys", "oc.dict.values", "now", "hydra"],
+        "resolvers": ["oc.env", "oc.create", "oc.deprecated", "oc.decode", "oc.select", "oc.dict.keys",
+                      "oc.dict.values", "now", "hydra"],
     }
     OUT.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {os.path.relpath(OUT)} (hydra {hydra.__version__})", file=sys.stderr)

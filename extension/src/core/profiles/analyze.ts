@@ -17,6 +17,7 @@ import { visitXSpace, type EventInfo, type LineView, type PlaneView, type SpaceI
 import { grown, type XSpaceData } from './xplane';
 import { mergeOps, OpStats, type OpPartial } from './op-stats';
 import { DeviceStats, deviceSteps, overviewOf, type DevicePartial } from './devices';
+import { GroupCollector, groupSteps, type GroupPartial } from './step-groups';
 
 /** Device lines whose events are not op executions (their spans would count a device busy twice or wrongly). */
 const NOT_BUSY_LINES = new Set(['XLA Modules', 'Async XLA Ops', 'XLA TraceMe', 'Steps']);
@@ -48,6 +49,8 @@ export interface PartialSummary {
   busy: Float64Array;
   /** The same on host planes (XLA on CPU); used only when no device ran an op. */
   hostBusy: Float64Array;
+  /** What xprof's step grouping reads (step annotations, launches, kernels' correlation ids). */
+  groups: GroupPartial;
 }
 
 /** The timeline columns' buffers, each once (columns share slabs), to transfer (not copy) a summary across threads. */
@@ -76,18 +79,22 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo, timeline
     if (p.hostIndex >= 0 && (!host || p.hostIndex < host.hostIndex)) host = p;
   }
   if (!Number.isFinite(t0)) { t0 = 0; t1 = 0; }
-  const ops = mergeOps(parts.map((p) => p.ops));
+  const unattributedKernels: ProfileSummary['unattributedKernels'] = { count: 0, selfUs: 0, names: {} };
+  const ops = mergeOps(parts.map((p) => p.ops), unattributedKernels);
   const anyDevice = parts.some((p) => p.busy.length > 0);
   const u = new IntervalUnion();
   for (const p of parts) u.pushRun(anyDevice ? p.busy : p.hostBusy);
   const busy = u.result();
-  // Steps as xprof finds them: a device's own Steps line first, else the host's program dispatches.
+  // Steps as xprof finds them: a device's own Steps line first, else the device work step annotations group
+  // (GPU), else the host's program dispatches (torch_xla).
   const stepLines = parts.flatMap((p) => p.devices.steps);
   const deviceWindows = stepLines.length ? stepLines : undefined;
-  const hostSteps = host ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy) : [];
-  const rawSteps = deviceWindows ? deviceSteps(deviceWindows, busy) : hostSteps;
+  const grouped = deviceWindows ? undefined : groupSteps(parts.map((p) => p.groups), busy);
+  const hostSteps = host && !deviceWindows && !grouped ? stepBreakdown({ s: host.stepS, e: host.stepE }, busy) : [];
+  const rawSteps = deviceWindows ? deviceSteps(deviceWindows, busy) : grouped ?? hostSteps;
   const steps = rawSteps.map((s) => ({ ...s, startUs: s.startUs - t0 }));
-  const overview = overviewOf(parts.map((p) => p.devices), Math.max(1, info.hostnames.length), ops, deviceWindows ? 'device' : steps.length ? 'host' : 'none');
+  const stepSource = deviceWindows ? 'device' : grouped ? 'annotations' : steps.length ? 'host' : 'none';
+  const overview = overviewOf(parts.map((p) => p.devices), Math.max(1, info.hostnames.length), ops, stepSource);
   const warnings = [...info.errors, ...info.warnings];
   const tl: ProfileSummary['timeline'] = { names: [], lines: [] };
   if (!timeline) {
@@ -113,7 +120,7 @@ export function mergePartials(parts: PartialSummary[], info: SpaceInfo, timeline
   }
   return {
     hosts: info.hostnames, planes, eventCount, spanUs: t1 - t0, steps,
-    ops, overview,
+    ops, unattributedKernels, overview,
     timeline: tl, warnings,
   };
 }
@@ -124,6 +131,7 @@ export class Analyzer implements XSpaceVisitor {
   private t1 = -Infinity;
   private readonly ops = new OpStats();
   private readonly devices = new DeviceStats();
+  private readonly groups = new GroupCollector();
   /** The current line's merged busy intervals, when it is a device's (per-device busy time for the overview). */
   private lineBusy: number[] = [];
   private readonly planes: ProfileSummary['planes'] = [];
@@ -176,6 +184,7 @@ export class Analyzer implements XSpaceVisitor {
     }
     this.ops.plane(p);
     this.devices.plane(p);
+    this.groups.plane(p);
   }
 
   line(p: PlaneView, l: LineView): void {
@@ -256,6 +265,7 @@ export class Analyzer implements XSpaceVisitor {
       this.lineBusy = [];
     }
     this.devices.line(l);
+    this.groups.line(l);
     this.t0 = t0;
     this.t1 = t1;
     this.ops.line(p, l);
@@ -272,6 +282,7 @@ export class Analyzer implements XSpaceVisitor {
       // Merged here, on the thread that collected them: the union is usually far shorter than the list.
       busy: this.busy.result(),
       hostBusy: this.hostBusy.result(),
+      groups: this.groups.partial(),
     };
   }
 

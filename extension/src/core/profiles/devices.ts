@@ -33,6 +33,35 @@ function num(v: unknown): number {
   return Number.isFinite(x) ? x : 0;
 }
 
+/** NVIDIA architectures by compute capability major (minor splits 7 and 8), as xprof names them. */
+const NVIDIA_ARCH: Record<number, string | [number, string, string]> = {
+  2: 'Fermi', 3: 'Kepler', 5: 'Maxwell', 6: 'Pascal', 7: [5, 'Volta', 'Turing'], 8: [9, 'Ampere', 'Ada Lovelace'],
+  9: 'Hopper', 10: 'Blackwell',
+};
+
+/**
+ * A GPU plane's device type as xprof's overview names it (xprof/utils/cuda_type_utils.cc and rocm_type_utils.cc,
+ * GpuModelName): NVIDIA by architecture, AMD by gfx version (the plane's gfx device name, else the one its compute
+ * capability identifies, else the family), and plain 'GPU' when the plane names no vendor.
+ */
+export function gpuModelName(st: ReadonlyMap<string, unknown>): string {
+  const vendor = String(st.get('device_vendor') ?? '');
+  const major = num(st.get('compute_cap_major'));
+  const minor = num(st.get('compute_cap_minor'));
+  if (vendor === 'Nvidia') {
+    const arch = NVIDIA_ARCH[major];
+    const name = Array.isArray(arch) ? (minor < arch[0] ? arch[1] : arch[2]) : arch;
+    return name ? `Nvidia GPU (${name})` : 'Nvidia GPU';
+  }
+  if (vendor === 'AMD') {
+    const device = String(st.get('gpu_device_name') ?? '');
+    const gfx = /^gfx[0-9a-fA-F]{3,}$/.test(device) ? device : major === 9 && minor === 4 ? 'gfx942' : major === 9 && minor === 5 ? 'gfx950' : '';
+    if (gfx) return `AMD GPU - ${gfx}`;
+    return major >= 9 && major <= 11 ? `AMD GPU - gfx-${major}XX series` : 'AMD GPU';
+  }
+  return 'GPU';
+}
+
 export class DeviceStats {
   private readonly devices: DeviceInfo[] = [];
   private readonly steps: number[][] = [];
@@ -45,10 +74,9 @@ export class DeviceStats {
     if (!m) return;
     const st = p.stats;
     const hardware = m[1] as 'TPU' | 'GPU';
-    const vendor = String(st.get('device_vendor') ?? '');
-    const cap = st.has('compute_cap_major') ? ` (compute capability ${num(st.get('compute_cap_major'))}.${num(st.get('compute_cap_minor'))})` : '';
-    const type = String(st.get('device_type_string') ?? (hardware === 'GPU' ? `${vendor ? `${vendor} ` : ''}GPU${cap}` : 'TPU'));
-    const table = chipPeaks(type);
+    const type = String(st.get('device_type_string') ?? (hardware === 'GPU' ? gpuModelName(st) : 'TPU'));
+    // The chip's peaks by its model name where the plane gives one (NVIDIA H200), which the type does not.
+    const table = chipPeaks(String(st.get('gpu_device_name') ?? '')) ?? chipPeaks(type);
     const bw = num(st.get('memory_bandwidth')) / 1e9;
     this.current = {
       name: p.name, hardware, type,
@@ -104,6 +132,11 @@ export function deviceSteps(perDevice: readonly (readonly number[])[], busy: Arr
     const slowest = perDevice.reduce((a, w) => (w[k + 1] - w[k] > a[k + 1] - a[k] ? w : a));
     windows.push(slowest[k], slowest[k + 1]);
   }
+  return windowSteps(windows, busy);
+}
+
+/** Steps of device windows (flat [start0, end0, ...], µs): the busy time inside each is execute, the rest idle. */
+export function windowSteps(windows: readonly number[], busy: ArrayLike<number>): StepBreakdown[] {
   const steps: StepBreakdown[] = [];
   for (let k = 0; k + 1 < windows.length; k += 2) {
     const ws = windows[k];

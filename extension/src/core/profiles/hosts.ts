@@ -4,7 +4,7 @@
  * Also the plain-data shape `tpw profile --json` prints (snake_case, as xprof's own tables name things).
  */
 import * as path from 'node:path';
-import type { OpRow, ProfileHostsMessage, ProfileSummary } from '../../../../protocol/run-view-messages';
+import type { OpRow, ProfileHostsMessage, ProfileOverview, ProfileSummary } from '../../../../protocol/run-view-messages';
 
 export interface HostProfile {
   file: string;
@@ -40,7 +40,7 @@ export interface CombinedProfile {
     hbm_gbs: number;
     busy_percent: number;
   };
-  step_source: 'device' | 'host' | 'none';
+  step_source: ProfileOverview['stepSource'];
   steps: StepRow[];
   ops: OpRow[];
   hosts: HostRow[];

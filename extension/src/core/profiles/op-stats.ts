@@ -8,11 +8,14 @@
  *   stats give, timed by the device's own clock (device_offset_ps / device_duration_ps). Ops nest on that
  *   line (a while or call around its body): self time is the duration less that of the direct children.
  * - GPU: every kernel (any other device line) with an `hlo_op` stat is one execution of that op of its
- *   program_id, its whole duration self time; its category comes from the program's HLO (the /host:metadata
- *   plane), as xprof derives it.
+ *   program_id (the last name of a `::`-joined hlo_op), its whole duration self time; its category comes from
+ *   the program's HLO (the /host:metadata plane), as xprof derives it. As xprof (xplane_to_op_metrics_db.cc,
+ *   ConvertDeviceTraceXPlaneToOpMetricsDb: GetHloInstruction), a kernel whose op is not an instruction of its
+ *   program's HLO counts for no op: XLA names the CUDA command buffer (`command_buffer_1`) on the kernels it ran
+ *   inside one. Unlike xprof, a program whose HLO the capture lacks keeps its kernels' rows (uncategorized).
  * Rows are per (program, op name). Sums stay in a Float64Array until mergeOps, which is plain data across threads.
  */
-import type { OpRow } from '../../../../protocol/run-view-messages';
+import type { OpRow, UnattributedKernels } from '../../../../protocol/run-view-messages';
 import { HloDecoder } from './hlo-categories';
 import type { EventInfo, LineView, PlaneView } from './view';
 import { grown } from './xplane';
@@ -37,7 +40,8 @@ function finiteOr0(x: number | undefined): number {
 }
 
 /** A row's identity; category '' until resolved (GPU: from the program's HLO, in mergeOps). */
-export interface OpKey { program: string; name: string; module: string; category: string; host: boolean }
+export interface OpKey { program: string; name: string; module: string; category: string; host: boolean; kernel: boolean }
+
 
 /** What an OpStats saw, as plain data: rows and their sums (5 per row: count, total ps, self ps, flops, bytes). */
 export interface OpPartial {
@@ -222,7 +226,7 @@ export class OpStats {
     const info: EventInfo | undefined = this.meta?.get(metaId);
     if (!info) return -1;
     const name = info.displayName || info.name;
-    const r = this.rowFor(info.program ?? '', name, '', info.category ?? '', false);
+    const r = this.rowFor(info.program ?? '', name, '', info.category ?? '', false, false);
     if (metaId >= 0 && metaId < 1 << 24) {
       this.rowOfMeta = grown(this.rowOfMeta, metaId + 1, -1);
       this.flopsOfMeta = grown(this.flopsOfMeta, metaId + 1);
@@ -244,17 +248,19 @@ export class OpStats {
     const catK = l.category[i];
     const info = this.meta?.get(l.metaId[i]);
     const category = catK >= 0 ? s[catK] : info?.category ?? '';
-    const r = this.rowFor(progK >= 0 ? s[progK] : '', s[opK], l.module[i] >= 0 ? s[l.module[i]] : '', category, !this.isDevice);
+    const op = s[opK];
+    const last = op.lastIndexOf('::');
+    const r = this.rowFor(progK >= 0 ? s[progK] : '', last < 0 ? op : op.slice(last + 2), l.module[i] >= 0 ? s[l.module[i]] : '', category, !this.isDevice, this.isDevice);
     if (opK < 1 << 24 && progK < (1 << 24) - 1) this.rowOfKernel.set(cacheKey, r);
     return r;
   }
 
-  private rowFor(program: string, name: string, module: string, category: string, host: boolean): number {
+  private rowFor(program: string, name: string, module: string, category: string, host: boolean, kernel: boolean): number {
     const key = `${host ? 'h' : 'd'}${program}\u0000${name}`;
     let r = this.index.get(key);
     if (r === undefined) {
       r = this.rows.length;
-      this.rows.push({ program, name, module, category, host });
+      this.rows.push({ program, name, module, category, host, kernel });
       this.acc = grown(this.acc, 5 * (r + 1));
       this.index.set(key, r);
     } else if (!this.rows[r].category && category) this.rows[r].category = category;
@@ -266,7 +272,7 @@ export class OpStats {
  * The op table of several partials (threads, or the captures of one host): rows merged by (program, name),
  * categories and module names resolved from any partial's HLO, host rows kept only when no device ran an op.
  */
-export function mergeOps(parts: readonly OpPartial[]): OpRow[] {
+export function mergeOps(parts: readonly OpPartial[], unattributed?: UnattributedKernels): OpRow[] {
   const hlo: OpPartial['hlo'] = {};
   const modules: OpPartial['modules'] = {};
   for (const p of parts) {
@@ -282,6 +288,16 @@ export function mergeOps(parts: readonly OpPartial[]): OpRow[] {
   for (const p of parts) {
     p.rows.forEach((r, k) => {
       if (r.host && anyDevice) return;
+      const a = p.acc;
+      const program = hlo[r.program];
+      if (r.kernel && program && !program.has(r.name)) {
+        if (unattributed) {
+          unattributed.count += a[5 * k];
+          unattributed.selfUs += a[5 * k + 2] / 1e6;
+          unattributed.names[r.name] = (unattributed.names[r.name] ?? 0) + a[5 * k];
+        }
+        return;
+      }
       const key = `${r.program}\u0000${r.name}`;
       let j = index.get(key);
       if (j === undefined) {
@@ -291,7 +307,6 @@ export function mergeOps(parts: readonly OpPartial[]): OpRow[] {
         index.set(key, j);
         ps = grown(ps, 2 * (j + 1));
       }
-      const a = p.acc;
       const row = out[j];
       row.count += a[5 * k];
       ps[2 * j] += a[5 * k + 1];

@@ -18,7 +18,7 @@ import { closeSync, openSync } from 'node:fs';
 import protobuf from 'protobufjs/minimal.js';
 import { FileWindow } from './file-window';
 import { IdTable, Utf8Interner } from './intern';
-import { decodeLine, Kept, LineColumns, type StatStrings } from './xevent';
+import { decodeLine, GROUPING_STATS, groupingPlane, Kept, LineColumns, type StatStrings } from './xevent';
 import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
 import { grown, HLO_PROTO_STAT, ProfileFormatError, varint64, varintDecimalAt, type StatValue } from './xplane';
 
@@ -56,6 +56,7 @@ function field(w: FileWindow, off: number, limit: number): Field {
 const KEPT_STATS = new Map<string, Kept>([
   ['hlo_op', Kept.Op], ['hlo_module', Kept.Module], ['hlo_category', Kept.Category], ['program_id', Kept.Program],
   ['flops', Kept.Flops], ['bytes_accessed', Kept.Bytes], ['device_offset_ps', Kept.DevOffset], ['device_duration_ps', Kept.DevDuration],
+  ...GROUPING_STATS,
 ]);
 
 /** What one thread keeps across the planes it decodes: one string table, and what is derived per string. */
@@ -119,14 +120,19 @@ class PlaneCtx implements StatStrings {
     this.statKey.set(id, key);
   }
 
-  resolveIds(): void {
+  /** grouping: keep the step-grouping stats too (planes that step grouping reads). */
+  resolveIds(grouping: boolean): void {
+    const keptOf = (key: number): Kept => {
+      const k = this.s.kept(key);
+      return grouping || k < Kept.Correlation ? k : Kept.No;
+    };
     let max = -1;
     this.statKey.forEach((key, id) => {
-      if (id >= 0 && id < 1 << 24 && this.s.kept(key) !== Kept.No) max = Math.max(max, id);
+      if (id >= 0 && id < 1 << 24 && keptOf(key) !== Kept.No) max = Math.max(max, id);
     });
     const kept = (this.kept = new Uint8Array(max + 1));
     this.statKey.forEach((key, id) => {
-      if (id >= 0 && id <= max) kept[id] = this.s.kept(key);
+      if (id >= 0 && id <= max) kept[id] = keptOf(key);
     });
   }
 
@@ -355,7 +361,7 @@ class PlaneScan {
   /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
   done(): void {
     for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m, this.ctx, this.s.table.strings));
-    this.ctx.resolveIds();
+    this.ctx.resolveIds(groupingPlane(this.view.name));
     this.view.lineCount = this.lines.length / 2;
     const stats = new Map<string, StatValue>();
     for (const st of this.planeStats) {

@@ -8,6 +8,7 @@
  * small files) to the same interface, so there is one analysis for both paths.
  */
 import { IdTable } from './intern';
+import { GROUPING_STATS, groupingPlane, type Kept } from './xevent';
 import { eventStat, type LineData, type PlaneData, type StatValue, type XSpaceData } from './xplane';
 
 /** What the analysis needs of one event metadata entry, resolved once per plane (and shared by planes that name it alike). */
@@ -77,6 +78,14 @@ export interface LineView {
    */
   devOffsetPs: Float64Array;
   devDurationPs: Float64Array;
+  /**
+   * The step-grouping stats of the line's events (GROUPING_STATS), a side list since few events carry any:
+   * entry k is event tagEvent[k]'s stat of kind tagKind[k] (a Kept), value tagValue[k] (NaN if not a number).
+   */
+  tagCount: number;
+  tagEvent: Int32Array;
+  tagKind: Uint8Array;
+  tagValue: Float64Array;
 }
 
 export interface SpaceInfo {
@@ -139,7 +148,10 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     metaId: line.metaId, offsetPs: line.offsetPs, durationPs: line.durationPs,
     op: new Int32Array(n), module: new Int32Array(n), category: new Int32Array(n), flops: new Float64Array(n), bytes: new Float64Array(n),
     program: new Int32Array(n), devOffsetPs: new Float64Array(n), devDurationPs: new Float64Array(n),
+    tagCount: 0, tagEvent: new Int32Array(0), tagKind: new Uint8Array(0), tagValue: new Float64Array(0),
   };
+  const tags: [number, Kept, number][] = [];
+  const grouping = groupingPlane(plane.name);
   const numOr = (x: StatValue | undefined): number => (typeof x === 'number' ? x : NaN);
   for (let i = 0; i < n; i++) {
     l.op[i] = str(eventStat(plane, line, i, 'hlo_op'));
@@ -151,6 +163,14 @@ function lineView(plane: PlaneData, line: LineData, str: (x: StatValue | undefin
     l.program[i] = str(eventStat(plane, line, i, 'program_id'));
     l.devOffsetPs[i] = numOr(eventStat(plane, line, i, 'device_offset_ps'));
     l.devDurationPs[i] = numOr(eventStat(plane, line, i, 'device_duration_ps'));
+    if (grouping) for (const [name, kind] of GROUPING_STATS) {
+      const v = eventStat(plane, line, i, name);
+      if (v !== undefined) tags.push([i, kind, numOr(v)]);
+    }
   }
+  l.tagCount = tags.length;
+  l.tagEvent = Int32Array.from(tags, (t) => t[0]);
+  l.tagKind = Uint8Array.from(tags, (t) => t[1]);
+  l.tagValue = Float64Array.from(tags, (t) => t[2]);
   return l;
 }

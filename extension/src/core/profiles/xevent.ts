@@ -19,7 +19,22 @@ import type { LineView } from './view';
 
 type Reader = protobuf.Reader;
 
-export const enum Kept { No = 0, Op, Module, Category, Program, Flops, Bytes, DevOffset, DevDuration }
+export const enum Kept {
+  No = 0, Op, Module, Category, Program, Flops, Bytes, DevOffset, DevDuration,
+  // Step grouping (step-groups.ts): rare on events, so kept in a side list (LineView.tag*), not in columns.
+  Correlation, Root, ProducerType, ProducerId, ConsumerType, ConsumerId, Async, GroupId,
+}
+
+/** The stats xprof's step grouping reads (tsl/profiler/utils/xplane_schema: kCorrelationId, kIsRoot, kProducerType, …). */
+export const GROUPING_STATS: readonly [string, Kept][] = [
+  ['correlation_id', Kept.Correlation], ['_r', Kept.Root], ['_pt', Kept.ProducerType], ['_p', Kept.ProducerId],
+  ['_ct', Kept.ConsumerType], ['_c', Kept.ConsumerId], ['_a', Kept.Async], ['group_id', Kept.GroupId],
+];
+
+/** The planes whose events step grouping reads (step-groups.ts): the host's threads and GPUs. */
+export function groupingPlane(name: string): boolean {
+  return name === '/host:CPU' || name.startsWith('/device:GPU:');
+}
 
 /** Where a kept stat's string values go (the plane's string table, see stream.ts). */
 export interface StatStrings {
@@ -50,6 +65,19 @@ export class LineColumns implements LineView {
   program = new Int32Array(1024);
   devOffsetPs = new Float64Array(1024);
   devDurationPs = new Float64Array(1024);
+  tagCount = 0;
+  tagEvent = new Int32Array(256);
+  tagKind = new Uint8Array(256);
+  tagValue = new Float64Array(256);
+
+  /** A step-grouping stat of event i. */
+  tag(i: number, kind: Kept, value: number): void {
+    const n = this.tagCount++;
+    if (n === this.tagEvent.length) {
+      this.tagEvent = grown(this.tagEvent, n + 1); this.tagKind = grown(this.tagKind, n + 1); this.tagValue = grown(this.tagValue, n + 1);
+    }
+    this.tagEvent[n] = i; this.tagKind[n] = kind; this.tagValue[n] = value;
+  }
 
   grow(): void {
     const n = this.count + 1;
@@ -73,7 +101,7 @@ let fieldAt = 0;
 
 /** Decodes the XLine payload [r.pos, r.len) into `c`, keeping the stats `kept` marks (by stat metadata id). */
 export function decodeLine(r: Reader, c: LineColumns, kept: Uint8Array, strings: StatStrings): void {
-  c.name = ''; c.displayName = ''; c.timestampNs = 0; c.count = 0;
+  c.name = ''; c.displayName = ''; c.timestampNs = 0; c.count = 0; c.tagCount = 0;
   const buf = r.buf;
   const len = r.len;
   while (r.pos < len) {
@@ -171,6 +199,7 @@ function decodeEvent(buf: Uint8Array, pos: number, end: number, c: LineColumns, 
         else if (k === Kept.Bytes) bytes = num;
         else if (k === Kept.DevOffset) devOff = num;
         else if (k === Kept.DevDuration) devDur = num;
+        else if (k !== Kept.No) c.tag(c.count, k, num);
       }
       if (pos > e) throw new RangeError('index out of range');
     } else pos = skipValue(r, pos, tag); // num_occurrences (5): aggregated events, no timing.

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""`tpw profile` against xprof-rs's server (cold) with both held to the same N cores, for N in --cores.
+
+profiles_real_bench.py compares every tool on this machine's cores; this one asks how the two that parse in
+parallel scale with cores, on the real captures and on two >= 200 MB captures written at run time by repeating a
+real one (the TPU v6e-4 capture and the JAX TE fused-attention GPU capture, as profiles_real_bench.py does).
+
+    . scripts/env.sh && node scripts/build.mjs && python3 test/bench/profiles_cores_bench.py --cores 2,4,16
+
+Each command runs pinned with `taskset -c 0-(N-1)` (node's availableParallelism and xprof-rs's thread pool both
+read the affinity mask), in turn, rep by rep; wall time and peak RSS come from wait4. Ours: `node bin/tpw profile
+FILE --json --top 0` (node's start included). xprof-rs: the server started on a log dir holding the capture, one
+hlo_stats request, stopped (its README's "server, cold"). `node -e 0` is measured too: node's own start.
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REAL = os.path.join(ROOT, "test", "fixtures", "profiles", "real")
+BIG_SOURCES = ("tpu-v6e-4-inference", "jax-te-fused-attn")
+
+
+def pinned(cores, argv):
+    return ["taskset", "-c", f"0-{cores - 1}", *argv]
+
+
+def measure(argv):
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.stdout is not None
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    ms = (time.perf_counter() - t) * 1000
+    code = os.waitstatus_to_exitcode(status)
+    return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": code, "out": out[-300:].decode(errors="replace")}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def xprof_rs_server(xprof_rs, cores, capture, tmp):
+    run = os.path.join(tmp, "logs", "plugins", "profile", "run1")
+    os.makedirs(run, exist_ok=True)
+    target = os.path.join(run, "host.xplane.pb")
+    if not os.path.exists(target):
+        os.link(capture, target)
+    port = free_port()
+    t = time.perf_counter()
+    argv = pinned(cores, [xprof_rs, "--logdir", os.path.join(tmp, "logs"), "--port", str(port)])
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/data/plugin/profile/data?run=run1&tag=hlo_stats&host=host"
+    body = b""
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                body = urllib.request.urlopen(url, timeout=600).read()
+                break
+            except urllib.error.HTTPError as e:
+                body = f"HTTP {e.code}".encode()
+                break
+            except (ConnectionError, urllib.error.URLError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.002)
+    finally:
+        ms = (time.perf_counter() - t) * 1000
+        p.terminate()
+        _, _, usage = os.wait4(p.pid, 0)
+    code = 0 if body.startswith(b"{") else 1
+    return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": code, "out": body[:80].decode(errors="replace")}
+
+
+def big_capture(tmp, min_mb, source):
+    with open(os.path.join(REAL, f"{source}.xplane.pb"), "rb") as f:
+        data = f.read()
+    n = -(-min_mb * 1024 * 1024 // len(data))
+    path = os.path.join(tmp, f"{source}-x{n}.xplane.pb")
+    with open(path, "wb") as f:
+        f.writelines(data for _ in range(n))
+    return path, f"{source} x{n}"
+
+
+def median(rows, key):
+    return statistics.median(r[key] for r in rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cores", default="2", help="comma-separated core counts (default 2)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--big-reps", type=int, default=3)
+    ap.add_argument("--big-mb", type=int, default=200, help="size of the repeated captures in MiB (0: none)")
+    ap.add_argument("--node", default="node")
+    ap.add_argument("--xprof-rs", default="xprof-rs")
+    ap.add_argument("--json", help="write every sample here")
+    args = ap.parse_args()
+    cores = [int(c) for c in args.cores.split(",")]
+    tpw = os.path.join(ROOT, "bin", "tpw")
+    with tempfile.TemporaryDirectory() as tmp:
+        names = sorted(f for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
+        captures = [(os.path.join(REAL, f), f.replace(".xplane.pb", "")) for f in names]
+        if args.big_mb:
+            captures += [big_capture(tmp, args.big_mb, s) for s in BIG_SOURCES]
+        samples = {}
+        print("| cores | capture | MB | ours ms / MB | xprof-rs server ms / MB | xprof-rs ÷ ours |")
+        print("|---|---|---|---|---|---|")
+        for n in cores:
+            start = [measure(pinned(n, [args.node, "-e", "0"])) for _ in range(args.reps)]
+            samples[(n, "node -e 0")] = {"node": start}
+            for path, name in captures:
+                big = os.path.getsize(path) > 50 << 20
+                rows: dict[str, list[dict]] = {"ours": [], "xprof-rs": []}
+                for _ in range(args.big_reps if big else args.reps):
+                    rows["ours"].append(measure(pinned(n, [args.node, tpw, "profile", path, "--json", "--top", "0"])))
+                    rows["xprof-rs"].append(xprof_rs_server(args.xprof_rs, n, path, tempfile.mkdtemp(dir=tmp)))
+                bad = [r["out"] for r in rows["ours"] if r["code"] != 0]
+                if bad:
+                    sys.exit(f"tpw profile failed on {name}: {bad[0]}")
+                samples[(n, name)] = rows
+                size = os.path.getsize(path) / 1e6
+                ours, theirs = rows["ours"], rows["xprof-rs"]
+                note = "" if all(r["code"] == 0 for r in theirs) else f" (xprof-rs: {theirs[0]['out'][:40]})"
+                print(f"| {n} | {name} | {size:.2f} | {median(ours, 'ms'):,.0f} / {median(ours, 'mb'):,.0f} | "
+                      f"{median(theirs, 'ms'):,.0f} / {median(theirs, 'mb'):,.0f}{note} | "
+                      f"{median(theirs, 'ms') / median(ours, 'ms'):.2f} |", flush=True)
+            print(f"| {n} | node -e 0 | | {median(start, 'ms'):.0f} / {median(start, 'mb'):.0f} | | |", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump([{"cores": k[0], "capture": k[1], **v} for k, v in samples.items()], f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
