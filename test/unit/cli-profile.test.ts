@@ -4,7 +4,8 @@
  * side, and an empty op table says what the capture holds instead.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
@@ -106,4 +107,25 @@ test("the small `tpw profile` entry (bin/tpw's fast path) answers as the full CL
   const err: string[] = [];
   assert.equal(await profileMain([file, 'extra'], () => undefined, (l) => err.push(l)), 2);
   assert.deepEqual(err, ['tpw profile: unexpected argument "extra"; see tpw profile --help']);
+});
+
+test('bin/tpw profile: a reader that closes the pipe early ends it quietly (exit 0, no stack trace), and it needs only its own bundle', async () => {
+  const repo = path.resolve(__dirname, '../..');
+  const file = path.join(real, 'h200-jax-transformer-no-cmdbuf.xplane.pb');
+  // `tpw profile … | head -c 20`: the reader takes 20 bytes and closes its end while tpw is still writing.
+  const piped = spawnSync('bash', ['-o', 'pipefail', '-c', `node "${repo}/bin/tpw" profile "${file}" --json --top 0 | head -c 20 >/dev/null`], { encoding: 'utf8' });
+  assert.equal(piped.status, 0, piped.stderr);
+  assert.doesNotMatch(piped.stderr, /EPIPE|Error/);
+  // A copy of bin/tpw with only the profile bundles answers `profile`, and names the missing bundle otherwise.
+  const copy = mkdtempSync(path.join(tmpdir(), 'tpw-profile-only-'));
+  mkdirSync(path.join(copy, 'bin'));
+  mkdirSync(path.join(copy, 'dist'));
+  copyFileSync(path.join(repo, 'bin', 'tpw'), path.join(copy, 'bin', 'tpw'));
+  for (const f of ['profile-cli.js', 'profile-worker.js']) copyFileSync(path.join(repo, 'dist', f), path.join(copy, 'dist', f));
+  const alone = spawnSync('node', [path.join(copy, 'bin', 'tpw'), 'profile', file, '--json', '--top', '1'], { encoding: 'utf8' });
+  assert.equal(alone.status, 0, alone.stderr);
+  assert.equal((JSON.parse(alone.stdout) as JsonOut).ops.length, 1);
+  const other = spawnSync('node', [path.join(copy, 'bin', 'tpw'), 'runs'], { encoding: 'utf8' });
+  assert.equal(other.status, 1);
+  assert.match(other.stderr, /dist\/cli\.js is missing; run `npm run build`/);
 });

@@ -3,6 +3,7 @@
  * (command-table.ts); each handler returns an exit code. Every error becomes one line on stderr naming what
  * is at fault, never a stack trace (TPW_DEBUG=1 shows it).
  */
+import { exitQuietlyOnClosedPipe } from './closed-pipe';
 import { describeError, isTpwError, TpwError } from '../core/errors';
 import { CliConnections } from './connections';
 import { UsageError, type GlobalOptions } from './context';
@@ -65,18 +66,7 @@ export async function main(
 // The handlers of run-command.ts and runs-commands.ts import these from here.
 export { requireArg, UsageError, type CommandContext, type GlobalOptions, type Values } from './context';
 export { TpwError };
-
-/**
- * A reader that closed its end (`tpw runs | head -1`) has all it wanted: end quietly with 0, as `cat`, `ls`
- * and most Unix tools run from a shell with SIGPIPE ignored do, so `set -o pipefail` scripts do not see a
- * failure. A detached run goes on (only watching ends). Other stream errors are still reported.
- */
-export function exitQuietlyOnClosedPipe(stream: NodeJS.WriteStream): void {
-  stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(0);
-    throw e;
-  });
-}
+export { exitQuietlyOnClosedPipe };
 
 if (require.main === module) {
   exitQuietlyOnClosedPipe(process.stdout);

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { describeError } from '../core/errors';
+import { exitQuietlyOnClosedPipe } from './closed-pipe';
 import { UsageError } from './context';
 import { profileCommand } from './profile-command';
 
@@ -31,3 +32,5 @@ export async function profileMain(
     return 1;
   }
 }
+
+export { exitQuietlyOnClosedPipe };
