@@ -4,8 +4,10 @@
  * (profiles-real.test.ts) hold it to xprof's own step times; these cover the rules those captures do not use.
  */
 import assert from 'node:assert/strict';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { groupSteps, type GroupPartial } from '../../extension/src/core/profiles/step-groups';
+import { scanXSpaceFile } from '../../extension/src/core/profiles/stream';
 
 interface HostEvent { start: number; root?: number; parent?: number; producer?: [number, number]; consumer?: [number, number]; corr?: number }
 interface DeviceEvent { plane?: number; start: number; end: number; corr: number }
@@ -74,6 +76,27 @@ describe('GPU steps from step annotations', () => {
     const steps = groupSteps([gpu0, gpu1], [10, 12, 13, 19]);
     assert.deepEqual(spans(steps), [[11, 19]]);
     assert.equal(steps?.[0].executeUs, 7, 'the busy time inside the step');
+  });
+
+  it('the last launch of a correlation id is the one its kernels hang from, whether ids are small (a table) or not', () => {
+    // Ids as CUPTI gives them (from 1) take a table indexed by id; ids past 2^30 a search over the sorted launches.
+    for (const base of [0, 2 ** 40]) {
+      const host: HostEvent[] = [
+        { start: 0, root: 1 }, { start: 1, parent: 0, corr: base + 1 },
+        { start: 30, root: 1 }, { start: 31, parent: 2, corr: base + 1 }, { start: 32, parent: 2, corr: base + 2 },
+      ];
+      const device: DeviceEvent[] = [{ start: 5, end: 8, corr: base + 1 }, { start: 40, end: 45, corr: base + 2 }, { start: 50, end: 52, corr: base + 7 }];
+      // Both kernels are the second root's (corr 1 was launched again there); corr 7 has no launch: it extends the step.
+      assert.deepEqual(spans(groupSteps([partial(host, device)], [])), [[5, 52]], `ids from ${base}`);
+    }
+  });
+
+  it('reads the step-grouping stats only where a host plane has step roots or the capture is a TPU one', () => {
+    const real = (name: string): string => path.join(__dirname, '..', 'fixtures', 'profiles', 'real', `${name}.xplane.pb`);
+    const roots = Object.fromEntries(['h200-jax-transformer', 'h200-jax-pallas', 'jax-te-fused-attn', 'tf-8gpu-multi-worker', 'tpu-v6e-4-inference']
+      .map((n) => [n, scanXSpaceFile(real(n)).stepRoots]));
+    // The pallas capture's host has no StepTraceAnnotation (it finds no steps); TensorFlow's was grouped when written.
+    assert.deepEqual(roots, { 'h200-jax-transformer': true, 'h200-jax-pallas': false, 'jax-te-fused-attn': false, 'tf-8gpu-multi-worker': false, 'tpu-v6e-4-inference': true });
   });
 
   it('finds none without a root, and leaves a capture grouped when written (group_id) to its own Steps lines', () => {

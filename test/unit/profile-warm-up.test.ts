@@ -1,7 +1,8 @@
 /**
  * The decoder's warm-up (core/profiles/warm-up.ts): its synthetic capture reads as the capture it describes
  * (TPU ops by their metadata, device clock and 64-bit program ids; GPU kernels by their hlo_op stats; device
- * steps), so warming runs the paths real captures take; and warming leaves nothing behind.
+ * steps; GPU steps from step annotations), so warming runs the paths real captures take; and warming leaves
+ * nothing behind.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { analyzeProfileFile } from '../../extension/src/core/profiles/analyze';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
-import { DecoderWarmUp, warmUpCapture } from '../../extension/src/core/profiles/warm-up';
+import { DecoderWarmUp, warmUpCapture, warmUpStepsCapture } from '../../extension/src/core/profiles/warm-up';
 
 const warmDirs = (): string[] => readdirSync(tmpdir()).filter((d) => d.startsWith('tpw-warm-')).sort();
 
@@ -40,6 +41,21 @@ describe('decoder warm-up', () => {
     assert.equal(gpu.find((o) => o.program === '7' && o.name === 'fusion.1')?.category, 'input fusion');
     assert.equal(gpu.find((o) => o.program === '8' && o.name === 'fusion.1')?.category, 'loop fusion');
     assert.ok(s.eventCount > 3000, String(s.eventCount));
+  });
+
+  it('writes a GPU capture whose steps come from its step annotations (the grouping path)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tpw-warmtest-'));
+    const file = path.join(dir, 's.xplane.pb');
+    writeFileSync(file, warmUpStepsCapture());
+    const s = analyzeProfileFile(file);
+    rmSync(dir, { recursive: true });
+    assert.deepEqual(s.warnings, []);
+    assert.equal(s.overview.hardware, 'GPU');
+    assert.equal(s.overview.stepSource, 'annotations');
+    assert.equal(s.steps.length, 16);
+    // Each step runs from its first kernel to its consumer thread's, 155 µs later.
+    assert.ok(s.steps.every((st) => st.totalUs >= 155), s.steps.map((st) => st.totalUs).join());
+    assert.deepEqual(s.ops.map((o) => o.name).sort(), ['convolution.2', 'fusion.1']);
   });
 
   it('removes its temporary file when done, and when stopped early', async () => {

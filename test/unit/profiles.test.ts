@@ -106,6 +106,17 @@ describe('profiles from a real torch_xla run', () => {
     assert.deepEqual(split.ops, one.ops);
   });
 
+  it('sums command-buffer kernel time the same however the planes are split (a real H200 capture ×12 in 12 chunks)', async () => {
+    // unattributedKernels.selfUs was summed in µs per chunk, so its last digits followed the split; now in ps first.
+    const real = path.join(__dirname, '..', 'fixtures', 'profiles', 'real', 'h200-jax-transformer.xplane.pb');
+    const twelve = path.join(out, 'h200-x12.xplane.pb');
+    writeFileSync(twelve, Buffer.concat(Array.from({ length: 12 }, () => readFileSync(real))));
+    const one = analyzeProfileFile(twelve, { timeline: false });
+    const split = await analyzeProfileFileParallel(twelve, workerJs, { minParallelBytes: 0, threads: 2, chunks: 12, timeline: false });
+    assert.ok(one.unattributedKernels.count > 0);
+    assert.deepEqual(split.unattributedKernels, one.unattributedKernels);
+  });
+
   it('leaves the timeline out when asked (tpw profile), on one thread or two, and the rest is the same', async () => {
     const twice = path.join(out, 'twice.xplane.pb');
     writeFileSync(twice, Buffer.concat([readFileSync(xplane), readFileSync(xplane)]));

@@ -29,6 +29,21 @@ export class FileWindow {
     this.winReader = protobuf.Reader.create(this.win);
   }
 
+  /** Whether [off, off + len) is in the window now (reading it costs no read). */
+  holds(off: number, len: number): boolean {
+    return off >= this.winStart && off + len <= this.winStart + this.winLen;
+  }
+
+  /** bytes(off, len), reading just those bytes when they are not in the window (one region of a big file, no more). */
+  exactBytes(off: number, len: number): Uint8Array {
+    if (this.holds(off, len) || len > this.win.length) return this.bytes(off, len);
+    if (off + len > this.size) throw this.truncated(off);
+    this.winStart = off;
+    this.winLen = len;
+    this.readFully(this.win, len, off);
+    return this.win.subarray(0, len);
+  }
+
   bytes(off: number, len: number): Uint8Array {
     if (off + len > this.size) throw this.truncated(off);
     if (off >= this.winStart && off + len <= this.winStart + this.winLen) return this.win.subarray(off - this.winStart, off - this.winStart + len);

@@ -285,6 +285,7 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
   // Times summed in picoseconds (whole numbers: exact), then made µs once, so the table does not depend on how
   // the planes were split between threads.
   let ps = new Float64Array(2 * 256);
+  let unattributedPs = 0;
   for (const p of parts) {
     p.rows.forEach((r, k) => {
       if (r.host && anyDevice) return;
@@ -293,7 +294,7 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
       if (r.kernel && program && !program.has(r.name)) {
         if (unattributed) {
           unattributed.count += a[5 * k];
-          unattributed.selfUs += a[5 * k + 2] / 1e6;
+          unattributedPs += a[5 * k + 2];
           unattributed.names[r.name] = (unattributed.names[r.name] ?? 0) + a[5 * k];
         }
         return;
@@ -319,5 +320,6 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
     row.totalUs = ps[2 * j] / 1e6;
     row.selfUs = ps[2 * j + 1] / 1e6;
   });
+  if (unattributed) unattributed.selfUs += unattributedPs / 1e6;
   return out.sort((a, b) => b.selfUs - a.selfUs);
 }

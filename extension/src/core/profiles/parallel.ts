@@ -36,7 +36,7 @@ export interface ParallelOptions extends AnalyzeOptions {
   helperDiesAfterClaim?: boolean;
 }
 
-interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; timeline?: boolean; dieAfterClaim?: boolean }
+interface ShardRequest { file: string; chunks: PlaneRange[][]; claims: SharedArrayBuffer; chunkSize?: number; timeline?: boolean; grouping: boolean; dieAfterClaim?: boolean }
 /** A chunk's partial summary, or why it could not be read. */
 type ChunkFailure = { index: number; error: string; format: boolean };
 type ChunkResult = { index: number; part: PartialSummary } | ChunkFailure;
@@ -129,7 +129,10 @@ const MAX_THREADS = 4;
  * runShardIfHelper() first (dist/profile-worker.js); the helper threads run it.
  */
 export async function analyzeProfileFileParallel(file: string, workerFile: string, opts: ParallelOptions = {}): Promise<ProfileSummary> {
-  const { planes, info, size } = scanXSpaceFile(file);
+  const scan = scanXSpaceFile(file);
+  const { planes, info, size } = scan;
+  // Step grouping's stats are read only where a plane has step roots (stream.ts, scanXSpaceFile).
+  const grouping = scan.stepRoots && opts.grouping !== false;
   const threads = Math.max(1, Math.floor(opts.threads ?? defaultThreads()));
   const parallel = threads >= 2 && size >= (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) && planes.length >= 2;
   const chunks = parallel ? chunkPlanes(planes, opts.chunks ?? CHUNKS_PER_THREAD * threads) : [planes];
@@ -139,7 +142,7 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
   const nHelpers = parallel ? Math.min(threads, chunks.length) - 1 : 0;
   for (let k = 0; k < nHelpers; k++) {
     // Only the first helper is made to die, in the tests that ask for it.
-    const request: ShardRequest = { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, timeline: opts.timeline, dieAfterClaim: k === 0 && opts.helperDiesAfterClaim };
+    const request: ShardRequest = { file, chunks, claims: claims.buffer as SharedArrayBuffer, chunkSize: opts.chunkSize, timeline: opts.timeline, grouping, dieAfterClaim: k === 0 && opts.helperDiesAfterClaim };
     const h = new Worker(workerFile, { workerData: { tpwProfileShard: request } });
     helpers.push(h);
     const done = new Promise<ChunkResult[]>((resolve, reject) => {
@@ -152,13 +155,13 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
   }
   try {
     if (helpers.length && (opts.helperFirst || opts.helperDiesAfterClaim)) Atomics.wait(claims, NEXT, 0, 20_000);
-    const results = drain(file, chunks, claims, opts);
+    const results = drain(file, chunks, claims, { ...opts, grouping });
     for (const r of await Promise.all(theirs)) results.push(...r);
     // A helper that died took chunks with it: those before any failure are done here (nothing after one is read).
     const firstFailed = Math.min(chunks.length, ...results.filter(isFailure).map((r) => r.index));
     const seen = new Set(results.map((r) => r.index));
     const lost = chunks.map((_, k) => k).filter((k) => k < firstFailed && !seen.has(k));
-    if (lost.length) results.push(...drainOnly(file, chunks, lost, Atomics.load(claims, EVENTS), opts));
+    if (lost.length) results.push(...drainOnly(file, chunks, lost, Atomics.load(claims, EVENTS), { ...opts, grouping }));
     results.sort((a, b) => a.index - b.index);
     // The first failure in file order is the one to report, as one thread reading front to back would.
     const failed = results.find(isFailure);
@@ -182,7 +185,7 @@ function drainOnly(file: string, chunks: PlaneRange[][], which: number[], events
 export function runShardIfHelper(): boolean {
   const req = (workerData as { tpwProfileShard?: ShardRequest } | null)?.tpwProfileShard;
   if (isMainThread || !req || !parentPort) return false;
-  const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize, timeline: req.timeline }, req.dieAfterClaim);
+  const results = drain(req.file, req.chunks, new Int32Array(req.claims), { chunkSize: req.chunkSize, timeline: req.timeline, grouping: req.grouping }, req.dieAfterClaim);
   const transfer = transferList(results.flatMap((r) => ('part' in r ? [r.part] : [])));
   parentPort.postMessage({ results } satisfies ShardReply, transfer);
   return true;

@@ -254,18 +254,7 @@ export function groupSteps(parts: readonly GroupPartial[], busy: ArrayLike<numbe
     }
     base += p.nodeStart.length;
   }
-  const byCorr = sortedOrder(launches, (a, b) => corr[a] - corr[b] || a - b);
-  const groupOfCorr = (c: number): number => {
-    // The last launch with correlation id c (byCorr is by id, then by order): binary search past it.
-    let lo = 0;
-    let hi = launches;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (corr[byCorr[mid]] <= c) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo > 0 && corr[byCorr[lo - 1]] === c ? lgroup[byCorr[lo - 1]] : -1;
-  };
+  const groupOfCorr = corrGroups(corr, lgroup);
   // One partial's spans are used as they are; several are joined.
   const one = parts.length === 1 ? parts[0] : undefined;
   const spans = parts.reduce((a, p) => a + p.devCorr.length, 0);
@@ -281,6 +270,44 @@ export function groupSteps(parts: readonly GroupPartial[], busy: ArrayLike<numbe
     }
   }
   return stepsOfDeviceGroups(plane, s, e, g, busy);
+}
+
+/**
+ * The group of the last launch with each correlation id, as a function of the id (-1: none). CUPTI numbers its
+ * calls from 1, so ids are usually small integers: a table indexed by id, filled in launch order (the last one
+ * wins), where the largest id is not far past the number of launches; otherwise a binary search over the
+ * launches ordered by id, then by order.
+ */
+function corrGroups(corr: Float64Array, lgroup: Int32Array): (c: number) => number {
+  const n = corr.length;
+  let max = 0;
+  let small = true;
+  for (let k = 0; k < n && small; k++) {
+    const c = corr[k];
+    if (!(c >= 0 && c <= 0x3fffffff && c === Math.floor(c))) small = false;
+    else if (c > max) max = c;
+  }
+  if (small && max <= 8 * n + 65536) {
+    // -2: no launch has this id (a launch's own group may be -1).
+    const table = new Int32Array(max + 1).fill(-2);
+    for (let k = 0; k < n; k++) table[corr[k]] = lgroup[k];
+    return (c: number): number => {
+      const g = c >= 0 && c <= max && c === Math.floor(c) ? table[c] : -2;
+      return g === -2 ? -1 : g;
+    };
+  }
+  const byCorr = sortedOrder(n, (a, b) => corr[a] - corr[b] || a - b);
+  return (c: number): number => {
+    // The last launch with correlation id c (byCorr is by id, then by order): binary search past it.
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (corr[byCorr[mid]] <= c) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 && corr[byCorr[lo - 1]] === c ? lgroup[byCorr[lo - 1]] : -1;
+  };
 }
 
 /** The group of each host node (numbered across the partials in order), -1 for none. */

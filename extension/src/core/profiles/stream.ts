@@ -17,6 +17,7 @@
 import { closeSync, openSync } from 'node:fs';
 import protobuf from 'protobufjs/minimal.js';
 import { FileWindow } from './file-window';
+import { hostRoots } from './step-roots';
 import { IdTable, Utf8Interner } from './intern';
 import { decodeLine, GROUPING_STATS, groupingPlane, Kept, LineColumns, type StatStrings } from './xevent';
 import { eventInfo, type EventInfo, type PlaneView, type SpaceInfo, type XSpaceVisitor } from './view';
@@ -244,6 +245,11 @@ function decodeStatMeta(r: Reader, s: ThreadStrings, ctx: PlaneCtx): void {
 export interface StreamOptions {
   /** Read window in bytes (tests use a small one to split planes and lines across reads). */
   chunkSize?: number;
+  /**
+   * false: step-grouping stats are not kept on any plane (scanXSpaceFile's `stepRoots` is false: grouping could
+   * find no step, and a GPU capture's correlation ids are a stat on nearly every event). Default true.
+   */
+  grouping?: boolean;
 }
 
 /** Where one XPlane lies in the file: its payload [start, end), and its position among the planes. */
@@ -253,24 +259,29 @@ export interface PlaneRange { index: number; start: number; end: number }
  * The top level of `file`: where each plane lies, and the space's hostnames, errors and warnings. Reads only
  * the top-level tags (through a small window: the planes in between are not read).
  */
-export function scanXSpaceFile(file: string): { planes: PlaneRange[]; info: SpaceInfo; size: number } {
+export function scanXSpaceFile(file: string): { planes: PlaneRange[]; info: SpaceInfo; size: number; stepRoots: boolean } {
   const fd = openSync(file, 'r');
   try {
-    const w = new FileWindow(fd, file, 64);
+    const w = new FileWindow(fd, file, 512);
     if (w.size === 0) throw new ProfileFormatError(`${file}: the profile file is empty`);
     const info: SpaceInfo = { hostnames: [], errors: [], warnings: [] };
     const planes: PlaneRange[] = [];
+    let hw: FileWindow | undefined;
+    let stepRoots = false;
     for (let off = 0; off < w.size;) {
       field(w, off, w.size);
       off = f.end;
-      if (f.wire === 2 && f.field === 1) planes.push({ index: planes.length, start: f.start, end: f.end });
-      else if (f.wire === 2 && f.field >= 2 && f.field <= 4) {
+      if (f.wire === 2 && f.field === 1) {
+        const p = { index: planes.length, start: f.start, end: f.end };
+        planes.push(p);
+        if (!stepRoots) stepRoots = hostRoots(w, (hw ??= new FileWindow(fd, file, 64 << 10)), p.start, p.end);
+      } else if (f.wire === 2 && f.field >= 2 && f.field <= 4) {
         const s = utf8.decode(w.bytes(f.start, f.end - f.start));
         (f.field === 2 ? info.errors : f.field === 3 ? info.warnings : info.hostnames).push(s);
       }
     }
     if (planes.length === 0) throw new ProfileFormatError(`${file}: no planes in the profile: not an XSpace file, or an empty capture`);
-    return { planes, info, size: w.size };
+    return { planes, info, size: w.size, stepRoots };
   } finally {
     closeSync(fd);
   }
@@ -292,11 +303,13 @@ export class PlaneFile {
   private readonly w: FileWindow;
   private readonly cols = new LineColumns();
   private readonly strings = new ThreadStrings();
+  private readonly grouping: boolean;
 
   constructor(file: string, opts: StreamOptions = {}) {
     this.fd = openSync(file, 'r');
     try {
       this.w = new FileWindow(this.fd, file, opts.chunkSize ?? DEFAULT_CHUNK);
+      this.grouping = opts.grouping !== false;
     } catch (e) {
       closeSync(this.fd);
       throw e;
@@ -304,7 +317,7 @@ export class PlaneFile {
   }
 
   stream(planes: readonly PlaneRange[], visitor: XSpaceVisitor): void {
-    for (const p of planes) readPlane(this.w, p.start, p.end, p.index, visitor, this.cols, this.strings);
+    for (const p of planes) readPlane(this.w, p, visitor, this.cols, this.strings, this.grouping);
   }
 
   close(): void {
@@ -317,8 +330,8 @@ export class PlaneFile {
  * truncated or corrupt input, and fs errors (ENOENT, …) as they are.
  */
 export function streamXSpaceFile(file: string, visitor: XSpaceVisitor, opts: StreamOptions = {}): SpaceInfo {
-  const { planes, info } = scanXSpaceFile(file);
-  streamPlanes(file, planes, visitor, opts);
+  const { planes, info, stepRoots } = scanXSpaceFile(file);
+  streamPlanes(file, planes, visitor, { ...opts, grouping: stepRoots && opts.grouping !== false });
   return info;
 }
 
@@ -359,9 +372,9 @@ class PlaneScan {
   }
 
   /** Stat names are complete now: name the metadata stats and their ref values (most metadata has none). */
-  done(): void {
+  done(grouping: boolean): void {
     for (const m of this.withStats) this.view.meta.set(m.id, metaInfo(m, this.ctx, this.s.table.strings));
-    this.ctx.resolveIds(groupingPlane(this.view.name));
+    this.ctx.resolveIds(grouping && groupingPlane(this.view.name));
     this.view.lineCount = this.lines.length / 2;
     const stats = new Map<string, StatValue>();
     for (const st of this.planeStats) {
@@ -372,7 +385,7 @@ class PlaneScan {
   }
 }
 
-function readPlane(w: FileWindow, start: number, end: number, index: number, visitor: XSpaceVisitor, cols: LineColumns, strings: ThreadStrings): void {
+function readPlane(w: FileWindow, { start, end, index }: PlaneRange, visitor: XSpaceVisitor, cols: LineColumns, strings: ThreadStrings, grouping: boolean): void {
   const scan = new PlaneScan(index, strings);
   if (end - start <= w.capacity) {
     // The usual case: the plane fits in the window, and one Reader walks all of its fields.
@@ -410,7 +423,7 @@ function readPlane(w: FileWindow, start: number, end: number, index: number, vis
       }
     }
   }
-  scan.done();
+  scan.done(grouping);
   const { view, ctx, lines } = scan;
   visitor.plane(view);
   for (let k = 0; k < lines.length; k += 2) {

@@ -8,6 +8,9 @@
  * once, in advance, on a small synthetic capture shaped like the real ones (a TPU chip's XLA Ops, XLA Modules
  * and Steps lines with their metadata stats, GPU kernels that name their HLO op and program, host threads with
  * stats the op table does not read), written to a temporary file and read through the same streaming path.
+ * A second, GPU-only capture with step annotations takes the GPU step-grouping path (step-groups.ts), which a TPU
+ * plane turns off in the first: without it an H200 capture's first analysis after warming took about twice
+ * its warm time (BENCHMARKS.md, `profiles-real`).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +29,7 @@ const STATS: [number, string][] = [
   [1, 'hlo_op'], [2, 'hlo_module'], [3, 'hlo_category'], [4, 'program_id'], [5, 'flops'], [6, 'bytes_accessed'],
   [7, 'device_offset_ps'], [8, 'device_duration_ps'], [9, 'run_id'], [10, 'correlation_id'], [11, 'long_name'],
   [12, 'device_type_string'], [13, 'peak_teraflops_per_second'], [14, 'Hlo Proto'], [20, 'fusion.1'], [21, 'convolution.2'],
-  [22, 'loop fusion'],
+  [22, 'loop fusion'], [15, '_r'], [16, 'step_num'], [17, '_pt'], [18, '_p'], [19, '_ct'], [23, '_c'],
 ];
 
 /** Instructions per computation of the synthetic program (four computations). */
@@ -243,6 +246,74 @@ export function warmUpCapture(): Uint8Array {
 }
 
 /**
+ * A synthetic GPU capture as JAX writes one with step annotations (no Steps line: its steps come from grouping,
+ * step-groups.ts): host steps (`_r`, step_num) with the launches of their kernels nested in them, a producer in
+ * each step and a consumer on another thread that launches more, and the GPU's kernels with the launches'
+ * correlation ids (a CUDA graph's two kernels share one).
+ */
+export function warmUpStepsCapture(): Uint8Array {
+  const c = new CaptureWriter();
+  const steps = 16;
+  const launches = 24;
+  const stepPs = 200_000_000;
+  // Offsets past 2^31 ps, as in any capture longer than 2 ms (the op table's sums then leave small integers).
+  const event = (meta: number, off: number, dur: number, stats: () => void): void =>
+    c.msg(4, () => { c.num(1, meta); c.num(2, 100_000_000_000 + off); c.num(3, dur); stats(); });
+  const hostLine = (id: number, body: () => void): void =>
+    c.msg(3, () => { c.num(1, id); c.str(2, `python3/${id}`); c.num(3, 1_700_000_000_000_000_000); body(); });
+  c.msg(1, () => {
+    c.num(1, 1);
+    c.str(2, '/device:GPU:0');
+    c.msg(3, () => {
+      c.num(1, 10);
+      c.str(2, 'Stream #13(Compute)');
+      c.num(3, 1_700_000_000_000_000_000);
+      for (let s = 0; s < steps; s++) {
+        for (let k = 0; k < 2 * launches; k++) {
+          event(1 + (k % 4), s * stepPs + 5_000_000 + k * 3_000_000, 2_500_000, () => {
+            c.stat(1, 7, 20 + (k % 2));
+            c.stat(4, 3, 7);
+            c.stat(10, 3, 1 + s * launches + (k >> 1));
+          });
+        }
+        // The consumer thread's launches.
+        event(1, s * stepPs + 160_000_000, 4_000_000, () => { c.stat(1, 7, 20); c.stat(4, 3, 7); c.stat(10, 3, 10_000 + s); });
+      }
+    });
+    // Hundreds of kernel names before the stat names, as a real GPU plane has: op names then have string keys
+    // past 2^7, and the op table's (op, program) keys pass 2^31.
+    for (let m = 1; m <= 300; m++) c.eventMeta(m, `void kernel_${m}<float, 128>(float const*, float*, int)`, '', () => undefined);
+    c.statMeta();
+    // A stat id past 2^31 (XLA's GPU planes have them): the stat table's sparse side.
+    c.msg(5, () => { c.num(1, 2 ** 40); c.msg(2, () => { c.num(1, 2 ** 40); c.str(2, 'cuda_graph_id'); }); });
+    // Plane stats of each kind XLA's GPU captures have: an integer, a string, and bytes (a plane of call stacks).
+    c.stat(9, 3, 132, 6);
+    c.stat(12, 5, 'NVIDIA H200', 6);
+    c.msg(6, () => { c.num(1, 9); c.w.uint32((6 << 3) | 2).bytes(new Uint8Array([8, 1, 16, 2])); });
+  });
+  c.msg(1, () => {
+    c.num(1, 2);
+    c.str(2, '/host:CPU');
+    hostLine(100, () => {
+      for (let s = 0; s < steps; s++) {
+        event(1, s * stepPs, stepPs - 10_000_000, () => { c.stat(15, 3, 1); c.stat(16, 3, s); });
+        event(2, s * stepPs + 1_000, 500_000, () => { c.stat(17, 3, 3); c.stat(18, 3, s); });
+        for (let k = 0; k < launches; k++) event(3, s * stepPs + 2_000_000 + k * 5_000_000, 1_000_000, () => c.stat(10, 3, 1 + s * launches + k));
+      }
+    });
+    hostLine(101, () => {
+      for (let s = 0; s < steps; s++) {
+        event(4, s * stepPs + 150_000_000, 8_000_000, () => { c.stat(19, 3, 3); c.stat(23, 3, s); });
+        event(3, s * stepPs + 151_000_000, 1_000_000, () => c.stat(10, 3, 10_000 + s));
+      }
+    });
+    ['train_step', 'ExecuteComputation', 'cuLaunchKernel', 'ThunkExecutor'].forEach((name, k) => c.eventMeta(k + 1, name, '', () => undefined));
+    c.statMeta();
+  });
+  return c.w.finish();
+}
+
+/**
  * The synthetic capture in a temporary file, analyzed one pass at a time: the run view spreads the passes over
  * several turns of the extension host's event loop (a pass takes a few to a few tens of milliseconds), so
  * warming never holds it for long. Errors end the warm-up quietly (a failed warm-up only leaves the decoder cold).
@@ -250,6 +321,7 @@ export function warmUpCapture(): Uint8Array {
 export class DecoderWarmUp {
   private dir: string | undefined;
   private file: string | undefined;
+  private stepsFile: string | undefined;
   private left: number;
 
   constructor(passes = PASSES) {
@@ -264,7 +336,12 @@ export class DecoderWarmUp {
         this.dir = mkdtempSync(path.join(tmpdir(), 'tpw-warm-'));
         this.file = path.join(this.dir, 'warm-up.xplane.pb');
         writeFileSync(this.file, warmUpCapture());
+        this.stepsFile = path.join(this.dir, 'warm-up-steps.xplane.pb');
+        writeFileSync(this.stepsFile, warmUpStepsCapture());
       }
+      // GPU step grouping (a TPU plane turns it off in the other capture), first: the paths both take are left
+      // compiled for the fuller capture.
+      if (this.stepsFile) analyzeProfileFile(this.stepsFile);
       analyzeProfileFile(this.file);
       this.left--;
     } catch {
@@ -278,7 +355,7 @@ export class DecoderWarmUp {
   dispose(): void {
     this.left = 0;
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
-    this.dir = this.file = undefined;
+    this.dir = this.file = this.stepsFile = undefined;
   }
 }
 
