@@ -12,10 +12,11 @@ CONFIG=trainer/pyproject.toml
 CACHE="$TPW_CACHE/python-checks"
 status=0
 run() { echo "+ $*"; "$@" || status=1; }
-# Python outside the trainer. Not yet here: test/bench/profiles_real_bench.py and
-# test/fixtures/profiles/real/make-expected.py (they have ruff findings left).
+# Python outside the trainer. Not here: test/fixtures/profiles/real/make-h200-captures/*.py, kept exactly as they
+# ran on the device to make those captures (their provenance).
 SCRIPTS=(test/emulator-clients language-server/src/hydra/gen-hydra-builtins.py test/bench/cce_bench.py
-  test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py)
+  test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py
+  test/bench/profiles_real_bench.py test/fixtures/profiles/real/make-expected.py)
 
 run ruff check --config "$CONFIG" --cache-dir "$CACHE/ruff" trainer/tpu_trainer test/trainer "${SCRIPTS[@]}" \
   test/skypilot

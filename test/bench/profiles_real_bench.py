@@ -49,6 +49,7 @@ XPROF = (
 def measure(argv, env=None):
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    assert p.stdout is not None
     out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)
     return {
@@ -74,7 +75,8 @@ def xprof_rs_server(capture, tmp):
         os.link(capture, target)
     port = free_port()
     t = time.perf_counter()
-    p = subprocess.Popen(["xprof-rs", "--logdir", os.path.join(tmp, "logs"), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = ["xprof-rs", "--logdir", os.path.join(tmp, "logs"), "--port", str(port)]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     body = b""
     try:
         deadline = time.time() + 30
@@ -103,7 +105,9 @@ BIG_SOURCES = ("tpu-v6e-4-inference", "jax-te-fused-attn")
 
 
 def big_capture(tmp, min_mb, source):
-    """`source` written N times one after the other, N the least that makes min_mb MiB; returns (path, N, source path)."""
+    """`source` written N times one after the other, N the least that makes min_mb MiB.
+
+    Returns (path, N, source path)."""
     src = os.path.join(REAL, f"{source}.xplane.pb")
     with open(src, "rb") as f:
         data = f.read()
@@ -122,7 +126,7 @@ def ops_of(capture):
 
 
 def repeated_ops_check(big_ops, single, n):
-    """Our op table of the repeated capture against the single one's: the same ops, each count and self time × n."""
+    """Our op table of the repeated capture against the single one's: the same ops, each count and self time n times."""
     one = {(o["program"], o["name"]): o for o in ops_of(single)}
     big = {(o["program"], o["name"]): o for o in big_ops}
     if one.keys() != big.keys():
@@ -130,29 +134,32 @@ def repeated_ops_check(big_ops, single, n):
     for k, o in one.items():
         b = big[k]
         if b["count"] != o["count"] * n or abs(b["self_us"] - o["self_us"] * n) > 1e-6 * max(1.0, o["self_us"] * n):
-            return f"op {k[1]}: count {b['count']}, self {b['self_us']:.3f} µs against {n} × ({o['count']}, {o['self_us']:.3f} µs)"
-    return f"ok: {len(one)} ops, each count and self time × {n}"
+            one_op = f"({o['count']}, {o['self_us']:.3f} µs)"
+            return f"op {k[1]}: count {b['count']}, self {b['self_us']:.3f} µs against {n} × {one_op}"  # noqa: RUF001 (the multiplication sign is output text)
+    return f"ok: {len(one)} ops, each count and self time × {n}"  # noqa: RUF001 (the multiplication sign is output text)
 
 
 def warm_bundle(tmp):
     """profile-warm.ts bundled as scripts/build.mjs bundles the extension (esbuild, cjs, node20)."""
     out = os.path.join(tmp, "profile-warm.js")
     esbuild = os.path.join(ROOT, "node_modules", ".bin", "esbuild")
-    subprocess.run([esbuild, os.path.join(ROOT, "test", "bench", "profile-warm.ts"), "--bundle", "--platform=node", "--format=cjs",
-                    "--target=node20", "--log-level=warning", f"--outfile={out}"], check=True)
+    entry = os.path.join(ROOT, "test", "bench", "profile-warm.ts")
+    subprocess.run([esbuild, entry, "--bundle", "--platform=node", "--format=cjs", "--target=node20",
+                    "--log-level=warning", f"--outfile={out}"], check=True)
     return out
 
 
-COLS = ["ours-cli", "ours-host-first", "ours-host-warmed-up", "ours-host-warm", "ours-warm-up", "ours-prefetch", "ours-prefetched-open",
-        "ours-prefetched-post", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops", "xprof-rs-overview"]
+COLS = ["ours-cli", "ours-host-first", "ours-host-warmed-up", "ours-host-warm", "ours-warm-up", "ours-prefetch",
+        "ours-prefetched-open", "ours-prefetched-post", "xprof", "xprof-rs-server", "xprof-rs-top-hlo-ops",
+        "xprof-rs-overview"]
 
 
 def bench(capture, reps, tmp, repeated=None):
     """`repeated`: (N, source capture) when `capture` is a source written N times."""
     name = os.path.basename(capture)
     work = tempfile.mkdtemp(dir=tmp)
-    rows = {k: [] for k in COLS}
-    notes = {}
+    rows: dict[str, list[dict]] = {k: [] for k in COLS}
+    notes: dict[str, object] = {}
     for _ in range(reps):
         r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
         if r["code"] != 0:
@@ -216,7 +223,7 @@ def main():
     try:
         WARM = warm_bundle(tmp)
         captures = sorted(os.path.join(REAL, f) for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
-        runs = [(c, args.reps, None) for c in captures]
+        runs: list[tuple[str, int, tuple[int, str] | None]] = [(c, args.reps, None) for c in captures]
         if args.big_reps > 0:
             for source in BIG_SOURCES:
                 if args.only and args.only not in f"{source}-x":
@@ -233,8 +240,10 @@ def main():
         for capture, reps, repeated in runs:
             name, size, rows, notes = bench(capture, reps, tmp, repeated)
             results.append({"capture": name, "bytes": size, "reps": reps, "samples": rows, "notes": notes})
-            cells = [f"{med(rows[c], 'ms'):,.{1 if c.startswith('ours-prefetched') else 0}f} / {med(rows[c], 'mb'):,.0f}" for c in cols]
-            print(f"| {name} | {size / 1e6:.2f} | " + " | ".join(cells) + f" | {'; '.join(f'{k}: {v}' for k, v in notes.items())} |", flush=True)
+            digits = {c: 1 if c.startswith("ours-prefetched") else 0 for c in cols}
+            cells = [f"{med(rows[c], 'ms'):,.{digits[c]}f} / {med(rows[c], 'mb'):,.0f}" for c in cols]
+            noted = "; ".join(f"{k}: {v}" for k, v in notes.items())
+            print(f"| {name} | {size / 1e6:.2f} | " + " | ".join(cells) + f" | {noted} |", flush=True)
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         if args.json:
             with open(args.json, "w") as f:
