@@ -15,82 +15,15 @@ hlo_stats request, stopped (its README's "server, cold"). `node -e 0` is measure
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REAL = os.path.join(ROOT, "test", "fixtures", "profiles", "real")
-BIG_SOURCES = ("tpu-v6e-4-inference", "jax-te-fused-attn")
+from profiles_real_bench import BIG_SOURCES, REAL, ROOT, big_capture, measure, xprof_rs_server
 
 
 def pinned(cores, argv):
     return ["taskset", "-c", f"0-{cores - 1}", *argv]
-
-
-def measure(argv):
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert p.stdout is not None
-    out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    ms = (time.perf_counter() - t) * 1000
-    code = os.waitstatus_to_exitcode(status)
-    return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": code, "out": out[-300:].decode(errors="replace")}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def xprof_rs_server(xprof_rs, cores, capture, tmp):
-    run = os.path.join(tmp, "logs", "plugins", "profile", "run1")
-    os.makedirs(run, exist_ok=True)
-    target = os.path.join(run, "host.xplane.pb")
-    if not os.path.exists(target):
-        os.link(capture, target)
-    port = free_port()
-    t = time.perf_counter()
-    argv = pinned(cores, [xprof_rs, "--logdir", os.path.join(tmp, "logs"), "--port", str(port)])
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/data/plugin/profile/data?run=run1&tag=hlo_stats&host=host"
-    body = b""
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                body = urllib.request.urlopen(url, timeout=600).read()
-                break
-            except urllib.error.HTTPError as e:
-                body = f"HTTP {e.code}".encode()
-                break
-            except (ConnectionError, urllib.error.URLError):
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.002)
-    finally:
-        ms = (time.perf_counter() - t) * 1000
-        p.terminate()
-        _, _, usage = os.wait4(p.pid, 0)
-    code = 0 if body.startswith(b"{") else 1
-    return {"ms": ms, "mb": usage.ru_maxrss / 1024, "code": code, "out": body[:80].decode(errors="replace")}
-
-
-def big_capture(tmp, min_mb, source):
-    with open(os.path.join(REAL, f"{source}.xplane.pb"), "rb") as f:
-        data = f.read()
-    n = -(-min_mb * 1024 * 1024 // len(data))
-    path = os.path.join(tmp, f"{source}-x{n}.xplane.pb")
-    with open(path, "wb") as f:
-        f.writelines(data for _ in range(n))
-    return path, f"{source} x{n}"
 
 
 def median(rows, key):
@@ -113,7 +46,9 @@ def main():
         names = sorted(f for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
         captures = [(os.path.join(REAL, f), f.replace(".xplane.pb", "")) for f in names]
         if args.big_mb:
-            captures += [big_capture(tmp, args.big_mb, s) for s in BIG_SOURCES]
+            for source in BIG_SOURCES:
+                path, n, _ = big_capture(tmp, args.big_mb, source)
+                captures.append((path, f"{source} x{n}"))
         samples = {}
         print("| cores | capture | MB | ours ms / MB | xprof-rs server ms / MB | xprof-rs ÷ ours |")
         print("|---|---|---|---|---|---|")
@@ -125,7 +60,8 @@ def main():
                 rows: dict[str, list[dict]] = {"ours": [], "xprof-rs": []}
                 for _ in range(args.big_reps if big else args.reps):
                     rows["ours"].append(measure(pinned(n, [args.node, tpw, "profile", path, "--json", "--top", "0"])))
-                    rows["xprof-rs"].append(xprof_rs_server(args.xprof_rs, n, path, tempfile.mkdtemp(dir=tmp)))
+                    server = xprof_rs_server(path, tempfile.mkdtemp(dir=tmp), args.xprof_rs, pinned(n, []))
+                    rows["xprof-rs"].append(server)
                 bad = [r["out"] for r in rows["ours"] if r["code"] != 0]
                 if bad:
                     sys.exit(f"tpw profile failed on {name}: {bad[0]}")

@@ -66,8 +66,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def xprof_rs_server(capture, tmp):
-    """Start the server on a log dir holding the capture, request hlo_stats once, stop it."""
+def xprof_rs_server(capture, tmp, binary="xprof-rs", prefix=()):
+    """Start the server on a log dir holding the capture, request hlo_stats once, stop it.
+
+    `prefix` goes before the command (profiles_cores_bench.py pins it to N cores with taskset)."""
     run = os.path.join(tmp, "logs", "plugins", "profile", "run1")
     os.makedirs(run, exist_ok=True)
     target = os.path.join(run, "host.xplane.pb")
@@ -75,7 +77,7 @@ def xprof_rs_server(capture, tmp):
         os.link(capture, target)
     port = free_port()
     t = time.perf_counter()
-    argv = ["xprof-rs", "--logdir", os.path.join(tmp, "logs"), "--port", str(port)]
+    argv = [*prefix, binary, "--logdir", os.path.join(tmp, "logs"), "--port", str(port)]
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     body = b""
     try:
