@@ -53,10 +53,13 @@ export class Workbench {
     // F1 pressed while a webview (the run view) still holds the keyboard focus can be swallowed by its frame
     // while the page loads; then focus the workbench (the sidebar's title, which does nothing when clicked) and
     // press it again.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      await this.page.keyboard.press('F1');
+    for (let attempt = 0; attempt < 4; attempt++) {
+      await this.page.keyboard.press(attempt % 2 === 0 ? 'F1' : 'Control+Shift+P');
       if (await input.waitFor({ state: 'visible', timeout: 5_000 }).then(() => true, () => false)) break;
-      await this.page.locator('.part.sidebar .composite.title').click();
+      // Take the focus back from a webview's frame: blur it (the top page's active element is the frame), then
+      // click a part of the workbench that does nothing when clicked.
+      await this.page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+      await this.page.locator('.part.sidebar .composite.title').click({ timeout: 5_000 }).catch(() => undefined);
     }
     await input.waitFor({ state: 'visible', timeout: 15_000 });
     await input.fill(`>${title}`);
