@@ -15,13 +15,21 @@ import { DecoderWarmUp, warmUpCapture, warmUpStepsCapture } from '../../extensio
 
 const warmDirs = (): string[] => readdirSync(tmpdir()).filter((d) => d.startsWith('tpw-warm-')).sort();
 
+/** The summary of a synthetic capture, written to a file of its own as the warm-up writes it. */
+function analyzeWritten(capture: Uint8Array): ReturnType<typeof analyzeProfileFile> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tpw-warmtest-'));
+  try {
+    const file = path.join(dir, 'w.xplane.pb');
+    writeFileSync(file, capture);
+    return analyzeProfileFile(file);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+}
+
 describe('decoder warm-up', () => {
   it('writes a capture with TPU ops, GPU kernels and device steps that the analysis reads', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'tpw-warmtest-'));
-    const file = path.join(dir, 'w.xplane.pb');
-    writeFileSync(file, warmUpCapture());
-    const s = analyzeProfileFile(file);
-    rmSync(dir, { recursive: true });
+    const s = analyzeWritten(warmUpCapture());
     assert.deepEqual(s.warnings, []);
     assert.equal(s.overview.hardware, 'TPU');
     assert.equal(s.overview.deviceType, 'TPU v6 lite');
@@ -44,11 +52,7 @@ describe('decoder warm-up', () => {
   });
 
   it('writes a GPU capture whose steps come from its step annotations (the grouping path)', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'tpw-warmtest-'));
-    const file = path.join(dir, 's.xplane.pb');
-    writeFileSync(file, warmUpStepsCapture());
-    const s = analyzeProfileFile(file);
-    rmSync(dir, { recursive: true });
+    const s = analyzeWritten(warmUpStepsCapture());
     assert.deepEqual(s.warnings, []);
     assert.equal(s.overview.hardware, 'GPU');
     assert.equal(s.overview.stepSource, 'annotations');
