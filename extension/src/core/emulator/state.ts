@@ -1,8 +1,9 @@
 import * as crypto from 'node:crypto';
-import { NODE_ID_PATTERN, parseNodeName, shortName, type NodeState } from '../tpu/models';
+import { parseNodeName, shortName, type NodeState } from '../tpu/models';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
-import { acceleratorInfo, acceleratorTypeNames, runtimeVersionProblem, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
-import { acceleratorConfigOf, networkConfigFor, withNodeConfigs } from './node-config';
+import type { AcceleratorInfo } from './catalog';
+import { withNodeConfigs } from './node-config';
+import { checkNodeSpec, newNode } from './node-spec';
 import {
   ApiError,
   EMPTY_TYPE_URL,
@@ -22,8 +23,8 @@ export { previousStateFile, stateFile } from './state-file';
 /**
  * The emulator's whole state — nodes in their REST JSON shape, long-running operations and the loopback
  * addresses given to workers — kept in one JSON file (`<dir>/state.json`) so that a restarted emulator keeps
- * its VMs. This module also holds the API semantics (validation, state transitions, operation completion),
- * so the HTTP layer in rest.ts only routes and encodes.
+ * its VMs. This module also holds the API semantics (validation, with a new node's own checks in node-spec.ts;
+ * state transitions; operation completion), so the HTTP layer in rest.ts only routes and encodes.
  */
 
 export type NodeDownReason = 'stop' | 'delete' | 'preempt' | 'failed';
@@ -163,24 +164,8 @@ export class EmulatorState {
    * Checks a node spec as CreateNode does (id, type, runtime, scheduling, no clash); queued resources check
    * theirs when they are created, not only when their node is.
    */
-  validateCreate(parent: string, nodeId: string | undefined, input: CreateNodeInput): { name: string; nodeId: string; accel: AcceleratorInfo } {
-    if (!nodeId) throw new ApiError('INVALID_ARGUMENT', 'Request is missing required parameter "nodeId".');
-    if (!NODE_ID_PATTERN.test(nodeId)) {
-      throw new ApiError(
-        'INVALID_ARGUMENT',
-        `Invalid node id "${nodeId}": it must be 1-63 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen.`,
-      );
-    }
-    const accel = acceleratorInfo(input.acceleratorType ?? '');
-    if (!accel) {
-      throw new ApiError('INVALID_ARGUMENT', `Invalid accelerator type "${input.acceleratorType ?? ''}". Valid types: ${acceleratorTypeNames().join(', ')}.`);
-    }
-    const runtimeProblem = runtimeVersionProblem(accel, input.runtimeVersion ?? '');
-    if (runtimeProblem) throw new ApiError('INVALID_ARGUMENT', runtimeProblem);
-    const sc = input.schedulingConfig ?? {};
-    if (sc.reserved && (sc.spot || sc.preemptible)) {
-      throw new ApiError('INVALID_ARGUMENT', 'schedulingConfig: "reserved" cannot be combined with "spot" or "preemptible".');
-    }
+  validateCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): { name: string; nodeId: string; accel: AcceleratorInfo } {
+    const { nodeId, accel } = checkNodeSpec(nodeIdArg, input);
     const name = `${parent}/nodes/${nodeId}`;
     if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
     // Workers' sandboxes and SSH servers are keyed by node id, so the emulator keeps ids unique across zones.
@@ -194,30 +179,7 @@ export class EmulatorState {
   beginCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): OperationJson {
     const { name, accel } = this.validateCreate(parent, nodeIdArg, input);
     const addresses = this.allocate(name, accel.workers);
-    const networkConfig = networkConfigFor(parent, input.networkConfig);
-    const node: NodeJson = {
-      name,
-      id: randomNodeId(),
-      ...(input.description ? { description: input.description } : {}),
-      acceleratorType: accel.type,
-      runtimeVersion: input.runtimeVersion as string,
-      state: 'CREATING',
-      networkEndpoints: addresses.map((ip) => ({ ipAddress: ip, port: WORKER_ENDPOINT_PORT, ...(networkConfig.enableExternalIps ? { accessConfig: { externalIp: ip } } : {}) })),
-      acceleratorConfig: acceleratorConfigOf(accel),
-      networkConfig,
-      schedulingConfig: {
-        preemptible: input.schedulingConfig?.preemptible ?? false,
-        reserved: input.schedulingConfig?.reserved ?? false,
-        spot: input.schedulingConfig?.spot ?? false,
-      },
-      labels: { ...(input.labels ?? {}) },
-      ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: { ...input.metadata } } : {}),
-      ...(input.dataDisks && input.dataDisks.length > 0 ? { dataDisks: input.dataDisks.map((d) => ({ ...d })) } : {}),
-      ...(input.queuedResource ? { queuedResource: input.queuedResource } : {}),
-      ...(input.multisliceNode ? { multisliceNode: true } : {}),
-      createTime: new Date().toISOString(),
-      apiVersion: 'V2',
-    };
+    const node = newNode(name, parent, accel, input, addresses);
     this.nodes.set(name, node);
     return this.beginOperation('create', node);
   }
@@ -495,9 +457,4 @@ export class EmulatorState {
     const done = [...this.operations.values()].filter((o) => o.done);
     for (const o of done.slice(0, Math.max(0, done.length - MAX_DONE_OPERATIONS))) this.operations.delete(o.name);
   }
-}
-
-function randomNodeId(): string {
-  // int64 ids, as the API returns them (a decimal string in JSON).
-  return (BigInt.asUintN(63, crypto.randomBytes(8).readBigUInt64BE()) || 1n).toString();
 }
