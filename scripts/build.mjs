@@ -1,7 +1,8 @@
 // Bundles every target with its own esbuild context (as vscode-eslint does):
 // the extension host (node, cjs, `vscode` external), the CLI, the language server, and the webview (browser).
 import * as esbuild from 'esbuild';
-import { mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -34,7 +35,7 @@ const targets = [
     target: 'node20',
     external: ['cpu-features', '*.node'],
   },
-  // `tpw profile` on its own (bin/tpw loads it instead of the whole CLI: see profile-main.ts).
+  // `tpw profile` on its own (bin/tpw.js loads it instead of the whole CLI: see profile-main.ts).
   {
     ...common,
     entryPoints: ['extension/src/cli/profile-main.ts'],
@@ -80,5 +81,23 @@ if (watch) {
   const started = Date.now();
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  console.log(`[build] ${targets.length} bundles in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+  const native = buildNativeProfile();
+  console.log(`[build] ${targets.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+}
+
+/**
+ * dist/tpw-profile: `tpw profile` compiled to one native executable by Bun (a dev dependency), from the same
+ * sources as dist/profile-cli.js; bin/tpw runs it for `tpw profile` (extension/src/cli/profile-native.ts says
+ * why). Without Bun for this platform, and in watch mode (where it would fall behind the sources), any old one is
+ * removed, so bin/tpw runs node rather than a stale build.
+ */
+function buildNativeProfile() {
+  const out = 'dist/tpw-profile';
+  rmSync(out, { force: true });
+  const bun = 'node_modules/.bin/bun';
+  if (watch || !existsSync(bun)) return false;
+  const args = ['build', '--compile', '--bytecode', '--minify', 'extension/src/cli/profile-native.ts', '--outfile', out];
+  const r = spawnSync(bun, args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${bun} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}`);
+  return true;
 }

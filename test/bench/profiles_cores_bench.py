@@ -8,9 +8,11 @@ real one (the TPU v6e-4 capture and the JAX TE fused-attention GPU capture, as p
     . scripts/env.sh && node scripts/build.mjs && python3 test/bench/profiles_cores_bench.py --cores 2,4,16
 
 Each command runs pinned with `taskset -c 0-(N-1)` (node's availableParallelism and xprof-rs's thread pool both
-read the affinity mask), in turn, rep by rep; wall time and peak RSS come from wait4. Ours: `node bin/tpw profile
-FILE --json --top 0` (node's start included). xprof-rs: the server started on a log dir holding the capture, one
-hlo_stats request, stopped (its README's "server, cold"). `node -e 0` is measured too: node's own start.
+read the affinity mask), in turn, rep by rep; wall time and peak RSS come from wait4. Ours: `node bin/tpw.js
+profile FILE --json --top 0` (node's start included): the node CLI, which bin/tpw runs for the captures that the
+native `tpw profile` hands over (over 64 MiB, or big enough to split over threads) and where that is not built.
+xprof-rs: the server started on a log dir holding the capture, one hlo_stats request, stopped (its README's
+"server, cold"). `node -e 0` is measured too: node's own start.
 """
 import argparse
 import json
@@ -41,7 +43,7 @@ def main():
     ap.add_argument("--json", help="write every sample here")
     args = ap.parse_args()
     cores = [int(c) for c in args.cores.split(",")]
-    tpw = os.path.join(ROOT, "bin", "tpw")
+    tpw = os.path.join(ROOT, "bin", "tpw.js")
     with tempfile.TemporaryDirectory() as tmp:
         names = sorted(f for f in os.listdir(REAL) if f.endswith(".xplane.pb"))
         captures = [(os.path.join(REAL, f), f.replace(".xplane.pb", "")) for f in names]

@@ -8,7 +8,8 @@ table is checked against the single capture's: every op's count and self time N 
 
 Each rep runs every command once, in turn (so load changes hit all of them alike), as its own process; wall
 time and the process's peak RSS come from wait4 (what /usr/bin/time reports):
-- ours, CLI: `node bin/tpw profile FILE --json --top 0` (node's start included; the small profile bundle).
+- ours, CLI: `bin/tpw profile FILE --json --top 0`, as a user runs it: the native `tpw profile` (dist/tpw-profile),
+  which hands captures over 64 MiB to node (profiles_native_bench.py compares the two).
 - ours, in the extension host: ProfileParser.analyze in a process that keeps it (profile-warm.ts, bundled with
   esbuild as the extension is, so that module boundaries cost what they cost in dist/extension.js): the first
   call, and the median of 5 more; no process start (the extension host is running already). And the first call
@@ -121,7 +122,7 @@ def big_capture(tmp, min_mb, source):
 
 
 def ops_of(capture):
-    r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
+    r = measure([os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
     if r["code"] != 0:
         sys.exit(f"tpw profile failed on {capture}: {r['out'][-500:]}")
     return json.loads(r["out"])["ops"]
@@ -163,7 +164,7 @@ def bench(capture, reps, tmp, repeated=None):
     rows: dict[str, list[dict]] = {k: [] for k in COLS}
     notes: dict[str, object] = {}
     for _ in range(reps):
-        r = measure(["node", os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
+        r = measure([os.path.join(ROOT, "bin", "tpw"), "profile", capture, "--json", "--top", "0"])
         if r["code"] != 0:
             sys.exit(f"tpw profile failed on {name}: {r['out'][-500:]}")
         rows["ours-cli"].append(r)

@@ -109,23 +109,27 @@ test("the small `tpw profile` entry (bin/tpw's fast path) answers as the full CL
   assert.deepEqual(err, ['tpw profile: unexpected argument "extra"; see tpw profile --help']);
 });
 
-test('bin/tpw profile: a reader that closes the pipe early ends it quietly (exit 0, no stack trace), and it needs only its own bundle', async () => {
+test('node bin/tpw.js profile: a reader that closes the pipe early ends it quietly (exit 0, no stack trace), and it needs only its own bundle', async () => {
   const repo = path.resolve(__dirname, '../..');
   const file = path.join(real, 'h200-jax-transformer-no-cmdbuf.xplane.pb');
   // `tpw profile … | head -c 20`: the reader takes 20 bytes and closes its end while tpw is still writing.
-  const piped = spawnSync('bash', ['-o', 'pipefail', '-c', `node "${repo}/bin/tpw" profile "${file}" --json --top 0 | head -c 20 >/dev/null`], { encoding: 'utf8' });
+  const piped = spawnSync('bash', ['-o', 'pipefail', '-c', `node "${repo}/bin/tpw.js" profile "${file}" --json --top 0 | head -c 20 >/dev/null`], { encoding: 'utf8' });
   assert.equal(piped.status, 0, piped.stderr);
   assert.doesNotMatch(piped.stderr, /EPIPE|Error/);
-  // A copy of bin/tpw with only the profile bundles answers `profile`, and names the missing bundle otherwise.
+  // A copy of bin/ with only the profile bundles answers `profile`, and names the missing bundle otherwise; its
+  // bin/tpw, with no dist/tpw-profile beside it, runs node.
   const copy = mkdtempSync(path.join(tmpdir(), 'tpw-profile-only-'));
   mkdirSync(path.join(copy, 'bin'));
   mkdirSync(path.join(copy, 'dist'));
-  copyFileSync(path.join(repo, 'bin', 'tpw'), path.join(copy, 'bin', 'tpw'));
+  for (const f of ['tpw', 'tpw.js']) copyFileSync(path.join(repo, 'bin', f), path.join(copy, 'bin', f));
   for (const f of ['profile-cli.js', 'profile-worker.js']) copyFileSync(path.join(repo, 'dist', f), path.join(copy, 'dist', f));
-  const alone = spawnSync('node', [path.join(copy, 'bin', 'tpw'), 'profile', file, '--json', '--top', '1'], { encoding: 'utf8' });
+  const alone = spawnSync('node', [path.join(copy, 'bin', 'tpw.js'), 'profile', file, '--json', '--top', '1'], { encoding: 'utf8' });
   assert.equal(alone.status, 0, alone.stderr);
   assert.equal((JSON.parse(alone.stdout) as JsonOut).ops.length, 1);
-  const other = spawnSync('node', [path.join(copy, 'bin', 'tpw'), 'runs'], { encoding: 'utf8' });
+  const viaSh = spawnSync(path.join(copy, 'bin', 'tpw'), ['profile', file, '--json', '--top', '0'], { encoding: 'utf8' });
+  assert.equal(viaSh.status, 0, viaSh.stderr);
+  assert.equal(viaSh.stdout, spawnSync('node', [path.join(repo, 'bin', 'tpw.js'), 'profile', file, '--json', '--top', '0'], { encoding: 'utf8' }).stdout);
+  const other = spawnSync(path.join(copy, 'bin', 'tpw'), ['runs'], { encoding: 'utf8' });
   assert.equal(other.status, 1);
   assert.match(other.stderr, /dist\/cli\.js is missing; run `npm run build`/);
 });

@@ -19,7 +19,7 @@ import { PlaneFile, scanXSpaceFile, type PlaneRange } from './stream';
 import { ProfileFormatError } from './xplane';
 
 /** Below this file size a helper's start-up costs more than it saves. */
-const MIN_PARALLEL_BYTES = 16 << 20;
+export const MIN_PARALLEL_BYTES = 16 << 20;
 /** Chunks per thread, about: enough for the faster thread to make up for a slower one, few enough to merge cheaply. */
 const CHUNKS_PER_THREAD = 12;
 

@@ -1,0 +1,36 @@
+/**
+ * When dist/tpw-profile hands `tpw profile` to the node CLI. Kept apart from its entry (profile-native.ts),
+ * which runs as soon as it is loaded, so that tests can import it.
+ */
+import { statSync } from 'node:fs';
+import { defaultThreads, MIN_PARALLEL_BYTES } from '../core/profiles/parallel';
+import { capturesOf } from './profile-command';
+import { profileTarget } from './profile-main';
+
+/**
+ * Above this many bytes in all, node takes over: on 2 vCPUs this executable was ~1.5× faster than node at 40 MB,
+ * level at 50–60 MB and slower from 100 MB on, where it also held ~40% more memory (BENCHMARKS.md,
+ * `profiles-native`).
+ */
+export const NODE_ABOVE_BYTES = 64 << 20;
+
+/**
+ * Whether node should analyze captures of these sizes: when they are big in all, or when one is big enough to
+ * be split over threads and the machine has the cores for it (defaultThreads), as the node CLI would.
+ */
+export function handOffToNode(sizes: readonly number[], threads = defaultThreads()): boolean {
+  let total = 0;
+  for (const s of sizes) total += s;
+  return total > NODE_ABOVE_BYTES || (threads >= 2 && sizes.some((s) => s >= MIN_PARALLEL_BYTES));
+}
+
+/** The sizes of the captures `argv` names; none where it names none that exist (profileMain then says why). */
+export function captureSizes(argv: string[]): number[] {
+  const target = profileTarget(argv);
+  if (target === undefined) return [];
+  try {
+    return capturesOf(target).map((f) => statSync(f).size);
+  } catch {
+    return [];
+  }
+}
