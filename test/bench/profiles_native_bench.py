@@ -61,7 +61,7 @@ def main():
         }
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print("| capture | MB | **bin/tpw** ms / MB | native only ms / MB | node ms / MB | xprof-rs server ms / MB "
-              "| xprof-rs ÷ bin/tpw (time) |")
+              "| bin/tpw ÷ xprof-rs (time) |")
         print("|---|---|---|---|---|---|---|")
         samples = {}
         for path, name in captures:
@@ -84,7 +84,7 @@ def main():
             theirs = rows["xprof-rs"]
             note = "" if all(r["code"] == 0 for r in theirs) else f" (fails: {theirs[0]['out'][:30]})"
             cells = [f"{median(rows[k], 'ms'):,.0f} / {median(rows[k], 'mb'):,.0f}" for k in ("tpw", "native", "node")]
-            ratio = median(theirs, "ms") / median(rows["tpw"], "ms")
+            ratio = median(rows["tpw"], "ms") / median(theirs, "ms")
             print(f"| {name} | {os.path.getsize(path) / 1e6:.2f} | " + " | ".join(cells) +
                   f" | {median(theirs, 'ms'):,.0f} / {median(theirs, 'mb'):,.0f}{note} | {ratio:.2f} |", flush=True)
         for label, runs in starts.items():
