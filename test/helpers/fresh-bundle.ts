@@ -31,7 +31,9 @@ export function buildAll(): void {
 /** The files `entry` bundles (absolute paths), as esbuild resolves them. */
 export function bundleInputs(entry: string): string[] {
   const cwd = path.dirname(entry);
-  const r = buildSync({ entryPoints: [entry], absWorkingDir: cwd, bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', logLevel: 'silent' });
+  // Left out as scripts/build.mjs leaves them out: native addons, and the package bundled apart.
+  const external = ['*.node', 'vscode', 'cpu-features', '@google-cloud/compute'];
+  const r = buildSync({ entryPoints: [entry], absWorkingDir: cwd, bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', logLevel: 'silent', external });
   return Object.keys(r.metafile.inputs).map((f) => path.resolve(cwd, f));
 }
 
