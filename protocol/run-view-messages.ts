@@ -78,7 +78,8 @@ export interface OpRow {
   bytes: number;
   /** FLOPs per byte of memory traffic (0 when the capture gives no bytes), and what bounds it on this chip. */
   intensity: number;
-  boundBy: '' | 'Compute' | 'HBM';
+  /** As xprof's bound_by ('Unknown': the op has neither FLOPs nor bytes); '' where there is no roofline (no TPU). */
+  boundBy: '' | 'Compute' | 'HBM' | 'Unknown';
 }
 
 /** What ran where: the devices of the capture and how busy they were. */

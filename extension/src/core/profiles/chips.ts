@@ -38,9 +38,12 @@ export function chipPeaks(deviceType: string): ChipPeaks | undefined {
   return CHIPS.find(([re]) => re.test(deviceType))?.[1];
 }
 
-/** 'Compute' or 'HBM' as xprof's bound_by reads, or '' when the op moved no bytes the capture knows of. */
-export function boundBy(flops: number, bytes: number, peakTflops: number, hbmGBs: number): '' | 'Compute' | 'HBM' {
-  if (!(bytes > 0) || !(peakTflops > 0) || !(hbmGBs > 0)) return flops > 0 ? 'Compute' : bytes > 0 ? 'HBM' : '';
+/**
+ * 'Compute' or 'HBM' as xprof's bound_by reads. An op with neither FLOPs nor bytes the capture knows of (a Pallas
+ * kernel: XLA has no cost model for tpu_custom_call) uses no resource at all, which xprof calls 'Unknown'.
+ */
+export function boundBy(flops: number, bytes: number, peakTflops: number, hbmGBs: number): 'Compute' | 'HBM' | 'Unknown' {
+  if (!(bytes > 0) || !(peakTflops > 0) || !(hbmGBs > 0)) return flops > 0 ? 'Compute' : bytes > 0 ? 'HBM' : 'Unknown';
   const ridge = (peakTflops * 1e12) / (hbmGBs * 1e9);
   return flops / bytes >= ridge ? 'Compute' : 'HBM';
 }

@@ -160,9 +160,12 @@ export function overviewOf(parts: readonly DevicePartial[], hostCount: number, o
   const activeUs = devices.reduce((a, d) => a + d.activeUs, 0);
   const peakTflops = first?.peakTflops ?? 0;
   const hbmGBs = first?.hbmGBs ?? 0;
+  // Only on TPU, whose op events carry their FLOPs and bytes: on GPU xprof takes them from XLA's cost analysis of
+  // the programs' HLO, which this does not run, so a GPU op has no roofline point here ('') rather than a wrong one.
+  const roofline = first?.hardware === 'TPU';
   for (const o of ops) {
     o.intensity = o.bytes > 0 ? o.flops / o.bytes : 0;
-    o.boundBy = first ? boundBy(o.flops, o.bytes, peakTflops, hbmGBs) : '';
+    o.boundBy = roofline ? boundBy(o.flops, o.bytes, peakTflops, hbmGBs) : '';
   }
   return {
     hardware: first?.hardware ?? 'CPU', deviceType: first?.type ?? '', deviceCount: devices.length, hostCount,
