@@ -8,9 +8,9 @@ import { capturesOf } from './profile-command';
 import { profileTarget } from './profile-main';
 
 /**
- * Above this many bytes in all, node takes over: on 2 vCPUs this executable was ~1.5× faster than node at 40 MB,
- * level at 50–60 MB and slower from 100 MB on, where it also held ~40% more memory (BENCHMARKS.md,
- * `profiles-native`).
+ * Above this many bytes in all, node takes over. On 2 vCPUs this executable took 0.6–0.8× node's time at 34 MB and
+ * 0.8–1.0× at 63 MB; from 100 MB the two were level (each ahead on some captures) and it held ~40% more memory
+ * (BENCHMARKS.md, `profiles-native`).
  */
 export const NODE_ABOVE_BYTES = 64 << 20;
 

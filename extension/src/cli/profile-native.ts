@@ -5,8 +5,8 @@
  *
  * It hands the invocation, unchanged, to the node CLI (bin/tpw.js) where node answers better:
  * - anything profileMain does not take (--help, an unknown flag): the full CLI answers, as it does for node;
- * - captures big enough that node is faster (profile-hand-off.ts): V8's optimized code is faster than JavaScriptCore's
- *   on long runs, and only node has the helper threads' bundle for splitting a capture over cores.
+ * - big captures (profile-hand-off.ts): there JavaScriptCore was no faster than V8 and held more memory, and only
+ *   node has the helper threads' bundle for splitting a capture over cores.
  */
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
