@@ -49,27 +49,34 @@ export class Workbench {
 
   async runCommand(title: string): Promise<void> {
     await this.dismissNotifications();
-    const input = this.page.locator('.quick-input-widget input.input');
-    // F1 pressed while a webview (the run view) still holds the keyboard focus can be swallowed by its frame
-    // while the page loads; then focus the workbench (the sidebar's title, which does nothing when clicked) and
-    // press it again.
-    for (let attempt = 0; attempt < 4; attempt++) {
-      await this.page.keyboard.press(attempt % 2 === 0 ? 'F1' : 'Control+Shift+P');
-      if (await input.waitFor({ state: 'visible', timeout: 5_000 }).then(() => true, () => false)) break;
-      // Take the focus back from a webview's frame: blur it (the top page's active element is the frame), then
-      // click a part of the workbench that does nothing when clicked.
-      await this.page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
-      await this.page.locator('.part.sidebar .composite.title').click({ timeout: 5_000 }).catch(() => undefined);
-    }
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill(`>${title}`);
-    // Wait until the palette shows this exact command before pressing Enter.
-    await this.page
-      .locator('.quick-input-widget .quick-input-list .monaco-list-row')
-      .filter({ hasText: title })
-      .first()
-      .waitFor({ timeout: 15_000 });
+    await this.paletteShowing(`>${title}`, title);
     await this.page.keyboard.press('Enter');
+  }
+
+  /**
+   * Opens the command palette, types `text` and waits until a row shows `row`. The whole sequence is tried again
+   * when a step times out: under load, a webview (the run view) or an editor can take the keyboard focus as the
+   * page settles, which swallows F1 or closes the palette between opening it and typing, or before its rows come.
+   */
+  private async paletteShowing(text: string, row: string, attempts = 4): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input.input');
+    const rowLocator = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: row }).first();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.page.keyboard.press(attempt % 2 === 1 ? 'F1' : 'Control+Shift+P');
+        await input.waitFor({ state: 'visible', timeout: 5_000 });
+        await input.fill(text, { timeout: 5_000 });
+        await rowLocator.waitFor({ timeout: 15_000 });
+        return;
+      } catch (e) {
+        if (attempt >= attempts) throw e;
+        // Close what is half open, take the focus back from a webview's frame (the top page's active element is
+        // the frame: blur it), and click a part of the workbench that does nothing when clicked.
+        await this.page.keyboard.press('Escape');
+        await this.page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+        await this.page.locator('.part.sidebar .composite.title').click({ timeout: 5_000 }).catch(() => undefined);
+      }
+    }
   }
 
   /** Waits for a notification toast whose text matches, and returns its text. */
@@ -80,14 +87,9 @@ export class Workbench {
   }
 
   async dismissNotifications(): Promise<void> {
-    // "Clear All Notifications" exists in every VS Code; run through the keyboard-free API to avoid focusing the palette twice.
     const toasts = this.page.locator('.notifications-toasts .notification-toast');
     if ((await toasts.count()) === 0) return;
-    await this.page.keyboard.press('F1');
-    const input = this.page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill('>Notifications: Clear All Notifications');
-    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: 'Clear All Notifications' }).first().waitFor({ timeout: 15_000 });
+    await this.paletteShowing('>Notifications: Clear All Notifications', 'Clear All Notifications');
     await this.page.keyboard.press('Enter');
     await toasts.first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => undefined);
   }
