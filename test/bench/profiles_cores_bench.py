@@ -17,19 +17,15 @@ xprof-rs: the server started on a log dir holding the capture, one hlo_stats req
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 from profiles_real_bench import BIG_SOURCES, REAL, ROOT, big_capture, measure, xprof_rs_server
+from profiles_real_bench import med as median
 
 
 def pinned(cores, argv):
     return ["taskset", "-c", f"0-{cores - 1}", *argv]
-
-
-def median(rows, key):
-    return statistics.median(r[key] for r in rows)
 
 
 def main():

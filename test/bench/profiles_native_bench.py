@@ -19,18 +19,14 @@ Every command's output must be the node CLI's, byte for byte (xprof-rs aside).
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 from profiles_real_bench import BIG_SOURCES, REAL, ROOT, big_capture, measure, xprof_rs_server
+from profiles_real_bench import med as median
 
 TPW = os.path.join(ROOT, "bin", "tpw")
 NODE_CLI = os.path.join(ROOT, "bin", "tpw.js")
-
-
-def median(samples, key):
-    return statistics.median(s[key] for s in samples)
 
 
 def main():
@@ -52,8 +48,11 @@ def main():
                 path, n, _ = big_capture(tmp, mb, source)
                 captures.append((path, f"{source} x{n}"))
         # The native executable's own peak while node answers: TPW_NODE is `true`, which answers nothing at once.
-        waiting = [measure([TPW, "profile", captures[-1][0], "--json"], env=dict(os.environ, TPW_NODE="true"))
-                   for _ in range(args.reps)]
+        # Only where a capture is big enough to be handed over (over 64 MiB; the default --sizes have some).
+        biggest = max((path for path, _ in captures), key=os.path.getsize)
+        handed = os.path.getsize(biggest) > 64 << 20
+        waiting = [measure([TPW, "profile", biggest, "--json"], env=dict(os.environ, TPW_NODE="true"))
+                   for _ in range(args.reps if handed else 0)]
         starts = {
             "node -e 0": [measure(["node", "-e", "0"]) for _ in range(args.reps)],
             "bin/tpw profile MISSING (native start and error)": [
@@ -89,7 +88,8 @@ def main():
                   f" | {median(theirs, 'ms'):,.0f} / {median(theirs, 'mb'):,.0f}{note} | {ratio:.2f} |", flush=True)
         for label, runs in starts.items():
             print(f"| {label} | | {median(runs, 'ms'):.0f} / {median(runs, 'mb'):.0f} | | | | |")
-        print(f"| hand-off: native waiting | | {median(waiting, 'ms'):.0f} / {median(waiting, 'mb'):.0f} | | | | |")
+        if waiting:
+            print(f"| hand-off: native waiting | | {median(waiting, 'ms'):.0f} / {median(waiting, 'mb'):.0f} | | | | |")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         if args.json:
             with open(args.json, "w") as f:

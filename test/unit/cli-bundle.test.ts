@@ -19,13 +19,13 @@ before(async () => {
 });
 
 /** Runs `script` in node with dist/ as its folder, and lists the files under dist/ that node loaded. */
-async function loadedFromDist(script: string): Promise<{ loaded: string[]; out: string }> {
+async function loadedFromDist(script: string, env: NodeJS.ProcessEnv = process.env): Promise<{ loaded: string[]; out: string }> {
   const probe = `const M = require('node:module'); const seen = new Set(); const load = M._load;
 M._load = function (req, parent, isMain) { const r = load.apply(this, arguments); try { seen.add(M._resolveFilename(req, parent, isMain)); } catch {} return r; };
 process.on('exit', () => process.stderr.write('\\nLOADED ' + JSON.stringify([...seen].filter((f) => f.startsWith(${JSON.stringify(dist + path.sep)})).map((f) => f.slice(${dist.length + 1})).sort())));`;
   // Not spawnSync: the emulator that a command talks to runs in this process.
   const r = await new Promise<{ stdout: string; stderr: string; error: Error | null }>((resolve) => {
-    execFile(process.execPath, ['-e', `${probe}\n${script}`], { cwd: dist, env: process.env, encoding: 'utf8', timeout: 120_000 }, (error, stdout, stderr) => resolve({ error, stdout, stderr }));
+    execFile(process.execPath, ['-e', `${probe}\n${script}`], { cwd: dist, env, encoding: 'utf8', timeout: 120_000 }, (error, stdout, stderr) => resolve({ error, stdout, stderr }));
   });
   const m = /\nLOADED (.*)$/.exec(r.stderr);
   assert.ok(m, `no module list (${String(r.error)}): ${r.stderr.slice(-500)}`);
@@ -50,12 +50,10 @@ test('`tpw --help` does not load dist/compute.js; a command that makes Compute E
   const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.78' });
   await emu.start();
   try {
-    process.env.TPW_HOME = home;
-    const types = await loadedFromDist(`require('./cli.js').main(['vm', 'types', '--zone', 'us-central2-b']).then((c) => { process.exitCode = c; });`);
+    const types = await loadedFromDist(`require('./cli.js').main(['vm', 'types', '--zone', 'us-central2-b']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });
     assert.match(types.out, /^Compute Engine TPU types in us-central2-b: .*tpu7x-8 \(1×tpu7x-standard-4t\)/m);
     assert.deepEqual(types.loaded, ['cli.js', 'compute.js']);
   } finally {
-    delete process.env.TPW_HOME;
     await emu.stop();
     rmSync(home, { recursive: true, force: true });
   }

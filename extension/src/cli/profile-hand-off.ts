@@ -3,7 +3,7 @@
  * which runs as soon as it is loaded, so that tests can import it.
  */
 import { statSync } from 'node:fs';
-import { defaultThreads, MIN_PARALLEL_BYTES } from '../core/profiles/parallel';
+import { defaultThreads, splitsOverThreads } from '../core/profiles/parallel';
 import { capturesOf } from './profile-command';
 import { profileTarget } from './profile-main';
 
@@ -21,7 +21,7 @@ export const NODE_ABOVE_BYTES = 64 << 20;
 export function handOffToNode(sizes: readonly number[], threads = defaultThreads()): boolean {
   let total = 0;
   for (const s of sizes) total += s;
-  return total > NODE_ABOVE_BYTES || (threads >= 2 && sizes.some((s) => s >= MIN_PARALLEL_BYTES));
+  return total > NODE_ABOVE_BYTES || sizes.some((s) => splitsOverThreads(s, threads));
 }
 
 /** The sizes of the captures `argv` names; none where it names none that exist (profileMain then says why). */

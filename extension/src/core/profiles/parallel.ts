@@ -19,7 +19,7 @@ import { PlaneFile, scanXSpaceFile, type PlaneRange } from './stream';
 import { ProfileFormatError } from './xplane';
 
 /** Below this file size a helper's start-up costs more than it saves. */
-export const MIN_PARALLEL_BYTES = 16 << 20;
+const MIN_PARALLEL_BYTES = 16 << 20;
 /** Chunks per thread, about: enough for the faster thread to make up for a slower one, few enough to merge cheaply. */
 const CHUNKS_PER_THREAD = 12;
 
@@ -125,6 +125,14 @@ export function defaultThreads(cores = availableParallelism()): number {
 const MAX_THREADS = 4;
 
 /**
+ * Whether a capture of `size` bytes is split over `threads` threads (given it has two planes or more): the rule
+ * analyzeProfileFileParallel applies, and the native `tpw profile` hands such captures to node by.
+ */
+export function splitsOverThreads(size: number, threads = defaultThreads(), minBytes = MIN_PARALLEL_BYTES): boolean {
+  return threads >= 2 && size >= minBytes;
+}
+
+/**
  * Analyzes `file`, on several threads when it is large. `workerFile` is the bundled worker script that calls
  * runShardIfHelper() first (dist/profile-worker.js); the helper threads run it.
  */
@@ -134,7 +142,7 @@ export async function analyzeProfileFileParallel(file: string, workerFile: strin
   // Step grouping's stats are read only where a plane has step roots (stream.ts, scanXSpaceFile).
   const grouping = scan.stepRoots && opts.grouping !== false;
   const threads = Math.max(1, Math.floor(opts.threads ?? defaultThreads()));
-  const parallel = threads >= 2 && size >= (opts.minParallelBytes ?? MIN_PARALLEL_BYTES) && planes.length >= 2;
+  const parallel = splitsOverThreads(size, threads, opts.minParallelBytes) && planes.length >= 2;
   const chunks = parallel ? chunkPlanes(planes, opts.chunks ?? CHUNKS_PER_THREAD * threads) : [planes];
   const claims = new Int32Array(new SharedArrayBuffer(4 * CLAIM_SLOTS));
   const helpers: Worker[] = [];
