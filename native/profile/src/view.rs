@@ -1,0 +1,182 @@
+//! The narrow view of an XSpace that the analysis consumes, one line at a time (a port of
+//! extension/src/core/profiles/view.ts). The decoder (decode.rs) fills one line's columns, hands them to the
+//! visitor, and reuses them for the next line.
+
+use std::collections::HashMap;
+
+/// A stat value: numbers for the numeric oneof members, strings for str_value, ref_value resolved to its name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StatValue {
+    Num(f64),
+    Str(String),
+}
+
+/// What the analysis needs of one event metadata entry, resolved once per plane.
+#[derive(Clone, Debug, Default)]
+pub struct EventInfo {
+    pub name: String,
+    /// Index of `name` in the thread's string table (PlaneView::strings).
+    pub key: i32,
+    /// Metadata-level stats (TPU captures carry these per op): hlo_category (a string stat only).
+    pub category: Option<String>,
+    /// flops / bytes_accessed (numeric stats only).
+    pub flops: Option<f64>,
+    pub bytes: Option<f64>,
+    /// The op's short name on TPU (`copy-start.4`); '' when absent.
+    pub display_name: String,
+    /// The program_id stat, as exact decimal digits (JS String(number) of a numeric value).
+    pub program: Option<String>,
+    /// The serialized xla.HloProto ("Hlo Proto" bytes stat; entries of the /host:metadata plane).
+    pub hlo_proto: Option<Vec<u8>>,
+}
+
+/// Event metadata by id (ids are int64 in the proto; JS kept them as doubles).
+pub type MetaTable = HashMap<i64, EventInfo>;
+
+pub struct PlaneView<'a> {
+    /// Position of the plane in the file (0-based).
+    pub index: usize,
+    pub name: String,
+    /// Number of XLine fields of the plane.
+    pub line_count: usize,
+    pub meta: MetaTable,
+    /// The plane's own stats, by name.
+    pub stats: HashMap<String, StatValue>,
+    /// Interned strings; EventInfo::key and LineView::op/module/category/program index into it.
+    pub strings: &'a [String],
+}
+
+/// Kinds of step-grouping stats (xevent.ts `Kept`, from Correlation on), in LineView::tag_kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Tag {
+    Correlation = 9,
+    Root = 10,
+    ProducerType = 11,
+    ProducerId = 12,
+    ConsumerType = 13,
+    ConsumerId = 14,
+    Async = 15,
+    GroupId = 16,
+}
+
+/// One line's events, columnar. Vectors are exactly `count` long (tag_* are tag_count long).
+#[derive(Default, Debug)]
+pub struct LineView {
+    pub name: String,
+    /// display_name, or name when it has none.
+    pub display_name: String,
+    pub timestamp_ns: f64,
+    pub count: usize,
+    /// Metadata id as JS's Int32Array kept it (ToInt32 of the id).
+    pub meta_id: Vec<i32>,
+    /// Relative to timestamp_ns.
+    pub offset_ps: Vec<f64>,
+    pub duration_ps: Vec<f64>,
+    /// Index into PlaneView::strings of the event's hlo_op / hlo_module / hlo_category / program_id stat, or -1.
+    pub op: Vec<i32>,
+    pub module: Vec<i32>,
+    pub category: Vec<i32>,
+    pub program: Vec<i32>,
+    /// The event's flops / bytes_accessed / device_offset_ps / device_duration_ps stat, or NaN.
+    pub flops: Vec<f64>,
+    pub bytes: Vec<f64>,
+    pub dev_offset_ps: Vec<f64>,
+    pub dev_duration_ps: Vec<f64>,
+    /// The step-grouping stats of the line's events (only on planes step grouping reads): entry k is event
+    /// tag_event[k]'s stat of kind tag_kind[k], value tag_value[k] (NaN if not a number). Grouped by event, in
+    /// event order.
+    pub tag_count: usize,
+    pub tag_event: Vec<i32>,
+    pub tag_kind: Vec<Tag>,
+    pub tag_value: Vec<f64>,
+}
+
+pub struct SpaceInfo {
+    pub hostnames: Vec<String>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+pub trait XSpaceVisitor {
+    /// A plane's metadata is known; its lines follow.
+    fn plane(&mut self, p: &PlaneView);
+    fn line(&mut self, p: &PlaneView, l: &LineView);
+}
+
+/// protocol/run-view-messages.ts StepBreakdown.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepBreakdown {
+    pub index: usize,
+    pub start_us: f64,
+    pub total_us: f64,
+    pub compile_us: f64,
+    pub execute_us: f64,
+    pub transfer_us: f64,
+    pub host_us: f64,
+    pub other_us: f64,
+}
+
+/// protocol/run-view-messages.ts OpRow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpRow {
+    pub program: String,
+    pub name: String,
+    pub category: String,
+    pub module: String,
+    pub count: f64,
+    pub self_us: f64,
+    pub total_us: f64,
+    pub flops: f64,
+    pub bytes: f64,
+    pub intensity: f64,
+    /// '' | 'Compute' | 'HBM' | 'Unknown'.
+    pub bound_by: &'static str,
+}
+
+/// protocol/run-view-messages.ts ProfileOverview.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProfileOverview {
+    /// 'TPU' | 'GPU' | 'CPU'.
+    pub hardware: &'static str,
+    pub device_type: String,
+    pub device_count: usize,
+    pub host_count: usize,
+    pub peak_tflops: f64,
+    pub hbm_gbs: f64,
+    pub busy_us: f64,
+    pub active_us: f64,
+    pub idle_percent: f64,
+    /// 'device' | 'annotations' | 'host' | 'none'.
+    pub step_source: &'static str,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UnattributedKernels {
+    pub count: f64,
+    pub self_us: f64,
+    /// Op names with the number of kernels under each, in first-seen order (a JS object's key order; note
+    /// that JS puts integer-like keys first, ascending).
+    pub names: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlaneSummary {
+    pub name: String,
+    pub lines: usize,
+    pub events: usize,
+}
+
+/// protocol/run-view-messages.ts ProfileSummary, without the timeline (the CLI shows none).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProfileSummary {
+    pub hosts: Vec<String>,
+    pub planes: Vec<PlaneSummary>,
+    pub event_count: usize,
+    pub span_us: f64,
+    pub steps: Vec<StepBreakdown>,
+    pub ops: Vec<OpRow>,
+    pub unattributed_kernels: UnattributedKernels,
+    pub overview: ProfileOverview,
+    pub warnings: Vec<String>,
+}
