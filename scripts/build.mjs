@@ -1,8 +1,8 @@
 // Bundles every target with its own esbuild context (as vscode-eslint does):
 // the extension host (node, cjs, `vscode` external), the CLI, the language server, and the webview (browser).
 import * as esbuild from 'esbuild';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { buildNativeProfile } from './build-native.mjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -100,6 +100,8 @@ const targets = [
 mkdirSync('dist', { recursive: true });
 const contexts = await Promise.all(targets.map((t) => esbuild.context(t)));
 if (watch) {
+  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow.
+  buildNativeProfile();
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');
 } else {
@@ -108,34 +110,4 @@ if (watch) {
   await Promise.all(contexts.map((c) => c.dispose()));
   const native = buildNativeProfile();
   console.log(`[build] ${targets.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
-}
-
-/**
- * dist/tpw-profile: `tpw profile` compiled to one native executable by Bun (a dev dependency), from the same
- * sources as dist/profile-cli.js; bin/tpw runs it for `tpw profile` (extension/src/cli/profile-native.ts says
- * why). Without a Bun that runs here, and in watch mode (where it would fall behind the sources), any old one is
- * removed, so that bin/tpw runs node rather than a stale build.
- */
-function buildNativeProfile() {
-  const out = 'dist/tpw-profile';
-  rmSync(out, { force: true });
-  const bun = watch ? undefined : bunBinary();
-  if (!bun) return false;
-  const args = ['build', '--compile', '--bytecode', '--minify', 'extension/src/cli/profile-native.ts', '--outfile', out];
-  const r = spawnSync(bun, args, { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${bun} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}`);
-  return true;
-}
-
-/**
- * The Bun executable npm installed: the `bun` package's, which its postinstall script puts in place, or, where
- * npm ran no install scripts (--ignore-scripts), the platform package's it would have moved there.
- */
-function bunBinary() {
-  const platform = `${process.platform}-${process.arch === 'arm64' ? 'aarch64' : process.arch}`;
-  for (const bin of ['node_modules/bun/bin/bun.exe', `node_modules/@oven/bun-${platform}/bin/bun`]) {
-    if (existsSync(bin) && spawnSync(bin, ['--version'], { encoding: 'utf8' }).status === 0) return bin;
-  }
-  console.log('[build] no Bun that runs here (the bun dev dependency): dist/tpw-profile not built; bin/tpw runs `tpw profile` on node');
-  return undefined;
 }

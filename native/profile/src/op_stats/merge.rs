@@ -1,0 +1,123 @@
+//! merge_ops: the op table of several OpStats partials (a port of mergeOps in op-stats.ts).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::{category_from_name, OpPartial};
+use crate::hlo_categories::{Categories, FastMap};
+use crate::view::{OpRow, UnattributedKernels};
+
+/// Whether a JS object would keep `key` among its integer-like keys: an array index, the canonical decimal of
+/// a number below 2^32 - 1. Such keys come first in a JS object's key order, ascending.
+fn array_index(key: &str) -> Option<u64> {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    let v: u64 = key.parse().ok()?;
+    (v < u32::MAX as u64).then_some(v)
+}
+
+/// `names[name] = (names[name] ?? 0) + n` on a JS object kept as a list in the object's key order: an existing
+/// key keeps its place; a new array index goes among the leading ones by value, any other new key last.
+pub fn add_js_key(names: &mut Vec<(String, f64)>, name: &str, n: f64) {
+    if let Some(e) = names.iter_mut().find(|(k, _)| k == name) {
+        e.1 += n;
+        return;
+    }
+    let at = match array_index(name) {
+        Some(v) => names.iter().take_while(|(k, _)| array_index(k).is_some_and(|w| w < v)).count(),
+        None => names.len(),
+    };
+    names.insert(at, (name.to_string(), 0.0 + n));
+}
+
+/// The op table of several partials (threads, or the captures of one host): rows merged by (program, name),
+/// categories and module names resolved from any partial's HLO, host rows kept only when no device ran an op.
+/// bound_by and intensity are left for the devices' roofline.
+pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut UnattributedKernels>) -> Vec<OpRow> {
+    let mut hlo: HashMap<&str, &Categories> = HashMap::new();
+    let mut modules: HashMap<&str, &str> = HashMap::new();
+    for p in parts {
+        // Object.assign: a later partial's program wins; a module name: the first.
+        for (k, v) in &p.hlo {
+            hlo.insert(k, v);
+        }
+        for (k, v) in &p.modules {
+            modules.entry(k).or_insert(v);
+        }
+    }
+    let any_device = parts.iter().any(|p| p.rows.iter().any(|r| !r.host));
+    let mut out: Vec<OpRow> = Vec::new();
+    let mut index: FastMap<String, usize> = FastMap::default();
+    let mut key = String::new();
+    // Times summed in picoseconds (whole numbers: exact), then made µs once, so the table does not depend on
+    // how the planes were split between threads.
+    let mut ps: Vec<f64> = Vec::new();
+    let mut unattributed_ps = 0.0;
+    for p in parts {
+        let a = &p.acc;
+        for (k, r) in p.rows.iter().enumerate() {
+            if r.host && any_device {
+                continue;
+            }
+            let program = hlo.get(r.program.as_str());
+            if r.kernel && program.is_some_and(|c| !c.contains_key(r.name.as_str())) {
+                if let Some(u) = unattributed.as_deref_mut() {
+                    u.count += a[5 * k];
+                    unattributed_ps += a[5 * k + 2];
+                    add_js_key(&mut u.names, &r.name, a[5 * k]);
+                }
+                continue;
+            }
+            key.clear();
+            key.push_str(&r.program);
+            key.push('\0');
+            key.push_str(&r.name);
+            let j = match index.get(key.as_str()) {
+                Some(&j) => j,
+                None => {
+                    let category = if !r.category.is_empty() {
+                        r.category.clone()
+                    } else {
+                        match program.and_then(|c| c.get(r.name.as_str())).filter(|c| !c.is_empty()) {
+                            Some(c) => c.to_string(),
+                            None => category_from_name(&r.name),
+                        }
+                    };
+                    let module = if !r.module.is_empty() {
+                        r.module.clone()
+                    } else {
+                        modules.get(r.program.as_str()).map_or(String::new(), |m| m.to_string())
+                    };
+                    out.push(OpRow {
+                        program: r.program.clone(),
+                        name: r.name.clone(),
+                        module,
+                        category,
+                        ..OpRow::default()
+                    });
+                    index.insert(key.clone(), out.len() - 1);
+                    ps.extend_from_slice(&[0.0, 0.0]);
+                    out.len() - 1
+                }
+            };
+            let row = &mut out[j];
+            row.count += a[5 * k];
+            ps[2 * j] += a[5 * k + 1];
+            ps[2 * j + 1] += a[5 * k + 2];
+            row.flops += a[5 * k + 3];
+            row.bytes += a[5 * k + 4];
+        }
+    }
+    for (j, row) in out.iter_mut().enumerate() {
+        row.total_us = ps[2 * j] / 1e6;
+        row.self_us = ps[2 * j + 1] / 1e6;
+    }
+    if let Some(u) = unattributed {
+        u.self_us += unattributed_ps / 1e6;
+    }
+    // Stable, by descending self time; a NaN difference compares equal, as in a JS comparator.
+    out.sort_by(|a, b| (b.self_us - a.self_us).partial_cmp(&0.0).unwrap_or(Ordering::Equal));
+    out
+}

@@ -1,0 +1,408 @@
+//! GPU steps as xprof finds them in a capture that has no Steps line: by grouping events under step annotations
+//! (a port of extension/src/core/profiles/step-groups.ts; its header gives the rules from XLA's group_events.cc
+//! and xprof's derived_timeline.cc / xplane_to_step_events.cc, and where this differs from xprof).
+//!
+//! In short: a host event with an `_r` stat is a root; roots, by level (higher first) then start, each take the
+//! next group id unless a root of their own level reaches them, and spread it to what they reach: events nested in
+//! them on their thread (not async `_a` ones), consumers of a producer of the same `_pt`/`_p` context, and device
+//! events whose correlation_id is a launch's. On each device, events in start order take their group (or the last
+//! one seen); runs of one group make a span, and each group's step is its longest span over the devices.
+//!
+//! Kept compactly, as the TS keeps it: host nodes (events with a root or context stat), each launch as its
+//! correlation id and nearest node above it, and device events as spans (one per run of one correlation id).
+
+mod collect;
+#[cfg(test)]
+mod tests;
+
+pub use collect::{GroupCollector, GroupPartial};
+
+use crate::jsmath::js_max;
+use crate::view::StepBreakdown;
+use crate::windows::window_steps;
+use std::collections::HashMap;
+
+/// The steps the partials' step annotations make (partials in plane order), or None where there are none: no
+/// root, or a capture grouped when written. `busy` (merged device-busy intervals, µs) gives each step's execute
+/// time.
+pub fn group_steps(parts: &[GroupPartial], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
+    if parts.iter().any(|p| p.grouped) || !parts.iter().any(|p| p.root_level.iter().any(|&r| r > 0.0)) {
+        return None;
+    }
+    let group = node_groups(parts);
+    // Each launch's group is its node's; the last launch of a correlation id is the one its device events hang
+    // from.
+    let launches: usize = parts.iter().map(|p| p.launch_corr.len()).sum();
+    let mut corr = Vec::with_capacity(launches);
+    let mut lgroup = Vec::with_capacity(launches);
+    let mut base = 0usize;
+    for p in parts {
+        for (&c, &node) in p.launch_corr.iter().zip(&p.launch_node) {
+            corr.push(c);
+            lgroup.push(if node < 0 { -1 } else { group[base + node as usize] });
+        }
+        base += p.node_start.len();
+    }
+    let group_of_corr = CorrGroups::new(corr, lgroup);
+    // One partial's spans are used as they are; several are joined.
+    let joined;
+    let (plane, s, e): (&[i32], &[f64], &[f64]) = if let [one] = parts {
+        (&one.dev_plane, &one.dev_start, &one.dev_end)
+    } else {
+        joined = (
+            parts.iter().flat_map(|p| p.dev_plane.iter().copied()).collect::<Vec<_>>(),
+            parts.iter().flat_map(|p| p.dev_start.iter().copied()).collect::<Vec<_>>(),
+            parts.iter().flat_map(|p| p.dev_end.iter().copied()).collect::<Vec<_>>(),
+        );
+        (&joined.0, &joined.1, &joined.2)
+    };
+    let g: Vec<i32> = parts.iter().flat_map(|p| p.dev_corr.iter().map(|&c| group_of_corr.get(c))).collect();
+    steps_of_device_groups(plane, s, e, &g, busy)
+}
+
+/// The group of the last launch with each correlation id, by id (-1: none). CUPTI numbers its calls from 1, so
+/// ids are usually small integers: a table indexed by id, filled in launch order (the last one wins), where the
+/// largest id is not far past the number of launches; otherwise a binary search over the launches ordered by
+/// id, then by order.
+enum CorrGroups {
+    /// -2: no launch has this id (a launch's own group may be -1).
+    Table {
+        table: Vec<i32>,
+        max: f64,
+    },
+    Sorted {
+        corr: Vec<f64>,
+        lgroup: Vec<i32>,
+        by_corr: Vec<u32>,
+    },
+}
+
+impl CorrGroups {
+    fn new(corr: Vec<f64>, lgroup: Vec<i32>) -> Self {
+        let n = corr.len();
+        let mut max = 0.0;
+        let mut small = true;
+        for &c in &corr {
+            if !(c >= 0.0 && c <= 0x3fffffff as f64 && c == c.floor()) {
+                small = false;
+                break;
+            } else if c > max {
+                max = c;
+            }
+        }
+        if small && max <= (8 * n + 65536) as f64 {
+            let mut table = vec![-2; max as usize + 1];
+            for (&c, &g) in corr.iter().zip(&lgroup) {
+                table[c as usize] = g;
+            }
+            return CorrGroups::Table { table, max };
+        }
+        let by_corr = sorted_order(n, |a, b| {
+            let (a, b) = (a as usize, b as usize);
+            js_or(corr[a] - corr[b], a as f64 - b as f64)
+        });
+        CorrGroups::Sorted { corr, lgroup, by_corr }
+    }
+
+    fn get(&self, c: f64) -> i32 {
+        match self {
+            CorrGroups::Table { table, max } => {
+                let g = if c >= 0.0 && c <= *max && c == c.floor() { table[c as usize] } else { -2 };
+                if g == -2 {
+                    -1
+                } else {
+                    g
+                }
+            }
+            CorrGroups::Sorted { corr, lgroup, by_corr } => {
+                // The last launch with id c (by_corr is by id, then by order): binary search past it.
+                let (mut lo, mut hi) = (0usize, corr.len());
+                while lo < hi {
+                    let mid = (lo + hi) >> 1;
+                    if corr[by_corr[mid] as usize] <= c {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                if lo > 0 && corr[by_corr[lo - 1] as usize] == c {
+                    lgroup[by_corr[lo - 1] as usize]
+                } else {
+                    -1
+                }
+            }
+        }
+    }
+}
+
+/// A producer/consumer meeting point: the nodes of one context type and id.
+#[derive(Default)]
+struct Context {
+    producers: Vec<usize>,
+    consumers: Vec<usize>,
+}
+
+/// A context's key half: JS keyed contexts by `${type}/${id}`, and String(x) tells doubles apart except for
+/// -0 and 0 (both "0"), so the key is the bits with -0 taken as 0 (NaN never gets here).
+fn key_bits(x: f64) -> u64 {
+    if x == 0.0 {
+        0
+    } else {
+        x.to_bits()
+    }
+}
+
+/// The context of type `ty` and id `id`, made (last in order) when new.
+fn context_of(by_key: &mut HashMap<(u64, u64), usize>, contexts: &mut Vec<Context>, ty: f64, id: f64) -> usize {
+    *by_key.entry((key_bits(ty), key_bits(id))).or_insert_with(|| {
+        contexts.push(Context::default());
+        contexts.len() - 1
+    })
+}
+
+/// The group of each host node (numbered across the partials in order), -1 for none.
+fn node_groups(parts: &[GroupPartial]) -> Vec<i32> {
+    let n: usize = parts.iter().map(|p| p.node_start.len()).sum();
+    let mut level = Vec::with_capacity(n);
+    let mut start = Vec::with_capacity(n);
+    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // In first-seen order (a JS Map's): it is the order children are added in.
+    let mut contexts: Vec<Context> = Vec::new();
+    let mut by_key: HashMap<(u64, u64), usize> = HashMap::new();
+    for p in parts {
+        let base = level.len();
+        for k in 0..p.node_start.len() {
+            let node = base + k;
+            level.push(p.root_level[k]);
+            start.push(p.node_start[k]);
+            if p.parent[k] >= 0 {
+                let up = base + p.parent[k] as usize;
+                parents[node].push(up);
+                children[up].push(node);
+            }
+            let (pt, pi, ct, ci) = (p.producer_type[k], p.producer_id[k], p.consumer_type[k], p.consumer_id[k]);
+            if !pt.is_nan() && !pi.is_nan() {
+                let c = context_of(&mut by_key, &mut contexts, pt, pi);
+                contexts[c].producers.push(node);
+            }
+            if !ct.is_nan() && !ci.is_nan() {
+                let c = context_of(&mut by_key, &mut contexts, ct, ci);
+                contexts[c].consumers.push(node);
+            }
+        }
+    }
+    for c in &contexts {
+        // As group_events.cc's ConnectContextGroups: a context this crowded on both sides is left unconnected.
+        if c.producers.len() >= 64 && c.consumers.len() >= 64 {
+            continue;
+        }
+        for &a in &c.producers {
+            for &b in &c.consumers {
+                children[a].push(b);
+                parents[b].push(a);
+            }
+        }
+    }
+    let mut group = vec![-1i32; n];
+    let mut roots: Vec<usize> = (0..n).filter(|&k| level[k] > 0.0).collect();
+    js_sort(&mut roots, |a, b| js_or(level[b] - level[a], start[a] - start[b]));
+    let mut next = 0;
+    // Sets as generation marks (one allocation, not one per root).
+    let mut seen = Marks::new(n);
+    let mut queue: Vec<usize> = Vec::new();
+    for &r in &roots {
+        if group[r] >= 0 || has_root_ancestor(r, &level, &parents, &mut seen, &mut queue) {
+            continue;
+        }
+        let id = next;
+        next += 1;
+        seen.clear();
+        seen.insert(r);
+        queue.clear();
+        queue.push(r);
+        let mut q = 0;
+        while q < queue.len() {
+            let node = queue[q];
+            q += 1;
+            if group[node] >= 0 {
+                continue;
+            }
+            group[node] = id;
+            for &c in &children[node] {
+                if seen.insert(c) {
+                    queue.push(c);
+                }
+            }
+        }
+    }
+    group
+}
+
+/// A set of node numbers, emptied in O(1) by moving to the next generation.
+struct Marks {
+    mark: Vec<u32>,
+    generation: u32,
+}
+
+impl Marks {
+    fn new(n: usize) -> Self {
+        Marks { mark: vec![0; n], generation: 1 }
+    }
+    fn clear(&mut self) {
+        self.generation += 1;
+    }
+    /// Adds `k`; whether it was not in the set.
+    fn insert(&mut self, k: usize) -> bool {
+        let fresh = self.mark[k] != self.generation;
+        self.mark[k] = self.generation;
+        fresh
+    }
+}
+
+/// Whether a root of the same level reaches `r` (nesting or producer): then that one groups it.
+fn has_root_ancestor(
+    r: usize,
+    level: &[f64],
+    parents: &[Vec<usize>],
+    seen: &mut Marks,
+    queue: &mut Vec<usize>,
+) -> bool {
+    seen.clear();
+    seen.insert(r);
+    queue.clear();
+    for &p in &parents[r] {
+        seen.insert(p);
+        queue.push(p);
+    }
+    let mut q = 0;
+    while q < queue.len() {
+        let node = queue[q];
+        q += 1;
+        if level[node] == level[r] {
+            return true;
+        }
+        for &p in &parents[node] {
+            if seen.insert(p) {
+                queue.push(p);
+            }
+        }
+    }
+    false
+}
+
+/// Step spans per device from its grouped spans (ungrouped ones take the group before them); longest span per
+/// group, in group order.
+fn steps_of_device_groups(plane: &[i32], s: &[f64], e: &[f64], g: &[i32], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
+    let order = sorted_order(s.len(), |a, b| {
+        let (a, b) = (a as usize, b as usize);
+        js_or(js_or(plane[a] as f64 - plane[b] as f64, s[a] - s[b]), e[b] - e[a])
+    });
+    // By group id (a JS Map whose keys were then sorted ascending; ids are small and dense).
+    let groups = g.iter().map(|&x| x + 1).max().unwrap_or(0).max(0) as usize;
+    let mut longest: Vec<Option<(f64, f64)>> = vec![None; groups];
+    let mut at: Option<i32> = None;
+    let mut last = -1i32;
+    let mut span: Option<(f64, f64)> = None;
+    let mut close = |span: &mut Option<(f64, f64)>, last: i32| {
+        if let Some(sp) = span.take() {
+            let have = &mut longest[last as usize];
+            if have.is_none_or(|h| sp.1 - sp.0 > h.1 - h.0) {
+                *have = Some(sp);
+            }
+        }
+    };
+    for &k in &order {
+        let k = k as usize;
+        if at != Some(plane[k]) {
+            close(&mut span, last);
+            at = Some(plane[k]);
+            last = -1;
+        }
+        let id = if g[k] >= 0 { g[k] } else { last };
+        if id < 0 {
+            continue;
+        }
+        match &mut span {
+            Some(sp) if id == last => sp.1 = js_max(sp.1, e[k]),
+            _ => {
+                close(&mut span, last);
+                span = Some((s[k], e[k]));
+            }
+        }
+        last = id;
+    }
+    close(&mut span, last);
+    let mut windows = Vec::new();
+    for &(ws, we) in longest.iter().flatten() {
+        if we > ws {
+            windows.push(ws);
+            windows.push(we);
+        }
+    }
+    if windows.is_empty() {
+        None
+    } else {
+        Some(window_steps(&windows, busy))
+    }
+}
+
+/// Whether a JS comparator's result puts its second argument first (NaN counts as 0: no).
+fn after(c: f64) -> bool {
+    c > 0.0
+}
+
+/// JS `a || b` of two numbers: `b` where `a` is 0 or NaN.
+fn js_or(a: f64, b: f64) -> f64 {
+    if a == 0.0 || a.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// 0 … n−1 in the order `cmp` gives; sorted only when not already so (ids and times mostly come in order).
+fn sorted_order(n: usize, mut cmp: impl FnMut(u32, u32) -> f64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let sorted = (1..n as u32).all(|k| !after(cmp(k - 1, k)));
+    if !sorted {
+        js_sort(&mut order, cmp);
+    }
+    order
+}
+
+/// A JS sort with a comparator (a result > 0 puts `b` first; NaN counts as 0), as V8 sorts a typed array: a
+/// top-down merge sort between two copies, stable. (For a consistent comparator any stable sort agrees, V8's
+/// TimSort for arrays included; this one also never panics on an inconsistent one.)
+fn js_sort<T: Copy>(v: &mut [T], mut cmp: impl FnMut(T, T) -> f64) {
+    let n = v.len();
+    if n < 2 {
+        return;
+    }
+    let mut work1 = v.to_vec();
+    let mut work2 = v.to_vec();
+    merge_sort(&mut work2, 0, n, &mut work1, &mut cmp);
+    v.copy_from_slice(&work1);
+}
+
+/// Sorts [from, to) of `source` into `target` (both hold the same elements there on entry).
+fn merge_sort<T: Copy>(source: &mut [T], from: usize, to: usize, target: &mut [T], cmp: &mut impl FnMut(T, T) -> f64) {
+    let middle = from + ((to - from) >> 1);
+    // Each level swaps the arrays' roles, so no range is copied between them.
+    if middle - from > 1 {
+        merge_sort(target, from, middle, source, cmp);
+    }
+    if to - middle > 1 {
+        merge_sort(target, middle, to, source, cmp);
+    }
+    let (mut left, mut right) = (from, middle);
+    for slot in &mut target[from..to] {
+        if left < middle && (right >= to || !after(cmp(source[left], source[right]))) {
+            *slot = source[left];
+            left += 1;
+        } else {
+            *slot = source[right];
+            right += 1;
+        }
+    }
+}

@@ -1,0 +1,408 @@
+use super::collect::*;
+use super::*;
+use crate::view::{LineView, PlaneView, Tag};
+use std::collections::HashMap;
+
+fn plane<'a>(index: usize, name: &str, strings: &'a [String]) -> PlaneView<'a> {
+    PlaneView { index, name: name.into(), line_count: 1, meta: HashMap::new(), stats: HashMap::new(), strings }
+}
+
+type Event<'a> = (f64, f64, &'a [(Tag, f64)]);
+
+/// A line at `ts` ns of events (offset ps, duration ps, tags), tags grouped by event in event order.
+fn line(ts: f64, events: &[Event]) -> LineView {
+    let mut l = LineView { timestamp_ns: ts, count: events.len(), ..Default::default() };
+    for (i, &(off, dur, tags)) in events.iter().enumerate() {
+        l.offset_ps.push(off);
+        l.duration_ps.push(dur);
+        for &(kind, value) in tags {
+            l.tag_event.push(i as i32);
+            l.tag_kind.push(kind);
+            l.tag_value.push(value);
+        }
+    }
+    l.tag_count = l.tag_event.len();
+    l
+}
+
+const US: f64 = 1e6; // ps
+
+/// Two step annotations on one thread over three launches; a GPU's kernels of those launches, and one kernel
+/// with an unknown correlation id (it takes the group before it).
+fn two_steps() -> GroupPartial {
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(0, "/host:CPU", &strings));
+    c.line(&line(
+        1000.0,
+        &[
+            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+            (10.0 * US, US, &[(Tag::Correlation, 1.0)]),
+            (50.0 * US, US, &[(Tag::Correlation, 2.0)]),
+            (200.0 * US, 100.0 * US, &[(Tag::Root, 1.0)]),
+            (210.0 * US, US, &[(Tag::Correlation, 3.0)]),
+        ],
+    ));
+    // A line with no grouping stats is not read.
+    c.line(&line(0.0, &[(0.0, US, &[])]));
+    c.plane(&plane(1, "/device:GPU:0", &strings));
+    c.line(&line(
+        1000.0,
+        &[
+            (20.0 * US, 5.0 * US, &[(Tag::Correlation, 1.0)]),
+            (60.0 * US, 4.0 * US, &[(Tag::Correlation, 2.0)]),
+            // A graph's next kernel: same correlation id right after, one span.
+            (65.0 * US, 5.0 * US, &[(Tag::Correlation, 2.0)]),
+            (80.0 * US, 5.0 * US, &[(Tag::Correlation, 99.0)]),
+            (220.0 * US, 30.0 * US, &[(Tag::Correlation, 3.0)]),
+        ],
+    ));
+    c.partial()
+}
+
+#[test]
+fn collects_nodes_launches_and_spans() {
+    let p = two_steps();
+    assert!(!p.grouped);
+    assert_eq!(p.node_start, vec![1.0, 201.0]);
+    assert_eq!(p.root_level, vec![1.0, 1.0]);
+    assert_eq!(p.parent, vec![-1, -1]);
+    assert!(p.producer_type.iter().all(|x| x.is_nan()) && p.consumer_id.len() == 2);
+    assert_eq!(p.launch_corr, vec![1.0, 2.0, 3.0]);
+    assert_eq!(p.launch_node, vec![0, 0, 1]);
+    assert_eq!(p.dev_plane, vec![1, 1, 1, 1]);
+    assert_eq!(p.dev_start, vec![21.0, 61.0, 81.0, 221.0]);
+    assert_eq!(p.dev_end, vec![26.0, 71.0, 86.0, 251.0]);
+    assert_eq!(p.dev_corr, vec![1.0, 2.0, 99.0, 3.0]);
+}
+
+#[test]
+fn steps_by_root_annotations() {
+    let p = two_steps();
+    let busy = [21.0, 26.0, 61.0, 71.0, 81.0, 86.0, 221.0, 251.0];
+    let s = group_steps(std::slice::from_ref(&p), &busy).unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!((s[0].index, s[0].start_us, s[0].total_us, s[0].execute_us, s[0].other_us), (1, 21.0, 65.0, 20.0, 45.0));
+    assert_eq!((s[1].index, s[1].start_us, s[1].total_us, s[1].execute_us, s[1].other_us), (2, 221.0, 30.0, 30.0, 0.0));
+    // The same partial split in two (host, then device) joins to the same steps.
+    let host = GroupPartial { dev_plane: vec![], dev_start: vec![], dev_end: vec![], dev_corr: vec![], ..p.clone() };
+    let dev = GroupPartial {
+        dev_plane: p.dev_plane.clone(),
+        dev_start: p.dev_start.clone(),
+        dev_end: p.dev_end.clone(),
+        dev_corr: p.dev_corr.clone(),
+        ..Default::default()
+    };
+    assert_eq!(group_steps(&[host, dev], &busy).unwrap(), s);
+}
+
+#[test]
+fn nested_and_higher_roots() {
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(0, "/host:CPU", &strings));
+    c.line(&line(
+        0.0,
+        &[
+            // A level-1 root with a level-1 root in it (grouped by the outer one) and a launch in that.
+            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+            (10.0 * US, 50.0 * US, &[(Tag::Root, 1.0)]),
+            (20.0 * US, US, &[(Tag::Correlation, 1.0)]),
+            // A level-2 root later (taken first: its group is 0) over a launch.
+            (200.0 * US, 10.0 * US, &[(Tag::Root, 2.0)]),
+            (201.0 * US, US, &[(Tag::Correlation, 2.0)]),
+        ],
+    ));
+    c.plane(&plane(1, "/device:GPU:0", &strings));
+    c.line(&line(
+        0.0,
+        &[(30.0 * US, 10.0 * US, &[(Tag::Correlation, 1.0)]), (205.0 * US, 2.0 * US, &[(Tag::Correlation, 2.0)])],
+    ));
+    let p = c.partial();
+    assert_eq!(p.parent, vec![-1, 0, -1]);
+    assert_eq!(p.launch_node, vec![1, 2]);
+    assert_eq!(node_groups(std::slice::from_ref(&p)), vec![1, 1, 0]);
+    let s = group_steps(&[p], &[]).unwrap();
+    // Steps by group id: the level-2 root's first.
+    assert_eq!(s.iter().map(|x| (x.start_us, x.total_us)).collect::<Vec<_>>(), vec![(205.0, 2.0), (30.0, 10.0)]);
+}
+
+#[test]
+fn producer_consumer_context() {
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(0, "/host:CPU", &strings));
+    // Thread 1: a root with a producer in it.
+    c.line(&line(
+        0.0,
+        &[
+            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+            (10.0 * US, 10.0 * US, &[(Tag::ProducerType, 5.0), (Tag::ProducerId, 0.0)]),
+        ],
+    ));
+    // Thread 2: its consumer (id -0: the same context as 0), over a launch; an async event over another launch is
+    // nobody's child, so that launch has no group.
+    c.line(&line(
+        0.0,
+        &[
+            (300.0 * US, 100.0 * US, &[(Tag::ConsumerType, 5.0), (Tag::ConsumerId, -0.0)]),
+            (310.0 * US, US, &[(Tag::Correlation, 9.0)]),
+            (320.0 * US, 5.0 * US, &[(Tag::Async, 1.0), (Tag::Correlation, 10.0)]),
+        ],
+    ));
+    // Thread 3: a consumer and producer of other contexts, no launch: kept (it can pass a group on).
+    c.line(&line(
+        0.0,
+        &[(
+            500.0 * US,
+            US,
+            &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0), (Tag::ProducerType, 7.0), (Tag::ProducerId, 1.0)],
+        )],
+    ));
+    // Thread 4: only a consumer: not kept.
+    c.line(&line(0.0, &[(600.0 * US, US, &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0)])]));
+    c.plane(&plane(1, "/device:GPU:0", &strings));
+    c.line(&line(
+        0.0,
+        &[(320.0 * US, 10.0 * US, &[(Tag::Correlation, 9.0)]), (400.0 * US, 10.0 * US, &[(Tag::Correlation, 10.0)])],
+    ));
+    let p = c.partial();
+    assert_eq!(p.node_start, vec![0.0, 10.0, 300.0, 500.0]);
+    assert_eq!(p.parent, vec![-1, 0, -1, -1]);
+    assert_eq!(p.launch_corr, vec![9.0, 10.0]);
+    assert_eq!(p.launch_node, vec![2, -1]);
+    assert_eq!(node_groups(std::slice::from_ref(&p)), vec![0, 0, 0, -1]);
+    // The async launch's kernel has no group and takes the one before it on its device.
+    let s = group_steps(&[p], &[325.0, 335.0]).unwrap();
+    assert_eq!(s.len(), 1);
+    assert_eq!((s[0].start_us, s[0].total_us, s[0].execute_us, s[0].other_us), (320.0, 90.0, 10.0, 80.0));
+}
+
+#[test]
+fn grouped_capture_or_no_root_gives_none() {
+    let mut p = two_steps();
+    assert!(group_steps(std::slice::from_ref(&p), &[]).is_some());
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(3, "/device:GPU:1", &strings));
+    c.line(&line(0.0, &[(0.0, US, &[(Tag::GroupId, 4.0)])]));
+    let g = c.partial();
+    assert!(g.grouped && g.dev_corr.is_empty());
+    assert_eq!(group_steps(&[p.clone(), g], &[]), None);
+    p.root_level = vec![0.0, 0.0];
+    assert_eq!(group_steps(&[p], &[]), None);
+    assert_eq!(group_steps(&[], &[]), None);
+}
+
+#[test]
+fn host_planes_that_launch_nothing_and_tpu_captures_keep_nothing() {
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(0, "/host:CPU", &strings));
+    c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)])]));
+    c.plane(&plane(1, "/device:TPU:0", &strings));
+    c.plane(&plane(2, "/host:CPU", &strings));
+    c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)]), (0.0, US, &[(Tag::Correlation, 1.0)])]));
+    let p = c.partial();
+    assert!(p.node_start.is_empty() && p.launch_corr.is_empty());
+    assert_eq!(group_steps(&[p], &[]), None);
+}
+
+#[test]
+fn unsorted_host_events_are_ordered_by_start_then_longest() {
+    let strings: Vec<String> = Vec::new();
+    let mut c = GroupCollector::new();
+    c.plane(&plane(0, "/host:CPU", &strings));
+    // The launch comes first on the line but starts with the root and is shorter: the root is above it.
+    c.line(&line(0.0, &[(0.0, US, &[(Tag::Correlation, 1.0)]), (0.0, 9.0 * US, &[(Tag::Root, 3.0)])]));
+    let p = c.partial();
+    assert_eq!(p.launch_node, vec![0]);
+    assert_eq!(p.root_level, vec![3.0]);
+}
+
+#[test]
+fn corr_groups_strategies_agree() {
+    let corr = vec![3.0, 1.0, 3.0, 7.0, 0.0];
+    let lgroup = vec![0, 1, 2, -1, 4];
+    let table = CorrGroups::new(corr.clone(), lgroup.clone());
+    assert!(matches!(table, CorrGroups::Table { .. }));
+    let big: Vec<f64> = corr.iter().map(|c| c * 1e12).collect();
+    let sorted = CorrGroups::new(big, lgroup);
+    assert!(matches!(sorted, CorrGroups::Sorted { .. }));
+    for (c, want) in [
+        (3.0, 2),
+        (1.0, 1),
+        (7.0, -1),
+        (0.0, 4),
+        (-0.0, 4),
+        (2.0, -1),
+        (8.0, -1),
+        (1.5, -1),
+        (f64::NAN, -1),
+        (-1.0, -1),
+    ] {
+        assert_eq!(table.get(c), want, "table {c}");
+        assert_eq!(sorted.get(c * 1e12), want, "sorted {c}");
+    }
+}
+
+#[test]
+fn js_sort_is_v8s_typed_array_sort() {
+    // Expected orders from node 20 (Uint32Array.prototype.sort with the same comparator), NaN keys included: an
+    // inconsistent comparator's result depends on the algorithm, and this one is V8's.
+    let key = [3.0, 1.0, 3.0, f64::NAN, 1.0, 2.0];
+    let mut v: Vec<u32> = (0..6).collect();
+    js_sort(&mut v, |a, b| key[a as usize] - key[b as usize]);
+    assert_eq!(v, vec![1, 0, 2, 3, 4, 5]);
+    let key = [5.0, f64::NAN, 3.0, 1.0, f64::NAN, 0.0, 2.0, 9.0, 1.0, f64::NAN, 4.0, 4.0, 2.0];
+    let mut v: Vec<u32> = (0..13).collect();
+    js_sort(&mut v, |a, b| key[a as usize] - key[b as usize]);
+    assert_eq!(v, vec![3, 8, 6, 0, 1, 2, 4, 5, 7, 9, 12, 10, 11]);
+    // Stable, and only sorted when out of order.
+    let keys = [5.0, 4.0, 3.0, 2.0, 1.0, 0.0, 2.0, 2.0];
+    let o = sorted_order(keys.len(), |a, b| keys[a as usize] - keys[b as usize]);
+    assert_eq!(o, vec![5, 4, 3, 6, 7, 2, 1, 0]);
+    assert_eq!(sorted_order(3, |_, _| 0.0), vec![0, 1, 2]);
+}
+
+/// Replays cases written by a TS driver that ran step-groups.ts's GroupCollector and groupSteps on random planes
+/// and lines (GROUPFUZZ names the file; without it this does nothing), and compares every partial and result bit
+/// for bit. One row each, numbers as JS String() writes them (-0 as "-0"): `S` a case; `B` busy; `C` a
+/// collector; `P index name` a plane; `L ts off dur off dur …` a line's events; `T event kind value …` its tags
+/// (kind as Tag's number), then the line is fed; `G grouped` the collector's partial, then `F …` its 13 fields in
+/// GroupPartial's order; `R index start total execute other …` the steps, or `N` for none.
+#[test]
+#[ignore]
+fn replay_ts_cases() {
+    let Ok(path) = std::env::var("GROUPFUZZ") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let num = |s: &str| -> f64 { s.parse().unwrap_or_else(|_| panic!("number {s}")) };
+    let same = |a: &[f64], b: &[f64]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+    };
+    let strings: Vec<String> = Vec::new();
+    let (mut busy, mut parts, mut col, mut fields, mut lv) =
+        (Vec::new(), Vec::new(), GroupCollector::new(), Vec::new(), LineView::default());
+    let (mut cases, mut with_steps) = (0, 0);
+    for row in text.lines() {
+        let (tag, rest) = row.split_at(1);
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        match tag {
+            "S" => {
+                parts.clear();
+                cases += 1;
+            }
+            "B" => busy = words.iter().map(|w| num(w)).collect(),
+            "C" => col = GroupCollector::new(),
+            "P" => col.plane(&plane(words[0].parse().unwrap(), words[1], &strings)),
+            "L" => {
+                lv = LineView { timestamp_ns: num(words[0]), ..Default::default() };
+                for pair in words[1..].chunks(2) {
+                    lv.offset_ps.push(num(pair[0]));
+                    lv.duration_ps.push(num(pair[1]));
+                }
+                lv.count = lv.offset_ps.len();
+            }
+            "T" => {
+                for t in words.chunks(3) {
+                    lv.tag_event.push(t[0].parse().unwrap());
+                    let kinds = [
+                        Tag::Correlation,
+                        Tag::Root,
+                        Tag::ProducerType,
+                        Tag::ProducerId,
+                        Tag::ConsumerType,
+                        Tag::ConsumerId,
+                        Tag::Async,
+                        Tag::GroupId,
+                    ];
+                    lv.tag_kind.push(kinds[t[1].parse::<usize>().unwrap() - 9]);
+                    lv.tag_value.push(num(t[2]));
+                }
+                lv.tag_count = lv.tag_event.len();
+                col.line(&lv);
+            }
+            "G" => {
+                let p = col.partial();
+                assert_eq!(p.grouped, words[0] == "1", "case {cases}");
+                fields.clear();
+                parts.push(p);
+            }
+            "F" => {
+                let p = parts.last().unwrap();
+                let i32s = |v: &[i32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+                let mine: Vec<f64> = match fields.len() {
+                    0 => p.node_start.clone(),
+                    1 => p.root_level.clone(),
+                    2 => i32s(&p.parent),
+                    3 => p.producer_type.clone(),
+                    4 => p.producer_id.clone(),
+                    5 => p.consumer_type.clone(),
+                    6 => p.consumer_id.clone(),
+                    7 => p.launch_corr.clone(),
+                    8 => i32s(&p.launch_node),
+                    9 => i32s(&p.dev_plane),
+                    10 => p.dev_start.clone(),
+                    11 => p.dev_end.clone(),
+                    _ => p.dev_corr.clone(),
+                };
+                let want: Vec<f64> = words.iter().map(|w| num(w)).collect();
+                assert!(same(&mine, &want), "case {cases} field {}: {mine:?} != {want:?}", fields.len());
+                fields.push(());
+            }
+            "R" | "N" => {
+                let got = group_steps(&parts, &busy);
+                let got: Option<Vec<f64>> = got.map(|s| {
+                    s.iter().flat_map(|x| [x.index as f64, x.start_us, x.total_us, x.execute_us, x.other_us]).collect()
+                });
+                let want = (tag == "R").then(|| words.iter().map(|w| num(w)).collect::<Vec<f64>>());
+                match (&got, &want) {
+                    (Some(g), Some(w)) => assert!(same(g, w), "case {cases}: {g:?} != {w:?}"),
+                    _ => assert_eq!(got, want, "case {cases}"),
+                }
+                with_steps += want.is_some() as usize;
+            }
+            _ => panic!("row {row}"),
+        }
+    }
+    eprintln!("{cases} cases, {with_steps} with steps");
+}
+
+/// A host node: root level, parent, producer (type, id), consumer (type, id).
+type Node = (f64, i32, (f64, f64), (f64, f64));
+
+/// Host nodes of one partial.
+fn nodes(list: &[Node]) -> GroupPartial {
+    let mut p = GroupPartial::default();
+    for (k, &(root, parent, (pt, pi), (ct, ci))) in list.iter().enumerate() {
+        p.node_start.push(k as f64);
+        p.root_level.push(root);
+        p.parent.push(parent);
+        p.producer_type.push(pt);
+        p.producer_id.push(pi);
+        p.consumer_type.push(ct);
+        p.consumer_id.push(ci);
+    }
+    p
+}
+
+#[test]
+fn crowded_contexts_are_not_connected() {
+    const NO: (f64, f64) = (f64::NAN, f64::NAN);
+    for (crowd, linked) in [(62, true), (63, false)] {
+        // A root producing context (1, 1), `crowd` more producers of it, and 64 consumers: 64 on both sides is
+        // too crowded.
+        let mut list = vec![(1.0, -1, (1.0, 1.0), NO)];
+        list.extend((0..crowd).map(|_| (0.0, -1, (1.0, 1.0), NO)));
+        list.extend((0..64).map(|_| (0.0, -1, NO, (1.0, 1.0))));
+        let g = node_groups(&[nodes(&list)]);
+        assert_eq!(g[list.len() - 1] == 0, linked, "{crowd}");
+        assert_eq!(g[0], 0);
+    }
+    // Across partials: node numbers continue, and a context's producer in one reaches its consumer in another.
+    let a = nodes(&[(1.0, -1, NO, NO), (0.0, 0, (2.0, 3.0), NO)]);
+    let b = nodes(&[(0.0, -1, NO, (2.0, 3.0)), (0.0, 0, NO, NO), (0.0, -1, NO, NO)]);
+    assert_eq!(node_groups(&[a, b]), vec![0, 0, 0, 0, -1]);
+}
