@@ -109,7 +109,7 @@ impl Analyzer {
         if key >= 0 && (key as usize) < self.kind_of_key.len() && self.kind_of_key[key as usize] >= 0 {
             return KINDS[self.kind_of_key[key as usize] as usize];
         }
-        let k = kind_of(info.map_or("", |i| i.name.as_str()));
+        let k = kind_of(info.map_or("", |i| &*i.name));
         if (0..1 << 24).contains(&key) {
             if key as usize >= self.kind_of_key.len() {
                 self.kind_of_key.resize(key as usize + 1, -1);

@@ -9,10 +9,11 @@
 //! earlier, and the caller hands the capture to the node CLI, whose message is the one users see.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::intern::Interner;
 use crate::jsfmt::num_to_string as number_to_string;
-use crate::view::{EventInfo, LineView, MetaTable, PlaneView, SpaceInfo, StatValue, Tag, XSpaceVisitor};
+use crate::view::{EventInfo, IdTable, LineView, MetaTable, PlaneView, SpaceInfo, StatValue, Tag, XSpaceVisitor};
 use crate::wire::{is_safe_integer, utf8_no_bom, varint_decimal, varint_f64, Corrupt, Reader, Res};
 
 /// Which of an event's stats are kept, by stat name (stream.ts KEPT_STATS); the rest are skipped by length.
@@ -38,24 +39,24 @@ enum Kept {
     GroupId,
 }
 
-fn kept_of_name(name: &str) -> Kept {
+fn kept_of_name(name: &[u8]) -> Kept {
     match name {
-        "hlo_op" => Kept::Op,
-        "hlo_module" => Kept::Module,
-        "hlo_category" => Kept::Category,
-        "program_id" => Kept::Program,
-        "flops" => Kept::Flops,
-        "bytes_accessed" => Kept::Bytes,
-        "device_offset_ps" => Kept::DevOffset,
-        "device_duration_ps" => Kept::DevDuration,
-        "correlation_id" => Kept::Correlation,
-        "_r" => Kept::Root,
-        "_pt" => Kept::ProducerType,
-        "_p" => Kept::ProducerId,
-        "_ct" => Kept::ConsumerType,
-        "_c" => Kept::ConsumerId,
-        "_a" => Kept::Async,
-        "group_id" => Kept::GroupId,
+        b"hlo_op" => Kept::Op,
+        b"hlo_module" => Kept::Module,
+        b"hlo_category" => Kept::Category,
+        b"program_id" => Kept::Program,
+        b"flops" => Kept::Flops,
+        b"bytes_accessed" => Kept::Bytes,
+        b"device_offset_ps" => Kept::DevOffset,
+        b"device_duration_ps" => Kept::DevDuration,
+        b"correlation_id" => Kept::Correlation,
+        b"_r" => Kept::Root,
+        b"_pt" => Kept::ProducerType,
+        b"_p" => Kept::ProducerId,
+        b"_ct" => Kept::ConsumerType,
+        b"_c" => Kept::ConsumerId,
+        b"_a" => Kept::Async,
+        b"group_id" => Kept::GroupId,
         _ => Kept::No,
     }
 }
@@ -83,7 +84,6 @@ const HLO_PROTO_STAT: &str = "Hlo Proto";
 /// The file's strings, and what is derived per string, across all its planes.
 struct Strings {
     table: Interner,
-    kept_of_key: Vec<i8>,
     last_number: f64,
     last_number_key: i32,
     key_of_number: HashMap<u64, i32>,
@@ -108,39 +108,8 @@ impl Strings {
         self.last_number_key = key;
         key
     }
-
-    fn kept(&mut self, key: i32) -> Kept {
-        let k = key as usize;
-        if k >= self.kept_of_key.len() {
-            self.kept_of_key.resize(k + 1, -1);
-        }
-        if self.kept_of_key[k] < 0 {
-            self.kept_of_key[k] = kept_of_name(self.table.get(key)) as i8;
-        }
-        // Safe: only values of Kept are stored.
-        KEPT_ALL[self.kept_of_key[k] as usize]
-    }
 }
 
-const KEPT_ALL: [Kept; 17] = [
-    Kept::No,
-    Kept::Op,
-    Kept::Module,
-    Kept::Category,
-    Kept::Program,
-    Kept::Flops,
-    Kept::Bytes,
-    Kept::DevOffset,
-    Kept::DevDuration,
-    Kept::Correlation,
-    Kept::Root,
-    Kept::ProducerType,
-    Kept::ProducerId,
-    Kept::ConsumerType,
-    Kept::ConsumerId,
-    Kept::Async,
-    Kept::GroupId,
-];
 
 /// A metadata-level XStat, its value resolved once the plane's stat names are all known.
 #[derive(Clone)]
@@ -188,21 +157,49 @@ fn read_stat(r: &mut Reader, end: usize) -> Res<RawStat> {
     Ok(s)
 }
 
-/// One plane's stat names: stat metadata id → key of its name.
-#[derive(Default)]
-struct StatNames {
-    key: HashMap<i64, i32>,
+/// One plane's stat names: stat metadata id → where its name lies in the capture. A name is interned only
+/// when a ref value needs its key: a TensorFlow host plane names thousands of stats that no event refers to.
+struct StatNames<'b> {
+    buf: &'b [u8],
+    range: IdTable<(usize, usize)>,
+    key: IdTable<i32>,
 }
 
-impl StatNames {
-    fn name<'s>(&self, strings: &'s Strings, id: f64, scratch: &'s mut String) -> &'s str {
-        match self.key.get(&(id as i64)).filter(|_| id.trunc() == id) {
-            Some(&k) => strings.table.get(k),
-            None => {
-                *scratch = format!("stat#{}", number_to_string(id));
-                scratch
+impl<'b> StatNames<'b> {
+    fn new(buf: &'b [u8]) -> Self {
+        StatNames { buf, range: IdTable::new(), key: IdTable::new() }
+    }
+
+    fn bytes(&self, id: f64) -> Option<&'b [u8]> {
+        if id.trunc() != id {
+            return None;
+        }
+        self.range.get(&(id as i64)).map(|&(a, b)| &self.buf[a..b])
+    }
+
+    /// The name of stat `id`, or `stat#ID` where the plane has no such stat (as the TS names it).
+    fn name(&self, id: f64) -> String {
+        match self.bytes(id) {
+            Some(b) => crate::wire::utf8(b),
+            None => format!("stat#{}", number_to_string(id)),
+        }
+    }
+
+    /// The key of stat `id`'s name (a ref value's string), interned on first use.
+    fn key(&mut self, s: &mut Strings, id: f64) -> i32 {
+        if id.trunc() == id {
+            if let Some(&k) = self.key.get(&(id as i64)) {
+                return k;
             }
         }
+        let k = match self.bytes(id) {
+            Some(b) => s.table.intern(b),
+            None => s.table.intern_str(&format!("stat#{}", number_to_string(id))),
+        };
+        if id.trunc() == id && self.range.get(&(id as i64)).is_some() {
+            self.key.insert(id as i64, k);
+        }
+        k
     }
 }
 
@@ -265,10 +262,10 @@ fn read_key(r: &mut Reader, s: &mut Strings) -> Res<i32> {
     Ok(s.table.intern(&r.buf[a..b]))
 }
 
-fn decode_stat_meta(r: &mut Reader, s: &mut Strings, names: &mut StatNames) -> Res<()> {
+fn decode_stat_meta(r: &mut Reader, names: &mut StatNames) -> Res<()> {
     let mut key = 0.0;
     let mut id = 0.0;
-    let mut name = -1;
+    let mut name = (0, 0);
     while r.pos < r.len {
         let tag = r.uint32()?;
         if tag >> 3 == 1 && tag & 7 == 0 {
@@ -287,7 +284,7 @@ fn decode_stat_meta(r: &mut Reader, s: &mut Strings, names: &mut StatNames) -> R
             let t = r.uint32()?;
             match t >> 3 {
                 1 => id = r.varint64()?,
-                2 => name = read_key(r, s)?,
+                2 => name = r.bytes()?,
                 _ => r.skip_type(t & 7, 0)?,
             }
         }
@@ -296,11 +293,10 @@ fn decode_stat_meta(r: &mut Reader, s: &mut Strings, names: &mut StatNames) -> R
         }
     }
     let id = if id != 0.0 { id } else { key };
-    let name = if name >= 0 { name } else { s.table.intern_str("") };
     if id.trunc() != id {
         return Err(Corrupt);
     }
-    names.key.insert(id as i64, name);
+    names.range.insert(id as i64, name);
     Ok(())
 }
 
@@ -408,10 +404,9 @@ fn host_roots_or_err(buf: &[u8], start: usize, end: usize) -> Result<bool, Fail>
             }
         } else if f.field == 5 && !root {
             let mut r = Reader::new(buf, f.start, f.end);
-            let mut names = StatNames::default();
-            let mut s = Strings::new();
-            decode_stat_meta(&mut r, &mut s, &mut names)?;
-            root = names.key.values().any(|&k| s.table.get(k) == "_r");
+            let mut names = StatNames::new(buf);
+            decode_stat_meta(&mut r, &mut names)?;
+            root = names.range.values().any(|&(a, b)| &buf[a..b] == b"_r");
         }
     }
     Ok(host && root)
@@ -421,7 +416,6 @@ impl Strings {
     fn new() -> Self {
         Strings {
             table: Interner::new(),
-            kept_of_key: Vec::new(),
             last_number: f64::NAN,
             last_number_key: -1,
             key_of_number: HashMap::new(),
@@ -474,6 +468,9 @@ pub fn decode_xspace_releasing(
     let mut cols = LineView::default();
     for (index, &(start, end)) in planes.iter().enumerate() {
         decode_plane(buf, index, start, end, visitor, &mut cols, &mut strings, grouping)?;
+        if std::env::var_os("TPW_DEBUG_STRINGS").is_some() {
+            eprintln!("plane {index}: {} strings", strings.table.strings().len());
+        }
         done(start, end);
     }
     Ok(info)
@@ -495,7 +492,7 @@ fn decode_plane(
     let mut meta = MetaTable::new();
     let mut with_stats: Vec<MetaEntry> = vec![];
     let mut plane_stats: Vec<RawStat> = vec![];
-    let mut names = StatNames::default();
+    let mut names = StatNames::new(buf);
     let mut r = Reader::new(buf, start, end);
     while r.pos < end {
         let tag = r.uint32()?;
@@ -523,7 +520,7 @@ fn decode_plane(
                     meta.insert(meta_id(m.id)?, plain_info(strings, m.key));
                 }
             }
-            5 => decode_stat_meta(&mut fr, strings, &mut names)?,
+            5 => decode_stat_meta(&mut fr, &mut names)?,
             6 => plane_stats.push(read_stat(&mut fr, e)?),
             _ => {}
         }
@@ -531,15 +528,14 @@ fn decode_plane(
     }
     for m in with_stats {
         let id = meta_id(m.id)?;
-        let info = meta_info(buf, &m, &names, strings);
+        let info = meta_info(&m, &names, strings);
         meta.insert(id, info);
     }
     // Kept code by stat metadata id (ids past 2^24 are never kept, as in the TypeScript).
     let group_here = grouping && grouping_plane(&name);
     let mut kept: Vec<Kept> = vec![];
-    let entries: Vec<(i64, i32)> = names.key.iter().map(|(&id, &k)| (id, k)).collect();
-    for (id, key) in entries {
-        let k = strings.kept(key);
+    for (id, &(a, b)) in names.range.iter() {
+        let k = kept_of_name(&buf[a..b]);
         let k = if group_here || (k as u8) < Kept::Correlation as u8 { k } else { Kept::No };
         if k != Kept::No && (0..1 << 24).contains(&id) {
             let id = id as usize;
@@ -550,14 +546,11 @@ fn decode_plane(
         }
     }
     let mut stats = HashMap::new();
-    let mut scratch = String::new();
     for st in &plane_stats {
         let v = if st.is_ref {
             match &st.value {
-                Some(RawValue::Num(n)) => Some(StatValue::Str(names.name(strings, *n, &mut scratch).to_string())),
-                Some(RawValue::Str(s)) => {
-                    Some(StatValue::Str(names.name(strings, js_number_of(s), &mut scratch).to_string()))
-                }
+                Some(RawValue::Num(n)) => Some(StatValue::Str(names.name(*n))),
+                Some(RawValue::Str(s)) => Some(StatValue::Str(names.name(js_number_of(s)))),
                 None => None,
             }
         } else {
@@ -567,18 +560,18 @@ fn decode_plane(
             })
         };
         if let Some(v) = v {
-            let n = names.name(strings, st.meta, &mut scratch).to_string();
-            stats.insert(n, v);
+            stats.insert(names.name(st.meta), v);
         }
     }
-    let mut view = PlaneView { index, name, line_count: lines.len(), meta, stats, strings: strings.table.strings() };
+    let mut view =
+        PlaneView { index, name, line_count: lines.len(), meta, stats, strings: strings.table.strings(), bytes: buf };
     visitor.plane(&view);
     for &(s, e) in &lines {
         // The view lends the string table, which a line's decoding may add to: taken back, then lent again.
         let PlaneView { index, name, line_count, meta, stats, .. } = view;
         let mut lr = Reader::new(buf, s, e);
-        decode_line(&mut lr, cols, &kept, &names, strings)?;
-        view = PlaneView { index, name, line_count, meta, stats, strings: strings.table.strings() };
+        decode_line(&mut lr, cols, &kept, &mut names, strings)?;
+        view = PlaneView { index, name, line_count, meta, stats, strings: strings.table.strings(), bytes: buf };
         visitor.line(&view, cols);
     }
     Ok(())
@@ -598,25 +591,19 @@ fn js_number_of(s: &str) -> f64 {
 }
 
 fn plain_info(s: &Strings, key: i32) -> EventInfo {
-    EventInfo { name: s.table.get(key).to_string(), key, ..Default::default() }
+    EventInfo { name: s.table.shared(key), key, ..Default::default() }
 }
 
 /// view.ts eventInfo of an entry with stats or a display name.
-fn meta_info(buf: &[u8], m: &MetaEntry, names: &StatNames, s: &Strings) -> EventInfo {
+fn meta_info(m: &MetaEntry, names: &StatNames, s: &Strings) -> EventInfo {
     let stats = m.stats.as_deref().unwrap_or(&[]);
-    let mut scratch = String::new();
-    let mut scratch2 = String::new();
-    let mut find = |n: &str| -> Option<StatValue> {
+    let find = |n: &str| -> Option<StatValue> {
         for st in stats {
-            if names.name(s, st.meta, &mut scratch) == n {
+            if names.name(st.meta) == n {
                 return match &st.value {
                     None => None,
-                    Some(RawValue::Num(x)) if st.is_ref => {
-                        Some(StatValue::Str(names.name(s, *x, &mut scratch2).to_string()))
-                    }
-                    Some(RawValue::Str(x)) if st.is_ref => {
-                        Some(StatValue::Str(names.name(s, js_number_of(x), &mut scratch2).to_string()))
-                    }
+                    Some(RawValue::Num(x)) if st.is_ref => Some(StatValue::Str(names.name(*x))),
+                    Some(RawValue::Str(x)) if st.is_ref => Some(StatValue::Str(names.name(js_number_of(x)))),
                     Some(RawValue::Num(x)) => Some(StatValue::Num(*x)),
                     Some(RawValue::Str(x)) => Some(StatValue::Str(x.clone())),
                 };
@@ -628,10 +615,9 @@ fn meta_info(buf: &[u8], m: &MetaEntry, names: &StatNames, s: &Strings) -> Event
     let flops = find("flops");
     let bytes = find("bytes_accessed");
     let program = find("program_id");
-    let mut scratch3 = String::new();
-    let hlo = stats.iter().find(|st| st.bin.is_some() && names.name(s, st.meta, &mut scratch3) == HLO_PROTO_STAT);
+    let hlo = stats.iter().find(|st| st.bin.is_some() && names.name(st.meta) == HLO_PROTO_STAT);
     EventInfo {
-        name: s.table.get(m.key).to_string(),
+        name: s.table.shared(m.key),
         key: m.key,
         category: match cat {
             Some(StatValue::Str(c)) => Some(c),
@@ -645,17 +631,17 @@ fn meta_info(buf: &[u8], m: &MetaEntry, names: &StatNames, s: &Strings) -> Event
             Some(StatValue::Num(x)) => Some(x),
             _ => None,
         },
-        display_name: if m.display >= 0 { s.table.get(m.display).to_string() } else { String::new() },
+        display_name: if m.display >= 0 { s.table.shared(m.display) } else { Arc::from("") },
         program: program.map(|p| match p {
             StatValue::Num(x) => number_to_string(x),
             StatValue::Str(x) => x,
         }),
-        hlo_proto: hlo.and_then(|st| st.bin).map(|(a, b)| buf[a..b].to_vec()),
+        hlo_proto: hlo.and_then(|st| st.bin).map(|(a, b)| a..b),
     }
 }
 
 /// xevent.ts decodeLine: the XLine at [r.pos, r.len) into `c`.
-fn decode_line(r: &mut Reader, c: &mut LineView, kept: &[Kept], names: &StatNames, s: &mut Strings) -> Res<()> {
+fn decode_line(r: &mut Reader, c: &mut LineView, kept: &[Kept], names: &mut StatNames, s: &mut Strings) -> Res<()> {
     c.name.clear();
     c.display_name.clear();
     c.timestamp_ns = 0.0;
@@ -728,7 +714,7 @@ fn decode_event(
     end: usize,
     c: &mut LineView,
     kept: &[Kept],
-    names: &StatNames,
+    names: &mut StatNames,
     s: &mut Strings,
 ) -> Res<()> {
     let (mut meta, mut offset, mut dur) = (0.0f64, 0.0f64, 0.0f64);
@@ -780,10 +766,7 @@ fn decode_event(
                         0x38 => {
                             let (id, after) = varint_f64(buf, pos)?;
                             pos = after;
-                            key = match names.key.get(&(id as i64)).filter(|_| id.trunc() == id) {
-                                Some(&k) => k,
-                                None => s.table.intern_str(&format!("stat#{}", number_to_string(id))),
-                            };
+                            key = names.key(s, id);
                         }
                         0x11 => {
                             if pos + 8 > end {
@@ -878,7 +861,12 @@ fn read_tag(buf: &[u8], pos: usize) -> Res<(u32, usize)> {
 }
 
 /// ECMAScript ToInt32 (what an Int32Array stores).
+#[inline(always)]
 fn to_int32(x: f64) -> i32 {
+    // Metadata ids are small: the modulo below only for the rare rest.
+    if (0.0..2147483648.0).contains(&x) {
+        return x as i32;
+    }
     if !x.is_finite() {
         return 0;
     }

@@ -12,64 +12,9 @@
 //! fail, which are clamped (a string's length past the buffer), and which are read past a message's end.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// A multiply-rotate hasher (FxHash) for the analysis's maps keyed by small integers and short strings:
-/// std's SipHash costs several times more per lookup, and nothing here hashes untrusted keys for a server.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 59));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, x: u8) {
-        self.add(x as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, x: u32) {
-        self.add(x as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        self.add(x);
-    }
-    #[inline]
-    fn write_i64(&mut self, x: i64) {
-        self.add(x as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, x: usize) {
-        self.add(x as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) use crate::intern::FastMap;
 
 /// XLA's elementwise opcodes (HloInstruction::IsElementwise for a non-fusion instruction).
 const ELEMENTWISE: &[&str] = &[

@@ -5,30 +5,68 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
-/// FNV-1a over the bytes: short keys, hashed where they lie; no per-process random seed to pay for.
-#[derive(Default)]
-pub struct Fnv(u64);
+/// A multiply-rotate hasher (FxHash) for the analysis's maps keyed by small integers and short strings:
+/// std's SipHash costs several times more per lookup, and nothing here hashes untrusted keys for a server.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
 
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf29ce484222325 } else { self.0 };
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
-        }
-        self.0 = h;
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(FX_SEED);
     }
 }
 
-pub type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, x: u8) {
+        self.add(x as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.add(x as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.add(x);
+    }
+    #[inline]
+    fn write_i64(&mut self, x: i64) {
+        self.add(x as u64);
+    }
+    #[inline]
+    fn write_usize(&mut self, x: usize) {
+        self.add(x as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 #[derive(Default)]
 pub struct Interner {
-    strings: Vec<String>,
-    keys: FnvMap<Box<[u8]>, i32>,
+    strings: Vec<Arc<str>>,
+    keys: FastMap<Box<[u8]>, i32>,
 }
 
 impl Interner {
@@ -42,7 +80,7 @@ impl Interner {
             return k;
         }
         let k = self.strings.len() as i32;
-        self.strings.push(String::from_utf8_lossy(b).into_owned());
+        self.strings.push(Arc::from(String::from_utf8_lossy(b).as_ref()));
         self.keys.insert(b.into(), k);
         k
     }
@@ -55,7 +93,12 @@ impl Interner {
         &self.strings[key as usize]
     }
 
-    pub fn strings(&self) -> &[String] {
+    /// The string of `key`, shared.
+    pub fn shared(&self, key: i32) -> Arc<str> {
+        self.strings[key as usize].clone()
+    }
+
+    pub fn strings(&self) -> &[Arc<str>] {
         &self.strings
     }
 }

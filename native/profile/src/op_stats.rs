@@ -229,22 +229,18 @@ impl OpStats {
         }
     }
 
-    /// The programs' HLO, from the metadata plane, in the TS's order of metadata ids: the dense ids it keeps
-    /// in an array (0 to 2^20) ascending, then the others. (view.rs's MetaTable keeps no insertion order, so
-    /// those others go ascending too; XLA's ids are dense.)
+    /// The programs' HLO, from the metadata plane, in the TS's order of metadata ids (MetaTable iterates so:
+    /// the dense ids ascending, then the others as first set).
     fn programs(&mut self, p: &PlaneView) {
-        let mut ids: Vec<i64> = p.meta.iter().filter(|(_, info)| info.hlo_proto.is_some()).map(|(&id, _)| id).collect();
-        let dense = |id: i64| (0..1 << 20).contains(&id);
-        ids.sort_by_key(|&id| (!dense(id), id));
-        for id in ids {
-            let info = &p.meta[&id];
-            let Some(bytes) = &info.hlo_proto else { continue };
+        for (id, info) in p.meta.iter() {
+            let Some(range) = &info.hlo_proto else { continue };
+            let Some(bytes) = p.bytes.get(range.clone()) else { continue };
             // A program whose HLO cannot be read keeps its ops uncategorized rather than failing the capture.
             let Ok(prog) = self.hlo_decoder.decode(bytes) else {
                 continue;
             };
             // JS String(id) of the id as a double.
-            let key = if prog.id.is_empty() { (id as f64).to_string() } else { prog.id };
+            let key = if prog.id.is_empty() { crate::jsfmt::num_to_string(id as f64) } else { prog.id };
             if !prog.name.is_empty() {
                 self.modules.entry(key.clone()).or_insert(prog.name);
             }
@@ -435,17 +431,17 @@ impl OpStats {
         let s = p.strings;
         let cat_k = l.category[i];
         let category = if cat_k >= 0 {
-            s[cat_k as usize].as_str()
+            &*s[cat_k as usize]
         } else {
             p.meta.get(&(l.meta_id[i] as i64)).and_then(|info| info.category.as_deref()).unwrap_or("")
         };
-        let op = s[op_k as usize].as_str();
+        let op = &*s[op_k as usize];
         let name = match op.rfind("::") {
             Some(last) => &op[last + 2..],
             None => op,
         };
-        let program = if prog_k >= 0 { s[prog_k as usize].as_str() } else { "" };
-        let module = if l.module[i] >= 0 { s[l.module[i] as usize].as_str() } else { "" };
+        let program = if prog_k >= 0 { &*s[prog_k as usize] } else { "" };
+        let module = if l.module[i] >= 0 { &*s[l.module[i] as usize] } else { "" };
         let r = self.rows.row_for(program, name, module, category, !self.is_device, self.is_device);
         if op_k < 1 << 24 && prog_k < (1 << 24) - 1 {
             self.row_of_kernel.insert(cache_key, r);

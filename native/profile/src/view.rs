@@ -3,6 +3,7 @@
 //! visitor, and reuses them for the next line.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A stat value: numbers for the numeric oneof members, strings for str_value, ref_value resolved to its name.
 #[derive(Clone, Debug, PartialEq)]
@@ -14,7 +15,8 @@ pub enum StatValue {
 /// What the analysis needs of one event metadata entry, resolved once per plane.
 #[derive(Clone, Debug, Default)]
 pub struct EventInfo {
-    pub name: String,
+    /// Shared with the string table (a TPU op's name is its whole HLO text, and every chip's plane names it).
+    pub name: Arc<str>,
     /// Index of `name` in the thread's string table (PlaneView::strings).
     pub key: i32,
     /// Metadata-level stats (TPU captures carry these per op): hlo_category (a string stat only).
@@ -23,15 +25,101 @@ pub struct EventInfo {
     pub flops: Option<f64>,
     pub bytes: Option<f64>,
     /// The op's short name on TPU (`copy-start.4`); '' when absent.
-    pub display_name: String,
+    pub display_name: Arc<str>,
     /// The program_id stat, as exact decimal digits (JS String(number) of a numeric value).
     pub program: Option<String>,
-    /// The serialized xla.HloProto ("Hlo Proto" bytes stat; entries of the /host:metadata plane).
-    pub hlo_proto: Option<Vec<u8>>,
+    /// Where the serialized xla.HloProto lies in PlaneView::bytes ("Hlo Proto" bytes stat; entries of the
+    /// /host:metadata plane): a range, not a copy (the programs are most of some GPU captures' bytes).
+    pub hlo_proto: Option<std::ops::Range<usize>>,
 }
 
-/// Event metadata by id (ids are int64 in the proto; JS kept them as doubles).
-pub type MetaTable = HashMap<i64, EventInfo>;
+/// Event metadata by id.
+pub type MetaTable = IdTable<EventInfo>;
+
+/// A table keyed by XPlane metadata id (intern.ts's IdTable): a vector for the small dense ids XLA writes
+/// (counting from 1), so that a lookup per event is an index, and a map for any other id. It iterates as the TS
+/// does: dense ids ascending, then the others in the order they were first set.
+#[derive(Debug, Clone)]
+pub struct IdTable<T> {
+    dense: Vec<Option<T>>,
+    sparse: Vec<(i64, T)>,
+    sparse_at: HashMap<i64, usize>,
+}
+
+/// Ids below this live in the vector.
+const DENSE_IDS: i64 = 1 << 20;
+
+impl<T> Default for IdTable<T> {
+    fn default() -> Self {
+        IdTable { dense: Vec::new(), sparse: Vec::new(), sparse_at: HashMap::new() }
+    }
+}
+
+impl<T> IdTable<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn get(&self, id: &i64) -> Option<&T> {
+        let id = *id;
+        if (0..DENSE_IDS).contains(&id) {
+            self.dense.get(id as usize).and_then(Option::as_ref)
+        } else {
+            self.sparse_at.get(&id).map(|&k| &self.sparse[k].1)
+        }
+    }
+
+    /// Sets `id` (an id set before keeps its place in the iteration order, as a JS Map's key does).
+    pub fn insert(&mut self, id: i64, v: T) {
+        if (0..DENSE_IDS).contains(&id) {
+            let i = id as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i] = Some(v);
+        } else if let Some(&k) = self.sparse_at.get(&id) {
+            self.sparse[k].1 = v;
+        } else {
+            self.sparse_at.insert(id, self.sparse.len());
+            self.sparse.push((id, v));
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &T)> {
+        let dense = self.dense.iter().enumerate().filter_map(|(i, v)| v.as_ref().map(|v| (i as i64, v)));
+        dense.chain(self.sparse.iter().map(|(id, v)| (*id, v)))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.iter().map(|(_, v)| v)
+    }
+
+    pub fn len(&self) -> usize {
+        self.dense.iter().filter(|v| v.is_some()).count() + self.sparse.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T> std::ops::Index<&i64> for IdTable<T> {
+    type Output = T;
+    fn index(&self, id: &i64) -> &T {
+        self.get(id).expect("no entry for this id")
+    }
+}
+
+impl<T> FromIterator<(i64, T)> for IdTable<T> {
+    fn from_iter<I: IntoIterator<Item = (i64, T)>>(iter: I) -> Self {
+        let mut t = IdTable::new();
+        for (id, v) in iter {
+            t.insert(id, v);
+        }
+        t
+    }
+}
 
 pub struct PlaneView<'a> {
     /// Position of the plane in the file (0-based).
@@ -43,7 +131,9 @@ pub struct PlaneView<'a> {
     /// The plane's own stats, by name.
     pub stats: HashMap<String, StatValue>,
     /// Interned strings; EventInfo::key and LineView::op/module/category/program index into it.
-    pub strings: &'a [String],
+    pub strings: &'a [Arc<str>],
+    /// The capture's bytes, which EventInfo::hlo_proto ranges index.
+    pub bytes: &'a [u8],
 }
 
 /// Kinds of step-grouping stats (xevent.ts `Kept`, from Correlation on), in LineView::tag_kind.

@@ -14,6 +14,12 @@ pub type Res<T> = Result<T, Corrupt>;
 /// (reads past `buf` end the varint, as `undefined` does in JS, then the caller's end check fails).
 #[inline(always)]
 pub fn varint_f64(buf: &[u8], pos: usize) -> Res<(f64, usize)> {
+    // One byte (tags, lengths, small ids: most varints) first.
+    if let Some(&b) = buf.get(pos) {
+        if b < 0x80 {
+            return Ok((b as f64, pos + 1));
+        }
+    }
     // Up to eight bytes below 2^53 (ids, lengths, picosecond times): every partial sum of the JS is exact there,
     // so the integer is the same double.
     if pos + 8 <= buf.len() {

@@ -20,10 +20,10 @@ const STRINGS: &[&str] = &[
 ];
 
 fn info(name: &str) -> EventInfo {
-    EventInfo { name: name.to_string(), key: -1, ..EventInfo::default() }
+    EventInfo { name: name.into(), key: -1, ..EventInfo::default() }
 }
 
-fn plane<'a>(index: usize, name: &str, strings: &'a [String], metas: Vec<(i64, EventInfo)>) -> PlaneView<'a> {
+fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>], metas: Vec<(i64, EventInfo)>) -> PlaneView<'a> {
     PlaneView {
         index,
         name: name.to_string(),
@@ -31,7 +31,25 @@ fn plane<'a>(index: usize, name: &str, strings: &'a [String], metas: Vec<(i64, E
         meta: metas.into_iter().collect(),
         stats: HashMap::new(),
         strings,
+        bytes: &[],
     }
+}
+
+/// A plane whose metadata entries hold HLO protos: their bytes laid end to end in `bytes`, each entry a range.
+fn hlo_plane<'a>(
+    index: usize,
+    name: &str,
+    strings: &'a [std::sync::Arc<str>],
+    bytes: &'a mut Vec<u8>,
+    metas: Vec<(i64, &str, Vec<u8>)>,
+) -> PlaneView<'a> {
+    let mut entries = vec![];
+    for (id, n, proto) in metas {
+        let at = bytes.len();
+        bytes.extend_from_slice(&proto);
+        entries.push((id, EventInfo { hlo_proto: Some(at..bytes.len()), ..info(n) }));
+    }
+    PlaneView { bytes: &bytes[..], ..plane(index, name, strings, entries) }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -86,17 +104,17 @@ fn visit(s: &mut OpStats, p: &PlaneView, lines: &[LineView]) {
 }
 
 fn scenario() -> OpPartial {
-    let strings: Vec<String> = STRINGS.iter().map(|s| s.to_string()).collect();
+    let strings: Vec<std::sync::Arc<str>> = STRINGS.iter().map(|&s| s.into()).collect();
     let mut s = OpStats::new();
-    let hlo = |name: &str, proto: Vec<u8>| EventInfo { hlo_proto: Some(proto), ..info(name) };
     let prog5 = proto(
         "jit_f",
         Some(5),
         &[instruction("fusion.1", Some("fusion"), Some("kLoop")), instruction("dot.2", Some("dot"), None)],
     );
     let other = proto("other", None, &[instruction("x.1", Some("add"), None)]);
-    let metas = vec![(1, hlo("jit_f", prog5)), (2, hlo("other", other)), (3, hlo("bad", vec![0x0c]))];
-    visit(&mut s, &plane(0, "/host:metadata", &strings, metas), &[]);
+    let mut bytes = vec![];
+    let metas = vec![(1, "jit_f", prog5), (2, "other", other), (3, "bad", vec![0x0c])];
+    visit(&mut s, &hlo_plane(0, "/host:metadata", &strings, &mut bytes, metas), &[]);
 
     let k1 = EventInfo { flops: Some(1000.0), bytes: Some(10.0), category: Some("meta-cat".into()), ..info("k1") };
     let gpu = plane(1, "/device:GPU:0", &strings, vec![(1, k1), (2, info("k2"))]);
@@ -370,7 +388,7 @@ fn module_names() {
 #[test]
 fn far_from_sorted_line() {
     // Reversed starts (over 8 moves per event): the comparison sort's order, nesting as the sorted line.
-    let strings: Vec<String> = STRINGS.iter().map(|s| s.to_string()).collect();
+    let strings: Vec<std::sync::Arc<str>> = STRINGS.iter().map(|&s| s.into()).collect();
     let metas = vec![
         (1, EventInfo { display_name: "while.1".into(), ..info("w") }),
         (2, EventInfo { display_name: "add.3".into(), ..info("a") }),

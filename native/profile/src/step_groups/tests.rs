@@ -3,8 +3,16 @@ use super::*;
 use crate::view::{LineView, PlaneView, Tag};
 use std::collections::HashMap;
 
-fn plane<'a>(index: usize, name: &str, strings: &'a [String]) -> PlaneView<'a> {
-    PlaneView { index, name: name.into(), line_count: 1, meta: HashMap::new(), stats: HashMap::new(), strings }
+fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>]) -> PlaneView<'a> {
+    PlaneView {
+        index,
+        name: name.into(),
+        line_count: 1,
+        meta: HashMap::new(),
+        stats: HashMap::new(),
+        strings,
+        bytes: &[],
+    }
 }
 
 type Event<'a> = (f64, f64, &'a [(Tag, f64)]);
@@ -30,7 +38,7 @@ const US: f64 = 1e6; // ps
 /// Two step annotations on one thread over three launches; a GPU's kernels of those launches, and one kernel
 /// with an unknown correlation id (it takes the group before it).
 fn two_steps() -> GroupPartial {
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     c.line(&line(
@@ -98,7 +106,7 @@ fn steps_by_root_annotations() {
 
 #[test]
 fn nested_and_higher_roots() {
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     c.line(&line(
@@ -129,7 +137,7 @@ fn nested_and_higher_roots() {
 
 #[test]
 fn producer_consumer_context() {
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     // Thread 1: a root with a producer in it.
@@ -182,7 +190,7 @@ fn producer_consumer_context() {
 fn grouped_capture_or_no_root_gives_none() {
     let mut p = two_steps();
     assert!(group_steps(std::slice::from_ref(&p), &[]).is_some());
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(3, "/device:GPU:1", &strings));
     c.line(&line(0.0, &[(0.0, US, &[(Tag::GroupId, 4.0)])]));
@@ -196,7 +204,7 @@ fn grouped_capture_or_no_root_gives_none() {
 
 #[test]
 fn host_planes_that_launch_nothing_and_tpu_captures_keep_nothing() {
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)])]));
@@ -210,7 +218,7 @@ fn host_planes_that_launch_nothing_and_tpu_captures_keep_nothing() {
 
 #[test]
 fn unsorted_host_events_are_ordered_by_start_then_longest() {
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     // The launch comes first on the line but starts with the root and is shorter: the root is above it.
@@ -282,7 +290,7 @@ fn replay_ts_cases() {
     let same = |a: &[f64], b: &[f64]| {
         a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
     };
-    let strings: Vec<String> = Vec::new();
+    let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let (mut busy, mut parts, mut col, mut fields, mut lv) =
         (Vec::new(), Vec::new(), GroupCollector::new(), Vec::new(), LineView::default());
     let (mut cases, mut with_steps) = (0, 0);
