@@ -3,10 +3,10 @@
 //! over the lines: each line is put in start order once, and the same walk computes nesting depth, device-busy
 //! intervals and the host's step intervals; op statistics, device stats and step grouping see each line too.
 
-use crate::decode::{decode_xspace, decode_xspace_releasing, Fail};
+use crate::decode::{decode_planes, decode_xspace, scan_xspace, Fail, Layout};
 use crate::devices::{device_steps, overview_of, DevicePartial, DeviceStats};
 use crate::intervals::IntervalUnion;
-use crate::jsmath::js_cmp;
+use crate::jsmath::{js_cmp, js_max, js_min};
 use crate::mapped::Capture;
 use crate::op_stats::{merge_ops, OpPartial, OpStats};
 use crate::step_groups::{group_steps, GroupCollector, GroupPartial};
@@ -47,7 +47,8 @@ pub struct Partial {
     pub planes: Vec<PlaneSummary>,
     pub ops: OpPartial,
     pub devices: DevicePartial,
-    pub host: bool,
+    /// The first /host:CPU plane this analyzer saw, if any.
+    pub host: Option<usize>,
     pub step_iv: StepIntervals,
     pub busy: Vec<f64>,
     pub host_busy: Vec<f64>,
@@ -59,6 +60,11 @@ impl Analyzer {
         Analyzer { t0: f64::INFINITY, t1: f64::NEG_INFINITY, ..Default::default() }
     }
 
+    /// An analyzer for a share of the planes that begins after a TPU plane (see GroupCollector::after_tpu_plane).
+    pub fn after_tpu_plane() -> Self {
+        Analyzer { groups: GroupCollector::after_tpu_plane(), ..Self::new() }
+    }
+
     pub fn partial(mut self) -> Partial {
         Partial {
             event_count: self.event_count,
@@ -67,7 +73,7 @@ impl Analyzer {
             planes: std::mem::take(&mut self.planes),
             ops: self.ops.into_partial(),
             devices: self.devices.partial(),
-            host: self.host_index.is_some(),
+            host: self.host_index,
             step_iv: std::mem::take(&mut self.step_iv),
             busy: self.busy.result(),
             host_busy: self.host_busy.result(),
@@ -230,27 +236,60 @@ impl XSpaceVisitor for Analyzer {
     }
 }
 
-/// The summary of one analyzer's partial (analyze.ts mergePartials, for one part and no timeline).
-pub fn summarize(p: Partial, info: SpaceInfo) -> ProfileSummary {
-    let (mut t0, mut t1) = (p.t0, p.t1);
+/// The summary of partials that cover consecutive planes, in plane order (analyze.ts mergePartials, without the
+/// timeline). Op times are summed in picoseconds (whole numbers, exact) and made µs once, and unions do not
+/// depend on the order of their runs: the summary is the same however the planes were split.
+pub fn summarize(parts: Vec<Partial>, info: SpaceInfo) -> ProfileSummary {
+    let mut event_count = 0;
+    let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut planes = vec![];
+    let mut host: Option<usize> = None;
+    for (k, p) in parts.iter().enumerate() {
+        event_count += p.event_count;
+        t0 = js_min(t0, p.t0);
+        t1 = js_max(t1, p.t1);
+        if let Some(h) = p.host {
+            if host.is_none_or(|best| h < parts[best].host.unwrap_or(usize::MAX)) {
+                host = Some(k);
+            }
+        }
+    }
+    for p in &parts {
+        planes.extend(p.planes.iter().cloned());
+    }
     if !t0.is_finite() {
         t0 = 0.0;
         t1 = 0.0;
     }
     let mut unattributed = UnattributedKernels::default();
-    let mut ops = merge_ops(std::slice::from_ref(&p.ops), Some(&mut unattributed));
-    let any_device = !p.busy.is_empty();
-    let busy = if any_device { &p.busy } else { &p.host_busy };
+    let op_parts: Vec<OpPartial> = parts.iter().map(|p| p.ops.clone()).collect();
+    let mut ops = merge_ops(&op_parts, Some(&mut unattributed));
+    let any_device = parts.iter().any(|p| !p.busy.is_empty());
+    let busy = if parts.len() == 1 {
+        if any_device {
+            parts[0].busy.clone()
+        } else {
+            parts[0].host_busy.clone()
+        }
+    } else {
+        let mut u = IntervalUnion::new();
+        for p in &parts {
+            u.push_run(if any_device { &p.busy } else { &p.host_busy });
+        }
+        u.result()
+    };
     // Steps as xprof finds them: a device's own Steps line first, else the device work step annotations group
     // (GPU), else the host's program dispatches (torch_xla).
-    let device_windows = !p.devices.steps.is_empty();
-    let grouped = if device_windows { None } else { group_steps(std::slice::from_ref(&p.groups), busy) };
+    let step_lines: Vec<Vec<f64>> = parts.iter().flat_map(|p| p.devices.steps.iter().cloned()).collect();
+    let device_windows = !step_lines.is_empty();
+    let groups: Vec<GroupPartial> = parts.iter().map(|p| p.groups.clone()).collect();
+    let grouped = if device_windows { None } else { group_steps(&groups, &busy) };
     let raw = if device_windows {
-        device_steps(&p.devices.steps, busy)
+        device_steps(&step_lines, &busy)
     } else if let Some(g) = grouped.clone() {
         g
-    } else if p.host {
-        step_breakdown(&p.step_iv, busy)
+    } else if let Some(h) = host {
+        step_breakdown(&parts[h].step_iv, &busy)
     } else {
         vec![]
     };
@@ -270,13 +309,14 @@ pub fn summarize(p: Partial, info: SpaceInfo) -> ProfileSummary {
     } else {
         "none"
     };
-    let overview = overview_of(&[&p.devices], info.hostnames.len().max(1), &mut ops, step_source);
+    let devices: Vec<&DevicePartial> = parts.iter().map(|p| &p.devices).collect();
+    let overview = overview_of(&devices, info.hostnames.len().max(1), &mut ops, step_source);
     let mut warnings = info.errors.clone();
     warnings.extend(info.warnings.iter().cloned());
     ProfileSummary {
         hosts: info.hostnames,
-        planes: p.planes,
-        event_count: p.event_count,
+        planes,
+        event_count,
         span_us: t1 - t0,
         steps,
         ops,
@@ -284,6 +324,45 @@ pub fn summarize(p: Partial, info: SpaceInfo) -> ProfileSummary {
         overview,
         warnings,
     }
+}
+
+/// Plane ranges for `threads` threads: consecutive planes, about the same number of bytes each.
+fn chunks(layout: &Layout, threads: usize) -> Vec<std::ops::Range<usize>> {
+    let n = layout.planes.len();
+    let total: usize = layout.planes.iter().map(|&(s, e)| e - s).sum();
+    let mut out = vec![];
+    let (mut from, mut acc) = (0, 0);
+    for (k, &(s, e)) in layout.planes.iter().enumerate() {
+        acc += e - s;
+        if out.len() + 1 < threads && acc * threads >= total * (out.len() + 1) && k + 1 < n {
+            out.push(from..k + 1);
+            from = k + 1;
+        }
+    }
+    out.push(from..n);
+    out
+}
+
+/// Below this many bytes a capture is analyzed on one thread (starting others costs more than they save).
+const MIN_BYTES_PER_THREAD: usize = 8 << 20;
+
+/// How many threads analyze a capture of `size` bytes: TPW_THREADS when set (tests, benches), else the cores
+/// this process may use, at most one per 8 MiB and at most 8.
+fn threads_for(size: usize) -> usize {
+    let set = std::env::var("TPW_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    set.unwrap_or_else(|| cores.min(8).min(size / MIN_BYTES_PER_THREAD).max(1))
+}
+
+fn analyze_range(
+    buf: &[u8],
+    layout: &Layout,
+    range: std::ops::Range<usize>,
+    capture: &Capture,
+) -> Result<Partial, Fail> {
+    let mut a = if layout.tpu_before(range.start) { Analyzer::after_tpu_plane() } else { Analyzer::new() };
+    decode_planes(buf, layout, range, &mut a, &mut |s, e| capture.release(s, e))?;
+    Ok(a.partial())
 }
 
 /// Why a capture has no summary.
@@ -296,19 +375,36 @@ pub enum ProfileError {
     HandOff,
 }
 
-/// Analyzes the capture `file`.
+/// Analyzes the capture `file`, its planes split over threads when it is big (threads_for).
 pub fn analyze_file(file: &str) -> Result<ProfileSummary, ProfileError> {
     let capture = Capture::open(file).map_err(|_| ProfileError::HandOff)?;
-    let mut a = Analyzer::new();
-    let decoded = decode_xspace_releasing(capture.bytes(), &mut a, &mut |s, e| capture.release(s, e));
-    decoded.map(|info| summarize(a.partial(), info)).map_err(|e| match e {
+    let buf = capture.bytes();
+    let say = |e: Fail| match e {
         Fail::Say(m) => ProfileError::Say(format!("{file}: {m}")),
         Fail::HandOff => ProfileError::HandOff,
-    })
+    };
+    let layout = scan_xspace(buf).map_err(say)?;
+    let ranges = chunks(&layout, threads_for(buf.len()).min(layout.planes.len()));
+    let parts: Vec<Result<Partial, Fail>> = if ranges.len() == 1 {
+        vec![analyze_range(buf, &layout, 0..layout.planes.len(), &capture)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .into_iter()
+                .map(|r| {
+                    let (layout, capture) = (&layout, &capture);
+                    scope.spawn(move || analyze_range(buf, layout, r, capture))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(Err(Fail::HandOff))).collect()
+        })
+    };
+    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>().map_err(say)?;
+    Ok(summarize(parts, layout.info))
 }
 
 pub fn analyze_bytes(buf: &[u8]) -> Result<ProfileSummary, Fail> {
     let mut a = Analyzer::new();
     let info = decode_xspace(buf, &mut a)?;
-    Ok(summarize(a.partial(), info))
+    Ok(summarize(vec![a.partial()], info))
 }

@@ -110,7 +110,6 @@ impl Strings {
     }
 }
 
-
 /// A metadata-level XStat, its value resolved once the plane's stat names are all known.
 #[derive(Clone)]
 struct RawStat {
@@ -414,26 +413,29 @@ fn host_roots_or_err(buf: &[u8], start: usize, end: usize) -> Result<bool, Fail>
 
 impl Strings {
     fn new() -> Self {
-        Strings {
-            table: Interner::new(),
-            last_number: f64::NAN,
-            last_number_key: -1,
-            key_of_number: HashMap::new(),
-        }
+        Strings { table: Interner::new(), last_number: f64::NAN, last_number_key: -1, key_of_number: HashMap::new() }
     }
 }
 
-/// Decodes the capture in `buf` into `visitor`; the space's hostnames, errors and warnings.
-pub fn decode_xspace(buf: &[u8], visitor: &mut dyn XSpaceVisitor) -> Result<SpaceInfo, Fail> {
-    decode_xspace_releasing(buf, visitor, &mut |_, _| {})
+/// Where a capture's planes lie, and what its top level says, from a scan of its top-level fields only.
+pub struct Layout {
+    /// Each plane's payload [start, end).
+    pub planes: Vec<(usize, usize)>,
+    pub info: SpaceInfo,
+    /// Whether the step-grouping stats are worth keeping (a host plane has a step-root stat).
+    grouping: bool,
+    /// Per plane: whether a TPU plane comes before it (step grouping then skips the host's events).
+    tpu_before: Vec<bool>,
 }
 
-/// decode_xspace, calling `done(start, end)` with each plane's bytes once it has been decoded.
-pub fn decode_xspace_releasing(
-    buf: &[u8],
-    visitor: &mut dyn XSpaceVisitor,
-    done: &mut dyn FnMut(usize, usize),
-) -> Result<SpaceInfo, Fail> {
+impl Layout {
+    pub fn tpu_before(&self, plane: usize) -> bool {
+        self.tpu_before.get(plane).copied().unwrap_or(false)
+    }
+}
+
+/// The top level of the capture in `buf` (stream.ts scanXSpaceFile): its planes, hostnames, errors, warnings.
+pub fn scan_xspace(buf: &[u8]) -> Result<Layout, Fail> {
     if buf.is_empty() {
         return Err(Fail::Say("the profile file is empty".into()));
     }
@@ -457,23 +459,53 @@ pub fn decode_xspace_releasing(
     if planes.is_empty() {
         return Err(Fail::Say("no planes in the profile: not an XSpace file, or an empty capture".into()));
     }
-    let mut grouping = false;
+    let grouping = planes.iter().any(|&(s, e)| host_roots(buf, s, e));
+    let mut tpu_before = Vec::with_capacity(planes.len());
+    let mut seen = false;
     for &(s, e) in &planes {
-        if host_roots(buf, s, e) {
-            grouping = true;
-            break;
-        }
+        tpu_before.push(seen);
+        seen = seen || plane_name(buf, s, e).is_some_and(|n| n.starts_with(b"/device:TPU:"));
     }
+    Ok(Layout { planes, info, grouping, tpu_before })
+}
+
+/// A plane's name field (it comes right after the id in what serializers write); None if it cannot be read.
+fn plane_name(buf: &[u8], start: usize, end: usize) -> Option<&[u8]> {
+    let mut off = start;
+    while off < end {
+        let f = field_at(buf, off, end).ok()?;
+        if f.wire == 2 && f.field == 2 {
+            return Some(&buf[f.start..f.end]);
+        }
+        off = f.end;
+    }
+    None
+}
+
+/// Decodes planes `range` of the capture into `visitor`, calling `done(start, end)` with each plane's bytes once
+/// it has been decoded (the caller may drop them from memory). Planes keep their index in the whole capture.
+pub fn decode_planes(
+    buf: &[u8],
+    layout: &Layout,
+    range: std::ops::Range<usize>,
+    visitor: &mut dyn XSpaceVisitor,
+    done: &mut dyn FnMut(usize, usize),
+) -> Result<(), Fail> {
     let mut strings = Strings::new();
     let mut cols = LineView::default();
-    for (index, &(start, end)) in planes.iter().enumerate() {
-        decode_plane(buf, index, start, end, visitor, &mut cols, &mut strings, grouping)?;
-        if std::env::var_os("TPW_DEBUG_STRINGS").is_some() {
-            eprintln!("plane {index}: {} strings", strings.table.strings().len());
-        }
+    for index in range {
+        let (start, end) = layout.planes[index];
+        decode_plane(buf, index, start, end, visitor, &mut cols, &mut strings, layout.grouping)?;
         done(start, end);
     }
-    Ok(info)
+    Ok(())
+}
+
+/// Decodes the whole capture in `buf` into `visitor` (tests and examples; analyze.rs splits it over threads).
+pub fn decode_xspace(buf: &[u8], visitor: &mut dyn XSpaceVisitor) -> Result<SpaceInfo, Fail> {
+    let layout = scan_xspace(buf)?;
+    decode_planes(buf, &layout, 0..layout.planes.len(), visitor, &mut |_, _| {})?;
+    Ok(layout.info)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -31,6 +31,11 @@ mod sys {
     pub const SC_PAGESIZE: c_int = 29;
 }
 
+// SAFETY: the mapping is read-only and lives as long as the Capture; release() only tells the kernel it may drop
+// pages (they read back from the file if touched again), so threads may share it.
+unsafe impl Sync for Capture {}
+unsafe impl Send for Capture {}
+
 impl Capture {
     pub fn open(path: &str) -> std::io::Result<Capture> {
         let mut f = File::open(path)?;

@@ -118,7 +118,31 @@ pub struct OpKey {
     pub kernel: bool,
 }
 
-/// What an OpStats saw, as plain data: rows and their sums (5 per row: count, total ps, self ps, flops, bytes).
+/// Numbers per row in OpPartial::acc: the count, then four exact sums (total ps, self ps, flops, bytes) as hi/lo
+/// pairs (add_exact).
+pub const ACC_STRIDE: usize = 9;
+
+/// Where add_exact splits a number: hi counts units of 2^26, lo holds the rest.
+const SPLIT: f64 = 67108864.0;
+
+/// Adds x to the exact sum kept as the pair acc[at] (units of 2^26) and acc[at + 1] (the rest): both stay exact
+/// integers for whole x below 2^53 and up to 2^26 additions, so exact_total is the true sum, rounded once, in any
+/// order of additions. A capture's op time in picoseconds passes 2^53 (2.5 hours of op time on many chips), where
+/// a running sum of doubles would round at each step and depend on how the planes were split between threads.
+/// (op-stats.ts addExact: the same operations, so the same doubles.)
+#[inline]
+pub fn add_exact(acc: &mut [f64], at: usize, x: f64) {
+    let hi = (x * (1.0 / SPLIT)).floor();
+    acc[at] += hi;
+    acc[at + 1] += x - hi * SPLIT;
+}
+
+/// The value of an exact sum kept by add_exact.
+pub fn exact_total(acc: &[f64], at: usize) -> f64 {
+    acc[at] * SPLIT + acc[at + 1]
+}
+
+/// What an OpStats saw, as plain data: rows and their sums (ACC_STRIDE per row).
 #[derive(Clone, Debug, Default)]
 pub struct OpPartial {
     pub rows: Vec<OpKey>,
@@ -177,7 +201,7 @@ impl Rows {
             host,
             kernel,
         });
-        self.acc.extend_from_slice(&[0.0; 5]);
+        self.acc.extend_from_slice(&[0.0; ACC_STRIDE]);
         self.index.insert(self.key.clone(), r);
         r
     }
@@ -343,7 +367,7 @@ impl OpStats {
     pub fn partial(&self) -> OpPartial {
         OpPartial {
             rows: self.rows.rows.clone(),
-            acc: self.rows.acc[..5 * self.rows.rows.len()].to_vec(),
+            acc: self.rows.acc[..ACC_STRIDE * self.rows.rows.len()].to_vec(),
             hlo: self.hlo.clone(),
             modules: self.modules.clone(),
         }
@@ -474,12 +498,12 @@ fn pop(s: &mut Scratch, acc: &mut [f64]) {
     if let Some(parent) = s.stack_child.last_mut() {
         *parent += d;
     }
-    let a = 5 * s.row[q] as usize;
+    let a = ACC_STRIDE * s.row[q] as usize;
     acc[a] += 1.0;
-    acc[a + 1] += d;
-    acc[a + 2] += self_ps;
-    acc[a + 3] += s.fl[q];
-    acc[a + 4] += s.by[q];
+    add_exact(acc, a + 1, d);
+    add_exact(acc, a + 3, self_ps);
+    add_exact(acc, a + 5, s.fl[q]);
+    add_exact(acc, a + 7, s.by[q]);
 }
 
 /// The collected events in start order, longer first on equal starts, into s.ord. Lines are nearly sorted

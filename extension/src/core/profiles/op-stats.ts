@@ -14,6 +14,9 @@
  *   program's HLO counts for no op: XLA names the CUDA command buffer (`command_buffer_1`) on the kernels it ran
  *   inside one. Unlike xprof, a program whose HLO the capture lacks keeps its kernels' rows (uncategorized).
  * Rows are per (program, op name). Sums stay in a Float64Array until mergeOps, which is plain data across threads.
+ * Each sum is kept exactly (addExact): a capture's op time in picoseconds passes 2^53 (2.5 hours of op time, a
+ * big capture of many chips), where a plain running sum of doubles would round at each step and the total would
+ * depend on the order of the additions, and so on how the planes were split between threads.
  */
 import type { OpRow, UnattributedKernels } from '../../../../protocol/run-view-messages';
 import { HloDecoder } from './hlo-categories';
@@ -39,11 +42,33 @@ function finiteOr0(x: number | undefined): number {
   return x !== undefined && Number.isFinite(x) ? x : 0;
 }
 
+/** Numbers per row in OpPartial.acc: the count, then four exact sums (total ps, self ps, flops, bytes) as hi/lo pairs. */
+export const ACC_STRIDE = 9;
+
+/** Where addExact splits a number: hi counts units of 2^26, lo holds the rest. */
+const SPLIT = 2 ** 26;
+
+/**
+ * Adds x to the exact sum kept as the pair acc[at] (units of 2^26) and acc[at + 1] (the rest, in [0, 2^26) per
+ * addend). Both stay exact integers for any whole x below 2^53 and up to 2^26 additions, so the pair's value
+ * (exactTotal) is the true sum, rounded once, in whatever order the additions came.
+ */
+export function addExact(acc: Float64Array, at: number, x: number): void {
+  const hi = Math.floor(x * (1 / SPLIT));
+  acc[at] += hi;
+  acc[at + 1] += x - hi * SPLIT;
+}
+
+/** The value of an exact sum kept by addExact. */
+export function exactTotal(acc: ArrayLike<number>, at: number): number {
+  return acc[at] * SPLIT + acc[at + 1];
+}
+
 /** A row's identity; category '' until resolved (GPU: from the program's HLO, in mergeOps). */
 export interface OpKey { program: string; name: string; module: string; category: string; host: boolean; kernel: boolean }
 
 
-/** What an OpStats saw, as plain data: rows and their sums (5 per row: count, total ps, self ps, flops, bytes). */
+/** What an OpStats saw, as plain data: rows and their sums (ACC_STRIDE per row: count, then the exact sums of total ps, self ps, flops, bytes). */
 export interface OpPartial {
   rows: OpKey[];
   acc: Float64Array;
@@ -55,7 +80,7 @@ export interface OpPartial {
 
 export class OpStats {
   private readonly rows: OpKey[] = [];
-  private acc = new Float64Array(5 * 256);
+  private acc = new Float64Array(ACC_STRIDE * 256);
   private readonly index = new Map<string, number>();
   private readonly hlo: OpPartial['hlo'] = {};
   private readonly modules: OpPartial['modules'] = {};
@@ -169,7 +194,7 @@ export class OpStats {
   }
 
   partial(): OpPartial {
-    return { rows: this.rows.map((r) => ({ ...r })), acc: this.acc.slice(0, 5 * this.rows.length), hlo: this.hlo, modules: this.modules };
+    return { rows: this.rows.map((r) => ({ ...r })), acc: this.acc.slice(0, ACC_STRIDE * this.rows.length), hlo: this.hlo, modules: this.modules };
   }
 
   /** Pops the top of the nesting stack into its row; returns the new depth. */
@@ -179,13 +204,13 @@ export class OpStats {
     const d = this.dur[q];
     const self = d > this.stackChild[t] ? d - this.stackChild[t] : 0;
     if (t) this.stackChild[t - 1] += d;
-    const a = 5 * this.row[q];
+    const a = ACC_STRIDE * this.row[q];
     const acc = this.acc;
     acc[a]++;
-    acc[a + 1] += d;
-    acc[a + 2] += self;
-    acc[a + 3] += this.fl[q];
-    acc[a + 4] += this.by[q];
+    addExact(acc, a + 1, d);
+    addExact(acc, a + 3, self);
+    addExact(acc, a + 5, this.fl[q]);
+    addExact(acc, a + 7, this.by[q]);
     return t;
   }
 
@@ -261,7 +286,7 @@ export class OpStats {
     if (r === undefined) {
       r = this.rows.length;
       this.rows.push({ program, name, module, category, host, kernel });
-      this.acc = grown(this.acc, 5 * (r + 1));
+      this.acc = grown(this.acc, ACC_STRIDE * (r + 1));
       this.index.set(key, r);
     } else if (!this.rows[r].category && category) this.rows[r].category = category;
     return r;
@@ -282,10 +307,11 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
   const anyDevice = parts.some((p) => p.rows.some((r) => !r.host));
   const out: OpRow[] = [];
   const index = new Map<string, number>();
-  // Times summed in picoseconds (whole numbers: exact), then made µs once, so the table does not depend on how
-  // the planes were split between threads.
-  let ps = new Float64Array(2 * 256);
-  let unattributedPs = 0;
+  // Exact sums (addExact) of the parts' exact sums, made µs once at the end, so that the table does not depend on
+  // how the planes were split between threads: total ps, self ps, flops, bytes, a hi/lo pair each.
+  let sums = new Float64Array(8 * 256);
+  const unattributedPs = new Float64Array(2);
+  const S = ACC_STRIDE;
   for (const p of parts) {
     p.rows.forEach((r, k) => {
       if (r.host && anyDevice) return;
@@ -293,9 +319,10 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
       const program = hlo[r.program];
       if (r.kernel && program && !program.has(r.name)) {
         if (unattributed) {
-          unattributed.count += a[5 * k];
-          unattributedPs += a[5 * k + 2];
-          unattributed.names[r.name] = (unattributed.names[r.name] ?? 0) + a[5 * k];
+          unattributed.count += a[S * k];
+          unattributedPs[0] += a[S * k + 3];
+          unattributedPs[1] += a[S * k + 4];
+          unattributed.names[r.name] = (unattributed.names[r.name] ?? 0) + a[S * k];
         }
         return;
       }
@@ -306,20 +333,18 @@ export function mergeOps(parts: readonly OpPartial[], unattributed?: Unattribute
         j = out.length;
         out.push({ program: r.program, name: r.name, module: r.module || modules[r.program] || '', category, count: 0, selfUs: 0, totalUs: 0, flops: 0, bytes: 0, intensity: 0, boundBy: '' });
         index.set(key, j);
-        ps = grown(ps, 2 * (j + 1));
+        sums = grown(sums, 8 * (j + 1));
       }
-      const row = out[j];
-      row.count += a[5 * k];
-      ps[2 * j] += a[5 * k + 1];
-      ps[2 * j + 1] += a[5 * k + 2];
-      row.flops += a[5 * k + 3];
-      row.bytes += a[5 * k + 4];
+      out[j].count += a[S * k];
+      for (let m = 0; m < 8; m++) sums[8 * j + m] += a[S * k + 1 + m];
     });
   }
   out.forEach((row, j) => {
-    row.totalUs = ps[2 * j] / 1e6;
-    row.selfUs = ps[2 * j + 1] / 1e6;
+    row.totalUs = exactTotal(sums, 8 * j) / 1e6;
+    row.selfUs = exactTotal(sums, 8 * j + 2) / 1e6;
+    row.flops = exactTotal(sums, 8 * j + 4);
+    row.bytes = exactTotal(sums, 8 * j + 6);
   });
-  if (unattributed) unattributed.selfUs += unattributedPs / 1e6;
+  if (unattributed) unattributed.selfUs += exactTotal(unattributedPs, 0) / 1e6;
   return out.sort((a, b) => b.selfUs - a.selfUs);
 }

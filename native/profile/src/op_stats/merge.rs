@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use super::{category_from_name, OpPartial};
+use super::{category_from_name, exact_total, OpPartial, ACC_STRIDE};
 use crate::hlo_categories::{Categories, FastMap};
 use crate::view::{OpRow, UnattributedKernels};
 
@@ -51,10 +51,11 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
     let mut out: Vec<OpRow> = Vec::new();
     let mut index: FastMap<String, usize> = FastMap::default();
     let mut key = String::new();
-    // Times summed in picoseconds (whole numbers: exact), then made µs once, so the table does not depend on
-    // how the planes were split between threads.
-    let mut ps: Vec<f64> = Vec::new();
-    let mut unattributed_ps = 0.0;
+    // Exact sums (add_exact) of the parts' exact sums, made µs once at the end, so that the table does not depend
+    // on how the planes were split between threads: total ps, self ps, flops, bytes, a hi/lo pair each.
+    let mut sums: Vec<f64> = Vec::new();
+    let mut unattributed_ps = [0.0; 2];
+    const S: usize = ACC_STRIDE;
     for p in parts {
         let a = &p.acc;
         for (k, r) in p.rows.iter().enumerate() {
@@ -64,9 +65,10 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
             let program = hlo.get(r.program.as_str());
             if r.kernel && program.is_some_and(|c| !c.contains_key(r.name.as_str())) {
                 if let Some(u) = unattributed.as_deref_mut() {
-                    u.count += a[5 * k];
-                    unattributed_ps += a[5 * k + 2];
-                    add_js_key(&mut u.names, &r.name, a[5 * k]);
+                    u.count += a[S * k];
+                    unattributed_ps[0] += a[S * k + 3];
+                    unattributed_ps[1] += a[S * k + 4];
+                    add_js_key(&mut u.names, &r.name, a[S * k]);
                 }
                 continue;
             }
@@ -98,24 +100,25 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
                         ..OpRow::default()
                     });
                     index.insert(key.clone(), out.len() - 1);
-                    ps.extend_from_slice(&[0.0, 0.0]);
+                    sums.extend_from_slice(&[0.0; 8]);
                     out.len() - 1
                 }
             };
             let row = &mut out[j];
-            row.count += a[5 * k];
-            ps[2 * j] += a[5 * k + 1];
-            ps[2 * j + 1] += a[5 * k + 2];
-            row.flops += a[5 * k + 3];
-            row.bytes += a[5 * k + 4];
+            row.count += a[S * k];
+            for m in 0..8 {
+                sums[8 * j + m] += a[S * k + 1 + m];
+            }
         }
     }
     for (j, row) in out.iter_mut().enumerate() {
-        row.total_us = ps[2 * j] / 1e6;
-        row.self_us = ps[2 * j + 1] / 1e6;
+        row.total_us = exact_total(&sums, 8 * j) / 1e6;
+        row.self_us = exact_total(&sums, 8 * j + 2) / 1e6;
+        row.flops = exact_total(&sums, 8 * j + 4);
+        row.bytes = exact_total(&sums, 8 * j + 6);
     }
     if let Some(u) = unattributed {
-        u.self_us += unattributed_ps / 1e6;
+        u.self_us += exact_total(&unattributed_ps, 0) / 1e6;
     }
     // Stable, by descending self time; a NaN difference compares equal, as in a JS comparator.
     out.sort_by(|a, b| (b.self_us - a.self_us).partial_cmp(&0.0).unwrap_or(Ordering::Equal));

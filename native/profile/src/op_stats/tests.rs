@@ -19,11 +19,53 @@ const STRINGS: &[&str] = &[
     "dot.2",
 ];
 
+/// A partial's sums as plain numbers, 5 per row: count, total ps, self ps, flops, bytes.
+fn plain(acc: &[f64]) -> Vec<f64> {
+    acc.chunks(ACC_STRIDE)
+        .flat_map(|r| [r[0], exact_total(r, 1), exact_total(r, 3), exact_total(r, 5), exact_total(r, 7)])
+        .collect()
+}
+
+/// Plain sums, 5 per row, as a partial keeps them (ACC_STRIDE per row).
+fn exact(plain: &[f64]) -> Vec<f64> {
+    let mut acc = vec![];
+    for r in plain.chunks(5) {
+        let mut row = [0.0; ACC_STRIDE];
+        row[0] = r[0];
+        for (m, &x) in r[1..].iter().enumerate() {
+            add_exact(&mut row, 1 + 2 * m, x);
+        }
+        acc.extend_from_slice(&row);
+    }
+    acc
+}
+
+#[test]
+fn exact_sums_do_not_depend_on_the_order_of_additions() {
+    // Past 2^53 a running sum of doubles rounds at each step: these three in two orders give two answers.
+    let xs = [9007199254740992.0, 1.0, 1.0];
+    assert_ne!((xs[0] + xs[1]) + xs[2], xs[0] + (xs[1] + xs[2]));
+    let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+    for &x in &xs {
+        add_exact(&mut a, 0, x);
+    }
+    for &x in xs.iter().rev() {
+        add_exact(&mut b, 0, x);
+    }
+    assert_eq!(exact_total(&a, 0), exact_total(&b, 0));
+    assert_eq!(exact_total(&a, 0), 9007199254740994.0);
+}
+
 fn info(name: &str) -> EventInfo {
     EventInfo { name: name.into(), key: -1, ..EventInfo::default() }
 }
 
-fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>], metas: Vec<(i64, EventInfo)>) -> PlaneView<'a> {
+fn plane<'a>(
+    index: usize,
+    name: &str,
+    strings: &'a [std::sync::Arc<str>],
+    metas: Vec<(i64, EventInfo)>,
+) -> PlaneView<'a> {
     PlaneView {
         index,
         name: name.to_string(),
@@ -212,7 +254,7 @@ fn partial_rows_and_sums() {
         1e7, 0., 0., 1., 1e7, 1e7, 0., 0., 2., 6e7, 6e7, 0., 0., 1., 4e6, 4e6, 0., 0., 1., 5e6, 5e6, 0., 0., 1., 1e8,
         4.2e7, 0., 0., 4., 7e7, 6e7, 400., 200., 2., 2.8e7, 2.8e7, 0., 0.,
     ];
-    assert_eq!(p.acc, acc);
+    assert_eq!(plain(&p.acc), acc);
     let mut hlo: Vec<(&str, Vec<(&str, &str)>)> = p
         .hlo
         .iter()
@@ -282,13 +324,13 @@ fn merge_precedence_and_host_fallback() {
     };
     let a = OpPartial {
         rows: vec![key("1", "x.1", true), key("1", "y.2", true)],
-        acc: vec![1., 2e6, 1e6, 0., 0., 3., 3e6, 3e6, 5., 0.],
+        acc: exact(&[1., 2e6, 1e6, 0., 0., 3., 3e6, 3e6, 5., 0.]),
         hlo: [("1".to_string(), cats(&[("x.1", "first")]))].into_iter().collect(),
         modules: [("1".to_string(), "m_a".to_string())].into_iter().collect(),
     };
     let b = OpPartial {
         rows: vec![key("1", "x.1", true)],
-        acc: vec![2., 4e6, 2e6, 0., 0.],
+        acc: exact(&[2., 4e6, 2e6, 0., 0.]),
         hlo: [("1".to_string(), cats(&[("x.1", "second")]))].into_iter().collect(),
         modules: [("1".to_string(), "m_b".to_string())].into_iter().collect(),
     };
@@ -400,5 +442,5 @@ fn far_from_sorted_line() {
     let mut s = OpStats::new();
     visit(&mut s, &p, &[line("XLA Ops", &evs)]);
     let p = s.partial();
-    assert_eq!(p.acc, [1., 1e9, 8e8, 0., 0., 40., 2e8, 2e8, 0., 0.]);
+    assert_eq!(plain(&p.acc), [1., 1e9, 8e8, 0., 0., 40., 2e8, 2e8, 0., 0.]);
 }

@@ -82,6 +82,12 @@ impl GroupCollector {
         GroupCollector { plane_index: -1, ..Default::default() }
     }
 
+    /// A collector for planes that follow a TPU plane it does not see (another thread's share of a capture):
+    /// as if it had seen that plane.
+    pub fn after_tpu_plane() -> Self {
+        GroupCollector { tpu: true, ..Self::new() }
+    }
+
     pub fn plane(&mut self, p: &PlaneView) {
         self.end_plane();
         self.host = p.name == "/host:CPU";

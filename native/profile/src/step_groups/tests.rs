@@ -8,7 +8,7 @@ fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>]) -> Pl
         index,
         name: name.into(),
         line_count: 1,
-        meta: HashMap::new(),
+        meta: Default::default(),
         stats: HashMap::new(),
         strings,
         bytes: &[],
