@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything TPU Workbench needs on a fresh Debian machine, and nothing twice:
 #   system packages (OpenSSH for the tests' real sshd, git, tar), node_modules (npm ci), the trainer's Python
-#   venv (scripts/python-env.sh), and the bundles in dist/.
+#   venv (scripts/python-env.sh), and the bundles in dist/ (with dist/tpw-profile, which needs Rust's cargo).
 #   --e2e  also Debian chromium and code-server 4.100.3 (VS Code 1.100) for the end-to-end tests.
 # Caches live under $TPW_CACHE (default ~/.cache/tpu-workbench) so a second run on the same machine is quick.
 set -euo pipefail
@@ -41,6 +41,13 @@ bash scripts/python-env.sh >/dev/null
 # --- code-server for the end-to-end tests -----------------------------------------------------------
 if [ $e2e = 1 ]; then
   bash scripts/install-code-server.sh "$TPW_CACHE/code-server"
+fi
+
+# --- Rust, for the native `tpw profile` (native/profile) ------------------------------------------------
+# Not installed here (rustup's toolchains are per user); without it the build leaves dist/tpw-profile out and
+# bin/tpw runs `tpw profile` on node, but `npm run test:native` and the unit suite's native tests fail.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  say "no cargo: install Rust 1.82 or later (rustup, with clippy and rustfmt) for the native tpw profile and its tests"
 fi
 
 # --- bundles ---------------------------------------------------------------------------------------

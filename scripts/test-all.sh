@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
-# real sshd), language-server tests over JSON-RPC, the trainer's lint and type check (ruff, mypy) and pytest
+# real sshd), language-server tests over JSON-RPC, the native `tpw profile`'s (Rust) checks and tests, the trainer's lint and type check (ruff, mypy) and pytest
 # suite, and the end-to-end test in real VS Code (code-server + headless Chromium). Ends with one
 # "N passed, N failed" line over all runners.
 set -uo pipefail
@@ -12,6 +12,8 @@ passed=0; failed=0; broken=()
 
 # node's test runner prints "# pass N" / "# fail N"; pytest prints "N passed, M failed".
 count_node() { local log=$1; passed=$((passed + $(grep -E '^# pass ' "$log" | awk '{s+=$3} END {print s+0}'))); failed=$((failed + $(grep -E '^# fail ' "$log" | awk '{s+=$3} END {print s+0}'))); }
+# cargo test prints one "test result: ok. N passed; M failed; …" line per test binary.
+count_cargo() { local log=$1; passed=$((passed + $(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}'))); failed=$((failed + $(grep -oE '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}'))); }
 count_pytest() { local log=$1 line; line=$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1); passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | cut -d' ' -f1 || echo 0))); failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | cut -d' ' -f1 || echo 0))); }
 
 step() {
@@ -36,6 +38,9 @@ count_node test-artifacts/lsp.log
 # The run view's bundle in headless Chromium (the suite builds dist/ first).
 step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
+# The native `tpw profile` (Rust): rustfmt, clippy and its tests (the unit suite holds it to the node CLI's bytes).
+step native npm run -s test:native
+count_cargo test-artifacts/native.log
 # ruff and mypy over the trainer, its tests and the project's other Python (settings in trainer/pyproject.toml);
 # fails on any finding.
 step python-checks npm run -s check:python

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One test suite, run the way `npm run test:<suite>` and scripts/test-all.sh both run it (so they cannot drift):
 #
-#   bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e [FILE…] [OPTION…]
+#   bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e|native [FILE…] [OPTION…]
 #
 # With no FILE it runs every test file of the suite. An argument that names an existing file (for pytest, before
 # any `::test`) is a FILE; every other argument goes to the runner as it is (node's test runner; pytest for the
@@ -34,8 +34,15 @@ case $suite in
   lsp) runner=(); node_suite test/lsp/*.test.ts ;;
   webview) node scripts/build.mjs; runner=(--test-concurrency=1); node_suite test/webview/*.test.ts ;;
   e2e) node scripts/build.mjs; runner=(); node_suite test/e2e/*.e2e.ts ;;
+  # The native `tpw profile` (Rust): formatted, lint-free, its tests. OPTIONs go to `cargo test`.
+  native)
+    cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+    manifest=(--manifest-path native/profile/Cargo.toml)
+    "$cargo" fmt "${manifest[@]}" --check
+    "$cargo" clippy "${manifest[@]}" --release --all-targets --locked -q -- -D warnings
+    exec "$cargo" test "${manifest[@]}" --release --locked ${opts[@]+"${opts[@]}"} ;;
   trainer)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
     exec python3 -m pytest -q ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
-  *) echo "usage: bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
 esac

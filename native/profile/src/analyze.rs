@@ -375,8 +375,13 @@ pub enum ProfileError {
     HandOff,
 }
 
-/// Analyzes the capture `file`, its planes split over threads when it is big (threads_for).
+/// Analyzes the capture `file`, its planes split over threads when it is big (threads_for). A panic (a fault
+/// in this port that some capture reaches) hands the capture to the node CLI too, rather than failing it.
 pub fn analyze_file(file: &str) -> Result<ProfileSummary, ProfileError> {
+    std::panic::catch_unwind(|| analyze_file_unguarded(file)).unwrap_or(Err(ProfileError::HandOff))
+}
+
+fn analyze_file_unguarded(file: &str) -> Result<ProfileSummary, ProfileError> {
     let capture = Capture::open(file).map_err(|_| ProfileError::HandOff)?;
     let buf = capture.bytes();
     let say = |e: Fail| match e {

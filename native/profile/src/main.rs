@@ -65,6 +65,11 @@ fn write_or_exit(w: &mut dyn Write, s: &str) {
 }
 
 fn main() {
+    // A panic while analyzing hands the capture to node (analyze.rs), which answers it: no trace on stderr then,
+    // unless TPW_NATIVE_DEBUG asks for one.
+    if std::env::var_os("TPW_NATIVE_DEBUG").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     // An argument that is not UTF-8 is node's to read (it would decode it its own way).
     let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_owned)).collect();
