@@ -11,11 +11,11 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { freePort, httpGet } from '../helpers/worker-server';
 import type { ProcessTracker } from './processes';
-import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, teardown, testEnv, testRoot, VENV } from './session';
+import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot, VENV } from './session';
 import type { Workbench } from './workbench';
 
 const VIEW = 'TPU VMs';
@@ -27,7 +27,6 @@ describe('Forward Port… in VS Code (code-server)', { timeout: 6 * 60_000 }, ()
   let browser: Browser | undefined;
   let wb: Workbench;
   let port = 0;
-  let failed = false;
 
   before(async () => {
     requireBuilt('extension.js', 'cli.js');
@@ -47,13 +46,12 @@ describe('Forward Port… in VS Code (code-server)', { timeout: 6 * 60_000 }, ()
     ({ browser, wb } = await openVsCode(procs, { root, workspace, env }));
   });
 
-  after(() => teardown({ browser, procs, home, root, failed, logsName: 'logs-forward' }));
+  after(() => teardown({ browser, procs, home, root, failed: steps.failed, logsName: 'logs-forward' }));
 
-  test("the worker's menu forwards a port, the notification names it, and Stop Forwarding closes it", async (t) => {
-    t.after(async () => {
-      if (t.signal.aborted) failed = true;
-      await wb.screenshot(path.join(ARTIFACTS, 'forward-last.png')).catch(() => undefined);
-    });
+  // A failed step keeps the extension host's, code-server's and the emulator's logs (teardown) and a screenshot.
+  const steps = stepper('forward', (file) => wb.screenshot(path.join(ARTIFACTS, file)));
+
+  steps.step("the worker's menu forwards a port, the notification names it, and Stop Forwarding closes it", async () => {
     await wb.openViewContainer('TPU');
     const worker = wb.row(VIEW, /^\s*w0\s*127\./);
     await worker.waitFor({ timeout: 60_000 });

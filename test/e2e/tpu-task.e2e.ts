@@ -10,10 +10,10 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { ProcessTracker } from './processes';
-import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, teardown, testEnv, testRoot } from './session';
+import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
 import type { Workbench } from './workbench';
 
 const BAD_PY = ['def main():', '    value = 1', '    return value + missing_name', '', '', 'main()', ''].join('\n');
@@ -25,7 +25,6 @@ describe('tpu task with problem matchers in VS Code (code-server)', { timeout: 6
   let procs: ProcessTracker;
   let browser: Browser | undefined;
   let wb: Workbench;
-  let failed = false;
 
   before(async () => {
     requireBuilt('extension.js', 'cli.js');
@@ -45,13 +44,12 @@ describe('tpu task with problem matchers in VS Code (code-server)', { timeout: 6
     ({ browser, wb } = await openVsCode(procs, { root, workspace, env }));
   });
 
-  after(() => teardown({ browser, procs, home, root, failed, logsName: 'logs-tpu-task' }));
+  after(() => teardown({ browser, procs, home, root, failed: steps.failed, logsName: 'logs-tpu-task' }));
 
-  test('the traceback is a Problem at the local file, and opening it lands on the line', async (t) => {
-    t.after(async () => {
-      if (t.signal.aborted) failed = true;
-      await wb.screenshot(path.join(ARTIFACTS, 'tpu-task-last.png')).catch(() => undefined);
-    });
+  // A failed step keeps the extension host's, code-server's and the emulator's logs (teardown) and a screenshot.
+  const steps = stepper('tpu-task', (file) => wb.screenshot(path.join(ARTIFACTS, file)));
+
+  steps.step('the traceback is a Problem at the local file, and opening it lands on the line', async () => {
     await wb.openViewContainer('TPU');
     // The default build task: run without a pick.
     await wb.runCommand('Tasks: Run Build Task');
