@@ -32,7 +32,8 @@ export function buildNativeProfile({ log = console.log } = {}) {
   }
   const targetDir = path.join(CRATE, 'target');
   const args = ['build', '--release', '--locked', '--quiet', '--manifest-path', path.join(CRATE, 'Cargo.toml'), '--target-dir', targetDir];
-  const r = spawnSync(cargo, args, { encoding: 'utf8' });
+  // From the crate's folder, so that cargo reads its .cargo/config.toml (the static build).
+  const r = spawnSync(cargo, args, { encoding: 'utf8', cwd: CRATE });
   if (r.status !== 0) throw new Error(`${cargo} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}`);
   const built = path.join(targetDir, 'release', 'tpw-profile');
   if (!existsSync(built)) throw new Error(`cargo reported success but ${built} is missing`);

@@ -37,10 +37,11 @@ case $suite in
   # The native `tpw profile` (Rust): formatted, lint-free, its tests. OPTIONs go to `cargo test`.
   native)
     cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
-    manifest=(--manifest-path native/profile/Cargo.toml)
-    "$cargo" fmt "${manifest[@]}" --check
-    "$cargo" clippy "${manifest[@]}" --release --all-targets --locked -q -- -D warnings
-    exec "$cargo" test "${manifest[@]}" --release --locked ${opts[@]+"${opts[@]}"} ;;
+    # From the crate's folder: cargo reads its .cargo/config.toml from there (the build the CLI runs).
+    cd native/profile
+    "$cargo" fmt --check
+    "$cargo" clippy --release --all-targets --locked -q -- -D warnings
+    exec "$cargo" test --release --locked ${opts[@]+"${opts[@]}"} ;;
   trainer)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
     exec python3 -m pytest -q ${opts[@]+"${opts[@]}"} "${files[@]}" ;;

@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { addExact, exactTotal } from '../../extension/src/core/profiles/op-stats';
 import { REPO } from '../helpers/fresh-bundle';
 // @ts-expect-error: a plain .mjs build script, typed by its use here.
 import { buildNativeProfile, NATIVE_PROFILE } from '../../scripts/build-native.mjs';
@@ -78,6 +79,21 @@ test('bin/tpw profile answers natively, byte for byte as node does, on every rea
       assert.equal(native.stderr, '');
     }
   }
+  // Its planes split over 1, 2 or 3 threads: the same bytes (op sums are exact, unions order-free).
+  const outputs = [1, 2, 3].map((n) => spawnSync(tpw, ['profile', big, '--json', '--top', '0'], { encoding: 'utf8', env: { ...process.env, TPW_THREADS: String(n) }, maxBuffer: 64 << 20 }).stdout);
+  assert.ok(outputs[0].length > 1000);
+  assert.deepEqual(outputs, [outputs[0], outputs[0], outputs[0]]);
+});
+
+test('op sums are exact whatever the order of additions (past 2^53, where running sums of doubles are not)', () => {
+  const xs = [2 ** 53, 1, 1];
+  assert.notEqual(xs[0] + xs[1] + xs[2], xs[0] + (xs[1] + xs[2]));
+  const forward = new Float64Array(2);
+  const backward = new Float64Array(2);
+  for (const x of xs) addExact(forward, 0, x);
+  for (const x of [...xs].reverse()) addExact(backward, 0, x);
+  assert.equal(exactTotal(forward, 0), 2 ** 53 + 2);
+  assert.equal(exactTotal(backward, 0), 2 ** 53 + 2);
 });
 
 test("bin/tpw profile: bad input gets the node CLI's messages and exit codes, natively", () => {

@@ -344,10 +344,10 @@ fn chunks(layout: &Layout, threads: usize) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Below this many bytes a capture is analyzed on one thread (starting others costs more than they save).
-const MIN_BYTES_PER_THREAD: usize = 8 << 20;
+const MIN_BYTES_PER_THREAD: usize = 2 << 20;
 
 /// How many threads analyze a capture of `size` bytes: TPW_THREADS when set (tests, benches), else the cores
-/// this process may use, at most one per 8 MiB and at most 8.
+/// this process may use, at most one per 2 MiB and at most 8.
 fn threads_for(size: usize) -> usize {
     let set = std::env::var("TPW_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

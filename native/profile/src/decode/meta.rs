@@ -83,6 +83,15 @@ impl<'b> StatNames<'b> {
         }
     }
 
+    /// Whether stat `id` is named `n` (as name() would say, without making the string).
+    pub(super) fn is(&self, id: f64, n: &str) -> bool {
+        match self.bytes(id) {
+            Some(b) if b.is_ascii() || std::str::from_utf8(b).is_ok() => b == n.as_bytes(),
+            Some(_) => self.name(id) == n,
+            None => n.starts_with("stat#") && self.name(id) == n,
+        }
+    }
+
     /// The key of stat `id`'s name (a ref value's string), interned on first use.
     pub(super) fn key(&mut self, s: &mut Strings, id: f64) -> i32 {
         if id.trunc() == id {
@@ -212,7 +221,7 @@ pub(super) fn meta_info(m: &MetaEntry, names: &StatNames, s: &Strings) -> EventI
     let stats = m.stats.as_deref().unwrap_or(&[]);
     let find = |n: &str| -> Option<StatValue> {
         for st in stats {
-            if names.name(st.meta) == n {
+            if names.is(st.meta, n) {
                 return match &st.value {
                     None => None,
                     Some(RawValue::Num(x)) if st.is_ref => Some(StatValue::Str(names.name(*x))),
@@ -228,7 +237,7 @@ pub(super) fn meta_info(m: &MetaEntry, names: &StatNames, s: &Strings) -> EventI
     let flops = find("flops");
     let bytes = find("bytes_accessed");
     let program = find("program_id");
-    let hlo = stats.iter().find(|st| st.bin.is_some() && names.name(st.meta) == HLO_PROTO_STAT);
+    let hlo = stats.iter().find(|st| st.bin.is_some() && names.is(st.meta, HLO_PROTO_STAT));
     EventInfo {
         name: s.table.shared(m.key),
         key: m.key,
