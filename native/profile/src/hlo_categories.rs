@@ -14,6 +14,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::wire::{varint_decimal, Corrupt, Reader};
+
 pub(crate) use crate::intern::FastMap;
 
 /// XLA's elementwise opcodes (HloInstruction::IsElementwise for a non-fusion instruction).
@@ -107,10 +109,13 @@ pub struct HloProgram {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HloError;
 
-type R<T> = Result<T, HloError>;
+impl From<Corrupt> for HloError {
+    fn from(_: Corrupt) -> Self {
+        HloError
+    }
+}
 
-/// protobufjs's recursion limit for skipping groups.
-const RECURSION_LIMIT: u32 = 100;
+type R<T> = Result<T, HloError>;
 
 /// Absent field in an instruction (TS: key -1).
 const NONE: u32 = u32::MAX;
@@ -126,175 +131,6 @@ pub struct HloDecoder {
     category_of: FastMap<(u32, u32), Arc<str>>,
 }
 
-/// A reader over one HloProto: the protobufjs Reader's position and limit (the whole buffer).
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    /// protobufjs Reader.uint32: up to 5 bytes, bits past 32 dropped; a 6th to 10th byte skipped unread.
-    fn uint32(&mut self) -> R<u32> {
-        let buf = self.buf;
-        let len = buf.len();
-        if len - self.pos < 5 {
-            if self.pos >= len {
-                return Err(HloError);
-            }
-            if buf[self.pos] >= 128 {
-                // Near the end: at most four bytes, each checked.
-                let mut value = 0u32;
-                for i in 0..4 {
-                    if self.pos >= len {
-                        return Err(HloError);
-                    }
-                    let b = buf[self.pos];
-                    self.pos += 1;
-                    value |= ((b & 127) as u32) << (i * 7);
-                    if b < 128 {
-                        return Ok(value);
-                    }
-                }
-                return Err(HloError);
-            }
-        }
-        let mut value = 0u32;
-        for i in 0..4 {
-            let b = buf[self.pos];
-            self.pos += 1;
-            value |= ((b & 127) as u32) << (i * 7);
-            if b < 128 {
-                return Ok(value);
-            }
-        }
-        let b = buf[self.pos];
-        self.pos += 1;
-        value |= ((b & 15) as u32) << 28;
-        if b < 128 {
-            return Ok(value);
-        }
-        self.pos += 5;
-        if self.pos > len {
-            self.pos = len;
-            return Err(HloError);
-        }
-        Ok(value)
-    }
-
-    fn skip(&mut self, n: usize) -> R<()> {
-        if self.pos + n > self.buf.len() {
-            return Err(HloError);
-        }
-        self.pos += n;
-        Ok(())
-    }
-
-    fn skip_varint(&mut self) -> R<()> {
-        loop {
-            if self.pos >= self.buf.len() {
-                return Err(HloError);
-            }
-            let b = self.buf[self.pos];
-            self.pos += 1;
-            if b & 128 == 0 {
-                return Ok(());
-            }
-        }
-    }
-
-    fn skip_type(&mut self, wire: u32, depth: u32) -> R<()> {
-        if depth > RECURSION_LIMIT {
-            return Err(HloError);
-        }
-        match wire {
-            0 => self.skip_varint(),
-            1 => self.skip(8),
-            2 => {
-                let n = self.uint32()? as usize;
-                self.skip(n)
-            }
-            3 => loop {
-                let w = self.uint32()? & 7;
-                if w == 4 {
-                    return Ok(());
-                }
-                self.skip_type(w, depth + 1)?;
-            },
-            5 => self.skip(4),
-            _ => Err(HloError),
-        }
-    }
-
-    /// The end of the length-delimited field at pos (pos moves past its length).
-    fn end(&mut self) -> R<usize> {
-        let end = self.uint32()? as usize + self.pos;
-        if end > self.buf.len() {
-            return Err(HloError);
-        }
-        Ok(end)
-    }
-
-    /// protobufjs BufferReader.string: a length past the buffer is clamped to it, not an error; invalid
-    /// UTF-8 becomes U+FFFD as Node's decoder makes it.
-    fn string(&mut self) -> R<String> {
-        let n = self.uint32()? as usize;
-        let end = (self.pos + n).min(self.buf.len());
-        let s = String::from_utf8_lossy(&self.buf[self.pos..end]).into_owned();
-        self.pos = end;
-        Ok(s)
-    }
-
-    /// xplane.ts varint64: the varint as a double, by the same operations (exact below 2^53; a ten-byte one
-    /// at or past 2^63 is negative). A varint that runs off the buffer or past ten bytes fails.
-    fn varint64(&mut self) -> R<f64> {
-        let buf = self.buf;
-        let mut pos = self.pos;
-        let mut v = 0u32;
-        for i in 0..4 {
-            let b = *buf.get(pos).ok_or(HloError)?;
-            pos += 1;
-            v |= ((b & 0x7f) as u32) << (7 * i);
-            if b < 0x80 {
-                self.pos = pos;
-                return Ok(v as f64);
-            }
-        }
-        let mut result = v as f64;
-        let mut scale = 268435456.0; // 2^28
-        for i in 4..10 {
-            let b = *buf.get(pos).ok_or(HloError)?;
-            pos += 1;
-            result += (b & 0x7f) as f64 * scale;
-            if b < 0x80 {
-                self.pos = pos;
-                return Ok(if i == 9 && result >= 9223372036854775808.0 {
-                    result - 18446744073709551616.0
-                } else {
-                    result
-                });
-            }
-            scale *= 128.0;
-        }
-        Err(HloError)
-    }
-}
-
-/// xplane.ts varintDecimalAt: the varint at buf[pos] as an unsigned decimal, exact to 64 bits.
-fn varint_decimal_at(buf: &[u8], mut pos: usize) -> R<String> {
-    let mut v: u128 = 0;
-    let mut shift = 0;
-    while shift < 70 {
-        let b = *buf.get(pos).ok_or(HloError)?;
-        pos += 1;
-        v |= ((b & 0x7f) as u128) << shift;
-        if b < 0x80 {
-            return Ok((v as u64).to_string());
-        }
-        shift += 7;
-    }
-    Err(HloError)
-}
-
 impl HloDecoder {
     pub fn new() -> Self {
         Self::default()
@@ -302,7 +138,7 @@ impl HloDecoder {
 
     /// Errs on corrupt input where the TS throws.
     pub fn decode(&mut self, bytes: &[u8]) -> R<HloProgram> {
-        let mut r = Reader { buf: bytes, pos: 0 };
+        let mut r = Reader::new(bytes, 0, bytes.len());
         let mut out = HloProgram::default();
         while r.pos < bytes.len() {
             let tag = r.uint32()?;
@@ -321,7 +157,7 @@ impl HloDecoder {
             let tag = r.uint32()?;
             let field = tag >> 3;
             if field == 1 && tag & 7 == 2 {
-                out.name = r.string()?;
+                out.name = r.buffer_string()?;
             } else if field == 3 && tag & 7 == 2 {
                 let e = r.end()?;
                 self.computation(r, e, out)?;
@@ -332,7 +168,7 @@ impl HloDecoder {
                 out.id = if (0.0..=9007199254740991.0).contains(&v) && v.fract() == 0.0 {
                     (v as u64).to_string()
                 } else {
-                    varint_decimal_at(r.buf, at)?
+                    varint_decimal(r.buf, at)?
                 };
             } else {
                 r.skip_type(tag & 7, 0)?;

@@ -215,6 +215,21 @@ impl<'a> Reader<'a> {
         Ok((start, end))
     }
 
+    /// The end of the length-delimited field whose length is at pos (pos moves past the length); past len an error.
+    pub fn end(&mut self) -> Res<usize> {
+        let end = self.uint32()? as usize + self.pos;
+        if end > self.len {
+            return Err(Corrupt);
+        }
+        Ok(end)
+    }
+
+    /// A Node Buffer reader's string(): cut short at len, not an error; invalid UTF-8 becomes U+FFFD.
+    pub fn buffer_string(&mut self) -> Res<String> {
+        let (a, b) = self.buffer_string_range()?;
+        Ok(utf8(&self.buf[a..b]))
+    }
+
     pub fn skip(&mut self, n: usize) -> Res<()> {
         if self.pos + n > self.len {
             return Err(Corrupt);

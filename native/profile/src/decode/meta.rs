@@ -117,10 +117,10 @@ pub(super) struct MetaEntry {
     pub(super) stats: Option<Vec<RawStat>>,
 }
 
-pub(super) fn decode_event_meta(r: &mut Reader, s: &mut Strings) -> Res<MetaEntry> {
-    let mut key = 0.0;
-    let mut id = 0.0;
-    let mut m = MetaEntry { id: 0.0, key: -1, display: -1, stats: None };
+/// A map<int64, Message> entry (key 1, value 2) at [r.pos, r.len): `field(r, tag)` reads each field of the value
+/// (the tag already read); returns the id the value names (its field 1), else the entry's key.
+fn map_entry(r: &mut Reader, mut field: impl FnMut(&mut Reader, u32) -> Res<()>) -> Res<f64> {
+    let (mut key, mut id) = (0.0, 0.0);
     while r.pos < r.len {
         let tag = r.uint32()?;
         if tag >> 3 == 1 && tag & 7 == 0 {
@@ -131,32 +131,37 @@ pub(super) fn decode_event_meta(r: &mut Reader, s: &mut Strings) -> Res<MetaEntr
             r.skip_type(tag & 7, 0)?;
             continue;
         }
-        let end = r.uint32()? as usize + r.pos;
-        if end > r.len {
-            return Err(Corrupt);
-        }
+        let end = r.end()?;
         while r.pos < end {
             let t = r.uint32()?;
-            match t >> 3 {
-                1 => id = r.varint64()?,
-                2 => m.key = read_key(r, s)?,
-                5 => {
-                    let e = r.uint32()? as usize + r.pos;
-                    if e > r.len {
-                        return Err(Corrupt);
-                    }
-                    let st = read_stat(r, e)?;
-                    m.stats.get_or_insert_with(Vec::new).push(st);
-                }
-                4 => m.display = read_key(r, s)?,
-                _ => r.skip_type(t & 7, 0)?,
+            if t >> 3 == 1 {
+                id = r.varint64()?;
+            } else {
+                field(r, t)?;
             }
         }
         if r.pos > end {
             return Err(Corrupt);
         }
     }
-    m.id = if id != 0.0 { id } else { key };
+    Ok(if id != 0.0 { id } else { key })
+}
+
+pub(super) fn decode_event_meta(r: &mut Reader, s: &mut Strings) -> Res<MetaEntry> {
+    let mut m = MetaEntry { id: 0.0, key: -1, display: -1, stats: None };
+    m.id = map_entry(r, |r, t| {
+        match t >> 3 {
+            2 => m.key = read_key(r, s)?,
+            5 => {
+                let e = r.end()?;
+                let st = read_stat(r, e)?;
+                m.stats.get_or_insert_with(Vec::new).push(st);
+            }
+            4 => m.display = read_key(r, s)?,
+            _ => r.skip_type(t & 7, 0)?,
+        }
+        Ok(())
+    })?;
     if m.key < 0 {
         m.key = s.table.intern_str("");
     }
@@ -170,36 +175,14 @@ fn read_key(r: &mut Reader, s: &mut Strings) -> Res<i32> {
 }
 
 pub(super) fn decode_stat_meta(r: &mut Reader, names: &mut StatNames) -> Res<()> {
-    let mut key = 0.0;
-    let mut id = 0.0;
     let mut name = (0, 0);
-    while r.pos < r.len {
-        let tag = r.uint32()?;
-        if tag >> 3 == 1 && tag & 7 == 0 {
-            key = r.varint64()?;
-            continue;
+    let id = map_entry(r, |r, t| {
+        match t >> 3 {
+            2 => name = r.bytes()?,
+            _ => r.skip_type(t & 7, 0)?,
         }
-        if tag >> 3 != 2 {
-            r.skip_type(tag & 7, 0)?;
-            continue;
-        }
-        let end = r.uint32()? as usize + r.pos;
-        if end > r.len {
-            return Err(Corrupt);
-        }
-        while r.pos < end {
-            let t = r.uint32()?;
-            match t >> 3 {
-                1 => id = r.varint64()?,
-                2 => name = r.bytes()?,
-                _ => r.skip_type(t & 7, 0)?,
-            }
-        }
-        if r.pos > end {
-            return Err(Corrupt);
-        }
-    }
-    let id = if id != 0.0 { id } else { key };
+        Ok(())
+    })?;
     if id.trunc() != id {
         return Err(Corrupt);
     }
