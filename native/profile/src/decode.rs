@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use crate::intern::Interner;
+use crate::intern::{FastMap, Interner};
 use crate::jsfmt::num_to_string as number_to_string;
 use crate::view::{LineView, MetaTable, PlaneView, SpaceInfo, StatValue, XSpaceVisitor};
 use crate::wire::{utf8_no_bom, Corrupt, Reader, Res};
@@ -33,7 +33,7 @@ struct Strings {
     table: Interner,
     last_number: f64,
     last_number_key: i32,
-    key_of_number: HashMap<u64, i32>,
+    key_of_number: FastMap<u64, i32>,
 }
 
 impl Strings {
@@ -171,7 +171,12 @@ fn host_roots_or_err(buf: &[u8], start: usize, end: usize) -> Result<bool, Fail>
 
 impl Strings {
     fn new() -> Self {
-        Strings { table: Interner::new(), last_number: f64::NAN, last_number_key: -1, key_of_number: HashMap::new() }
+        Strings {
+            table: Interner::new(),
+            last_number: f64::NAN,
+            last_number_key: -1,
+            key_of_number: FastMap::default(),
+        }
     }
 }
 

@@ -11,7 +11,6 @@
 //! The wire reading mirrors protobufjs's Reader (which the TS uses) where input is corrupt: which truncations
 //! fail, which are clamped (a string's length past the buffer), and which are read past a message's end.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::wire::{varint_decimal, Corrupt, Reader};
@@ -95,7 +94,7 @@ pub fn hlo_category<'a>(opcode: &'a str, fusion_kind: &str) -> &'a str {
 }
 
 /// Category by instruction name.
-pub type Categories = HashMap<Arc<str>, Arc<str>>;
+pub type Categories = FastMap<Arc<str>, Arc<str>>;
 
 /// One program's HLO: its id (exact decimal digits, "" if absent), name, and category by instruction name.
 #[derive(Clone, Debug, Default, PartialEq)]

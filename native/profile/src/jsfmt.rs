@@ -7,6 +7,26 @@ use std::fmt::Write as _;
 mod json;
 pub use json::{cmp_utf16, stringify, utf16_len, utf16_prefix, write_json_string, Json};
 
+/// The decimal digits of `v` (the formatting machinery of `write!` cost more than the digits, per number).
+fn write_integer(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    let mut n = v.unsigned_abs();
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
 /// `String(x)` for a number (ECMAScript Number::toString, radix 10).
 pub fn num_to_string(x: f64) -> String {
     let mut s = String::new();
@@ -28,6 +48,12 @@ pub fn write_num(out: &mut String, x: f64) {
     }
     if x.is_infinite() {
         out.push_str(if x < 0.0 { "-Infinity" } else { "Infinity" });
+        return;
+    }
+    // Whole numbers below 2^53 (counts, FLOPs, bytes, picoseconds): their decimal digits are the shortest form,
+    // and ECMAScript writes them plainly below 1e21.
+    if x.trunc() == x && x.abs() < 9007199254740992.0 {
+        write_integer(out, x as i64);
         return;
     }
     if x < 0.0 {

@@ -14,7 +14,6 @@
 //!
 //! Rows are per (program, op name); sums stay raw (picoseconds) until merge_ops.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::hlo_categories::{Categories, FastMap, HloDecoder};
@@ -126,9 +125,9 @@ pub struct OpPartial {
     pub rows: Vec<OpKey>,
     pub acc: Vec<f64>,
     /// Category by program id, then instruction name (from the programs' HLO).
-    pub hlo: HashMap<String, Arc<Categories>>,
+    pub hlo: FastMap<String, Arc<Categories>>,
     /// Module name by program id (TPU's XLA Modules line names them `name(id)`).
-    pub modules: HashMap<String, String>,
+    pub modules: FastMap<String, String>,
 }
 
 /// Metadata ids below this are cached in arrays.
@@ -139,8 +138,8 @@ const CACHED_IDS: i32 = 1 << 24;
 #[derive(Default)]
 pub struct OpStats {
     rows: Rows,
-    hlo: HashMap<String, Arc<Categories>>,
-    modules: HashMap<String, String>,
+    hlo: FastMap<String, Arc<Categories>>,
+    modules: FastMap<String, String>,
     hlo_decoder: HloDecoder,
     is_device: bool,
     /// Row by metadata id on the current plane's XLA Ops line (TPU); -1: not resolved. With the metadata's

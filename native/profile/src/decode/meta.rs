@@ -103,7 +103,8 @@ impl<'b> StatNames<'b> {
             Some(b) => s.table.intern(b),
             None => s.table.intern_str(&format!("stat#{}", number_to_string(id))),
         };
-        if id.trunc() == id && self.range.get(&(id as i64)).is_some() {
+        // Cached for ids the plane does not name too: GPU captures' events refer to such ids on every kernel.
+        if id.trunc() == id && id.abs() < 9.2e18 {
             self.key.insert(id as i64, k);
         }
         k

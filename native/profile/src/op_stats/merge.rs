@@ -1,7 +1,6 @@
 //! merge_ops: the op table of several OpStats partials (a port of mergeOps in op-stats.ts).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use super::{category_from_name, exact_total, OpPartial, ACC_STRIDE};
 use crate::hlo_categories::{Categories, FastMap};
@@ -36,8 +35,8 @@ pub fn add_js_key(names: &mut Vec<(String, f64)>, name: &str, n: f64) {
 /// categories and module names resolved from any partial's HLO, host rows kept only when no device ran an op.
 /// bound_by and intensity are left for the devices' roofline.
 pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut UnattributedKernels>) -> Vec<OpRow> {
-    let mut hlo: HashMap<&str, &Categories> = HashMap::new();
-    let mut modules: HashMap<&str, &str> = HashMap::new();
+    let mut hlo: FastMap<&str, &Categories> = FastMap::default();
+    let mut modules: FastMap<&str, &str> = FastMap::default();
     for p in parts {
         // Object.assign: a later partial's program wins; a module name: the first.
         for (k, v) in &p.hlo {

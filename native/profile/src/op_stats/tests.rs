@@ -71,7 +71,7 @@ fn plane<'a>(
         name: name.to_string(),
         line_count: 0,
         meta: metas.into_iter().collect(),
-        stats: HashMap::new(),
+        stats: Default::default(),
         strings,
         bytes: &[],
     }
