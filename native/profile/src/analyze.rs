@@ -3,7 +3,7 @@
 //! over the lines: each line is put in start order once, and the same walk computes nesting depth, device-busy
 //! intervals and the host's step intervals; op statistics, device stats and step grouping see each line too.
 
-use crate::decode::{decode_planes, decode_xspace, scan_xspace, Fail, Layout};
+use crate::decode::{decode_planes, scan_xspace, Fail, Layout};
 use crate::devices::{device_steps, overview_of, DevicePartial, DeviceStats};
 use crate::intervals::IntervalUnion;
 use crate::jsmath::{js_cmp, js_max, js_min};
@@ -406,10 +406,4 @@ fn analyze_file_unguarded(file: &str) -> Result<ProfileSummary, ProfileError> {
     };
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>().map_err(say)?;
     Ok(summarize(parts, layout.info))
-}
-
-pub fn analyze_bytes(buf: &[u8]) -> Result<ProfileSummary, Fail> {
-    let mut a = Analyzer::new();
-    let info = decode_xspace(buf, &mut a)?;
-    Ok(summarize(vec![a.partial()], info))
 }

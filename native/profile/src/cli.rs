@@ -424,16 +424,7 @@ pub fn unattributed_note(u: &UnattributedKernels, fmt_us: impl Fn(f64) -> String
         return String::new();
     }
     let mut names: Vec<&(String, f64)> = u.names.iter().collect();
-    names.sort_by(|a, b| {
-        let d = b.1 - a.1;
-        if d > 0.0 {
-            std::cmp::Ordering::Greater
-        } else if d < 0.0 {
-            std::cmp::Ordering::Less
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    names.sort_by(|a, b| crate::jsmath::js_cmp(b.1 - a.1));
     let listed: Vec<String> = names.iter().take(3).map(|(n, c)| format!("{n} ×{}", num_to_string(*c))).collect();
     let listed = listed.join(", ") + if names.len() > 3 { ", …" } else { "" };
     let command_buffers = names.iter().any(|(n, _)| n.starts_with("command_buffer"));

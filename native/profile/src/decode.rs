@@ -264,13 +264,6 @@ pub fn decode_planes(
     Ok(())
 }
 
-/// Decodes the whole capture in `buf` into `visitor` (tests and examples; analyze.rs splits it over threads).
-pub fn decode_xspace(buf: &[u8], visitor: &mut dyn XSpaceVisitor) -> Result<SpaceInfo, Fail> {
-    let layout = scan_xspace(buf)?;
-    decode_planes(buf, &layout, 0..layout.planes.len(), visitor, &mut |_, _| {})?;
-    Ok(layout.info)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn decode_plane(
     buf: &[u8],

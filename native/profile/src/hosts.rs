@@ -134,16 +134,7 @@ pub fn combine_hosts(hosts: &[HostProfile]) -> CombinedProfile {
         }
     }
     // sort((a, b) => b.selfUs - a.selfUs): stable; a NaN difference counts as equal.
-    ops.sort_by(|a, b| {
-        let d = b.self_us - a.self_us;
-        if d > 0.0 {
-            std::cmp::Ordering::Greater
-        } else if d < 0.0 {
-            std::cmp::Ordering::Less
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    ops.sort_by(|a, b| crate::jsmath::js_cmp(b.self_us - a.self_us));
     let ov: Vec<_> = hosts.iter().map(|h| &h.summary.overview).collect();
     let first = ov.iter().find(|o| o.device_count > 0).or(ov.first()).copied();
     let busy = ov.iter().fold(0.0, |a, o| a + o.busy_us);

@@ -1,7 +1,5 @@
 //! merge_ops: the op table of several OpStats partials (a port of mergeOps in op-stats.ts).
 
-use std::cmp::Ordering;
-
 use super::{category_from_name, exact_total, OpPartial, ACC_STRIDE};
 use crate::hlo_categories::{Categories, FastMap};
 use crate::view::{OpRow, UnattributedKernels};
@@ -120,6 +118,6 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
         u.self_us += exact_total(&unattributed_ps, 0) / 1e6;
     }
     // Stable, by descending self time; a NaN difference compares equal, as in a JS comparator.
-    out.sort_by(|a, b| (b.self_us - a.self_us).partial_cmp(&0.0).unwrap_or(Ordering::Equal));
+    out.sort_by(|a, b| crate::jsmath::js_cmp(b.self_us - a.self_us));
     out
 }
