@@ -9,8 +9,8 @@ real one (the TPU v6e-4 capture and the JAX TE fused-attention GPU capture, as p
 
 Each command runs pinned with `taskset -c 0-(N-1)` (node's availableParallelism and xprof-rs's thread pool both
 read the affinity mask), in turn, rep by rep; wall time and peak RSS come from wait4. Ours: `node bin/tpw.js
-profile FILE --json --top 0` (node's start included): the node CLI, which bin/tpw runs for the captures that the
-native `tpw profile` hands over (over 64 MiB, or big enough to split over threads) and where that is not built.
+profile FILE --json --top 0` (node's start included): the node CLI, which runs the extension's analysis, splitting
+big captures over worker threads; bin/tpw runs the native one (profiles_native_bench.py), node where that is not built.
 xprof-rs: the server started on a log dir holding the capture, one hlo_stats request, stopped (its README's
 "server, cold"). `node -e 0` is measured too: node's own start.
 """

@@ -9,7 +9,7 @@ table is checked against the single capture's: every op's count and self time N 
 Each rep runs every command once, in turn (so load changes hit all of them alike), as its own process; wall
 time and the process's peak RSS come from wait4 (what /usr/bin/time reports):
 - ours, CLI: `bin/tpw profile FILE --json --top 0`, as a user runs it: the native `tpw profile` (dist/tpw-profile),
-  which hands captures over 64 MiB to node (profiles_native_bench.py compares the two).
+  a Rust port of the analysis since stop 26 (profiles_native_bench.py compares it with node and xprof-rs).
 - ours, in the extension host: ProfileParser.analyze in a process that keeps it (profile-warm.ts, bundled with
   esbuild as the extension is, so that module boundaries cost what they cost in dist/extension.js): the first
   call, and the median of 5 more; no process start (the extension host is running already). And the first call

@@ -126,9 +126,9 @@ const MAX_THREADS = 4;
 
 /**
  * Whether a capture of `size` bytes is split over `threads` threads (given it has two planes or more): the rule
- * analyzeProfileFileParallel applies, and the native `tpw profile` hands such captures to node by.
+ * analyzeProfileFileParallel applies.
  */
-export function splitsOverThreads(size: number, threads = defaultThreads(), minBytes = MIN_PARALLEL_BYTES): boolean {
+function splitsOverThreads(size: number, threads = defaultThreads(), minBytes = MIN_PARALLEL_BYTES): boolean {
   return threads >= 2 && size >= minBytes;
 }
 
