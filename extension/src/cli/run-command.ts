@@ -4,6 +4,8 @@ import { TpwError } from '../core/errors';
 import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/engine';
 import { findRunTarget } from '../core/tpu/multislice';
 import { openCliBackend } from './backend-from-args';
+import { usedHere } from './gke-commands';
+import { gkeRunCommand, refuseVmFlagsOnGke } from './gke-run-command';
 import { connectionsFor } from './connections';
 import { stopOnInterrupt } from './interrupt';
 import { requireArg, UsageError, type CommandContext } from './main';
@@ -18,7 +20,17 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}" (hydra overrides go after --)`);
   const recipePath = path.resolve(requireArg(recipeArg, 'RECIPE (e.g. tpw run recipes/tiny-llama.sh --vm demo)'));
   if (!fs.existsSync(recipePath)) throw new TpwError('NOT_FOUND', `Recipe not found: ${recipePath}`);
-  const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`)');
+  // GKE: --cluster, or the cluster `tpw gke use` remembered for this folder (unless --vm says otherwise).
+  const use = ctx.values.vm ? undefined : usedHere();
+  if (ctx.values.cluster || use) {
+    if (ctx.values.vm) throw new UsageError('--vm and --cluster exclude each other');
+    refuseVmFlagsOnGke(ctx);
+    return gkeRunCommand(ctx, recipePath, use);
+  }
+  for (const gkeOnly of ['dry-run', 'tpu-type', 'num-slices', 'image', 'name', 'priority', 'max-restarts', 'artifact-dir', 'namespace']) {
+    if (ctx.values[gkeOnly] !== undefined) throw new UsageError(`--${gkeOnly} is for runs on GKE (--cluster C)`);
+  }
+  const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`), or --cluster C for GKE');
   const backend = await openCliBackend(ctx.globals);
   const interrupt = stopOnInterrupt(ctx, 'Stopping the run on every worker');
   try {

@@ -57,8 +57,8 @@ export interface WorkloadInputs {
 export interface TpwAdditions {
   /** Secret environment variables: `valueFrom.secretKeyRef` into this Secret, one key per name. */
   secretEnv?: { secret: string; names: readonly string[] };
-  /** Environment set by tpw (not user --env), after xpk's, e.g. the run folder. */
-  env?: ReadonlyArray<readonly [string, string]>;
+  /** Environment set by tpw (not user --env), after xpk's: a value, or a field of the pod (`metadata.annotations['…']`). */
+  env?: ReadonlyArray<readonly [string, string | { fieldPath: string }]>;
   /** The workspace: ConfigMap names holding its gzip tarball in parts (key `part`), unpacked into `workingDir`. */
   workspace?: { parts: readonly string[] };
   /** Labels on the JobSet and its pods (the run id). */
@@ -136,7 +136,7 @@ export function renderJobSet(inputs: WorkloadInputs, add: TpwAdditions = {}): Ku
   const command = `${inputs.enableDebugLogs ? DEBUG_LOG_EXPORTS : ''}${inputs.command}`;
   const env = [
     ...(inputs.env ?? []).map(([k, value]) => ({ name: k, value })),
-    ...(add.env ?? []).map(([k, value]) => ({ name: k, value })),
+    ...(add.env ?? []).map(([k, v]) => (typeof v === 'string' ? { name: k, value: v } : { name: k, valueFrom: { fieldRef: { fieldPath: v.fieldPath } } })),
     ...(add.secretEnv?.names ?? []).map((k) => ({ name: k, valueFrom: { secretKeyRef: { name: add.secretEnv!.secret, key: k } } })),
   ];
   const volumeMounts: Array<Record<string, unknown>> = [{ mountPath: '/dev/shm', name: 'dshm-2' }];
