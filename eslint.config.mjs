@@ -19,7 +19,29 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', {
         paths: [{ name: 'vscode', message: 'extension/src/core must not import vscode' }],
-        patterns: [{ group: ['**/webview/**', '**/language-server/**'], message: 'extension/src/core imports what crosses a process boundary from protocol/' }],
+        patterns: [
+          { group: ['**/webview/**', '**/language-server/**'], message: 'extension/src/core imports what crosses a process boundary from protocol/' },
+          { group: ['**/emulator/src/**'], message: 'the product reaches the emulator only as a client reaches Google: REST, SSH and the endpoint file (protocol/node)' },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['extension/src/cli/**/*.ts', 'extension/src/vscode/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/emulator/src/**'], message: 'the product reaches the emulator only as a client reaches Google: REST, SSH and the endpoint file (protocol/node)' }],
+      }],
+    },
+  },
+  {
+    // The emulator is its own program (emulator/README.md): it shares only protocol/ with the product, so the
+    // stand-in never agrees with the product by construction.
+    files: ['emulator/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [{ name: 'vscode', message: 'the emulator must not import vscode' }],
+        patterns: [{ group: ['**/extension/**', '**/language-server/**', '**/webview/**', '**/trainer/**'], message: 'the emulator imports nothing from the product; shared contracts live in protocol/' }],
       }],
     },
   },
@@ -39,7 +61,7 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', {
         paths: [{ name: 'vscode', message: 'protocol/ must not import vscode' }],
-        patterns: [{ group: ['../*', '**/extension/**', '**/webview/**', '**/language-server/**'], message: 'protocol/ imports nothing from the other packages' }],
+        patterns: [{ group: ['../../*', '**/extension/**', '**/webview/**', '**/language-server/**', '**/emulator/**'], message: 'protocol/ imports nothing from the other packages' }],
       }],
     },
   },

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { emulatorComputeClients, type ComputeClients, type IInstance } from '../../extension/src/core/compute/client';
 import { openBackend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { recreateNode } from '../../extension/src/core/run/preemption';
 import { loadRun } from '../../extension/src/core/run/registry';
 import { findNode } from '../../extension/src/core/tpu/find';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Backend } from '../backend';
-import { acceleratorInfo } from '../emulator/catalog';
+import { acceleratorInfo } from '../../../../protocol/tpu-catalog';
 import { isTpwError, TpwError } from '../errors';
 import { recommendedRuntime } from '../explorer/create-request';
 import type { CreateNodeRequest } from '../tpu/api';
