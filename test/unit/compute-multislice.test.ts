@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findRunTarget, findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findRunTarget, findSliceGroup } from '../../extension/src/core/slices/multislice';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
 
 let home = '';

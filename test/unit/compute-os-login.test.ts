@@ -23,7 +23,7 @@ import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 
 const run = promisify(execFile);
 /** The POSIX name OS Login gives tpw-emulator-user@example.com (Google's rule for user accounts). */

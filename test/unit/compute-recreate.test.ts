@@ -15,7 +15,7 @@ import { openBackend } from '../../extension/src/core/backend';
 import { Emulator } from '../../emulator/src/emulator';
 import { recreateNode } from '../../extension/src/core/run/preemption';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
 
 const Z = 'us-east5-b';

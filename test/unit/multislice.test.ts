@@ -17,7 +17,7 @@ import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/engine';
 import { gcloudQueuedCommand } from '../../extension/src/core/tpu/gcloud-command';
-import { findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findSliceGroup } from '../../extension/src/core/slices/multislice';
 
 let home: string;
 let ws: string;

@@ -5,9 +5,9 @@ import { parseAcceleratorType, resolveSliceShape } from '../compute/tpu-machine-
 import { acceleratorInfo } from '../../../../protocol/tpu-catalog';
 import { isTpwError, TpwError } from '../errors';
 import type { CreateQueuedResourceRequest } from '../tpu/api';
-import { findNode } from '../tpu/find';
+import { findNode } from '../slices/find';
 import { shortName, type TpuNode } from '../tpu/models';
-import { deleteSliceGroup, findSliceGroup, type SliceGroup } from '../tpu/multislice';
+import { deleteSliceGroup, findSliceGroup, type SliceGroup } from '../slices/multislice';
 import type { TaskSpec } from '../../../../protocol/task-yaml-spec';
 
 /**
