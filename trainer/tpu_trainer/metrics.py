@@ -124,7 +124,7 @@ class MetricsWriter:
     With TPW_METRICS_ECHO set (a run on GKE), each record is also printed on
     stdout after that prefix: a pod's log is the one channel TPU Workbench can
     read from every cluster while the run goes and after it ends, so the run
-    view charts those lines (core/gke/log-follow.ts).
+    view charts those lines (extension/src/core/run/gke-follow.ts).
     """
 
     def __init__(self, path: Path, keep_until_step: int = 0):

@@ -19,7 +19,7 @@ import { gkeGlobalsForRun } from './gke-commands';
 import { gkeResume } from './gke-run-command';
 import { isGkeRun } from '../core/run/engine';
 import { connectionsFor } from './connections';
-import { requireArg, UsageError, type CommandContext } from './main';
+import { requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw runs`, `tpw logs RUN [--follow]`, `tpw stop RUN`: the run registry (<TPW_HOME>/runs) seen from any

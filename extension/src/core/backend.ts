@@ -6,7 +6,7 @@ import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
-import { readEmulatorEndpoint } from './emulator/endpoint';
+import { readEmulatorEndpoint } from './local-emulator';
 import { adcTokenSource, staticToken } from './gke/credentials';
 import { emulatorGkeApi, googleGkeApi } from './gke/gke-api';
 import { GkeProvider } from './gke/provider';

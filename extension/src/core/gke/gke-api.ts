@@ -1,6 +1,6 @@
 import type * as container from '@google-cloud/container';
 import { emulatorBearerAuth } from '../compute/client';
-import type { EmulatorEndpoint } from '../emulator/endpoint';
+import type { EmulatorEndpoint } from '../local-emulator';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 import { clusterFullName, type ClusterId, type GkeCluster, type GkeNodePool } from './models';

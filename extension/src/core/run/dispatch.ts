@@ -1,5 +1,5 @@
 import type { Backend } from '../backend';
-import { followRecordedGke, kubeOfRecord, stopGkeRun } from '../gke/workload-run';
+import { followRecordedGke, kubeOfRecord, stopGkeRun } from './gke-run';
 import type { ConnectionManager } from '../ssh/connection';
 import { isActive, loadRun, type RunRecord } from './registry';
 import { stopRecordedRun as stopVmRun, watchRecordedRun as watchVmRun, type WatchOptions } from './session';
@@ -7,7 +7,7 @@ import type { RunListener, RunResult } from './types';
 
 /**
  * A recorded run, whatever its workers are: TPU VMs reached over SSH (session.ts), or the pods of a GKE workload
- * (gke/workload-run.ts). `tpw logs`, `tpw stop`, the Runs view and a restarted VS Code call these and never ask.
+ * (gke-run.ts). `tpw logs`, `tpw stop`, the Runs view and a restarted VS Code call these and never ask.
  */
 
 export function isGkeRun(rec: RunRecord): rec is RunRecord & { gke: NonNullable<RunRecord['gke']> } {

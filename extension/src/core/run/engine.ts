@@ -14,7 +14,7 @@
  *   remote-script.ts   the shell programs sent to the workers
  *   registry.ts        the local run history; summary.ts the report; preemption.ts spot VMs
  *   dispatch.ts        a recorded run on VMs or on GKE, seen again the same way
- *   ../gke/workload-run.ts  "Run on TPU" on GKE: the recipe as a JobSet, its pods' logs as the workers' output
+ *   gke-run.ts         "Run on TPU" on GKE (gke-plan.ts the JobSet, gke-follow.ts its pods' logs as the workers' output)
  */
 export { newRunId, remoteWorkspaceDir, runRecipe, sliceWorkers, type SliceWorkers } from './pipeline';
 export { runProgram, type ProgramRunRequest } from './program';
@@ -22,9 +22,10 @@ export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-type
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
 export { downloadRunLogs, followRun, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
 export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
-export { gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from '../gke/workload-run';
+export { gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
-export { passthroughEnv, redact, SECRET_NAMES } from './secrets';
+export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
+export { locateTrainerLine } from './problem-lines';
 export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';

@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { describeError, isTpwError } from '../errors';
 import { parseMetricsLines } from '../profiles/metrics-tail';
-import type { RunListener, RunResult, WorkerResult } from '../run/types';
-import type { KubeClient } from './kube';
-import type { GkePod } from './models';
-import { condition, JOBSET, KUEUE_GROUP, KUEUE_VERSION, type JobSetObject, type KueueWorkloadObject, type ObjectList } from './resources';
-import { METRIC_LINE_PREFIX } from './run-plan';
-import { listPods, phaseOf } from './workloads';
+import type { RunListener, RunResult, WorkerResult } from './types';
+import type { KubeClient } from '../gke/kube';
+import type { GkePod } from '../gke/models';
+import { condition, JOBSET, KUEUE_GROUP, KUEUE_VERSION, type JobSetObject, type KueueWorkloadObject, type ObjectList } from '../gke/resources';
+import { METRIC_LINE_PREFIX } from './gke-plan';
+import { listPods, phaseOf } from '../gke/workloads';
 
 /**
  * A GKE workload seen as a run: every pod's log as the lines of one worker (slice s, host h is worker

@@ -1,11 +1,11 @@
 import { stringify } from 'yaml';
 import { recipeArgv, runsTpuTrainer, type Recipe } from '../recipes/recipe';
-import { withResume } from '../run/preemption';
-import { SECRET_NAMES } from '../run/secrets';
+import { withResume } from './preemption';
+import { SECRET_NAMES } from './secrets';
 import { shJoin, shQuote } from '../ssh/quote';
-import { POD_PATHS, renderJobSet, type KubeObject, type Priority } from './manifest';
-import { gkeTpuType, type GkeTpuType } from './tpu-types';
-import { RUN_LABEL } from './workloads';
+import { POD_PATHS, renderJobSet, type KubeObject, type Priority } from '../gke/manifest';
+import { gkeTpuType, type GkeTpuType } from '../gke/tpu-types';
+import { RUN_LABEL } from '../gke/workloads';
 
 /**
  * A recipe as a GKE workload: the JobSet (xpk's, manifest.ts), the Secret with the run's secrets and the ConfigMaps

@@ -1,26 +1,26 @@
 import * as path from 'node:path';
 import { isTpwError, TpwError } from '../errors';
 import { readRecipe, type Recipe } from '../recipes/recipe';
-import { newRunId } from '../run/pipeline';
-import type { RunPhase } from '../run/pipeline-types';
-import { isActive, loadRun, saveRun, updateRun, type RunRecord } from '../run/registry';
-import { recordResult } from '../run/session';
-import type { RunListener, RunResult } from '../run/types';
-import { kubernetesLibrary, type KubeClient } from './kube';
-import { LOCAL_QUEUE, type KubeObject, type Priority } from './manifest';
-import type { GkeCluster } from './models';
-import { parseClusterName } from './models';
-import { poolsFor, type GkeProvider } from './provider';
-import { JOBSET } from './resources';
-import { planGkeRun, planYaml, type GkeRunPlan } from './run-plan';
-import { archiveWorkspace } from './workspace-archive';
-import { deleteWorkload, followWorkload } from './workload-follow';
-import { listQueues } from './workloads';
+import { newRunId } from './pipeline';
+import type { RunPhase } from './pipeline-types';
+import { isActive, loadRun, saveRun, updateRun, type RunRecord } from './registry';
+import { recordResult } from './session';
+import type { RunListener, RunResult } from './types';
+import { kubernetesLibrary, type KubeClient } from '../gke/kube';
+import { LOCAL_QUEUE, type KubeObject, type Priority } from '../gke/manifest';
+import type { GkeCluster } from '../gke/models';
+import { parseClusterName } from '../gke/models';
+import { poolsFor, type GkeProvider } from '../gke/provider';
+import { JOBSET } from '../gke/resources';
+import { planGkeRun, planYaml, type GkeRunPlan } from './gke-plan';
+import { archiveWorkspace } from '../gke/workspace-archive';
+import { deleteWorkload, followWorkload } from './gke-follow';
+import { listQueues } from '../gke/workloads';
 
 /**
  * "Run on TPU" on GKE, on the one run engine: the same recipe, record, listener and result as a run on VMs
  * (run/pipeline.ts), with a JobSet for the workers. Resolve (recipe, cluster, node pools, queue and quota) → submit
- * (Secret, workspace ConfigMaps, JobSet; the first two then owned by the JobSet) → follow (workload-follow.ts) → end,
+ * (Secret, workspace ConfigMaps, JobSet; the first two then owned by the JobSet) → follow (gke-follow.ts) → end,
  * recorded in the run registry with `gke` so `tpw logs`, `tpw stop`, the Runs view and a restarted VS Code find it.
  */
 
