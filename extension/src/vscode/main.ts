@@ -13,6 +13,7 @@ import { RunsTreeProvider } from './runs-tree';
 import { registerRunView } from './run-view/hook';
 import { WorkerTerminals } from './terminal';
 import { VmTreeProvider } from './vm-tree';
+import { GkeTreeProvider } from './gke-tree';
 import { DetailsDocuments } from './worker-actions';
 
 let ctx: Ctx | undefined;
@@ -28,6 +29,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = c.own(vscode.window.createTreeView('tpuWorkbench.vms', { treeDataProvider: tree, showCollapseAll: true }));
   tree.attach(view);
   const runs = c.own(new RunManager(c, tree));
+  const gkeTree = c.own(new GkeTreeProvider(c));
+  c.own(vscode.window.createTreeView('tpuWorkbench.gke', { treeDataProvider: gkeTree, showCollapseAll: true }));
   const runsTree = c.own(new RunsTreeProvider(c));
   c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree }));
   runs.onRunsChanged = () => runsTree.refresh();
@@ -37,7 +40,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const details = new DetailsDocuments();
   c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
   const forwards = c.own(new PortForwards(c));
-  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
+  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards, gkeTree });
   watchTaskYamlContext(c);
   registerTpuDebugAdapter(c);
   c.own(registerTpuTasks(c));
@@ -49,6 +52,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (!config.affectsBackend(e)) return;
       c.dropBackend();
       tree.refresh(true);
+      gkeTree.refresh();
     }),
   );
   c.log.info(`TPU Workbench ${String(context.extension.packageJSON.version)} activated`);

@@ -20,6 +20,9 @@ import { tpuTypeOfNodePool } from './tpu-types';
  * time: a cluster may hold thousands) joined with their Kueue Workloads for why one waits, and a workload's pods.
  */
 
+/** The main container of xpk's pods (its --docker-name default). */
+export const POD_CONTAINER = 'jax-tpu';
+
 /** The label tpw puts on its JobSets and their pods: the run id. */
 export const RUN_LABEL = 'tpu-workbench.dev/run';
 
@@ -225,4 +228,38 @@ export function toPod(p: PodLike, container = 'jax-tpu'): GkePod {
 export async function listPods(kube: KubeClient, namespace: string, jobset: string): Promise<GkePod[]> {
   const list = await kube.call(`list the pods of workload ${jobset}`, () => kube.core.listNamespacedPod({ namespace, labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` }));
   return list.items.map((p) => toPod(p as PodLike)).sort((a, b) => a.restartAttempt - b.restartAttempt || a.slice - b.slice || a.host - b.host);
+}
+
+/** Which workloads have pods on which node pool (by the nodes' `cloud.google.com/gke-nodepool` label). */
+export async function workloadsByNodePool(kube: KubeClient, namespace: string): Promise<Map<string, string[]>> {
+  const [pods, nodes] = await Promise.all([
+    kube.call('list the workloads’ pods', () => kube.core.listNamespacedPod({ namespace, labelSelector: 'jobset.sigs.k8s.io/jobset-name' })),
+    kube.call('list the nodes', () => kube.core.listNode({})),
+  ]);
+  const poolOf = new Map(nodes.items.map((n) => [n.metadata?.name ?? '', n.metadata?.labels?.['cloud.google.com/gke-nodepool'] ?? '']));
+  const out = new Map<string, Set<string>>();
+  for (const p of pods.items) {
+    const pool = poolOf.get(p.spec?.nodeName ?? '');
+    const js = p.metadata?.labels?.['jobset.sigs.k8s.io/jobset-name'];
+    if (!pool || !js) continue;
+    if (!out.has(pool)) out.set(pool, new Set());
+    out.get(pool)!.add(js);
+  }
+  return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
+}
+
+/** One workload by name, with its Kueue Workload. */
+export async function getWorkload(kube: KubeClient, namespace: string, name: string): Promise<GkeWorkload> {
+  const js = (await kube.call(`get workload ${name}`, () => kube.custom.getNamespacedCustomObject({ ...JOBSET, namespace, name }))) as JobSetObject;
+  const byOwner = await kueueWorkloadsOf(kube, namespace, [js]);
+  return toWorkload(js, byOwner.get(js.metadata?.uid ?? ''));
+}
+
+/** A container's whole log as the API server has it now (no following). */
+export async function readPodLog(kube: KubeClient, namespace: string, pod: string, container: string): Promise<string> {
+  const res = await kube.openLog(namespace, pod, { container }, new AbortController().signal);
+  res.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of res) text += chunk as string;
+  return text;
 }

@@ -22,7 +22,8 @@ export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-type
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
 export { downloadRunLogs, followRun, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
 export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
-export { gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
+export { downloadGkeRunLogs, gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
+export { deleteWorkload } from './gke-follow';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isTpwError, TpwError } from '../errors';
 import { readRecipe, type Recipe } from '../recipes/recipe';
@@ -15,7 +16,7 @@ import { JOBSET } from '../gke/resources';
 import { planGkeRun, planYaml, type GkeRunPlan } from './gke-plan';
 import { archiveWorkspace } from '../gke/workspace-archive';
 import { deleteWorkload, followWorkload } from './gke-follow';
-import { listQueues } from '../gke/workloads';
+import { listPods, listQueues, POD_CONTAINER, readPodLog } from '../gke/workloads';
 
 /**
  * "Run on TPU" on GKE, on the one run engine: the same recipe, record, listener and result as a run on VMs
@@ -255,4 +256,22 @@ export async function stopGkeRun(gke: GkeProvider, runId: string, home?: string)
   await deleteWorkload(kube, rec.gke!.namespace, rec.gke!.jobset);
   if (!isActive(rec.status)) return rec;
   return updateRun(runId, { status: 'cancelled', endedAt: new Date().toISOString(), reason: 'stopped by the user (workload deleted)' }, home);
+}
+
+/** Every pod's log of a GKE run (its newest attempt) into `<destDir>/s<slice>w<host>.log`; returns the files. */
+export async function downloadGkeRunLogs(gke: GkeProvider, rec: RunRecord, destDir: string): Promise<string[]> {
+  const kube = await kubeOfRecord(gke, rec);
+  const pods = await listPods(kube, rec.gke!.namespace, rec.gke!.jobset);
+  if (pods.length === 0) throw new TpwError('NOT_FOUND', `Run ${rec.runId}: workload ${rec.gke!.jobset} has no pods any more (deleted, or its TTL after finishing ran out).`);
+  const newest = Math.max(...pods.map((p) => p.restartAttempt));
+  fs.mkdirSync(destDir, { recursive: true });
+  return Promise.all(
+    pods
+      .filter((p) => p.restartAttempt === newest)
+      .map(async (p) => {
+        const file = path.join(destDir, `s${p.slice}w${p.host}.log`);
+        fs.writeFileSync(file, await readPodLog(kube, rec.gke!.namespace, p.name, POD_CONTAINER));
+        return file;
+      }),
+  );
 }

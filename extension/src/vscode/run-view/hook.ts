@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
+import type { MetricRecord } from '../../../../protocol/metrics-record';
 import { formatRunSummary, type RunResult, type WorkerResult } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
@@ -11,9 +12,13 @@ import { headerStatus, workerStatus } from './status';
  * stays a few lines (runs are being reworked in parallel there).
  */
 export interface RunViewFeed {
-  /** The run has its id (it started on every worker): live metrics begin, over the run's connections. */
-  started(runId: string, source: RunSource): void;
+  /**
+   * The run has its id (it started on every worker): live metrics begin, over the run's connections; without a
+   * source (a GKE run) the metrics come with its output (onMetrics) and nothing is fetched from workers at its end.
+   */
+  started(runId: string, source?: RunSource): void;
   onLine(worker: number, line: string): void;
+  onMetrics(worker: number, records: MetricRecord[]): void;
   onWorkerExit(w: WorkerResult): void;
   done(result: RunResult): void;
   failed(e: unknown, cancelled: boolean): void;
@@ -25,12 +30,15 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
   const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers });
   view.setStatus('running');
   let live: LiveMetrics | undefined;
+  let overSsh = false;
   return {
     started: (runId, source) => {
       view.aliasRunId(runId);
-      live ??= liveMetrics(ctx, view, runId, source);
+      overSsh = source !== undefined;
+      if (source) live ??= liveMetrics(ctx, view, runId, source);
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
+    onMetrics: (_worker, records) => view.setMetrics(records),
     onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),
     done: (result) => {
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
@@ -38,7 +46,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
       // No last live read: the whole file is fetched next.
       void live?.stop(false);
-      if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
+      if (result.runId && !result.detached && overSsh) void loadRemoteArtifacts(ctx, view, result.runId);
     },
     failed: (e, cancelled) => {
       void live?.stop(false);
