@@ -18,8 +18,9 @@ import type { PortForward } from '../../extension/src/core/ssh/port-forward';
 import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('debug-attach', '127.0.74', { before, after });
+const pod = emulatorPodFixture('debug-attach', testAddressPrefix(74), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 let forward: PortForward | undefined;
