@@ -204,7 +204,7 @@ export class RunManager implements vscode.Disposable {
     this.watching(active);
     const tails = new RunTails();
 
-    const view = runViewFeed(this.ctx, label, o.workerCount);
+    const view = runViewFeed(this.ctx, label, o.workerCount, perSlice);
     out.appendLine(o.header);
     out.show();
     this.ctx.log.info(`run ${label}: start`);

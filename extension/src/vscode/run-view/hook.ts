@@ -24,10 +24,10 @@ export interface RunViewFeed {
   failed(e: unknown, cancelled: boolean): void;
 }
 
-export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFeed {
+export function runViewFeed(ctx: Ctx, title: string, workers: number, workersPerSlice?: number): RunViewFeed {
   // Run ids are known only once the run started on every worker; the panel is keyed by the start time.
   // Beside the editor, without focus: the recipe stays where it was, and the run shows next to it.
-  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers });
+  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers, ...(workersPerSlice ? { workersPerSlice } : {}) });
   view.setStatus('running');
   let live: LiveMetrics | undefined;
   let overSsh = false;

@@ -31,6 +31,8 @@ export interface RunViewInfo {
   runId: string;
   title: string;
   workers?: number;
+  /** Multislice and GKE runs: workers per slice, so the view labels them sNwM. */
+  workersPerSlice?: number;
 }
 
 /**
@@ -100,7 +102,7 @@ export class RunViewPanel implements vscode.Disposable {
     panel.webview.html = runViewHtml(panel.webview, ctx.extContext.extensionUri, info.title);
     panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m).catch((e: unknown) => ctx.log.error(`run view: ${describeError(e)}`)));
     panel.onDidDispose(() => this.dispose());
-    this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers });
+    this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers, ...(info.workersPerSlice ? { workersPerSlice: info.workersPerSlice } : {}) });
   }
 
   appendLines(worker: number, lines: string[]): void {
@@ -113,7 +115,7 @@ export class RunViewPanel implements vscode.Disposable {
 
   setStatus(state: RunStatus, summary?: string): void {
     this.flush();
-    this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
+    this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers, ...(this.info.workersPerSlice ? { workersPerSlice: this.info.workersPerSlice } : {}) });
   }
 
   setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {

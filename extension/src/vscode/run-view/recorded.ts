@@ -18,7 +18,11 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
     existing.panel.reveal(undefined, false);
     return;
   }
-  const view = RunViewPanel.show(ctx, { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length }, false);
+  const view = RunViewPanel.show(
+    ctx,
+    { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length, ...(rec.workersPerSlice ? { workersPerSlice: rec.workersPerSlice } : {}) },
+    false,
+  );
   const active = isActive(rec.status);
   view.setStatus(active ? 'running' : rec.status, active ? undefined : rec.reason);
   const closed = new AbortController();
