@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { TpwError } from '../core/errors';
 import { poolsFor } from '../core/gke/provider';
+import { gkeTpuType } from '../core/gke/tpu-types';
 import type { GkeCluster } from '../core/gke/models';
 import { DEFAULT_IMAGE, loadGkeUse, saveGkeUse, type GkeUse } from '../core/gke/use-config';
 import { runRecipeOnGke } from '../core/run/engine';
@@ -62,7 +63,7 @@ export async function runOnGke(ctx: Ctx, runs: RunManager, recipeArg: unknown, t
   const use = target.use ?? loadGkeUse(folder.uri.fsPath);
   const name = path.basename(recipe.fsPath);
   const where = `${cluster.cluster} (${numSlices} × ${tpuType})`;
-  const perSlice = cluster.nodePools.find((p) => p.tpu?.type === tpuType)!.nodeCount;
+  const perSlice = gkeTpuType(tpuType).vmsPerSlice;
   await runs.track({
     label: `${name} on ${where}`,
     busyKey: `${cluster.fullName}#${tpuType}`,
