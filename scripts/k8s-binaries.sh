@@ -3,8 +3,11 @@
 # outside the repository, once per version:
 #   $TPW_CACHE/k8s/kube-apiserver-<v>/, kube-controller-manager-<v>/, kube-scheduler-<v>/  (k8s.io/kubernetes)
 #   $TPW_CACHE/k8s/etcd-<v>/                                    (go.etcd.io/etcd/server/v3)
-#   $TPW_CACHE/k8s/jobset-<v>/  the JobSet controller, its CRD and LICENSE   (sigs.k8s.io/jobset)
-#   $TPW_CACHE/k8s/kueue-<v>/   Kueue's controller manager, its CRDs and LICENSE (sigs.k8s.io/kueue)
+#   $TPW_CACHE/k8s/jobset-<v>/  the JobSet controller                     (sigs.k8s.io/jobset)
+#   $TPW_CACHE/k8s/kueue-<v>/   Kueue's controller manager                 (sigs.k8s.io/kueue)
+# each with the project's LICENSE, its CRDs (crds/) and its release manifest (manifests.yaml: config/default
+# rendered by kustomize, as the project's own release does), from which the emulator installs the CRDs,
+# webhook configurations and RBAC.
 # The versions are emulator/k8s-versions.json's (xpk 1.16.0 pins JobSet v0.10.1 and Kueue v0.17.1).
 # Nothing upstream is kept in the repository: each build is a throw-away wrapper module (its go.mod written
 # here) that requires the upstream module at that version; Go fetches the sources through GOPROXY.
@@ -26,11 +29,11 @@ for v in "$K8S" "$ETCD" "$JOBSET" "$KUEUE"; do [ -n "$v" ] || { say "$VERSIONS l
 # component folder → the file that proves it complete
 targets=(
   "kube-apiserver-$K8S/kube-apiserver" "kube-controller-manager-$K8S/kube-controller-manager"
-  "kube-scheduler-$K8S/kube-scheduler" "etcd-$ETCD/etcd" "jobset-$JOBSET/jobset-controller"
-  "kueue-$KUEUE/kueue"
+  "kube-scheduler-$K8S/kube-scheduler" "etcd-$ETCD/etcd" "jobset-$JOBSET/manifests.yaml"
+  "kueue-$KUEUE/manifests.yaml"
 )
 missing=()
-for t in "${targets[@]}"; do [ -x "$CACHE/$t" ] || missing+=("$t"); done
+for t in "${targets[@]}"; do [ -s "$CACHE/$t" ] || missing+=("$t"); done
 if [ "${1:-}" = "--check" ]; then
   [ ${#missing[@]} -eq 0 ] && { echo "$CACHE"; exit 0; }
   say "missing in $CACHE: ${missing[*]} (run: bash scripts/k8s-binaries.sh)"; exit 1
@@ -54,11 +57,11 @@ wrapper() {
   [ -n "${4:-}" ] && printf '\n%s\n' "$4" >>"$dir/go.mod"
   return 0
 }
-# build <dir> <out> <package> [ldflags]
+# build <dir> <out> <package> <version> [ldflags]: `go get` at that version (a bare `go get` would upgrade it to
+# the newest) fills go.sum, then the build.
 build() {
-  local dir=$1 out=$2 pkg=$3 ld=${4:-}
-  (cd "$dir" && go get "$pkg" >/dev/null 2>&1 || true
-   nice -n 10 go build -p "$JOBS" -trimpath -ldflags "-s -w $ld" -o "$out" "$pkg")
+  local dir=$1 out=$2 pkg=$3 ver=$4 ld=${5:-}
+  (cd "$dir" && nice -n 10 go get "$pkg@$ver" && nice -n 10 go build -p "$JOBS" -trimpath -ldflags "-s -w $ld" -o "$out" "$pkg")
 }
 # install <component folder> <built files...>: atomically, so an interrupted build leaves nothing half-made.
 install_dir() {
@@ -73,7 +76,7 @@ trap 'rm -rf "$work"' EXIT
 
 build_etcd() {
   wrapper "$work/etcd" go.etcd.io/etcd/server/v3 "$ETCD"
-  build "$work/etcd" "$work/etcd/etcd" go.etcd.io/etcd/server/v3
+  build "$work/etcd" "$work/etcd/etcd" go.etcd.io/etcd/server/v3 "$ETCD"
   install_dir "etcd-$ETCD" "$work/etcd/etcd"
 }
 
@@ -92,25 +95,33 @@ build_kubernetes() {
   pkgver=$(echo $pkgver)
   for bin in kube-apiserver kube-controller-manager kube-scheduler; do
     [ -x "$CACHE/$bin-$K8S/$bin" ] && continue
-    timed build "$work/k8s" "$work/k8s/$bin" "k8s.io/kubernetes/cmd/$bin" "$pkgver"
+    timed build "$work/k8s" "$work/k8s/$bin" "k8s.io/kubernetes/cmd/$bin" "$K8S" "$pkgver"
     install_dir "$bin-$K8S" "$work/k8s/$bin"
   done
 }
 
-# The controller and the YAML it ships (CRDs, LICENSE) come from the same module download.
+# kustomize: kubectl's own, else kustomize built from the module proxy.
+kustomize() {
+  if command -v kubectl >/dev/null 2>&1; then kubectl kustomize "$1"; return; fi
+  (cd "$work" && GOFLAGS= go run sigs.k8s.io/kustomize/kustomize/v5@v5.5.0 build "$1")
+}
+# The controller and the YAML it ships (CRDs, release manifest, LICENSE) come from the same module download.
 build_sigs() {
   local name=$1 ver=$2 pkg=$3 exe=$4 src
   wrapper "$work/$name" "sigs.k8s.io/$name" "$ver"
-  build "$work/$name" "$work/$name/$exe" "$pkg"
+  build "$work/$name" "$work/$name/$exe" "$pkg" "$ver"
   src=$(cd "$work/$name" && go list -m -f '{{.Dir}}' "sigs.k8s.io/$name")
   mkdir -p "$work/$name/crds"
   cp "$src"/config/components/crd/bases/*.yaml "$work/$name/crds/"
   cp "$src/LICENSE" "$work/$name/LICENSE"
-  install_dir "$name-$ver" "$work/$name/$exe" "$work/$name/crds" "$work/$name/LICENSE"
+  # kustomize writes beside its input: render a writable copy of the module's config/.
+  cp -r "$src/config" "$work/$name/config" && chmod -R u+w "$work/$name/config"
+  kustomize "$work/$name/config/default" >"$work/$name/manifests.yaml"
+  install_dir "$name-$ver" "$work/$name/$exe" "$work/$name/crds" "$work/$name/LICENSE" "$work/$name/manifests.yaml"
 }
 
 [ -x "$CACHE/etcd-$ETCD/etcd" ] || timed build_etcd
-[ -x "$CACHE/jobset-$JOBSET/jobset-controller" ] || timed build_sigs jobset "$JOBSET" sigs.k8s.io/jobset jobset-controller
-[ -x "$CACHE/kueue-$KUEUE/kueue" ] || timed build_sigs kueue "$KUEUE" sigs.k8s.io/kueue/cmd/kueue kueue
+[ -s "$CACHE/jobset-$JOBSET/manifests.yaml" ] || timed build_sigs jobset "$JOBSET" sigs.k8s.io/jobset jobset-controller
+[ -s "$CACHE/kueue-$KUEUE/manifests.yaml" ] || timed build_sigs kueue "$KUEUE" sigs.k8s.io/kueue/cmd/kueue kueue
 build_kubernetes
 echo "$CACHE"
