@@ -2,7 +2,9 @@
 # Installs everything TPU Workbench needs on a fresh Debian machine, and nothing twice:
 #   system packages (OpenSSH for the tests' real sshd, git, tar), node_modules (npm ci), the trainer's Python
 #   venv (scripts/python-env.sh), and the bundles in dist/ (with dist/tpw-profile, which needs Rust's cargo).
-#   --e2e  also Debian chromium and code-server 4.100.3 (VS Code 1.100) for the end-to-end tests.
+#   --e2e  also Debian chromium and code-server 4.100.3 (VS Code 1.100) for the end-to-end tests, and the
+#          Kubernetes binaries of the emulator's GKE clusters (scripts/k8s-binaries.sh: built once per machine and
+#          version from the Go module proxy, cached in $TPW_CACHE/k8s; the demo does not need them).
 # Caches live under $TPW_CACHE (default ~/.cache/tpu-workbench) so a second run on the same machine is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,12 @@ bash scripts/python-env.sh >/dev/null
 # --- code-server for the end-to-end tests -----------------------------------------------------------
 if [ $e2e = 1 ]; then
   bash scripts/install-code-server.sh "$TPW_CACHE/code-server"
+fi
+
+# --- the emulator's Kubernetes binaries, for the GKE tests ---------------------------------------------
+# Not fatal here: without Go (1.25 or later) the GKE tests fail with a message that says how to build them.
+if [ $e2e = 1 ]; then
+  bash scripts/k8s-binaries.sh >/dev/null || say "the emulator's Kubernetes binaries were not built (above): the GKE tests will fail"
 fi
 
 # --- Rust, for the native `tpw profile` (native/profile) ------------------------------------------------

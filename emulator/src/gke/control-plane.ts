@@ -181,7 +181,7 @@ export class ControlPlane {
     const kubeconfig = (who: Internal) => this.writeKubeconfig(who);
     this.procs.start('kube-controller-manager', b.kubeControllerManager, [
       `--kubeconfig=${kubeconfig('controllerManager')}`, `--controllers=${CONTROLLERS.join(',')}`, '--leader-elect=false',
-      `--service-account-private-key-file=${sa.key}`, `--root-ca-file=${ca.cert}`, '--use-service-account-credentials=false',
+      `--service-account-private-key-file=${sa.key}`, `--root-ca-file=${ca.cert}`, '--use-service-account-credentials=true',
       '--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, `--cert-dir=${path.join(dir, 'kcm-certs')}`,
       // Finished pods are the run's record (their logs): kept, as GKE keeps them, until their Job goes.
       '--terminated-pod-gc-threshold=12500',
@@ -207,7 +207,11 @@ export class ControlPlane {
       internalCertManagement: { enable: false },
     });
     const jobsetConfig = this.writeConfig('jobset-config.yaml', controllerConfig(jobset.config, webhooks.jobset, health.jobset));
-    const kueueConfig = this.writeConfig('kueue-config.yaml', controllerConfig(kueue.config, webhooks.kueue, health.kueue));
+    const kueueConfig = this.writeConfig('kueue-config.yaml', {
+      ...controllerConfig(kueue.config, webhooks.kueue, health.kueue),
+      // Its on-demand visibility API would listen on every address at 8082; here, loopback and a free port.
+      visibilityServer: { bindAddress: '127.0.0.1', bindPort: await freePort() },
+    });
     this.procs.start('jobset-controller', b.jobset, [`--config=${jobsetConfig}`, '--zap-log-level=info'], { KUBECONFIG: kubeconfig('jobset') });
     this.procs.start('kueue', b.kueue, [`--config=${kueueConfig}`, '--zap-log-level=2'], { KUBECONFIG: kubeconfig('kueue'), NAMESPACE: 'kueue-system', POD_NAMESPACE: 'kueue-system' });
     await Promise.all([

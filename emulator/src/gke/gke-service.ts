@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ApiError } from '../types';
+import { ApiError } from '../../../extension/src/core/emulator/types';
 import { ClusterRuntime, type PoolNodes } from './cluster-runtime';
 import {
   checkName, clusterJson, clusterPath, nodeNames, nodePoolFrom, operationJson, poolJson,
@@ -27,6 +27,37 @@ export interface GkeServiceOptions {
   release(owner: string): void;
   baseEnv(): Record<string, string>;
   log?: (msg: string) => void;
+}
+
+/** The service's options from the emulator's parts: its folder, its address table, the VM workers' environment. */
+export function gkeOptions(o: {
+  dir: string;
+  project: string;
+  zones: readonly string[];
+  account: string;
+  addresses: { allocateAddresses(owner: string, count: number): string[]; releaseAddresses(owner: string): void; save(): void };
+  pathPrefix: string[];
+  vmEnv(): Record<string, string>;
+  log?: (msg: string) => void;
+}): GkeServiceOptions {
+  return {
+    dir: path.join(o.dir, 'gke'),
+    project: o.project,
+    zones: o.zones,
+    account: o.account,
+    allocate: (owner, count) => {
+      const got = o.addresses.allocateAddresses(owner, count);
+      o.addresses.save();
+      return got;
+    },
+    release: (owner) => {
+      o.addresses.releaseAddresses(owner);
+      o.addresses.save();
+    },
+    // A GKE node's pods start from what a VM worker's login has (the "installed software" and the VM services).
+    baseEnv: () => ({ PATH: [...o.pathPrefix, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'), LANG: 'C.UTF-8', ...o.vmEnv() }),
+    log: o.log,
+  };
 }
 
 interface Saved {
