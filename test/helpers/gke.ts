@@ -8,11 +8,18 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { v1 as container } from '@google-cloud/container';
+import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { OAuth2Client } from 'google-auth-library';
 import { Emulator, type EmulatorOptions } from '../../extension/src/core/emulator/emulator';
 import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
 
 export const KUBECTL = process.env.TPW_KUBECTL || '/usr/bin/kubectl';
+
+/** @kubernetes/client-node 1.x is an ES module; node >= 20.19 requires it from CommonJS, as the product does. */
+export function k8sLib(): typeof K8s {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- an ES module required from CommonJS (above)
+  return require('@kubernetes/client-node') as typeof K8s;
+}
 
 export interface GkeFixture {
   dir: string;

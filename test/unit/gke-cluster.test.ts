@@ -25,7 +25,7 @@ before(async () => {
   // addressPrefix: unique to this file
   f = await startGkeEmulator('tpw-gke-cluster-', { addressPrefix: '127.0.160' });
   const parent = `projects/${f.project}/locations/${ZONE}`;
-  const pool = (name: string) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot: name === 'slice-b' }, placementPolicy: { type: 'COMPACT', tpuTopology: '4x4' } });
+  const pool = (name: string) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot: name === 'slice-b' }, placementPolicy: { type: 'COMPACT' as const, tpuTopology: '4x4' } });
   const [op] = await f.gke.createCluster({ parent, cluster: { name: CLUSTER, nodePools: [pool('slice-a'), pool('slice-b')] } });
   await waitOperation(f, ZONE, op);
   kc = path.join(f.dir, 'kubeconfig');

@@ -9,16 +9,18 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
+import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { emulatorCall } from '../helpers/emulator-api';
-import { jobSet, kubeconfigFor, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { k8sLib, jobSet, kubeconfigFor, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+
+const k8s = k8sLib();
 
 const ZONE = 'us-east5-b';
 const CLUSTER = 'queued';
 let f: GkeFixture;
-let core: k8s.CoreV1Api;
-let custom: k8s.CustomObjectsApi;
-let kc: k8s.KubeConfig;
+let core: K8s.CoreV1Api;
+let custom: K8s.CustomObjectsApi;
+let kc: K8s.KubeConfig;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const JS = { group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets' };

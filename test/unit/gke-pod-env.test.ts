@@ -32,7 +32,7 @@ test('env: envFrom first, then env in order with $(VAR) expanded against what ca
       { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
     ],
     resources: { limits: { cpu: '1500m' } },
-  }, (kind, name) => (kind === 'ConfigMap' && name === 'cfg' ? { K: 'v' } : kind === 'Secret' && name === 'sec' ? { HF_TOKEN: 'hf_secret' } : undefined));
+  }, (kind, name): Record<string, string> | undefined => (kind === 'ConfigMap' && name === 'cfg' ? { K: 'v' } : kind === 'Secret' && name === 'sec' ? { HF_TOKEN: 'hf_secret' } : undefined));
   assert.equal(env.CFG_K, 'v');
   assert.equal(env.B, 'x-v-$(LATER)-$(A)');
   assert.equal(env.IDX, '1');

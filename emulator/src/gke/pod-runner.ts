@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { LogWriter } from './container-log';
 import { containerEnv, EnvError, type ContainerSpec, type PodView } from './pod-env';
-import { launchArgv, materializeVolumes, VolumeError, type Mount, type VolumeSources, type VolumeSpec } from './pod-sandbox';
+import { launchArgv, materializeVolumes, namespacesAvailable, VolumeError, type Mount, type VolumeSources, type VolumeSpec } from './pod-sandbox';
 
 /**
  * One pod on an emulated node, run as the kubelet runs it: volumes, then each init container to completion in
@@ -207,6 +207,11 @@ export class PodRunner {
         this.report();
         await sleep(2000);
         return this.stopping ? 1 : this.runContainer(r);
+      }
+      if (!namespacesAvailable()) {
+        r.state = { waiting: { reason: 'CreateContainerError', message: 'this machine does not let a process make user namespaces (`unshare --user --mount` fails), which the emulator\'s nodes need to give a container its volumes, /tmp and hostname' } };
+        this.report();
+        return 128;
       }
       if (argv.length === 0) {
         r.state = { waiting: { reason: 'CreateContainerError', message: `the emulator runs no images: container "${c.name}" needs a command` } };
