@@ -8,7 +8,7 @@
 # each with the project's LICENSE, its CRDs (crds/) and its release manifest (manifests.yaml: config/default
 # rendered by kustomize, as the project's own release does), from which the emulator installs the CRDs,
 # webhook configurations and RBAC.
-# The versions are emulator/k8s-versions.json's (xpk 1.16.0 pins JobSet v0.10.1 and Kueue v0.17.1).
+# The versions are emulator/src/gke/k8s-versions.json's (xpk 1.16.0 pins JobSet v0.10.1 and Kueue v0.17.1).
 # Nothing upstream is kept in the repository: each build is a throw-away wrapper module (its go.mod written
 # here) that requires the upstream module at that version; Go fetches the sources through GOPROXY.
 #
@@ -19,7 +19,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${TPW_CACHE:-$HOME/.cache/tpu-workbench}/k8s"
-VERSIONS="$ROOT/emulator/k8s-versions.json"
+VERSIONS="$ROOT/emulator/src/gke/k8s-versions.json"
 say() { echo "k8s-binaries: $*" >&2; }
 
 version() { sed -n "s/^ *\"$1\": *\"\\(v[^\"]*\\)\".*/\\1/p" "$VERSIONS"; }

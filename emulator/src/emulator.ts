@@ -14,7 +14,7 @@ import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { VmServices } from './vm-services';
-import { GkeService, gkeOptions } from '../../../../emulator/src/gke/gke-service';
+import { GkeService, gkeOptions } from './gke/gke-service';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
 import { resetState, restorePreviousState, type StateRecovery } from './state-file';
 

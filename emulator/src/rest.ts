@@ -10,8 +10,8 @@ import { QueuedResources } from './queued';
 import { osLoginRoutes } from './os-login';
 import { PayloadTooLarge, readJson, send } from './http-json';
 import { guardRequest } from './rest-guard';
-import { gkeRoutes } from '../../../../emulator/src/gke/gke-rest';
-import type { GkeService } from '../../../../emulator/src/gke/gke-service';
+import { gkeRoutes } from './gke/gke-rest';
+import type { GkeService } from './gke/gke-service';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
 

@@ -10,8 +10,8 @@ import * as path from 'node:path';
 import { v1 as container } from '@google-cloud/container';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { OAuth2Client } from 'google-auth-library';
-import { Emulator, type EmulatorOptions } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator, type EmulatorOptions } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 
 export const KUBECTL = process.env.TPW_KUBECTL || '/usr/bin/kubectl';
 

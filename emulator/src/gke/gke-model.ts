@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { ApiError } from '../../../extension/src/core/emulator/types';
+import { ApiError } from '../types';
 import { nodePoolSlice, type NodePoolSlice } from './tpu-shapes';
 
 /**

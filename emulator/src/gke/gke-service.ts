@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ApiError } from '../../../extension/src/core/emulator/types';
+import { ApiError } from '../types';
 import { ClusterRuntime, type PoolNodes } from './cluster-runtime';
 import {
   checkName, clusterJson, clusterPath, nodeNames, nodePoolFrom, operationJson, poolJson,

@@ -1,12 +1,12 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import versions from '../../k8s-versions.json';
+import versions from './k8s-versions.json';
 
 /**
  * Where the Kubernetes binaries of the emulator's clusters are: built by scripts/k8s-binaries.sh from the Go
  * module proxy into `$TPW_CACHE/k8s/<component>-<version>/` (TPW_CACHE defaults to ~/.cache/tpu-workbench),
- * never into the repository. The versions are emulator/k8s-versions.json's, which the script reads too.
+ * never into the repository. The versions are k8s-versions.json's (beside this file), which the script reads too.
  */
 
 export const K8S_VERSIONS: Readonly<typeof versions> = versions;

@@ -1,4 +1,4 @@
-import { machineTypeInfo, shapeFromTopology, type TpuFamily, type TpuSliceShape } from '../../../extension/src/core/compute/tpu-machine-types';
+import { machineTypeInfo, shapeFromTopology, type TpuFamily, type TpuSliceShape } from '../../../protocol/tpu-machine-types';
 
 /**
  * What GKE makes of a TPU node pool: its slice (machine type × topology → hosts), the labels of its nodes, and
