@@ -11,6 +11,7 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { LogWriter, serveLog } from '../../emulator/src/gke/container-log';
 import { containerEnv, expand, quantity, type PodView } from '../../emulator/src/gke/pod-env';
+import { containerPath } from '../../emulator/src/gke/pod-sandbox';
 
 const pod: PodView = {
   metadata: { name: 'run-slice-0-1-abcde', namespace: 'default', uid: 'u-1', labels: { 'jobset.sigs.k8s.io/job-index': '0' }, annotations: { 'batch.kubernetes.io/job-completion-index': '1' } },
@@ -111,5 +112,29 @@ test('logs: follow writes lines as they come and ends once the container has end
     assert.equal(got, 'a\nb\n');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("mount paths are resolved in the container's view: this machine's links followed, not inside its own /run and /tmp", () => {
+  // Not under /tmp: the container has a /tmp of its own, where this machine's links mean nothing.
+  const dir = fs.mkdtempSync('/var/tmp/tpw-gke-links-');
+  const inTmp = fs.mkdtempSync('/tmp/tpw-gke-links-');
+  try {
+    fs.symlinkSync('/etc', path.join(inTmp, 'etc'));
+    assert.equal(containerPath(path.join(inTmp, 'etc', 'x')), path.join(inTmp, 'etc', 'x'));
+    fs.mkdirSync(path.join(dir, 'real'));
+    fs.symlinkSync(path.join(dir, 'real'), path.join(dir, 'abs'));
+    fs.symlinkSync('real', path.join(dir, 'rel'));
+    const base = fs.realpathSync(dir);
+    assert.equal(containerPath(path.join(dir, 'abs', 'x', 'y')), path.join(base, 'real', 'x', 'y'));
+    assert.equal(containerPath(path.join(dir, 'rel', 'z')), path.join(base, 'real', 'z'));
+    assert.equal(containerPath('/tpw/workspace'), '/tpw/workspace');
+    // /var/run → /run on Debian-like machines: the token lands in the container's own /run.
+    if (fs.existsSync('/var/run') && fs.lstatSync('/var/run').isSymbolicLink()) {
+      assert.equal(containerPath('/var/run/secrets/kubernetes.io/serviceaccount'), '/run/secrets/kubernetes.io/serviceaccount');
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(inTmp, { recursive: true, force: true });
   }
 });

@@ -131,16 +131,38 @@ export function namespacesAvailable(): boolean {
   return namespacesChecked;
 }
 
+/**
+ * Where `p` is in the container's view: symbolic links of this machine's folders followed (Debian's /var/run is
+ * a link to /run, and a service account's token is mounted under /var/run/secrets), except inside /run and /tmp,
+ * which the container has of its own.
+ */
+export function containerPath(p: string): string {
+  const parts = path.resolve('/', p).split('/').filter(Boolean);
+  let at = '/';
+  for (let i = 0; i < parts.length; i++) {
+    if (at === '/run' || at === '/tmp' || at.startsWith('/run/') || at.startsWith('/tmp/')) return path.join(at, ...parts.slice(i));
+    const next = path.join(at, parts[i]);
+    let link: string | undefined;
+    try {
+      link = fs.lstatSync(next).isSymbolicLink() ? fs.readlinkSync(next) : undefined;
+    } catch {
+      return path.join(at, ...parts.slice(i));
+    }
+    at = link === undefined ? next : containerPath(path.resolve(at, link));
+  }
+  return at;
+}
+
 /** The argv that runs `spec.argv` in the container's view of the machine. */
 export function launchArgv(launcher: string, spec: LaunchSpec): string[] {
   const mountFile = path.join(spec.rootDir, '..', `${path.basename(spec.rootDir)}.mounts`);
-  const lines = spec.mounts.map((m) => [m.source, m.target, m.readOnly ? 'ro' : 'rw'].join('\t'));
+  const lines = spec.mounts.map((m) => [m.source, containerPath(m.target), m.readOnly ? 'ro' : 'rw'].join('\t'));
   for (const m of spec.mounts) {
     if (/[\t\n]/.test(m.source + m.target)) throw new VolumeError(`mount path "${m.target}" holds a tab or a newline`);
   }
   fs.mkdirSync(spec.rootDir, { recursive: true });
   fs.writeFileSync(mountFile, lines.length ? `${lines.join('\n')}\n` : '');
-  return ['unshare', '--user', '--map-root-user', '--mount', '--uts', '--propagation', 'private', '/bin/sh', launcher, spec.rootDir, mountFile, spec.hostsFile, spec.hostname, spec.workingDir, ...spec.argv];
+  return ['unshare', '--user', '--map-root-user', '--mount', '--uts', '--propagation', 'private', '/bin/sh', launcher, spec.rootDir, mountFile, spec.hostsFile, spec.hostname, containerPath(spec.workingDir), ...spec.argv];
 }
 
 /**
