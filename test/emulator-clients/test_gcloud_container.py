@@ -21,7 +21,8 @@ from tpw_emulator import Emulator
 GCLOUD = shutil.which("gcloud")
 KUBECTL = shutil.which("kubectl")
 PLUGIN = shutil.which("gke-gcloud-auth-plugin")
-pytestmark = pytest.mark.skipif(None in (GCLOUD, KUBECTL, PLUGIN), reason="gcloud, kubectl or gke-gcloud-auth-plugin is not installed")
+pytestmark = pytest.mark.skipif(None in (GCLOUD, KUBECTL, PLUGIN),
+                                reason="gcloud, kubectl or gke-gcloud-auth-plugin is not installed")
 
 CLUSTER = "gc-gke"
 
@@ -51,8 +52,9 @@ def gcloud_env(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> 
 def gcloud(emulator: Emulator, gcloud_env: dict[str, str]) -> Run:
     """`gcloud container ARGS`; the cluster (one v5litepod-16 node pool) is made first through the REST API."""
     parent = f"/v1/projects/{emulator.project}/locations/{emulator.zone}"
-    body = {"cluster": {"name": CLUSTER, "nodePools": [{"name": "tpu", "initialNodeCount": 4, "config": {"machineType": "ct5lp-hightpu-4t"},
-                                                       "placementPolicy": {"type": "COMPACT", "tpuTopology": "4x4"}}]}}
+    pool = {"name": "tpu", "initialNodeCount": 4, "config": {"machineType": "ct5lp-hightpu-4t"},
+            "placementPolicy": {"type": "COMPACT", "tpuTopology": "4x4"}}
+    body = {"cluster": {"name": CLUSTER, "nodePools": [pool]}}
     status, _, op, _ = emulator.raw("POST", f"{parent}/clusters", json.dumps(body).encode())
     assert status == 200, op
     deadline = time.monotonic() + 300
@@ -78,12 +80,14 @@ def test_clusters_list_and_describe(gcloud: Run, emulator: Emulator) -> None:
     c = next(x for x in clusters if x["name"] == CLUSTER)
     assert c["status"] == "RUNNING"
     assert c["location"] == emulator.zone
-    described = gcloud("clusters", "describe", CLUSTER, "--zone", emulator.zone, "--format=value(endpoint,currentMasterVersion)")
+    described = gcloud("clusters", "describe", CLUSTER, "--zone", emulator.zone,
+                       "--format=value(endpoint,currentMasterVersion)")
     assert described.returncode == 0, described.stderr
     endpoint, version = described.stdout.split()
     assert endpoint.startswith("127.0.0.1:")
     assert version.startswith("1.37.2-gke.")
-    pools = gcloud("node-pools", "list", "--cluster", CLUSTER, "--zone", emulator.zone, "--format=value(name,config.machineType,placementPolicy.tpuTopology)")
+    pools = gcloud("node-pools", "list", "--cluster", CLUSTER, "--zone", emulator.zone,
+                   "--format=value(name,config.machineType,placementPolicy.tpuTopology)")
     assert pools.returncode == 0, pools.stderr
     assert pools.stdout.split() == ["tpu", "ct5lp-hightpu-4t", "4x4"]
 
@@ -94,16 +98,19 @@ def test_describe_of_an_unknown_cluster_fails_naming_it(gcloud: Run, emulator: E
     assert "nope" in missing.stderr
 
 
-def test_get_credentials_then_kubectl_through_the_auth_plugin(gcloud: Run, emulator: Emulator, gcloud_env: dict[str, str]) -> None:
+def test_get_credentials_then_kubectl_through_the_auth_plugin(gcloud: Run, emulator: Emulator,
+                                                              gcloud_env: dict[str, str]) -> None:
     got = gcloud("clusters", "get-credentials", CLUSTER, "--zone", emulator.zone)
     assert got.returncode == 0, got.stderr
     config = Path(gcloud_env["KUBECONFIG"]).read_text()
     assert "gke-gcloud-auth-plugin" in config
     assert KUBECTL is not None
-    nodes = subprocess.run([KUBECTL, "get", "nodes", "-o", "json"], env=gcloud_env, capture_output=True, text=True, timeout=120)
+    nodes = subprocess.run([KUBECTL, "get", "nodes", "-o", "json"], env=gcloud_env,
+                           capture_output=True, text=True, timeout=120)
     assert nodes.returncode == 0, nodes.stderr
     items = json.loads(nodes.stdout)["items"]
     assert len(items) == 4
     assert {n["metadata"]["labels"]["cloud.google.com/gke-tpu-accelerator"] for n in items} == {"tpu-v5-lite-podslice"}
-    who = subprocess.run([KUBECTL, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], env=gcloud_env, capture_output=True, text=True, timeout=60)
+    who = subprocess.run([KUBECTL, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"], env=gcloud_env,
+                         capture_output=True, text=True, timeout=60)
     assert who.stdout == "tpw-emulator-user@example.com", who.stderr
