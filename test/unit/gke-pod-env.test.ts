@@ -115,13 +115,9 @@ test('logs: follow writes lines as they come and ends once the container has end
   }
 });
 
-test("mount paths are resolved in the container's view: this machine's links followed, not inside its own /run and /tmp", () => {
-  // Not under /tmp: the container has a /tmp of its own, where this machine's links mean nothing.
-  const dir = fs.mkdtempSync('/var/tmp/tpw-gke-links-');
-  const inTmp = fs.mkdtempSync('/tmp/tpw-gke-links-');
+test("mount paths are resolved in the container's view: this machine's links followed, not inside its own /run", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-gke-links-'));
   try {
-    fs.symlinkSync('/etc', path.join(inTmp, 'etc'));
-    assert.equal(containerPath(path.join(inTmp, 'etc', 'x')), path.join(inTmp, 'etc', 'x'));
     fs.mkdirSync(path.join(dir, 'real'));
     fs.symlinkSync(path.join(dir, 'real'), path.join(dir, 'abs'));
     fs.symlinkSync('real', path.join(dir, 'rel'));
@@ -135,6 +131,5 @@ test("mount paths are resolved in the container's view: this machine's links fol
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(inTmp, { recursive: true, force: true });
   }
 });

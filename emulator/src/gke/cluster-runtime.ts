@@ -6,7 +6,6 @@ import type { K8sBinaries } from './k8s-binaries';
 import { K8S_VERSIONS } from './k8s-binaries';
 import { KubeError } from './kube-client';
 import { Kubelets } from './kubelet';
-import { LAUNCHER_SCRIPT } from './pod-sandbox';
 import type { NodePoolSlice } from './tpu-shapes';
 import { tpuWebhookConfiguration, TpuWebhookServer } from './tpu-webhook';
 import { xpkKueueObjects } from './xpk-kueue';
@@ -82,14 +81,12 @@ export class ClusterRuntime {
     this.webhook = new TpuWebhookServer(webhookCert);
     this.webhookPort = await this.webhook.listen();
     await cp.start();
-    const launcher = path.join(this.opts.dir, 'container-launcher.sh');
-    fs.writeFileSync(launcher, LAUNCHER_SCRIPT, { mode: 0o700 });
     this.kubeletsValue = new Kubelets({
       client: cp.admin,
       caPem: cp.caPem(),
       servingCert: (name, ips) => cp.issueServing(name, ips),
       apiserverClientName: cp.kubeletClientCommonName(),
-      launcher,
+      launcher: cp.launcher,
       baseEnv: () => this.opts.baseEnv(),
       kubeletVersion: K8S_VERSIONS.kubernetes,
       project: this.opts.project,

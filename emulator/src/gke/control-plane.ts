@@ -6,6 +6,7 @@ import { collectionOf, loadAddon } from './addons';
 import type { K8sBinaries } from './k8s-binaries';
 import { KubeClient, type KubeObject } from './kube-client';
 import { ClusterPki } from './pki';
+import { launchArgv, namespacesAvailable, writeLauncher } from './pod-sandbox';
 import { freePort, portIsFree, ProcessGroup } from './processes';
 
 /**
@@ -59,6 +60,7 @@ export class ControlPlane {
   private tokens: Record<Internal, string> | undefined;
   private port = 0;
   private adminClient: KubeClient | undefined;
+  private launcherPath = '';
 
   constructor(private readonly opts: ControlPlaneOptions) {
     this.log = opts.log ?? (() => undefined);
@@ -77,6 +79,11 @@ export class ControlPlane {
 
   caPem(): string {
     return this.pki.caPem();
+  }
+
+  /** The script that gives a process its container view of the machine (pod-sandbox.ts). */
+  get launcher(): string {
+    return this.launcherPath;
   }
 
   /** A client with the emulator's internal admin identity (system:masters): for the emulator only. */
@@ -104,6 +111,7 @@ export class ControlPlane {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     fs.chmodSync(dir, 0o700);
     this.procs.reapLeftovers();
+    this.launcherPath = writeLauncher(dir);
     const b = this.opts.binaries;
     const pki = this.pki;
     const ca = await pki.ensureCa();
@@ -207,13 +215,22 @@ export class ControlPlane {
       internalCertManagement: { enable: false },
     });
     const jobsetConfig = this.writeConfig('jobset-config.yaml', controllerConfig(jobset.config, webhooks.jobset, health.jobset));
-    const kueueConfig = this.writeConfig('kueue-config.yaml', {
-      ...controllerConfig(kueue.config, webhooks.kueue, health.kueue),
-      // Its on-demand visibility API would listen on every address at 8082; here, loopback and a free port.
-      visibilityServer: { bindAddress: '127.0.0.1', bindPort: await freePort() },
-    });
+    const kueueConfig = this.writeConfig('kueue-config.yaml', controllerConfig(kueue.config, webhooks.kueue, health.kueue));
     this.procs.start('jobset-controller', b.jobset, [`--config=${jobsetConfig}`, '--zap-log-level=info'], { KUBECONFIG: kubeconfig('jobset') });
-    this.procs.start('kueue', b.kueue, [`--config=${kueueConfig}`, '--zap-log-level=2'], { KUBECONFIG: kubeconfig('kueue'), NAMESPACE: 'kueue-system', POD_NAMESPACE: 'kueue-system' });
+    // Without its internal cert rotation (which names a Service the API server cannot reach here) Kueue reads
+    // its metrics certificate from /etc/kueue/metrics/certs, a path it does not let one change: it gets its own
+    // view of the machine with a certificate of the cluster CA there, as its Deployment's volume would give it.
+    if (!namespacesAvailable()) throw new Error('Kueue needs its certificates at /etc/kueue/metrics/certs, which the emulator mounts in a user namespace, and this machine does not allow those (`unshare --user --mount` fails)');
+    const hosts = path.join(dir, 'kueue-hosts');
+    fs.writeFileSync(hosts, '127.0.0.1\tlocalhost\n');
+    const kueueArgv = launchArgv(this.launcherPath, {
+      rootDir: path.join(dir, 'kueue-root'), hostsFile: hosts, hostname: 'kueue-controller-manager', workingDir: '/',
+      mounts: [{ source: webhookDir, target: '/etc/kueue/metrics/certs', readOnly: true }],
+      // The on-demand visibility API is an aggregated API served behind a Service, which nothing routes to here
+      // (and its server wants in-cluster credentials): off. Pending workloads are on the Workload objects.
+      argv: [b.kueue, `--config=${kueueConfig}`, '--zap-log-level=2', '--feature-gates=VisibilityOnDemand=false'],
+    });
+    this.procs.start('kueue', kueueArgv[0], kueueArgv.slice(1), { KUBECONFIG: kubeconfig('kueue') });
     await Promise.all([
       this.waitReady('jobset-controller', () => httpGetOk(`http://127.0.0.1:${health.jobset}/readyz`)),
       this.waitReady('kueue', () => httpGetOk(`http://127.0.0.1:${health.kueue}/readyz`)),

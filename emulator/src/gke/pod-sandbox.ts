@@ -5,8 +5,8 @@ import { fieldValue, type PodView } from './pod-env';
 
 /**
  * A pod's filesystem on an emulated node. There are no images: a container sees this machine's files, as a VM
- * worker does, plus its volumes at their mount paths, its own /tmp and /run, an /etc/hosts naming the pods of
- * its subdomain, and its own hostname. That view is made per container in a user + mount + UTS namespace
+ * worker does (its /tmp included, where the emulator and its sandboxes may live), plus its volumes at their mount
+ * paths, its own /run, an /etc/hosts naming the pods of its subdomain, and its own hostname. That view is made per container in a user + mount + UTS namespace
  * (`unshare`, no privileges needed): a tmpfs root holding bind mounts of this machine's top-level folders, the
  * volumes bound on top, then `chroot`. Nothing is mounted or created outside the namespace, so the machine's own
  * /dev/shm, /tmp and /etc/hosts are untouched.
@@ -133,14 +133,14 @@ export function namespacesAvailable(): boolean {
 
 /**
  * Where `p` is in the container's view: symbolic links of this machine's folders followed (Debian's /var/run is
- * a link to /run, and a service account's token is mounted under /var/run/secrets), except inside /run and /tmp,
- * which the container has of its own.
+ * a link to /run, and a service account's token is mounted under /var/run/secrets), except inside /run, which the
+ * container has of its own.
  */
 export function containerPath(p: string): string {
   const parts = path.resolve('/', p).split('/').filter(Boolean);
   let at = '/';
   for (let i = 0; i < parts.length; i++) {
-    if (at === '/run' || at === '/tmp' || at.startsWith('/run/') || at.startsWith('/tmp/')) return path.join(at, ...parts.slice(i));
+    if (at === '/run' || at.startsWith('/run/')) return path.join(at, ...parts.slice(i));
     const next = path.join(at, parts[i]);
     let link: string | undefined;
     try {
@@ -165,11 +165,21 @@ export function launchArgv(launcher: string, spec: LaunchSpec): string[] {
   return ['unshare', '--user', '--map-root-user', '--mount', '--uts', '--propagation', 'private', '/bin/sh', launcher, spec.rootDir, mountFile, spec.hostsFile, spec.hostname, containerPath(spec.workingDir), ...spec.argv];
 }
 
+/** Writes the launcher into `dir` (once per start: it is the emulator's, not the user's) and returns its path. */
+export function writeLauncher(dir: string): string {
+  const file = path.join(dir, 'container-launcher.sh');
+  fs.writeFileSync(file, LAUNCHER_SCRIPT, { mode: 0o700 });
+  return file;
+}
+
 /**
- * The script run inside the namespaces (written once into the emulator's folder). Arguments: root, mount
- * list file (source TAB target TAB ro|rw per line), hosts file, hostname, working dir, then the command.
+ * The script run inside the namespaces. Arguments: root, mount list file (source TAB target TAB ro|rw per line,
+ * targets already resolved by containerPath), hosts file, hostname, working dir, then the command. The root is a
+ * tmpfs holding this machine's top-level entries, bound; /run is fresh. A mount point or working dir
+ * that does not exist is made in the container's own tree; where that tree is a folder of this machine, that
+ * folder is first shadowed (a tmpfs holding its entries, bound), so nothing is ever created on the machine.
  */
-export const LAUNCHER_SCRIPT = `#!/bin/sh
+const LAUNCHER_SCRIPT = `#!/bin/sh
 # TPU Workbench emulator: makes a container's view of this machine in fresh namespaces, then runs its command.
 set -eu
 POD_PATH=$PATH
@@ -177,37 +187,52 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 R=$1 MOUNTS=$2 HOSTS=$3 NAME=$4 WD=$5
 shift 5
 CHROOT=$(command -v chroot)
+OWN=" / /run "
+REAL=" "
+bind_entries() {
+  p=\${1%/}
+  for e in "$p"/* "$p"/.[!.]*; do
+    [ -e "$e" ] || [ -L "$e" ] || continue
+    if [ -z "$p" ]; then case \${e#/} in proc|sys|dev|run) continue ;; esac; fi
+    if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$R$e"
+    elif [ -d "$e" ]; then mkdir "$R$e"; mount --rbind "$e" "$R$e"; REAL="$REAL$e "
+    else touch "$R$e"; mount --bind "$e" "$R$e"; fi
+  done
+}
+holder() {
+  best= kind=own
+  for x in $OWN; do case "$1/" in "\${x%/}/"*) if [ \${#x} -gt \${#best} ]; then best=$x kind=own; fi ;; esac; done
+  for x in $REAL; do case "$1/" in "$x/"*) if [ \${#x} -gt \${#best} ]; then best=$x kind=real; fi ;; esac; done
+  echo "$kind"
+}
+make_path() {
+  [ -e "$R$1" ] && return 0
+  a=$1
+  while [ ! -e "$R$a" ]; do a=$(dirname "$a"); done
+  if [ "$(holder "$a")" = real ]; then
+    mount -t tmpfs -o mode=755 tpw-shadow "$R$a"
+    bind_entries "$a"
+    OWN="$OWN$a "
+  fi
+  if [ "$2" = dir ]; then mkdir -p "$R$1"; else mkdir -p "$R$(dirname "$1")"; touch "$R$1"; fi
+}
 mount -t tmpfs -o mode=755 tpw-container-root "$R"
-for e in /* /.[!.]*; do
-  [ -e "$e" ] || [ -L "$e" ] || continue
-  n=\${e#/}
-  case $n in proc|sys|dev|run|tmp) continue ;; esac
-  if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$R/$n"
-  elif [ -d "$e" ]; then mkdir "$R/$n"; mount --rbind "$e" "$R/$n"
-  else touch "$R/$n"; mount --bind "$e" "$R/$n"; fi
-done
-mkdir "$R/proc" "$R/sys" "$R/dev" "$R/run" "$R/tmp"
+bind_entries /
+mkdir "$R/proc" "$R/sys" "$R/dev" "$R/run"
 mount --rbind /proc "$R/proc"; mount --rbind /sys "$R/sys"; mount --rbind /dev "$R/dev"
 mount -t tmpfs -o mode=755 tpw-run "$R/run"
-mount -t tmpfs -o mode=1777 tpw-tmp "$R/tmp"
-mount --bind "$HOSTS" "$R/etc/hosts"
-while IFS="$(printf '\\t')" read -r src dst mode; do
+TAB=$(printf '\\t')
+while IFS="$TAB" read -r src dst mode; do
   [ -n "$src" ] || continue
-  t="$R$dst"
-  if [ ! -e "$t" ]; then
-    top=\${dst#/}; top=/\${top%%/*}
-    case $top in /run|/tmp) ;; *) if [ -e "$top" ]; then echo "emulator: cannot mount a volume at $dst: it does not exist on this machine and its folder $top is this machine's" >&2; exit 126; fi ;; esac
-    if [ -d "$src" ]; then mkdir -p "$t"; else mkdir -p "$(dirname "$t")"; touch "$t"; fi
-  fi
-  mount --bind "$src" "$t"
-  [ "$mode" = ro ] && mount -o remount,bind,ro "$t"
+  if [ -d "$src" ]; then make_path "$dst" dir; else make_path "$dst" file; fi
+  mount --bind "$src" "$R$dst"
+  if [ "$mode" = ro ]; then mount -o remount,bind,ro "$R$dst"; fi
+  OWN="$OWN$dst "
 done < "$MOUNTS"
+make_path /etc/hosts file
+mount --bind "$HOSTS" "$R/etc/hosts"
 hostname "$NAME"
-if [ ! -d "$R$WD" ]; then
-  top=\${WD#/}; top=/\${top%%/*}
-  if [ -e "$top" ] && [ "$top" != /tmp ] && [ "$top" != /run ]; then echo "emulator: workingDir $WD does not exist on this machine" >&2; exit 126; fi
-  mkdir -p "$R$WD"
-fi
+make_path "$WD" dir
 PATH=$POD_PATH
 exec "$CHROOT" "$R" /bin/sh -c 'cd "$0" && exec "$@"' "$WD" "$@"
 `;
