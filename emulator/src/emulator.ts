@@ -14,6 +14,7 @@ import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { VmServices } from './vm-services';
+import { GkeService, gkeOptions } from './gke/gke-service';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
 import { resetState, restorePreviousState, type StateRecovery } from './state-file';
 
@@ -89,6 +90,7 @@ export class Emulator {
   private computeValue: ComputeState | undefined;
   private restValue: RestServer | undefined;
   private servicesValue: VmServices | undefined;
+  private gkeValue: GkeService | undefined;
   private pool: WorkerPool | undefined;
   private endpointValue: EmulatorEndpoint | undefined;
   private lockHeld = false;
@@ -112,6 +114,12 @@ export class Emulator {
   get compute(): ComputeState {
     if (!this.computeValue) throw new Error('emulator not started');
     return this.computeValue;
+  }
+
+  /** GKE's clusters (their Kubernetes side runs only while a cluster exists). */
+  get gke(): GkeService {
+    if (!this.gkeValue) throw new Error('emulator not started');
+    return this.gkeValue;
   }
 
   /** The REST server, for fault and latency injection in tests. */
@@ -210,6 +218,12 @@ export class Emulator {
     }
     compute.groups.resumeAll();
 
+    const gke = new GkeService(gkeOptions({
+      dir: this.dir, project, zones, account: EMULATOR_ACCOUNT, addresses: state,
+      pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(), vmEnv: () => services.workerEnv(), log: this.log,
+    }));
+    this.gkeValue = gke;
+
     // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
     const token = crypto.randomBytes(32).toString('base64url');
     this.restValue = new RestServer({
@@ -226,8 +240,10 @@ export class Emulator {
       hostPublicKey: keys.hostPublicKey,
       log: this.log,
       compute,
+      gke,
     });
     const restPort = await this.restValue.listen();
+    gke.start(token);
     const endpoint: EmulatorEndpoint = {
       pid: process.pid,
       ...ownIdentity(),
@@ -259,6 +275,7 @@ export class Emulator {
       }
     };
     await step(() => this.restValue?.close());
+    await step(() => this.gkeValue?.stop());
     await step(() => this.servicesValue?.close());
     await step(() => this.computeValue?.close());
     await step(() => this.stateValue?.close());
@@ -266,6 +283,7 @@ export class Emulator {
     if (this.endpointValue) await step(() => fs.rmSync(endpointFile(this.dir), { force: true }));
     if (this.lockHeld) await step(() => fs.rmSync(lockFile(this.dir), { force: true }));
     this.restValue = undefined;
+    this.gkeValue = undefined;
     this.servicesValue = undefined;
     this.stateValue = undefined;
     this.computeValue = undefined;
