@@ -18,7 +18,7 @@ import type { MetricRecord } from '../../protocol/metrics-record';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { v1 as container } from '@google-cloud/container';
 import { emulatorBearerAuth } from '../../extension/src/core/compute/client';
-import { k8sLib, startGkeEmulator, until, type GkeFixture } from '../helpers/gke';
+import { k8sLib, kubectlOk, startGkeEmulator, until, type GkeFixture } from '../helpers/gke';
 import { testAddressPrefix } from '../helpers/loopback';
 import { diffPaths, xpkCases } from '../helpers/xpk-fixtures';
 import { renderJobSet } from '../../extension/src/core/gke/manifest';
@@ -150,6 +150,17 @@ test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worke
   const cms = await kube.core.listNamespacedConfigMap({ namespace: 'default', labelSelector: `tpu-workbench.dev/run=${runId}` });
   assert.ok(cms.items.length >= 1);
   assert.ok(cms.items.every((cm) => cm.metadata?.ownerReferences?.[0]?.kind === 'JobSet'));
+  // Real kubectl sees the same workload and the same lines (its kubeconfig as gcloud would write it).
+  const kubeconfig = path.join(f.dir, 'kubeconfig');
+  fs.writeFileSync(kubeconfig, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: `https://${cluster.endpoint}`, 'certificate-authority-data': Buffer.from(cluster.caCertificate).toString('base64') } }],
+    users: [{ name: 'u', user: { token: f.ep.token } }],
+    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }), { mode: 0o600 });
+  const pod = (await kubectlOk(kubeconfig, ['get', 'pods', '-l', `jobset.sigs.k8s.io/jobset-name=${rec.gke!.jobset},jobset.sigs.k8s.io/job-index=1,batch.kubernetes.io/job-completion-index=2`, '-o', 'name'])).trim();
+  const viaKubectl = (await kubectlOk(kubeconfig, ['logs', pod, '-c', 'jax-tpu'])).trimEnd().split('\n');
+  assert.deepEqual(viaKubectl.filter((l) => !l.startsWith('tpw-metric ') && !/^XPK (Start|End): /.test(l) && !l.startsWith('EXIT_CODE=')), c.lines.get(6)!.filter((l) => !/^XPK (Start|End): /.test(l) && !l.startsWith('EXIT_CODE=')));
   // `tpw logs RUN` later: the same lines again, each once.
   const again = collector();
   await watchRecordedRun(backend, undefined as never, runId, again.listener, { home: f.dir, follow: false });
