@@ -50,7 +50,10 @@ const KUBERNETES_SERVICE_IP = '10.96.0.1';
 const CONTROLLERS = [
   'job-controller', 'cronjob-controller', 'garbage-collector-controller', 'namespace-controller', 'serviceaccount-controller',
   'serviceaccount-token-controller', 'ttl-after-finished-controller', 'pod-garbage-collector-controller',
-  'root-ca-certificate-publisher-controller', 'endpointslice-controller', 'replicaset-controller', 'deployment-controller',
+  'root-ca-certificate-publisher-controller', 'replicaset-controller', 'deployment-controller',
+  // Keeps Node taints in step with their Ready condition and the kubelets' leases, as on GKE: a new node is
+  // unschedulable until Ready, a NotReady (preempted) one again.
+  'node-lifecycle-controller',
 ];
 
 export class ControlPlane {
