@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -84,7 +85,7 @@ def test_clusters_list_and_describe(gcloud: Run, emulator: Emulator) -> None:
                        "--format=value(endpoint,currentMasterVersion)")
     assert described.returncode == 0, described.stderr
     endpoint, version = described.stdout.split()
-    assert endpoint.startswith("127.0.0.1:")
+    assert re.match(r"^127\.\d+\.\d+\.\d+:\d+$", endpoint), endpoint
     assert version.startswith("1.37.2-gke.")
     pools = gcloud("node-pools", "list", "--cluster", CLUSTER, "--zone", emulator.zone,
                    "--format=value(name,config.machineType,placementPolicy.tpuTopology)")

@@ -9,8 +9,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { v1 as container } from '@google-cloud/container';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { OAuth2Client } from 'google-auth-library';
 import { Emulator, type EmulatorOptions } from '../../emulator/src/emulator';
+import { emulatorBearerAuth } from '../../extension/src/core/compute/client';
 import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 
 export const KUBECTL = process.env.TPW_KUBECTL || '/usr/bin/kubectl';
@@ -34,8 +34,8 @@ export async function startGkeEmulator(prefix: string, options: Omit<EmulatorOpt
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const emu = new Emulator({ opDelayMs: 30, ...options, dir: path.join(dir, 'emulator') });
   const ep = await emu.start();
-  const auth = new OAuth2Client();
-  auth.setCredentials({ access_token: ep.token, token_type: 'Bearer' });
+  // The client's own google-gax calls auth.fetch() and getRequestHeaders(): the emulator's token through both.
+  const auth = emulatorBearerAuth(ep.token);
   const gke = new container.ClusterManagerClient({
     apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true,
     auth: auth as unknown as NonNullable<ConstructorParameters<typeof container.ClusterManagerClient>[0]>['auth'],

@@ -41,7 +41,7 @@ test('the GKE API shows the cluster with its endpoint, CA and TPU node pools; ba
   assert.deepEqual(list.clusters?.map((c) => c.name), [CLUSTER]);
   const c = list.clusters?.[0];
   assert.equal(c?.status, 'RUNNING');
-  assert.match(c?.endpoint ?? '', /^127\.0\.0\.1:\d+$/);
+  assert.match(c?.endpoint ?? '', /^127\.0\.160\.\d+:\d+$/, 'the cluster listens on an address of its own');
   const ca = new crypto.X509Certificate(Buffer.from(c?.masterAuth?.clusterCaCertificate ?? '', 'base64'));
   assert.ok(ca.ca, 'clusterCaCertificate is a CA certificate');
   assert.match(c?.currentMasterVersion ?? '', /^1\.37\.2-gke\./);
@@ -87,7 +87,15 @@ test('kubectl sees GKE TPU nodes: labels, taint, google.com/tpu capacity, Ready;
 });
 
 test('a 2-slice JobSet runs through the real JobSet controller: every pod runs its command with GKE TPU env, and kubectl logs reads it', async () => {
-  const cmd = 'echo "id=$TPU_WORKER_ID hosts=$TPU_WORKER_HOSTNAMES slice=$MEGASCALE_SLICE_ID/$MEGASCALE_NUM_SLICES coord=$MEGASCALE_COORDINATOR_ADDRESS type=$TPU_ACCELERATOR_TYPE bounds=$TPU_HOST_BOUNDS host=$(hostname)"; getent hosts "$MEGASCALE_COORDINATOR_ADDRESS" | cut -d" " -f1';
+  // A pod's name resolves while that pod has not ended (as a headless Service's DNS): every pod resolves all 8
+  // names, then waits at a barrier (a folder of this machine, which the pods see) until all 8 have, so none ends
+  // before the others looked it up, however slowly they start.
+  const all = [0, 1].flatMap((j) => [0, 1, 2, 3].map((w) => `two-slice-${j}-${w}.two`)).join(' ');
+  const barrier = path.join(f.dir, 'barrier');
+  fs.mkdirSync(barrier);
+  const cmd = `for h in ${all}; do until getent hosts $h >/dev/null; do sleep 0.2; done; done; touch ${barrier}/$(hostname); ` +
+    `until [ "$(ls ${barrier} | wc -l)" -eq 8 ]; do sleep 0.2; done; ` +
+    'echo "id=$TPU_WORKER_ID hosts=$TPU_WORKER_HOSTNAMES slice=$MEGASCALE_SLICE_ID/$MEGASCALE_NUM_SLICES coord=$MEGASCALE_COORDINATOR_ADDRESS type=$TPU_ACCELERATOR_TYPE bounds=$TPU_HOST_BOUNDS host=$(hostname)"; getent hosts "$MEGASCALE_COORDINATOR_ADDRESS" | cut -d" " -f1';
   await kubectlOk(kc, ['apply', '-f', '-'], JSON.stringify(jobSet('two', { slices: 2, podsPerSlice: 4, topology: '4x4', accelerator: 'tpu-v5-lite-podslice', command: cmd, queue: 'multislice-queue' })));
   const pods = await until('8 pods succeeded', async () => {
     const items = (await getJson(['get', 'pods', '-l', 'jobset.sigs.k8s.io/jobset-name=two'])).items as Json[];

@@ -61,7 +61,7 @@ const setQuota = (chips: number) =>
 
 test("the cluster has xpk's Kueue objects, read through client-node", async () => {
   const cq = (await custom.getClusterCustomObject({ ...KQ, plural: 'clusterqueues', name: 'cluster-queue' })) as Json;
-  assert.deepEqual(cq.spec.resourceGroups, [{ coveredResources: ['google.com/tpu'], flavors: [{ name: '1xv6e-16', resources: [{ name: 'google.com/tpu', nominalQuota: 16 }] }] }]);
+  assert.deepEqual(cq.spec.resourceGroups, [{ coveredResources: ['google.com/tpu'], flavors: [{ name: '1xv6e-16', resources: [{ name: 'google.com/tpu', nominalQuota: '16' }] }] }]);
   const rf = (await custom.getClusterCustomObject({ ...KQ, plural: 'resourceflavors', name: '1xv6e-16' })) as Json;
   assert.deepEqual(rf.spec.nodeLabels, { 'cloud.google.com/gke-tpu-accelerator': 'tpu-v6e-slice', 'cloud.google.com/gke-tpu-topology': '4x4' });
   const lq = (await custom.getNamespacedCustomObject({ ...KQ, namespace: 'default', plural: 'localqueues', name: 'multislice-queue' })) as Json;

@@ -30,6 +30,8 @@ export interface ClusterRuntimeOptions {
   ownerToken: string;
   ownerUser: string;
   binaries: K8sBinaries;
+  /** The cluster's own loopback address (its control plane's listeners bind it). */
+  host: string;
   apiserverPort?: number;
   /** The environment a container starts from (as a VM worker's login: PATH with the venv, VM services). */
   baseEnv(): Record<string, string>;
@@ -43,6 +45,7 @@ export class ClusterRuntime {
   private kubeletsValue: Kubelets | undefined;
   private readonly pools = new Map<string, PoolNodes>();
   private readonly log: (msg: string) => void;
+  private webhookPort = 0;
 
   constructor(private readonly opts: ClusterRuntimeOptions) {
     this.log = opts.log ?? (() => undefined);
@@ -51,18 +54,17 @@ export class ClusterRuntime {
       ownerToken: opts.ownerToken,
       ownerUser: opts.ownerUser,
       binaries: opts.binaries,
+      host: opts.host,
       apiserverPort: opts.apiserverPort,
       log: this.log,
       onFailure: (c, how) => opts.onFailure?.(`${c} exited (${how})`),
-      extraObjects: (caBundle) => (this.webhookPort ? [tpuWebhookConfiguration(this.webhookPort, caBundle)] : []),
+      extraObjects: (caBundle) => (this.webhookPort ? [tpuWebhookConfiguration(opts.host, this.webhookPort, caBundle)] : []),
     });
   }
 
-  private webhookPort = 0;
-
   /** host:port of the API server, as GKE's `endpoint` (there: an IP, the port being 443). */
   get endpoint(): string {
-    return `127.0.0.1:${this.controlPlane.apiserverPort}`;
+    return `${this.opts.host}:${this.controlPlane.apiserverPort}`;
   }
 
   caPem(): string {
@@ -77,9 +79,9 @@ export class ClusterRuntime {
   async start(pools: PoolNodes[]): Promise<void> {
     const cp = this.controlPlane;
     fs.mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
-    const webhookCert = await cp.issueServing('webhooks', ['127.0.0.1']);
+    const webhookCert = await cp.issueServing('webhooks', [this.opts.host]);
     this.webhook = new TpuWebhookServer(webhookCert);
-    this.webhookPort = await this.webhook.listen();
+    this.webhookPort = await this.webhook.listen(this.opts.host);
     await cp.start();
     this.kubeletsValue = new Kubelets({
       client: cp.admin,

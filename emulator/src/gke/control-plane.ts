@@ -7,7 +7,7 @@ import type { K8sBinaries } from './k8s-binaries';
 import { KubeClient, type KubeObject } from './kube-client';
 import { ClusterPki } from './pki';
 import { launchArgv, namespacesAvailable, writeLauncher } from './pod-sandbox';
-import { freePort, portIsFree, ProcessGroup } from './processes';
+import { PortPicker, portIsFree, ProcessGroup } from './processes';
 
 /**
  * One emulated cluster's control plane, as real as it runs here: etcd, kube-apiserver, kube-controller-manager
@@ -25,6 +25,8 @@ export interface ControlPlaneOptions {
   /** Who that token is (the emulator's account, as GKE names a Google account). */
   ownerUser: string;
   binaries: K8sBinaries;
+  /** The cluster's own loopback address: every listener of its control plane binds it. */
+  host: string;
   /** The API server's port to keep across restarts (a kubeconfig names it); 0 or busy: a new one. */
   apiserverPort?: number;
   /** Objects applied after the add-ons' (e.g. the emulator's own webhook configuration). */
@@ -50,7 +52,10 @@ const KUBERNETES_SERVICE_IP = '10.96.0.1';
 const CONTROLLERS = [
   'job-controller', 'cronjob-controller', 'garbage-collector-controller', 'namespace-controller', 'serviceaccount-controller',
   'serviceaccount-token-controller', 'ttl-after-finished-controller', 'pod-garbage-collector-controller',
-  'root-ca-certificate-publisher-controller', 'endpointslice-controller', 'replicaset-controller', 'deployment-controller',
+  'root-ca-certificate-publisher-controller', 'replicaset-controller', 'deployment-controller',
+  // Keeps Node taints in step with their Ready condition and the kubelets' leases, as on GKE: a new node is
+  // unschedulable until Ready, a NotReady (preempted) one again.
+  'node-lifecycle-controller',
 ];
 
 export class ControlPlane {
@@ -68,9 +73,9 @@ export class ControlPlane {
     this.procs = new ProcessGroup(opts.dir, this.log, (name, how) => opts.onFailure?.(name, how));
   }
 
-  /** https://127.0.0.1:<port> */
+  /** https://<host>:<port> */
   get server(): string {
-    return `https://127.0.0.1:${this.port}`;
+    return `https://${this.opts.host}:${this.port}`;
   }
 
   get apiserverPort(): number {
@@ -114,15 +119,17 @@ export class ControlPlane {
     this.launcherPath = writeLauncher(dir);
     const b = this.opts.binaries;
     const pki = this.pki;
+    const host = this.opts.host;
+    const ports = new PortPicker(host);
     const ca = await pki.ensureCa();
     const apiCert = await pki.issue({
       name: 'apiserver', commonName: 'kube-apiserver', usage: 'server',
-      ips: ['127.0.0.1', KUBERNETES_SERVICE_IP], dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+      ips: [...new Set([host, '127.0.0.1'])].concat(KUBERNETES_SERVICE_IP), dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
     });
-    const etcdCert = await pki.issue({ name: 'etcd', commonName: 'etcd', usage: 'both', ips: ['127.0.0.1'], dns: ['localhost'] });
+    const etcdCert = await pki.issue({ name: 'etcd', commonName: 'etcd', usage: 'both', ips: [host], dns: ['localhost'] });
     const etcdClient = await pki.issue({ name: 'apiserver-etcd-client', commonName: 'kube-apiserver-etcd-client', usage: 'client' });
     const kubeletClient = await pki.issue({ name: 'apiserver-kubelet-client', commonName: this.kubeletClientCommonName(), usage: 'client' });
-    const webhookCert = await this.issueServing('webhooks', ['127.0.0.1']);
+    const webhookCert = await this.issueServing('webhooks', [host]);
     const sa = await pki.serviceAccountKey();
 
     // New internal tokens at each start, like the owner's: nothing from a previous run stays valid.
@@ -136,18 +143,18 @@ export class ControlPlane {
     fs.writeFileSync(tokenFile, `${rows.join('\n')}\n`, { mode: 0o600 });
     fs.chmodSync(tokenFile, 0o600);
 
-    const etcdPort = await freePort();
-    const peerPort = await freePort();
+    const etcdPort = await ports.pick();
+    const peerPort = await ports.pick();
     const wanted = this.opts.apiserverPort ?? 0;
-    this.port = wanted > 0 && (await portIsFree(wanted)) ? wanted : await freePort();
+    this.port = wanted > 0 && (await portIsFree(wanted, host)) ? wanted : await ports.pick();
     const etcdData = path.join(dir, 'etcd');
     fs.mkdirSync(etcdData, { recursive: true, mode: 0o700 });
     fs.chmodSync(etcdData, 0o700);
     this.procs.start('etcd', b.etcd, [
       '--name=default', `--data-dir=${etcdData}`,
-      `--listen-client-urls=https://127.0.0.1:${etcdPort}`, `--advertise-client-urls=https://127.0.0.1:${etcdPort}`,
-      `--listen-peer-urls=https://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=https://127.0.0.1:${peerPort}`,
-      `--initial-cluster=default=https://127.0.0.1:${peerPort}`,
+      `--listen-client-urls=https://${host}:${etcdPort}`, `--advertise-client-urls=https://${host}:${etcdPort}`,
+      `--listen-peer-urls=https://${host}:${peerPort}`, `--initial-advertise-peer-urls=https://${host}:${peerPort}`,
+      `--initial-cluster=default=https://${host}:${peerPort}`,
       '--client-cert-auth', `--trusted-ca-file=${ca.cert}`, `--cert-file=${etcdCert.cert}`, `--key-file=${etcdCert.key}`,
       '--peer-client-cert-auth', `--peer-trusted-ca-file=${ca.cert}`, `--peer-cert-file=${etcdCert.cert}`, `--peer-key-file=${etcdCert.key}`,
       // A laptop's emulator, not a production store: no fsync per write (a shared, loaded disk made each write
@@ -155,8 +162,8 @@ export class ControlPlane {
       '--unsafe-no-fsync', '--auto-compaction-retention=1', '--log-level=warn',
     ]);
     this.procs.start('kube-apiserver', b.kubeApiserver, [
-      `--etcd-servers=https://127.0.0.1:${etcdPort}`, `--etcd-cafile=${ca.cert}`, `--etcd-certfile=${etcdClient.cert}`, `--etcd-keyfile=${etcdClient.key}`,
-      '--bind-address=127.0.0.1', `--secure-port=${this.port}`, '--advertise-address=127.0.0.1',
+      `--etcd-servers=https://${host}:${etcdPort}`, `--etcd-cafile=${ca.cert}`, `--etcd-certfile=${etcdClient.cert}`, `--etcd-keyfile=${etcdClient.key}`,
+      `--bind-address=${host}`, `--secure-port=${this.port}`, `--advertise-address=${host}`,
       // No Service routes to the API server here; the `kubernetes` endpoints would name this loopback address.
       '--endpoint-reconciler-type=none',
       `--tls-cert-file=${apiCert.cert}`, `--tls-private-key-file=${apiCert.key}`, `--client-ca-file=${ca.cert}`,
@@ -172,10 +179,10 @@ export class ControlPlane {
     this.adminClient = new KubeClient({ server: this.server, token: tokens.admin, caPem: this.caPem() });
     await this.waitReady('kube-apiserver', () => this.admin.request('GET', '/readyz'));
 
-    const webhooks = { jobset: await freePort(), kueue: await freePort() };
+    const webhooks = { jobset: await ports.pick(), kueue: await ports.pick() };
     const caBundle = Buffer.from(this.caPem()).toString('base64');
-    const jobset = loadAddon(path.join(path.dirname(b.jobset), 'manifests.yaml'), `https://127.0.0.1:${webhooks.jobset}`, caBundle);
-    const kueue = loadAddon(path.join(path.dirname(b.kueue), 'manifests.yaml'), `https://127.0.0.1:${webhooks.kueue}`, caBundle);
+    const jobset = loadAddon(path.join(path.dirname(b.jobset), 'manifests.yaml'), `https://${host}:${webhooks.jobset}`, caBundle);
+    const kueue = loadAddon(path.join(path.dirname(b.kueue), 'manifests.yaml'), `https://${host}:${webhooks.kueue}`, caBundle);
     const owner: KubeObject = {
       apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'tpw-emulator-owner-cluster-admin' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
@@ -190,26 +197,26 @@ export class ControlPlane {
     this.procs.start('kube-controller-manager', b.kubeControllerManager, [
       `--kubeconfig=${kubeconfig('controllerManager')}`, `--controllers=${CONTROLLERS.join(',')}`, '--leader-elect=false',
       `--service-account-private-key-file=${sa.key}`, `--root-ca-file=${ca.cert}`, '--use-service-account-credentials=true',
-      '--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, `--cert-dir=${path.join(dir, 'kcm-certs')}`,
+      `--bind-address=${host}`, `--secure-port=${await ports.pick()}`, `--cert-dir=${path.join(dir, 'kcm-certs')}`,
       // Finished pods are the run's record (their logs): kept, as GKE keeps them, until their Job goes.
       '--terminated-pod-gc-threshold=12500',
     ]);
     this.procs.start('kube-scheduler', b.kubeScheduler, [
       `--kubeconfig=${kubeconfig('scheduler')}`, `--authentication-kubeconfig=${kubeconfig('scheduler')}`, `--authorization-kubeconfig=${kubeconfig('scheduler')}`,
-      '--leader-elect=false', '--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, `--cert-dir=${path.join(dir, 'scheduler-certs')}`,
+      '--leader-elect=false', `--bind-address=${host}`, `--secure-port=${await ports.pick()}`, `--cert-dir=${path.join(dir, 'scheduler-certs')}`,
     ]);
     const webhookDir = path.join(dir, 'webhook-certs');
     fs.mkdirSync(webhookDir, { recursive: true, mode: 0o700 });
     fs.copyFileSync(webhookCert.cert, path.join(webhookDir, 'tls.crt'));
     fs.copyFileSync(webhookCert.key, path.join(webhookDir, 'tls.key'));
-    const health = { jobset: await freePort(), kueue: await freePort() };
+    const health = { jobset: await ports.pick(), kueue: await ports.pick() };
     const controllerConfig = (base: Record<string, unknown>, webhookPort: number, healthPort: number) => ({
       ...base,
       // The emulator's changes to the release's configuration: loopback ports, certificates of the cluster CA
       // (no internal cert rotation: it writes a Service's DNS name into them), one replica (no leader election),
       // no metrics server.
-      webhook: { ...((base.webhook as object | undefined) ?? {}), port: webhookPort, host: '127.0.0.1', certDir: webhookDir },
-      health: { ...((base.health as object | undefined) ?? {}), healthProbeBindAddress: `127.0.0.1:${healthPort}` },
+      webhook: { ...((base.webhook as object | undefined) ?? {}), port: webhookPort, host, certDir: webhookDir },
+      health: { ...((base.health as object | undefined) ?? {}), healthProbeBindAddress: `${host}:${healthPort}` },
       metrics: { ...((base.metrics as object | undefined) ?? {}), bindAddress: '0' },
       leaderElection: { ...((base.leaderElection as object | undefined) ?? {}), leaderElect: false },
       internalCertManagement: { enable: false },
@@ -232,8 +239,8 @@ export class ControlPlane {
     });
     this.procs.start('kueue', kueueArgv[0], kueueArgv.slice(1), { KUBECONFIG: kubeconfig('kueue') });
     await Promise.all([
-      this.waitReady('jobset-controller', () => httpGetOk(`http://127.0.0.1:${health.jobset}/readyz`)),
-      this.waitReady('kueue', () => httpGetOk(`http://127.0.0.1:${health.kueue}/readyz`)),
+      this.waitReady('jobset-controller', () => httpGetOk(`http://${host}:${health.jobset}/readyz`)),
+      this.waitReady('kueue', () => httpGetOk(`http://${host}:${health.kueue}/readyz`)),
     ]);
   }
 

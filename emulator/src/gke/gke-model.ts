@@ -40,6 +40,8 @@ export interface ClusterRecord {
   status: ClusterStatus;
   statusMessage?: string;
   createTime: string;
+  /** The cluster's own loopback address, on which its control plane listens. */
+  address: string;
   /** The API server's port, kept across emulator restarts (kubeconfigs name it). */
   apiserverPort?: number;
   nodePools: NodePoolRecord[];

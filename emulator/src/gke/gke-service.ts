@@ -148,7 +148,7 @@ export class GkeService {
     }
     const pools = poolBodies.map((b) => nodePoolFrom(b, zone).pool);
     const c: ClusterRecord = {
-      name, project, location, id: crypto.randomBytes(16).toString('hex'), description: typeof spec.description === 'string' ? spec.description : undefined,
+      name, project, location, id: crypto.randomBytes(16).toString('hex'), address: this.opts.allocate(this.controlPlaneOwner({ location, name }), 1)[0], description: typeof spec.description === 'string' ? spec.description : undefined,
       resourceLabels: (spec.resourceLabels ?? {}) as Record<string, string>, status: 'PROVISIONING', createTime: new Date().toISOString(), nodePools: pools,
     };
     for (const p of pools) this.assignNodes(c, p);
@@ -240,7 +240,7 @@ export class GkeService {
     } catch {
       caPem = undefined;
     }
-    return clusterJson(c, { endpoint: rt && c.apiserverPort ? `127.0.0.1:${c.apiserverPort}` : undefined, caPem, version: GKE_VERSION });
+    return clusterJson(c, { endpoint: rt && c.apiserverPort ? `${c.address}:${c.apiserverPort}` : undefined, caPem, version: GKE_VERSION });
   }
 
   private async bringUp(c: ClusterRecord): Promise<void> {
@@ -248,7 +248,7 @@ export class GkeService {
     try {
       const binaries = requireK8sBinaries();
       const rt = new ClusterRuntime({
-        dir: this.clusterDir(c), project: c.project, ownerToken: this.token, ownerUser: this.opts.account, binaries, apiserverPort: c.apiserverPort,
+        dir: this.clusterDir(c), project: c.project, ownerToken: this.token, ownerUser: this.opts.account, binaries, host: c.address, apiserverPort: c.apiserverPort,
         baseEnv: () => this.opts.baseEnv(), log: (m) => this.log(`[gke ${c.name}] ${m}`),
         onFailure: (why) => {
           c.status = 'ERROR';
@@ -281,6 +281,7 @@ export class GkeService {
     await this.runtimes.get(key)?.stop();
     this.runtimes.delete(key);
     for (const p of c.nodePools) this.opts.release(this.owner(c, p));
+    this.opts.release(this.controlPlaneOwner(c));
     fs.rmSync(this.clusterDir(c), { recursive: true, force: true });
     const i = this.clusters.indexOf(c);
     if (i >= 0) this.clusters.splice(i, 1);
@@ -329,6 +330,10 @@ export class GkeService {
 
   private poolNodes(p: NodePoolRecord): PoolNodes {
     return { name: p.name, slice: nodePoolSlice(p.machineType, p.topology), spot: p.spot, zone: p.zone, nodes: p.nodes };
+  }
+
+  private controlPlaneOwner(c: { location: string; name: string }): string {
+    return `gke/${c.location}/${c.name}`;
   }
 
   private owner(c: ClusterRecord, p: NodePoolRecord): string {

@@ -47,6 +47,8 @@ interface NodeRuntime {
   ready: boolean;
 }
 
+const LEASE_RENEW_MS = 10_000;
+
 /** What a node shutdown does to its pods (GKE's graceful node shutdown; a spot VM's preemption). */
 export const NODE_SHUTDOWN = { reason: 'Terminated', message: 'Pod was terminated in response to imminent node shutdown.' };
 
@@ -58,12 +60,14 @@ export class Kubelets {
   private readonly abort = new AbortController();
   private readonly log: (msg: string) => void;
   private hostsTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: KubeletsOptions) {
     this.log = opts.log ?? (() => undefined);
   }
 
   start(): void {
+    this.leaseTimer = setInterval(() => void this.renewLeases(), LEASE_RENEW_MS);
     void informer(this.opts.client, '/api/v1/pods', {}, (e) => this.onPod(e.type, e.object as unknown as Pod), this.abort.signal, (e) => this.log(`kubelet pod watch: ${e.message}`));
   }
 
@@ -85,6 +89,24 @@ export class Kubelets {
     this.nodes.set(node.name, { node, server, port, ready: true });
     await this.opts.client.apply('/api/v1/nodes', this.nodeObject(node));
     await this.writeNodeStatus(node.name);
+    await this.renewLease(node.name);
+  }
+
+  /** The kubelet's heartbeat: its node's Lease in kube-node-lease, renewed every 10 s (the node lifecycle controller reads it). */
+  private async renewLeases(): Promise<void> {
+    await Promise.all([...this.nodes.keys()].map((n) => this.renewLease(n).catch((e: Error) => this.log(`lease of ${n}: ${e.message}`))));
+  }
+
+  private async renewLease(name: string): Promise<void> {
+    const now = new Date().toISOString().replace('Z', '000Z');
+    const lease = {
+      apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace: 'kube-node-lease' },
+      spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: now },
+    };
+    await this.opts.client.patch(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`, lease, 'merge').catch(async (e: unknown) => {
+      if (!(e instanceof KubeError && e.code === 404)) throw e;
+      await this.opts.client.create('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', lease);
+    });
   }
 
   /** Stops the node's pods as a shutdown would, closes its kubelet, and deletes the Node. */
@@ -94,9 +116,11 @@ export class Kubelets {
     await this.shutDownPods(name, 5);
     this.nodes.delete(name);
     await closeServer(rt.server);
-    await this.opts.client.delete(`/api/v1/nodes/${name}`).catch((e: unknown) => {
-      if (!(e instanceof KubeError && e.code === 404)) throw e;
-    });
+    for (const p of [`/api/v1/nodes/${name}`, `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`]) {
+      await this.opts.client.delete(p).catch((e: unknown) => {
+        if (!(e instanceof KubeError && e.code === 404)) throw e;
+      });
+    }
   }
 
   /** The node's VM went away (spot preemption): its pods end as in a node shutdown, the node is NotReady. */
@@ -120,6 +144,7 @@ export class Kubelets {
   async stop(): Promise<void> {
     this.abort.abort();
     if (this.hostsTimer) clearTimeout(this.hostsTimer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     await Promise.all([...this.nodes.keys()].map((n) => this.shutDownPods(n, 5).catch(() => undefined)));
     await Promise.all([...this.nodes.values()].map((rt) => closeServer(rt.server)));
     this.nodes.clear();

@@ -10,8 +10,8 @@ import { launchArgv, materializeVolumes, namespacesAvailable, VolumeError, type 
  * order, then the containers together, each as a process (its command and args, in the pod's view of the
  * machine: pod-sandbox.ts), restarted as `restartPolicy` says; its status written back to the API server as
  * the kubelet reports it (phase, conditions, each container's state, exit code, restarts); its output kept in
- * the kubelet's log format (container-log.ts). Deletion: SIGTERM to each container's process group, SIGKILL
- * after the grace period.
+ * the kubelet's log format (container-log.ts). Deletion: SIGTERM to each container's first process, SIGKILL to
+ * all of it after the grace period.
  */
 
 export interface PodSpecView {
@@ -169,7 +169,9 @@ export class PodRunner {
     if (!this.stopping) {
       this.stopping = (async () => {
         const live = this.runs.filter((r) => r.proc && r.proc.exitCode === null && r.proc.signalCode === null);
-        for (const r of live) signalGroup(r.proc, 'SIGTERM');
+        // As the kubelet: SIGTERM to the container's first process only (what it started is its business), and
+        // SIGKILL to everything of the container once the grace period is over.
+        for (const r of live) signalProcess(r.proc, 'SIGTERM');
         const deadline = Date.now() + graceSeconds * 1000;
         while (live.some((r) => r.proc?.exitCode === null && r.proc.signalCode === null) && Date.now() < deadline) await sleep(50);
         for (const r of live) signalGroup(r.proc, 'SIGKILL');
@@ -361,6 +363,14 @@ export class PodRunner {
     };
     const pod = this.pod;
     this.writing = this.writing.then(() => this.host.writeStatus(pod, body)).catch((e: Error) => this.host.log(`status of pod ${pod.metadata.name}: ${e.message}`));
+  }
+}
+
+function signalProcess(p: ChildProcess | undefined, sig: NodeJS.Signals): void {
+  try {
+    if (p?.pid) process.kill(p.pid, sig);
+  } catch {
+    // gone
   }
 }
 

@@ -113,6 +113,27 @@ export class ProcessGroup {
   }
 }
 
+/**
+ * Ports for one start's listeners, each free on `host` when picked and never handed out twice (the kernel may
+ * give a just-closed port again). Listeners bind the cluster's own loopback address, where no other program's
+ * outgoing connections or wildcard-free listeners can take the port between the pick and the bind.
+ */
+export class PortPicker {
+  private readonly given = new Set<number>();
+
+  constructor(readonly host: string) {}
+
+  async pick(): Promise<number> {
+    for (;;) {
+      const p = await freePort(this.host);
+      if (!this.given.has(p)) {
+        this.given.add(p);
+        return p;
+      }
+    }
+  }
+}
+
 /** A TCP port free on `host` now. */
 export function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -116,10 +116,10 @@ export class TpuWebhookServer {
     );
   }
 
-  listen(): Promise<number> {
+  listen(host: string): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => resolve((this.server.address() as AddressInfo).port));
+      this.server.listen(0, host, () => resolve((this.server.address() as AddressInfo).port));
     });
   }
 
@@ -132,7 +132,7 @@ export class TpuWebhookServer {
 }
 
 /** Its registration: Jobs created in any namespace but the system ones. */
-export function tpuWebhookConfiguration(port: number, caBundle: string): KubeObject {
+export function tpuWebhookConfiguration(host: string, port: number, caBundle: string): KubeObject {
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
@@ -143,7 +143,7 @@ export function tpuWebhookConfiguration(port: number, caBundle: string): KubeObj
         admissionReviewVersions: ['v1'],
         sideEffects: 'None',
         failurePolicy: 'Fail',
-        clientConfig: { url: `https://127.0.0.1:${port}${TPU_WEBHOOK_PATH}`, caBundle },
+        clientConfig: { url: `https://${host}:${port}${TPU_WEBHOOK_PATH}`, caBundle },
         rules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['jobs'] }],
         namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }] },
       },
