@@ -16,9 +16,7 @@ import { listQueues, listWorkloads } from '../../extension/src/core/gke/workload
 import { loadRun, runRecipeOnGke, stopRecordedRun, watchRecordedRun, type RunResult } from '../../extension/src/core/run/engine';
 import type { MetricRecord } from '../../protocol/metrics-record';
 import { emulatorRequest } from '../helpers/emulator-http';
-import { v1 as container } from '@google-cloud/container';
-import { emulatorBearerAuth } from '../../extension/src/core/compute/client';
-import { k8sLib, kubectlOk, startGkeEmulator, until, type GkeFixture } from '../helpers/gke';
+import { k8sLib, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 import { testAddressPrefix } from '../helpers/loopback';
 import { diffPaths, xpkCases } from '../helpers/xpk-fixtures';
 import { renderJobSet } from '../../extension/src/core/gke/manifest';
@@ -28,16 +26,7 @@ const ZONE = 'us-central2-b';
 const CLUSTER = 'demo';
 let f: GkeFixture;
 let backend: Backend;
-/** Google's GKE client on the emulator, authenticated as the product's clients are (the helper's OAuth2Client lacks the fetch gax 5 calls). */
-let gke: container.ClusterManagerClient;
 
-async function waitOp(op: { name?: string | null }, timeoutMs = 900_000): Promise<void> {
-  await until(`operation ${op.name}`, async () => {
-    const [o] = await gke.getOperation({ name: `projects/${f.project}/locations/${ZONE}/operations/${op.name}` });
-    if (o.error?.message) throw new Error(o.error.message);
-    return o.status === 'DONE' || o.status === 3 ? true : undefined;
-  }, timeoutMs);
-}
 let ws: string;
 
 const RECIPE_HELLO = `export GREETING="hello from"
@@ -79,10 +68,9 @@ function collector(): Collected & { listener: Parameters<typeof runRecipeOnGke>[
 
 before(async () => {
   f = await startGkeEmulator('tpw-gke-run-', { addressPrefix: testAddressPrefix(1) });
-  gke = new container.ClusterManagerClient({ apiEndpoint: f.ep.host, port: f.ep.restPort, protocol: 'http', fallback: true, auth: emulatorBearerAuth(f.ep.token) as never });
   const pool = (name: string, spot = false) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot }, placementPolicy: { tpuTopology: '4x4' } });
-  const [op] = await gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: CLUSTER, nodePools: [pool('np-a'), pool('np-b')] } });
-  await waitOp(op);
+  const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: CLUSTER, nodePools: [pool('np-a'), pool('np-b')] } });
+  await waitOperation(f, ZONE, op, 900_000);
   backend = await openBackend({ useEmulator: true, tpwHome: f.dir });
   ws = fs.mkdtempSync(path.join(f.dir, 'ws-'));
   fs.mkdirSync(path.join(ws, 'recipes'));
@@ -90,7 +78,6 @@ before(async () => {
 });
 
 after(async () => {
-  await gke?.close();
   await backend?.close();
   await f?.close();
 });
@@ -257,8 +244,8 @@ test('a quota too small for the run, and an expired credential, are one line eac
 
 test('a preempted spot node pool ends the run as preempted, with the reason', async () => {
   const cluster0 = await backend.gke.findCluster(f.project, CLUSTER);
-  const [op] = await gke.createNodePool({ parent: cluster0.fullName, nodePool: { name: 'spot-8', initialNodeCount: 2, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '2x4' } } });
-  await waitOp(op, 600_000);
+  const [op] = await f.gke.createNodePool({ parent: cluster0.fullName, nodePool: { name: 'spot-8', initialNodeCount: 2, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '2x4' } } });
+  await waitOperation(f, ZONE, op, 600_000);
   const cluster = await backend.gke.findCluster(f.project, CLUSTER);
   const c = collector();
   const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v6e-8', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('long.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'), tpwHome: f.dir, pollMs: 500, listener: c.listener });
