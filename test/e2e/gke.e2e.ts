@@ -159,11 +159,11 @@ describe('GKE in VS Code (code-server): the GKE view, Run on TPU Here on 2 slice
     if (await wb.quickInputTitle(/Run on TPU: recipe/, 2_000)) await wb.acceptQuickPick('quick.sh');
     await wb.waitQuickInputTitle(/slices of v5litepod-16/);
     await wb.acceptQuickPick('1');
-    await waitFor('the run channel', () => channel('TPU Run'), /Queued: .*insufficient quota/i, 180_000);
+    await waitFor('the run channel', () => channel('TPU Run'), /Queued: .*insufficient.*quota/i, 180_000);
     await wb.runCommand('TPU: Refresh GKE');
     await expand(/^demo/);
     await expand(/^Workloads/);
-    await gkeRow(/queued · 1 × v5litepod-16 · .*insufficient quota/i).first().waitFor({ timeout: 120_000 });
+    await gkeRow(/queued · 1 × v5litepod-16 · .*insufficient.*quota/i).first().waitFor({ timeout: 120_000 });
     await shot('gke-queued.png');
     cli('stop', holder);
     await waitFor('"TPU Run"', () => channel('TPU Run'), /quick ran on 3[\s\S]*4\/4 workers ok/, 8 * 60_000);

@@ -5,6 +5,7 @@
  * `xpk cluster create` leaves it, with two v5litepod-16 node pools (4 VMs each) and a spot one.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -29,8 +30,11 @@ let backend: Backend;
 
 let ws: string;
 
+const TOKEN = 'hf_test_secret_token';
+/** What the pods print of the token: its hash, so the recipe (which reaches the JobSet) never holds the value. */
+const TOKEN_SHA = createHash('sha256').update(TOKEN).digest('hex').slice(0, 12);
 const RECIPE_HELLO = `export GREETING="hello from"
-python3 -c "import os, sys, json; print(os.environ['GREETING'], 'worker', os.environ['TPW_WORKER_INDEX'], 'tpu', os.environ.get('TPU_WORKER_ID'), 'slice', os.environ.get('MEGASCALE_SLICE_ID'), 'of', os.environ.get('MEGASCALE_NUM_SLICES'), 'data', open('data.txt').read().strip(), 'secret', 'set' if os.environ.get('HF_TOKEN') == 'hf_test_secret_token' else 'missing'); print(os.environ['TPW_METRICS_ECHO'] + json.dumps({'step': 1, 'loss': 2.5, 'worker': int(os.environ['TPW_WORKER_INDEX'])}), flush=True)"
+python3 -c "import os, sys, json; print(os.environ['GREETING'], 'worker', os.environ['TPW_WORKER_INDEX'], 'tpu', os.environ.get('TPU_WORKER_ID'), 'slice', os.environ.get('MEGASCALE_SLICE_ID'), 'of', os.environ.get('MEGASCALE_NUM_SLICES'), 'data', open('data.txt').read().strip(), "secret', __import__('hashlib').sha256(os.environ.get('HF_TOKEN', '').encode()).hexdigest()[:12]); print(os.environ['TPW_METRICS_ECHO'] + json.dumps({'step': 1, 'loss': 2.5, 'worker': int(os.environ['TPW_WORKER_INDEX'])}), flush=True)"
 `;
 
 function writeRecipe(name: string, text: string): string {
@@ -111,7 +115,7 @@ test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worke
     image: 'python:3.11',
     recipePath: writeRecipe('hello.sh', RECIPE_HELLO),
     workspaceRoot: ws,
-    passEnv: { HF_TOKEN: 'hf_test_secret_token' },
+    passEnv: { HF_TOKEN: TOKEN },
     tpwHome: f.dir,
     pollMs: 500,
     onStarted: (id) => (runId = id),
@@ -122,7 +126,7 @@ test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worke
   for (let w = 0; w < 8; w++) {
     const line = c.lines.get(w)!.find((l) => l.startsWith('hello from'));
     const slice = Math.floor(w / 4);
-    assert.equal(line, `hello from worker ${w} tpu ${w % 4} slice ${slice} of 2 data from-the-workspace secret set`, `w${w}: ${c.lines.get(w)!.join(' | ')}`);
+    assert.equal(line, `hello from worker ${w} tpu ${w % 4} slice ${slice} of 2 data from-the-workspace secret ${TOKEN_SHA}`, `w${w}: ${c.lines.get(w)!.join(' | ')}`);
     // The metrics line went to the metrics, not to the log.
     assert.ok(!c.lines.get(w)!.some((l) => l.startsWith('tpw-metric')));
   }
@@ -133,7 +137,7 @@ test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worke
   // The JobSet as stored holds no secret value; the Secret and the workspace ConfigMaps are owned by it.
   const kube = backend.gke.kube(cluster);
   const js = await kube.custom.getNamespacedCustomObject({ group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets', name: rec.gke!.jobset });
-  assert.ok(!JSON.stringify(js).includes('hf_test_secret_token'));
+  assert.ok(!JSON.stringify(js).includes(TOKEN));
   const cms = await kube.core.listNamespacedConfigMap({ namespace: 'default', labelSelector: `tpu-workbench.dev/run=${runId}` });
   assert.ok(cms.items.length >= 1);
   assert.ok(cms.items.every((cm) => cm.metadata?.ownerReferences?.[0]?.kind === 'JobSet'));
@@ -211,9 +215,9 @@ test('a workload waits while its queue has no quota left, says why, and starts w
     await until('the first admitted', async () => ((await listWorkloads(kube)).items.find((w) => w.runId === first.runId)?.phase === 'running' ? true : undefined));
     const c = collector();
     const second = runRecipeOnGke({ ...base, detach: false, pollMs: 500, recipePath: writeRecipe('next.sh', 'echo next-ran\n'), listener: c.listener });
-    const waiting = await until('the second queued', async () => (await listWorkloads(kube)).items.find((w) => w.runId !== first.runId && w.phase === 'queued' && /insufficient quota/i.test(w.message ?? '')));
+    const waiting = await until('the second queued', async () => (await listWorkloads(kube)).items.find((w) => w.runId !== first.runId && w.phase === 'queued' && /insufficient.*quota/i.test(w.message ?? '')));
     assert.match(waiting.message!, /google\.com\/tpu/);
-    await until('the queued notice', async () => (c.notices.some((n) => /^Queued: .*insufficient quota/i.test(n)) ? true : undefined));
+    await until('the queued notice', async () => (c.notices.some((n) => /^Queued: .*insufficient.*quota/i.test(n)) ? true : undefined));
     await stopRecordedRun(backend, undefined as never, first.runId, { home: f.dir });
     const result = await second;
     assert.equal(result.ok, true);
@@ -244,13 +248,14 @@ test('a quota too small for the run, and an expired credential, are one line eac
 
 test('a preempted spot node pool ends the run as preempted, with the reason', async () => {
   const cluster0 = await backend.gke.findCluster(f.project, CLUSTER);
-  const [op] = await f.gke.createNodePool({ parent: cluster0.fullName, nodePool: { name: 'spot-8', initialNodeCount: 2, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '2x4' } } });
+  // A type of its own (v5p-16: 2 VMs), so the workload can only land on the spot pool.
+  const [op] = await f.gke.createNodePool({ parent: cluster0.fullName, nodePool: { name: 'spot-v5p', initialNodeCount: 2, config: { machineType: 'ct5p-hightpu-4t', spot: true }, placementPolicy: { tpuTopology: '2x2x2' } } });
   await waitOperation(f, ZONE, op, 600_000);
   const cluster = await backend.gke.findCluster(f.project, CLUSTER);
   const c = collector();
-  const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v6e-8', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('long.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'), tpwHome: f.dir, pollMs: 500, listener: c.listener });
+  const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v5p-16', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('long.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'), tpwHome: f.dir, pollMs: 500, listener: c.listener });
   await until('both pods logging', async () => (c.lines.size === 2 ? true : undefined));
-  await emulatorRequest(f.ep, 'POST', `/emulator/v1/projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/spot-8:preempt?downSeconds=5`);
+  await emulatorRequest(f.ep, 'POST', `/emulator/v1/projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/spot-v5p:preempt?downSeconds=5`);
   const result = await running;
   assert.equal(result.preempted, true, JSON.stringify(result));
   assert.match(result.preemptedReason ?? '', /preempted/);

@@ -144,7 +144,8 @@ export function renderJobSet(inputs: WorkloadInputs, add: TpwAdditions = {}): Ku
   const container: Record<string, unknown> = {
     name,
     image: inputs.image,
-    env,
+    // xpk writes `env:` with nothing after it (null) when there is none: the API server then stores no env at all.
+    ...(env.length > 0 ? { env } : {}),
     securityContext: { privileged: true },
     command: ['bash', '-c', xpkWrappedCommand(command)],
     resources: { limits: { [TPU_RESOURCE]: tpu.chipsPerVm } },
