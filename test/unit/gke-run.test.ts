@@ -34,7 +34,7 @@ const TOKEN = 'hf_test_secret_token';
 /** What the pods print of the token: its hash, so the recipe (which reaches the JobSet) never holds the value. */
 const TOKEN_SHA = createHash('sha256').update(TOKEN).digest('hex').slice(0, 12);
 const RECIPE_HELLO = `export GREETING="hello from"
-python3 -c "import os, sys, json; print(os.environ['GREETING'], 'worker', os.environ['TPW_WORKER_INDEX'], 'tpu', os.environ.get('TPU_WORKER_ID'), 'slice', os.environ.get('MEGASCALE_SLICE_ID'), 'of', os.environ.get('MEGASCALE_NUM_SLICES'), 'data', open('data.txt').read().strip(), "secret', __import__('hashlib').sha256(os.environ.get('HF_TOKEN', '').encode()).hexdigest()[:12]); print(os.environ['TPW_METRICS_ECHO'] + json.dumps({'step': 1, 'loss': 2.5, 'worker': int(os.environ['TPW_WORKER_INDEX'])}), flush=True)"
+python3 -c "import os, sys, json; print(os.environ['GREETING'], 'worker', os.environ['TPW_WORKER_INDEX'], 'tpu', os.environ.get('TPU_WORKER_ID'), 'slice', os.environ.get('MEGASCALE_SLICE_ID'), 'of', os.environ.get('MEGASCALE_NUM_SLICES'), 'data', open('data.txt').read().strip(), 'secret', __import__('hashlib').sha256(os.environ.get('HF_TOKEN', '').encode()).hexdigest()[:12]); print(os.environ['TPW_METRICS_ECHO'] + json.dumps({'step': 1, 'loss': 2.5, 'worker': int(os.environ['TPW_WORKER_INDEX'])}), flush=True)"
 `;
 
 function writeRecipe(name: string, text: string): string {
