@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { Document, isScalar, isSeq, stringify, visit } from 'yaml';
 import { recipeArgv, runsTpuTrainer, type Recipe } from '../recipes/recipe';
 import { withResume } from './preemption';
 import { SECRET_NAMES } from './secrets';
@@ -165,6 +165,13 @@ export function planYaml(plan: GkeRunPlan, partSizes: readonly number[] = []): s
     const size = partSizes[i] !== undefined ? `${partSizes[i]} bytes of the workspace's gzip tarball` : "part of the workspace's gzip tarball";
     docs.push(stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: plan.namespace, labels: { [RUN_LABEL]: plan.runId } }, binaryData: { part: `<${size}>` } }));
   });
-  docs.push(stringify(plan.jobset, { lineWidth: 0 }));
+  // Long lists of numbers (the restart exit codes) on one line, as xpk writes them.
+  const jobset = new Document(plan.jobset);
+  visit(jobset, {
+    Seq: (_key, node) => {
+      if (isSeq(node) && node.items.length > 8 && node.items.every((i) => isScalar(i) && typeof i.value === 'number')) node.flow = true;
+    },
+  });
+  docs.push(jobset.toString({ lineWidth: 0 }));
   return docs.join('---\n');
 }
