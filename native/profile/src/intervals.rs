@@ -1,7 +1,7 @@
-//! The union of many intervals that arrive as sorted runs (a port of intervals.ts): the device-busy intervals
-//! of a capture, one run per XLine. Runs are merged pairwise as they come, as a merge sort merges its runs (the
-//! run below is kept more than twice as long as the one above it), so each interval takes part in O(log n)
-//! linear merges, and overlapping lines (threads of one device, planes of a repeated capture) stay short.
+//! The union of many intervals that arrive as sorted runs: the device-busy intervals of a capture, one run per
+//! XLine. Runs are merged pairwise as they come, as a merge sort merges its runs (the run below is kept more than
+//! twice as long as the one above it), so each interval takes part in O(log n) linear merges, and overlapping
+//! lines (threads of one device, planes of a repeated capture) stay short.
 
 #[derive(Default)]
 pub struct IntervalUnion {
