@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
-# real sshd), language-server tests over JSON-RPC, the native `tpw profile`'s (Rust) checks and tests, the trainer's lint and type check (ruff, mypy) and pytest
+# real sshd), language-server tests over JSON-RPC, the profile analysis's (Rust) checks and tests, the trainer's lint and type check (ruff, mypy) and pytest
 # suite, and the end-to-end test in real VS Code (code-server + headless Chromium). Ends with one
 # "N passed, N failed" line over all runners.
 set -uo pipefail
@@ -38,7 +38,7 @@ count_node test-artifacts/lsp.log
 # The run view's bundle in headless Chromium (the suite builds dist/ first).
 step webview npm run -s test:webview -- --test-reporter=tap
 count_node test-artifacts/webview.log
-# The native `tpw profile` (Rust): rustfmt, clippy and its tests (the unit suite holds it to the node CLI's bytes).
+# The profile analysis (Rust): rustfmt, clippy and its tests (the unit suite holds its two builds to xprof and to each other).
 step native npm run -s test:native
 count_cargo test-artifacts/native.log
 # ruff and mypy over the trainer, its tests and the project's other Python (settings in trainer/pyproject.toml);

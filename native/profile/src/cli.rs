@@ -155,20 +155,6 @@ record! {
 }
 
 record! {
-    /// `--json`'s step.
-    JsonStep {
-        index: usize = "index",
-        start_us: f64 = "start_us",
-        total_us: f64 = "total_us",
-        compile_us: f64 = "compile_us",
-        execute_us: f64 = "execute_us",
-        transfer_us: f64 = "transfer_us",
-        host_us: f64 = "host_us",
-        other_us: f64 = "other_us",
-    }
-}
-
-record! {
     /// `--json`'s op.
     JsonOp {
         program: String = "program",
@@ -217,19 +203,14 @@ impl ToJson for JsonOutput<'_> {
                 busy_percent: d.busy_percent,
             },
         );
-        let steps: Vec<JsonStep> = (self.all.steps.iter())
-            .map(|s| JsonStep {
-                index: s.index,
-                start_us: s.start_us,
-                total_us: s.total_us,
-                compile_us: s.compile_us,
-                execute_us: s.execute_us,
-                transfer_us: s.transfer_us,
-                host_us: s.host_us,
-                other_us: s.other_us,
-            })
-            .collect();
-        j.field("steps", &steps);
+        // The run view's steps, under snake_case names.
+        j.key("steps");
+        j.begin('[');
+        for s in &self.all.steps {
+            j.item();
+            s.write_alt(j);
+        }
+        j.end(']');
         let ops: Vec<JsonOp> = (self.all.ops[..self.shown].iter())
             .map(|o| JsonOp {
                 program: o.program.clone(),

@@ -20,6 +20,8 @@ use meta::{decode_event_meta, decode_stat_meta, meta_info, read_stat, MetaEntry,
 
 mod line;
 mod meta;
+#[cfg(test)]
+mod tests;
 
 /// The planes whose events step grouping reads: the host's threads and GPUs.
 fn grouping_plane(name: &str) -> bool {
@@ -186,34 +188,14 @@ fn plane_kind(w: &mut Window, start: usize, end: usize) -> (bool, bool) {
     (false, false)
 }
 
-/// Whether any stat_metadata field (5) of these plane fields names a stat `_r`.
+/// Whether any stat_metadata field (5) of these plane fields names a stat `_r` (map entry value 2, name 2).
 fn names_root_stat(b: &[u8]) -> Res<bool> {
     let mut r = Reader::new(b, 0, 0, b.len());
-    while r.more() {
-        let (field, wire) = r.tag()?;
-        if field != 5 || wire != 2 {
-            r.skip(wire)?;
-            continue;
-        }
-        let (s, e) = r.bytes()?;
-        let mut entry = r.sub(s, e);
-        while entry.more() {
-            let (f, w) = entry.tag()?;
-            if f != 2 || w != 2 {
-                entry.skip(w)?;
-                continue;
-            }
-            let (vs, ve) = entry.bytes()?;
-            let mut value = entry.sub(vs, ve);
-            while value.more() {
-                let (vf, vw) = value.tag()?;
-                if vf == 2 && vw == 2 {
-                    let (a, z) = value.bytes()?;
-                    if &b[a..z] == b"_r" {
-                        return Ok(true);
-                    }
-                } else {
-                    value.skip(vw)?;
+    while let Some(mut entry) = r.next_message(5)? {
+        while let Some(mut value) = entry.next_message(2)? {
+            while let Some((a, z)) = value.next_bytes(2)? {
+                if &b[a..z] == b"_r" {
+                    return Ok(true);
                 }
             }
         }

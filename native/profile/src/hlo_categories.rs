@@ -135,14 +135,8 @@ impl HloDecoder {
     pub fn decode(&mut self, bytes: &[u8]) -> R<HloProgram> {
         let mut r = Reader::new(bytes, 0, 0, bytes.len());
         let mut out = HloProgram::default();
-        while r.more() {
-            let (field, wire) = r.tag()?;
-            if (field, wire) == (1, 2) {
-                let (s, e) = r.bytes()?;
-                self.module(&mut r.sub(s, e), &mut out)?;
-            } else {
-                r.skip(wire)?;
-            }
+        while let Some(mut module) = r.next_message(1)? {
+            self.module(&mut module, &mut out)?;
         }
         Ok(out)
     }
@@ -163,14 +157,8 @@ impl HloDecoder {
     }
 
     fn computation(&mut self, r: &mut Reader, out: &mut HloProgram) -> R<()> {
-        while r.more() {
-            match r.tag()? {
-                (2, 2) => {
-                    let (s, e) = r.bytes()?;
-                    self.instruction(&mut r.sub(s, e), out)?;
-                }
-                (_, wire) => r.skip(wire)?,
-            }
+        while let Some(mut instruction) = r.next_message(2)? {
+            self.instruction(&mut instruction, out)?;
         }
         Ok(())
     }

@@ -119,7 +119,7 @@ impl<'a> Reader<'a> {
 
     #[inline]
     pub fn varint(&mut self) -> Res<u64> {
-        let (v, after) = varint_at(self.buf, self.pos, self.end).map_err(|k| self.fault_at(self.pos, k))?;
+        let (v, after) = varint_at(self.buf, self.pos, self.end).map_err(|k| self.fault(k))?;
         self.pos = after;
         Ok(v)
     }
@@ -146,6 +146,23 @@ impl<'a> Reader<'a> {
         }
         self.pos = end;
         Ok((start, end))
+    }
+
+    /// The next length-delimited field numbered `field` (others are skipped): its payload's range; None at the end.
+    pub fn next_bytes(&mut self, field: u64) -> Res<Option<(usize, usize)>> {
+        while self.more() {
+            let (f, wire) = self.tag()?;
+            if (f, wire) == (field, 2) {
+                return self.bytes().map(Some);
+            }
+            self.skip(wire)?;
+        }
+        Ok(None)
+    }
+
+    /// The next message in field `field` (others are skipped), to read; None at the end.
+    pub fn next_message(&mut self, field: u64) -> Res<Option<Reader<'a>>> {
+        Ok(self.next_bytes(field)?.map(|(s, e)| self.sub(s, e)))
     }
 
     /// A length-delimited payload as text (invalid UTF-8 becomes U+FFFD).

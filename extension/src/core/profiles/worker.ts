@@ -1,29 +1,32 @@
 /**
- * worker_threads entry: decodes a profile off the extension host's main thread (a large capture takes a second
- * of CPU or more), streaming it from disk line by line (on several threads when it is large and cores allow:
- * this same script is the helpers'), then answers with the summary (typed arrays transferred, not copied).
+ * worker_threads entry (dist/profile-worker.js): the profile analysis (WebAssembly, compiled once by the parser
+ * and handed over in workerData) off the extension host's main thread, kept between captures. Answers each request
+ * in turn; a summary's timeline columns are transferred, not copied.
  */
-import { parentPort } from 'node:worker_threads';
-import { timelineBuffers, type ProfileSummary } from './analyze';
-import { exportChromeTraceFile } from './chrome-trace';
-import { analyzeProfileFileParallel, runShardIfHelper } from './parallel';
+import { parentPort, workerData } from 'node:worker_threads';
+import { ProfileWasm, timelineBuffers, type WasmModule } from './wasm-host';
 import type { WorkerReply, WorkerRequest } from './parse';
 
-async function handle(req: WorkerRequest): Promise<WorkerReply> {
+/** An instance whose memory grew past this (a big capture) is dropped after its request: memory never shrinks. */
+const KEEP_BYTES = 64 << 20;
+
+const module = (workerData as { module: WasmModule }).module;
+let wasm: ProfileWasm | undefined;
+
+function handle(req: WorkerRequest): WorkerReply {
   try {
-    if (req.op === 'export') return { id: req.id, ok: true, events: exportChromeTraceFile(req.file, req.out) };
-    // __filename: this bundle (dist/profile-worker.js), which is also the helper thread's script.
-    const summary: ProfileSummary = await analyzeProfileFileParallel(req.file, __filename);
-    return { id: req.id, ok: true, summary };
+    wasm ??= new ProfileWasm(module);
+    if (req.op === 'analyze') return { id: req.id, ok: true, summary: wasm.analyze(req.file, req.timeline) };
+    if (req.op === 'hosts') return { id: req.id, ok: true, hosts: wasm.hosts(req.files) };
+    return { id: req.id, ok: true, events: wasm.exportTrace(req.file, req.out) };
   } catch (e) {
     return { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
+  } finally {
+    if (wasm && wasm.memoryBytes > KEEP_BYTES) wasm = undefined;
   }
 }
 
-if (!runShardIfHelper()) {
-  parentPort?.on('message', (req: WorkerRequest) => {
-    void handle(req).then((reply) => {
-      parentPort?.postMessage(reply, reply.ok && reply.summary ? timelineBuffers(reply.summary.timeline.lines) : []);
-    });
-  });
-}
+parentPort?.on('message', (req: WorkerRequest) => {
+  const reply = handle(req);
+  parentPort?.postMessage(reply, reply.ok && reply.summary ? timelineBuffers(reply.summary.timeline.lines) : []);
+});

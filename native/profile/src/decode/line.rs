@@ -108,17 +108,18 @@ fn decode_event(r: &mut Reader, c: &mut LineView, kept: &[Kept], names: &mut Sta
     let i = c.count;
     let mut pos = r.pos;
     let fault = |at: usize, k: Kind| r.fault_at(at, k);
-    let varint = |pos: usize, lim: usize| varint_at(buf, pos, lim).map_err(|k| fault(pos, k));
+    // A varint of the field whose tag is at `at` (its faults are reported there).
+    let varint = |at: usize, pos: usize| varint_at(buf, pos, end).map_err(|k| fault(at, k));
     while pos < end {
         let at = pos;
-        let (tag, p) = varint(pos, end)?;
+        let (tag, p) = varint(at, pos)?;
         pos = p;
         match tag {
-            0x08 => (meta, pos) = varint(pos, end).map(|(v, p)| (v as i64, p))?,
-            0x10 => (offset, pos) = varint(pos, end).map(|(v, p)| (v as i64 as f64, p))?,
-            0x18 => (dur, pos) = varint(pos, end).map(|(v, p)| (v as i64 as f64, p))?,
+            0x08 => (meta, pos) = varint(at, pos).map(|(v, p)| (v as i64, p))?,
+            0x10 => (offset, pos) = varint(at, pos).map(|(v, p)| (v as i64 as f64, p))?,
+            0x18 => (dur, pos) = varint(at, pos).map(|(v, p)| (v as i64 as f64, p))?,
             0x22 => {
-                let (n, after) = varint(pos, end)?;
+                let (n, after) = varint(at, pos)?;
                 let e = after.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
                 if e > end {
                     return Err(fault(at, Kind::PastEnd { end: e }));

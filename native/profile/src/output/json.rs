@@ -247,10 +247,22 @@ impl Ts for Counts {
     }
 }
 
+/// The second of one or two keys.
+macro_rules! second {
+    ($k:literal) => {
+        $k
+    };
+    ($k:literal, $alt:literal) => {
+        $alt
+    };
+}
+pub(crate) use second;
+
 /// A struct whose fields are written as a JSON object, keys in declaration order, and declared as a TypeScript
 /// interface of the same name with the same docs: `record! { /// doc  Name { /// doc  field: Type = "key", … } }`.
+/// A field may have a second key (`= "startUs" | "start_us"`), which `write_alt` writes (`tpw profile --json`).
 macro_rules! record {
-    ($(#[doc = $doc:literal])* $name:ident { $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty = $key:literal),* $(,)? }) => {
+    ($(#[doc = $doc:literal])* $name:ident { $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty = $key:literal $(| $alt:literal)?),* $(,)? }) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug, Default, PartialEq)]
         pub struct $name {
@@ -261,6 +273,16 @@ macro_rules! record {
             fn write(&self, j: &mut $crate::output::json::Json) {
                 j.begin('{');
                 $(j.field($key, &self.$field);)*
+                j.end('}');
+            }
+        }
+
+        impl $name {
+            /// As JSON, each field under its second key where it has one.
+            #[allow(dead_code)]
+            pub fn write_alt(&self, j: &mut $crate::output::json::Json) {
+                j.begin('{');
+                $(j.field($crate::output::json::second!($key $(, $alt)?), &self.$field);)*
                 j.end('}');
             }
         }

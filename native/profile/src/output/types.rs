@@ -26,15 +26,15 @@ record! {
         /// 1-based index of the step within the capture.
         index: usize = "index",
         /// µs from the capture's first event.
-        start_us: f64 = "startUs",
-        total_us: f64 = "totalUs",
-        compile_us: f64 = "compileUs",
-        execute_us: f64 = "executeUs",
-        transfer_us: f64 = "transferUs",
+        start_us: f64 = "startUs" | "start_us",
+        total_us: f64 = "totalUs" | "total_us",
+        compile_us: f64 = "compileUs" | "compile_us",
+        execute_us: f64 = "executeUs" | "execute_us",
+        transfer_us: f64 = "transferUs" | "transfer_us",
         /// Host work in torch_xla that is none of the above (lazy tracing, graph building).
-        host_us: f64 = "hostUs",
+        host_us: f64 = "hostUs" | "host_us",
         /// The rest of the step: the Python thread outside torch_xla (data loading, logging, idle).
-        other_us: f64 = "otherUs",
+        other_us: f64 = "otherUs" | "other_us",
     }
 }
 
