@@ -19,6 +19,7 @@ pub mod mapped;
 pub mod native;
 pub mod op_stats;
 pub mod output;
+pub mod sample;
 pub mod source;
 pub mod step_groups;
 pub mod steps;

@@ -306,3 +306,10 @@ pub unsafe extern "C" fn cli(argv: *const u8, len: usize) -> i32 {
         None => -1,
     }
 }
+
+/// Analyzes a small capture made here (sample.rs), its timeline to the host as any: what loading the module does,
+/// so that the functions an analysis calls are compiled before the first capture a user opens. Its event count.
+#[no_mangle]
+pub extern "C" fn warm() -> usize {
+    crate::sample::analyze_sample(Some(&mut HostTimeline))
+}

@@ -62,6 +62,7 @@ interface Exports {
   hosts(paths: number, len: number): number;
   trace(path: number, len: number, out: number): number;
   cli(argv: number, len: number): number;
+  warm(): number;
 }
 
 /** Node's error code of a failed fs call, as the module's negative codes (native/profile/src/wasm.rs io_words). */
@@ -182,6 +183,21 @@ export class ProfileWasm {
       for (const l of lines) for (let k = 0; k < l.start.length; k++) l.start[k] -= t0;
       summary.timeline.lines = lines;
       return summary;
+    } finally {
+      this.lines = undefined;
+      this.slabs = new ColumnSlabs();
+    }
+  }
+
+  /**
+   * Analyzes a small capture the module makes itself: V8 compiles a module's functions on their first call, and
+   * the first capture a user opens should not wait for that. The compiled code is the module's, so every instance
+   * made from it, on any thread, runs warm after one warmed. Returns the sample's event count.
+   */
+  warm(): number {
+    this.lines = [];
+    try {
+      return this.x.warm();
     } finally {
       this.lines = undefined;
       this.slabs = new ColumnSlabs();

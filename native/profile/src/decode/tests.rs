@@ -5,44 +5,9 @@
 use super::*;
 use crate::analyze::{analyze_bytes, analyze_reader};
 use crate::output::types::ProfileSummary;
+use crate::sample::W;
 use crate::source::tests::Bytes;
 use crate::timeline::KeptLines;
-
-/// Protocol-buffer bytes, written as XLA writes them.
-#[derive(Default)]
-pub(crate) struct W(pub Vec<u8>);
-
-impl W {
-    pub(crate) fn varint(&mut self, mut v: u64) -> &mut Self {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-        self
-    }
-    pub(crate) fn num(&mut self, field: u64, v: u64) -> &mut Self {
-        self.varint(field << 3).varint(v)
-    }
-    pub(crate) fn bytes(&mut self, field: u64, b: &[u8]) -> &mut Self {
-        self.varint(field << 3 | 2).varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-        self
-    }
-    pub(crate) fn str(&mut self, field: u64, s: &str) -> &mut Self {
-        self.bytes(field, s.as_bytes())
-    }
-    pub(crate) fn msg(&mut self, field: u64, body: impl FnOnce(&mut W)) -> &mut Self {
-        let mut w = W::default();
-        body(&mut w);
-        self.bytes(field, &w.0)
-    }
-    pub(crate) fn double(&mut self, field: u64, v: f64) -> &mut Self {
-        self.varint(field << 3 | 1);
-        self.0.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-}
 
 /// The summary of `buf` in memory (threads), and through a window of `window` bytes, with its timeline.
 fn both(buf: &[u8], threads: usize, window: usize) -> (ProfileSummary, (ProfileSummary, f64), KeptLines) {
