@@ -5,6 +5,8 @@
  */
 
 import { TPU_CATALOG_FAMILIES, type TpuGeneration } from '../../../../protocol/tpu-catalog';
+import { TPU_CHIP_FACTS } from '../../../../protocol/tpu-metric-service';
+import type { ChipSpec } from './chip-activity';
 
 export type { TpuGeneration } from '../../../../protocol/tpu-catalog';
 
@@ -72,6 +74,13 @@ export const ACCELERATOR_TYPES: readonly AcceleratorInfo[] = Object.freeze(build
 
 export function acceleratorInfo(type: string): AcceleratorInfo | undefined {
   return ACCELERATOR_TYPES.find((a) => a.type === type);
+}
+
+/** The chips on one worker of `type` and the HBM of each (a type the catalog lacks: 4 chips of 16 GiB, v5e's). */
+export function chipSpecFor(type: string): ChipSpec {
+  const info = acceleratorInfo(type);
+  const facts = TPU_CHIP_FACTS[info?.generation ?? 'V5LITE_POD'];
+  return { chips: info ? Math.max(1, Math.round(info.chips / info.workers)) : CHIPS_PER_HOST, hbmBytesPerChip: facts.hbmGiB * 2 ** 30 };
 }
 
 export function acceleratorTypeNames(): string[] {

@@ -16,6 +16,11 @@ import type { Connection } from 'ssh2';
 export interface ForwardingContext {
   /** The worker's own address: stands in for the VM's loopback, so two workers can forward the same port. */
   workerAddress: string;
+  /**
+   * Ports the emulator itself serves on the worker's address as a VM's own services on its loopback (libtpu's
+   * metrics, 8431): a forward to the loopback at one of them reaches this worker's, not this machine's 127.0.0.1.
+   */
+  ownLoopbackPorts?: number[];
   /** True once the worker is shutting down: nothing new may start. */
   closing(): boolean;
   log(msg: string): void;
@@ -39,7 +44,8 @@ export function serveForwarding(conn: Connection, ctx: ForwardingContext): void 
         ctx.log(`direct-tcpip to ${info.destIP}:${info.destPort} refused: not an address of this machine`);
         return reject();
       }
-      const sock = net.connect({ host: address, port: info.destPort });
+      const own = isLoopback(address) && ctx.ownLoopbackPorts?.includes(info.destPort);
+      const sock = net.connect({ host: own ? ctx.workerAddress : address, port: info.destPort });
       track(sock);
       sock.once('error', (e: Error) => {
         ctx.log(`direct-tcpip to ${info.destIP}:${info.destPort}: ${e.message}`);
