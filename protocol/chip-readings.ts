@@ -95,3 +95,15 @@ export function workerTotals(w: WorkerChips): { dutyCyclePct: number; hbmUsedByt
     hbmUsedBytes: w.chips.reduce((a, c) => a + c.hbmUsedBytes, 0),
   };
 }
+
+/** The line above the Chips tab's grid and under `tpw top`'s table: the idlest chip, the fullest HBM, who was not read. */
+export function chipsSummaryLine(workers: readonly WorkerChips[]): string {
+  const idle = idlestChip(workers);
+  const full = fullestHbm(workers);
+  const down = workers.filter((w) => w.state !== 'ok').map((w) => `w${w.worker}`);
+  const parts: string[] = [];
+  if (idle) parts.push(`Idlest chip: w${idle.worker} chip ${idle.chip} (${idle.dutyCyclePct.toFixed(1)}%)`);
+  if (full) parts.push(`Fullest HBM: w${full.worker} chip ${full.chip} (${gib(full.usedBytes)} / ${gib(full.totalBytes)})`);
+  if (down.length) parts.push(`Not read: ${down.join(', ')}`);
+  return parts.join(' · ');
+}

@@ -136,3 +136,30 @@ test('a worker that cannot be reached over SSH is "unreachable", not a libtpu pr
   assert.equal(r.state, 'unreachable');
   assert.match(r.detail!, /refused/);
 });
+
+test('`tpw top RUN --once` prints every chip of every worker, names a worker it cannot read, and --json gives the readings', async () => {
+  await setUp();
+  const run = startBusyRun();
+  const runId = await run.runDir();
+  try {
+    await pod.emulator.setLibtpuFault('pod', 1, { kind: 'garbage' });
+    const top = await pod.tpw('top', runId, '--once');
+    assert.equal(top.code, 0, top.err.join('\n'));
+    assert.match(top.out[0], /^WORKER\s+CHIP\s+DUTY CYCLE\s+HBM USAGE\s+HBM BW\s+IDLE\s+QUEUE\s+HLO P50$/);
+    for (const w of [0, 2, 3]) for (const c of [0, 1, 2, 3]) assert.ok(top.out.some((l) => new RegExp(`^w${w}\\s+${c}\\s+\\d+\\.\\d\\d%\\s+\\d+\\.\\d\\d GiB / 16\\.00 GiB\\s`).test(l)), `w${w} chip ${c} in:\n${top.out.join('\n')}`);
+    assert.ok(top.out.some((l) => /^w1 {2}bad reply from libtpu metrics: .*not a MetricResponse/.test(l)), top.out.join('\n'));
+    assert.match(top.out.at(-1)!, /Idlest chip: w\d chip \d .* Fullest HBM: w\d chip \d .* Not read: w1$/);
+
+    const json = await pod.tpw('top', runId, '--json');
+    const readings = JSON.parse(json.out.join('\n')) as WorkerChips[];
+    assert.deepEqual(readings.map((r) => [r.worker, r.state, r.chips.length]), [[0, 'ok', 4], [1, 'bad-reply', 0], [2, 'ok', 4], [3, 'ok', 4]]);
+
+    const bad = await pod.tpw('top', runId, '--interval', 'soon');
+    assert.equal(bad.code, 2);
+    assert.match(bad.err.join('\n'), /--interval "soon" is not a number of seconds/);
+  } finally {
+    await pod.emulator.setLibtpuFault('pod', 1, undefined);
+    await stopRun(runId);
+    await run.done;
+  }
+});

@@ -181,11 +181,9 @@ export class ChipActivity {
 
   /** The chips now: measured over the latest window of at least MIN_WINDOW_MS (the first call waits for one). */
   async read(): Promise<ChipNow[]> {
-    const now = Date.now();
-    if (!this.cur || now - this.cur.at >= MIN_WINDOW_MS) {
-      this.pending ??= this.advance().finally(() => (this.pending = undefined));
-      await this.pending;
-    }
+    // A read in progress is waited for by everyone: until the first window is measured there are no chips.
+    if (!this.pending && (!this.cur || Date.now() - this.cur.at >= MIN_WINDOW_MS)) this.pending = this.advance().finally(() => (this.pending = undefined));
+    if (this.pending) await this.pending;
     return this.chipsNow;
   }
 
