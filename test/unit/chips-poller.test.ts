@@ -14,7 +14,7 @@ import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/s
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { runDirWord } from '../../extension/src/core/ssh/run-dir';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { waitFor } from '../helpers/process';
 

@@ -7,7 +7,7 @@ import {
   type Metric,
   type MetricRequest,
   type MetricResponse,
-} from '../../../../protocol/tpu-metric-service';
+} from '../../protocol/tpu-metric-service';
 import { EXEC_BUCKETS, type ChipActivity, type ChipNow } from './chip-activity';
 
 /**

@@ -4,14 +4,13 @@ import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
-import { TpwError } from '../errors';
-import { shQuote } from '../ssh/quote';
+import { EmulatorError } from './errors';
 import { chipSpecFor } from './catalog';
 import { ChipActivity } from './chip-activity';
 import { LibtpuMetricsServer, type LibtpuFault } from './libtpu-metrics';
 import { serveForwarding } from './ssh-forwarding';
 import { ptyArgv, resizePty } from './ssh-pty';
-import { LIBTPU_METRICS_PORT } from '../../../../protocol/tpu-metric-service';
+import { LIBTPU_METRICS_PORT } from '../../protocol/tpu-metric-service';
 
 /**
  * The emulator's workers: one SSH server per TPU worker, each on its own loopback address (Linux routes all
@@ -79,14 +78,14 @@ export class SshWorkerPool {
 
   constructor(private readonly opts: SshWorkerPoolOptions) {
     const parsed = utils.parseKey(opts.authorizedKey);
-    if (parsed instanceof Error) throw new TpwError('INVALID_ARGUMENT', `The emulator's authorized key cannot be parsed: ${parsed.message}`);
+    if (parsed instanceof Error) throw new EmulatorError('INVALID_ARGUMENT', `The emulator's authorized key cannot be parsed: ${parsed.message}`);
     this.allowedKey = parsed;
   }
 
   /** Starts the SSH server for one worker; resolves once it listens. */
   async addWorker(spec: WorkerSpec): Promise<void> {
     const key = `${spec.nodeId}/${spec.index}`;
-    if (this.workers.has(key)) throw new TpwError('ALREADY_EXISTS', `Emulated worker ${spec.index} of ${spec.nodeId} already has an SSH server.`);
+    if (this.workers.has(key)) throw new EmulatorError('ALREADY_EXISTS', `Emulated worker ${spec.index} of ${spec.nodeId} already has an SSH server.`);
     fs.mkdirSync(spec.sandboxDir, { recursive: true });
     const worker: Worker = {
       spec,
@@ -103,7 +102,7 @@ export class SshWorkerPool {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         if (this.workers.get(key) === worker) this.workers.delete(key);
-        reject(new TpwError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
+        reject(new EmulatorError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
       };
       worker.server.once('error', onError);
       worker.server.listen(this.opts.port, spec.address, () => {
@@ -144,7 +143,7 @@ export class SshWorkerPool {
   /** Tests: makes worker `index` of `nodeId`'s libtpu metrics service go down, slow, or answer garbage (undefined: well again). */
   async setLibtpuFault(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void> {
     const w = this.workers.get(`${nodeId}/${index}`);
-    if (!w?.libtpu) throw new TpwError('NOT_FOUND', `Emulated worker ${index} of ${nodeId} has no libtpu metrics service.`);
+    if (!w?.libtpu) throw new EmulatorError('NOT_FOUND', `Emulated worker ${index} of ${nodeId} has no libtpu metrics service.`);
     await w.libtpu.setFault(fault);
   }
 
@@ -316,7 +315,7 @@ export class SshWorkerPool {
     w.children.add(child);
     let exited = false;
     child.on('error', (e) => {
-      channel.stderr.write(`emulator: cannot start ${shQuote(argv[0])}: ${e.message}\n`);
+      channel.stderr.write(`emulator: cannot start ${JSON.stringify(argv[0])}: ${e.message}\n`);
       finish(127, null);
     });
     const [stdin, stdout, stderr, control] = [child.stdin, child.stdout, child.stderr, child.stdio[3]];
