@@ -107,6 +107,11 @@ export class LibtpuMetricsServer {
     return s;
   }
 
+  /** Whether it listens now (not while 'down', not after close()). */
+  get listening(): boolean {
+    return this.server !== undefined;
+  }
+
   /** Sets (or with undefined, clears) a fault; 'down' closes the port until the fault is cleared. */
   async setFault(fault: LibtpuFault | undefined): Promise<void> {
     const wasDown = this.fault?.kind === 'down';

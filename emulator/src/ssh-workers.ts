@@ -134,10 +134,10 @@ export class SshWorkerPool {
     }
   }
 
-  /** Where the workers' own loopback services listen (on their own addresses), for forwards to their loopback. */
-  private libtpuPorts(): number[] {
-    const port = this.opts.libtpuMetricsPort ?? LIBTPU_METRICS_PORT;
-    return port === 0 ? [] : [port];
+  /** Whether `port` is one of the worker's own loopback services (on its address), and whether it listens now. */
+  private ownLoopbackService(w: Worker, port: number): 'serving' | 'down' | undefined {
+    if (port !== (this.opts.libtpuMetricsPort ?? LIBTPU_METRICS_PORT) || port === 0) return undefined;
+    return w.libtpu?.listening ? 'serving' : 'down';
   }
 
   /** Tests: makes worker `index` of `nodeId`'s libtpu metrics service go down, slow, or answer garbage (undefined: well again). */
@@ -188,7 +188,7 @@ export class SshWorkerPool {
     conn.on('authentication', (ctx) => this.authenticate(ctx, w.spec.nodeId));
     conn.on('ready', () => {
       conn.on('session', (accept) => this.onSession(w, accept(), { ip, port }));
-      serveForwarding(conn, { workerAddress: w.spec.address, ownLoopbackPorts: this.libtpuPorts(), closing: () => w.closing, log: (m) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: ${m}`) });
+      serveForwarding(conn, { workerAddress: w.spec.address, ownLoopbackService: (port) => this.ownLoopbackService(w, port), closing: () => w.closing, log: (m) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: ${m}`) });
     });
   }
 
