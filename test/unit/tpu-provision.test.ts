@@ -23,6 +23,7 @@ import type { NodeId, QueuedResource, QueuedResourceStateName } from '../../exte
 import { withRetry, zonesOffering } from '../../extension/src/core/tpu/zones';
 import { emulatorCall as call, sshBanner as banner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
 import { freePort } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'local-project';
 const Z = 'us-east5-b';
@@ -51,7 +52,7 @@ async function waitForQr(zone: string, name: string, want: QueuedResourceStateNa
 }
 
 before(async () => {
-  fixture = await startEmulatorApi('tpw-provision-', { opDelayMs: 40, queuedStepMs: 60, addressPrefix: '127.0.15' });
+  fixture = await startEmulatorApi('tpw-provision-', { opDelayMs: 40, queuedStepMs: 60, addressPrefix: testAddressPrefix(15) });
   ({ emu, ep, api } = fixture);
 });
 
@@ -377,7 +378,7 @@ describe('queued resources survive an emulator restart', () => {
   it('keeps a waiting request in the state file and carries on after the restart', async () => {
     const d = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-provision-restart-'));
     const pool = () => ({ addWorker: async () => undefined, removeNode: async () => undefined, close: async () => undefined });
-    const opts = { dir: d, opDelayMs: 20, queuedStepMs: 30, addressPrefix: '127.0.18', workerPool: pool, capacityFaults: [{ zone: Z, acceleratorType: 'v6e-1' }] };
+    const opts = { dir: d, opDelayMs: 20, queuedStepMs: 30, addressPrefix: testAddressPrefix(18), workerPool: pool, capacityFaults: [{ zone: Z, acceleratorType: 'v6e-1' }] };
     let e1: Emulator | undefined = new Emulator(opts);
     let e2: Emulator | undefined;
     try {
