@@ -14,11 +14,11 @@ import type { Browser, FrameLocator } from 'playwright-core';
 import { REPO, type CodeServer } from './code-server';
 import { delay, type ProcessTracker } from './processes';
 import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot, VENV } from './session';
+import { testAddressPrefix } from '../helpers/loopback';
 import type { Workbench } from './workbench';
 
 const VM = 'chips-pod';
-// addressPrefix: unique to this file
-const ADDRESS_PREFIX = '127.0.164';
+const ADDRESS_PREFIX = testAddressPrefix(64);
 /** Long enough for a cold torch import on four workers sharing two cores. */
 const RUN_TIMEOUT_MS = Number(process.env.TPW_E2E_RUN_TIMEOUT_MS ?? 8 * 60_000);
 

@@ -6,17 +6,20 @@ channel (grpcio, local credentials): the emulator speaks libtpu's protocol, not 
 runs on the worker (a busy Python program makes its chips busy and fills their HBM; they go idle when it ends), and
 once the chips are idle `tpw top --json` (the product's reader, through SSH) reads the same numbers tpu-info does.
 
-The emulator runs in the foreground on addresses of its own (127.0.162.x): port 8431 is per address, so no other
-test's emulator may share them.
+The emulator runs in the foreground on loopback addresses of its own: port 8431 is per address, so no other test's
+emulator may share them. The second octet is claimed as test/helpers/loopback.ts claims one for a TS test process
+(a lock file naming our pid in the same folder), so the two kinds of tests never meet.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pathlib
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +30,21 @@ from tpu_info import device, metrics
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = ROOT / "dist" / "cli.js"
 EMULATOR = ROOT / "dist" / "emulator.js"
-ADDRESS_PREFIX = "127.0.162"  # unique to this file
+
+def _claim_octet() -> int:
+    slots = pathlib.Path(tempfile.gettempdir()) / f"tpw-test-loopback-{os.getuid()}"
+    slots.mkdir(mode=0o700, exist_ok=True)
+    for i in range(231):
+        octet = 20 + (os.getpid() + i) % 231
+        try:
+            with open(slots / str(octet), "x") as f:
+                f.write(str(os.getpid()))
+        except FileExistsError:
+            continue
+        atexit.register((slots / str(octet)).unlink, missing_ok=True)
+        return octet
+    raise RuntimeError(f"no free loopback octet in {slots}")
+
 V5E = device.TpuChip.V5E
 GIB = 2**30
 
@@ -43,6 +60,7 @@ class Pod:
     home: pathlib.Path
     workspace: pathlib.Path
     env: dict[str, str]
+    address_prefix: str
 
     def tpw(self, *args: str) -> str:
         argv = ["node", str(CLI), *args]
@@ -52,7 +70,7 @@ class Pod:
         return out.stdout
 
     def addr(self, worker: int) -> str:
-        return f"{ADDRESS_PREFIX}.{worker + 1}:8431"
+        return f"{self.address_prefix}.{worker + 1}:8431"
 
 
 def _wait(cond, timeout: float, what: str) -> None:
@@ -71,13 +89,14 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
     home = tmp_path_factory.mktemp("tpw-home")
     workspace = tmp_path_factory.mktemp("ws")
     (workspace / "busy.sh").write_text(BUSY_RECIPE + "\n")
-    options = {"addressPrefix": ADDRESS_PREFIX, "opDelayMs": 20}
+    address_prefix = f"127.{_claim_octet()}.62"
+    options = {"addressPrefix": address_prefix, "opDelayMs": 20}
     env = {**os.environ, "TPW_HOME": str(home), "TPW_EMULATOR_OPTIONS": json.dumps(options)}
     with open(home / "emulator.out", "w") as log:
         proc = subprocess.Popen(["node", str(EMULATOR), "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait(lambda: (home / "emulator" / "endpoint.json").exists(), 60, "the emulator's endpoint file")
-            p = Pod(home, workspace, env)
+            p = Pod(home, workspace, env, address_prefix)
             p.tpw("vm", "create", "pod", "--type", "v5litepod-16")
             yield p
         finally:

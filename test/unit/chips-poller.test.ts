@@ -16,10 +16,10 @@ import { runDirWord } from '../../extension/src/core/ssh/run-dir';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 import { waitFor } from '../helpers/process';
 
-// addressPrefix: unique to this file
-const pod = emulatorPodFixture('chips', '127.0.160', { before, after });
+const pod = emulatorPodFixture('chips', testAddressPrefix(60), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 let workers: WorkerTarget[] = [];

@@ -16,10 +16,10 @@ import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { SshTarget } from '../../extension/src/core/ssh/types';
 import { metricServiceCodec, RUNTIME_METRIC_PATHS, type ListSupportedMetricsResponse } from '../../protocol/tpu-metric-service';
+import { testAddressPrefix } from '../helpers/loopback';
 import { freePort } from '../helpers/sshd';
 
-// addressPrefix: unique to this file
-const PREFIX = '127.0.163';
+const PREFIX = testAddressPrefix(63);
 const username = os.userInfo().username;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-libtpu-'));
 const hostKey = generateEd25519KeyPair();
