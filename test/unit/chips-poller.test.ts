@@ -7,6 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { WorkerChips } from '../../protocol/chip-readings';
+import type { ChipsMessage, HealthMessage, HostToWebview } from '../../protocol/run-view-messages';
+import { main } from '../../extension/src/cli/main';
+import { ChipsWatch } from '../../extension/src/vscode/run-view/chips';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { ChipsPoller } from '../../extension/src/core/chips/chips-poller';
 import { runRecipe, type RunResult } from '../../extension/src/core/run/engine';
@@ -162,4 +165,54 @@ test('`tpw top RUN --once` prints every chip of every worker, names a worker it 
     await stopRun(runId);
     await run.done;
   }
+});
+
+test('`tpw top RUN` redraws the table every interval until Ctrl-C, then exits 0', async () => {
+  await setUp();
+  const run = startBusyRun();
+  const runId = await run.runDir();
+  try {
+    const out: string[] = [];
+    const headers = () => out.filter((l) => l.startsWith('WORKER')).length;
+    const top = main(['top', runId, '--interval', '0.5'], (l) => out.push(...l.split('\n')), () => undefined);
+    await waitFor(() => headers() >= 2, 60_000, 'two tables');
+    process.emit('SIGINT');
+    assert.equal(await top, 0);
+    assert.ok(out.some((l) => l.startsWith(`run ${runId} · `) && l.endsWith('every 0.5 s (Ctrl-C to stop)')), out.join('\n'));
+  } finally {
+    await stopRun(runId);
+    await run.done;
+  }
+});
+
+test("the run view's chips watch: batched readings, an idle-chip Health note only while training, nothing read once disposed", async () => {
+  await setUp();
+  const posted: HostToWebview[] = [];
+  // No program runs: every chip has idled since the VM was made, far longer than a second.
+  const watch = new ChipsWatch({ workers, conns: conns! }, (m) => posted.push(m), { everyMs: 300, idleNoteSeconds: 1 });
+  try {
+    const chips = () => posted.filter((m): m is ChipsMessage => m.type === 'chips');
+    const notes = () => posted.filter((m): m is HealthMessage => m.type === 'health');
+    await waitFor(() => new Set(chips().flatMap((m) => m.workers.map((w) => w.worker))).size === 4, 30_000, 'every worker read');
+    assert.ok(chips().some((m) => m.workers.length > 1), 'readings of several workers go in one message');
+    assert.deepEqual(notes(), [], 'not training: no note');
+    watch.onMetrics([{ step: 7, worker: 2 }]);
+    await waitFor(() => notes().length > 0, 30_000, 'a note');
+    const note = notes()[0];
+    assert.equal(note.worker, 2);
+    assert.equal(note.source, 'chips');
+    assert.match(note.findings[0].title, /^Chips 0, 1, 2, 3 idle for \d+ s while training$/);
+    assert.match(note.findings[0].detail, /at step 7/);
+    assert.ok(notes().every((n) => n.worker === 2), 'only the worker whose trainer is training');
+    watch.onStatus('succeeded');
+    const before = notes().length;
+    const reads = chips().length;
+    await waitFor(() => chips().length > reads + 2, 30_000, 'more reads after the run ended');
+    assert.equal(notes().length, before, 'the run ended: no new note');
+  } finally {
+    watch.dispose();
+  }
+  const after = posted.length;
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(posted.length, after, 'nothing posted once disposed');
 });
