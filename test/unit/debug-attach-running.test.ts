@@ -71,7 +71,7 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   const attachMs = Date.now() - t0;
   assert.equal(attached.via, 'plain', 'root with CAP_SYS_PTRACE attaches without sudo');
   assert.ok(lines.includes(`started pid ${attached.pid}`), `attached to the recipe's python (pid ${attached.pid}), not its bash: ${lines.join(' | ')}`);
-  await waitForDebugpy(owner, w0, attached.port, { timeoutMs: 5_000 });
+  await waitForDebugpy(owner, w0, attached.port, { timeoutMs: 60_000 });
   forward = await forwardDebugpy(owner, w0, attached.port);
   const attempts = owner.connectAttempts;
   const config = attachConfiguration({ name: 'Attach', localPort: forward.localPort, workspaceRoot: pod.ws, remoteWorkspace: remoteWorkspaceDir(pod.ws), home: attached.home });
