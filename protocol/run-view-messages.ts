@@ -4,6 +4,7 @@
  * gives the view is declared once, in the analysis's Rust (native/profile/src/output/types.rs), and generated
  * into profile-summary.generated.ts.
  */
+import type { WorkerChips } from './chip-readings';
 import type { MetricRecord } from './metrics-record';
 import type { ProfileHosts, ProfileSummary } from './profile-summary.generated';
 import type { RunStatus, WorkerStatus } from './run-status';
@@ -78,7 +79,18 @@ export interface HealthFinding {
 export interface HealthMessage {
   type: 'health';
   worker?: number;
+  /**
+   * What the findings come from: the trainer's torch_xla metrics report (the default), or the chips' libtpu
+   * metrics. Each source's findings of a worker replace that source's earlier ones only.
+   */
+  source?: 'xla-metrics' | 'chips';
   findings: HealthFinding[];
+}
+
+/** The latest reading of some workers' chips (libtpu's metrics service on each), for the Chips tab and the charts. */
+export interface ChipsMessage {
+  type: 'chips';
+  workers: WorkerChips[];
 }
 
 export type HostToWebview =
@@ -90,7 +102,8 @@ export type HostToWebview =
   | ProfileMessage
   | ProfileErrorMessage
   | ProfileHostsMessage
-  | HealthMessage;
+  | HealthMessage
+  | ChipsMessage;
 
 /** Several hosts' captures side by side (ProfileHosts: each host's steps and idle share, the slowest, the ops of all). */
 export interface ProfileHostsMessage extends ProfileHosts {

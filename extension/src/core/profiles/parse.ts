@@ -51,25 +51,26 @@ export class ProfileParser {
     if (this.worker || this.soon) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
-      try {
-        this.start();
-      } catch {
-        // Reported when a capture is analyzed.
-      }
+      // A failure is reported when a capture is analyzed.
+      this.ready().catch(() => undefined);
     }, delayMs);
     this.soon.unref();
   }
 
-  /** Loads the analysis and starts its worker now. */
+  /**
+   * Loads the analysis and starts its worker now; resolves once the worker has warmed the module (worker.ts) and
+   * this thread's instance has run on the code that compiled (a millisecond or two here).
+   */
   async ready(): Promise<void> {
     const w = this.start();
-    // A first request answered: the worker has instantiated the module.
     await new Promise<void>((resolve) => {
       const id = this.next++;
       this.pending.set(id, { resolve: () => resolve(), reject: () => resolve() });
       w.ref();
       w.postMessage({ id, op: 'hosts', files: [] } satisfies WorkerRequest);
     });
+    this.inline ??= new ProfileWasm(this.compiled());
+    this.inline.warm();
   }
 
   private compiled(): WasmModule {
