@@ -17,6 +17,7 @@ const TPU = path.join(REAL, 'tpu-v6e-4-inference.xplane.pb');
 const GPU = path.join(REAL, 'jax-te-fused-attn.xplane.pb');
 const TF = path.join(REAL, 'tf-8gpu-multi-worker.xplane.pb');
 
+// The parser's worker (worker_threads) runs the analysis that profileWorker() builds (cargo): a slow-tier file.
 const tmp = mkdtempSync(path.join(tmpdir(), 'tpw-prefetch-'));
 const parser = new ProfileParser(profileWorker());
 

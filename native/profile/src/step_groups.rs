@@ -59,78 +59,22 @@ pub fn group_steps(parts: &[&GroupPartial], busy: &[f64]) -> Option<Vec<StepBrea
     steps_of_device_groups(plane, s, e, &g, busy)
 }
 
-/// The group of the last launch with each correlation id, by id (-1: none). CUPTI numbers its calls from 1, so
-/// ids are usually small integers: a table indexed by id, filled in launch order (the last one wins), where the
-/// largest id is not far past the number of launches; otherwise a binary search over the launches ordered by
-/// id, then by order.
-enum CorrGroups {
-    /// -2: no launch has this id (a launch's own group may be -1).
-    Table {
-        table: Vec<i32>,
-        max: f64,
-    },
-    Sorted {
-        corr: Vec<f64>,
-        lgroup: Vec<i32>,
-        by_corr: Vec<u32>,
-    },
-}
+/// The group of the last launch with each correlation id (the one its device events hang from), by id.
+struct CorrGroups(crate::intern::FastMap<u64, i32>);
 
 impl CorrGroups {
     fn new(corr: Vec<f64>, lgroup: Vec<i32>) -> Self {
-        let n = corr.len();
-        let mut max = 0.0;
-        let mut small = true;
-        for &c in &corr {
-            if !(c >= 0.0 && c <= 0x3fffffff as f64 && c == c.floor()) {
-                small = false;
-                break;
-            } else if c > max {
-                max = c;
-            }
+        let mut m = crate::intern::FastMap::default();
+        m.reserve(corr.len());
+        for (c, g) in corr.into_iter().zip(lgroup) {
+            m.insert(key_bits(c), g);
         }
-        if small && max <= (8 * n + 65536) as f64 {
-            let mut table = vec![-2; max as usize + 1];
-            for (&c, &g) in corr.iter().zip(&lgroup) {
-                table[c as usize] = g;
-            }
-            return CorrGroups::Table { table, max };
-        }
-        let by_corr = sorted_order(n, |a, b| {
-            let (a, b) = (a as usize, b as usize);
-            corr[a].total_cmp(&corr[b]).then(a.cmp(&b))
-        });
-        CorrGroups::Sorted { corr, lgroup, by_corr }
+        CorrGroups(m)
     }
 
+    /// -1: no launch has this id.
     fn get(&self, c: f64) -> i32 {
-        match self {
-            CorrGroups::Table { table, max } => {
-                let g = if c >= 0.0 && c <= *max && c == c.floor() { table[c as usize] } else { -2 };
-                if g == -2 {
-                    -1
-                } else {
-                    g
-                }
-            }
-            CorrGroups::Sorted { corr, lgroup, by_corr } => {
-                // The last launch with id c (by_corr is by id, then by order): binary search past it.
-                let (mut lo, mut hi) = (0usize, corr.len());
-                while lo < hi {
-                    let mid = (lo + hi) >> 1;
-                    if corr[by_corr[mid] as usize] <= c {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                if lo > 0 && corr[by_corr[lo - 1] as usize] == c {
-                    lgroup[by_corr[lo - 1] as usize]
-                } else {
-                    -1
-                }
-            }
-        }
+        self.0.get(&key_bits(c)).copied().unwrap_or(-1)
     }
 }
 

@@ -104,25 +104,6 @@ impl<T> IdTable<T> {
         let dense = self.dense.iter().enumerate().filter_map(|(i, v)| v.as_ref().map(|v| (i as i64, v)));
         dense.chain(self.sparse.iter().map(|(id, v)| (*id, v)))
     }
-
-    pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.iter().map(|(_, v)| v)
-    }
-
-    pub fn len(&self) -> usize {
-        self.dense.iter().filter(|v| v.is_some()).count() + self.sparse.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl<T> std::ops::Index<&i64> for IdTable<T> {
-    type Output = T;
-    fn index(&self, id: &i64) -> &T {
-        self.get(id).expect("no entry for this id")
-    }
 }
 
 impl<T> FromIterator<(i64, T)> for IdTable<T> {
