@@ -144,9 +144,6 @@ impl XSpaceVisitor for Analyzer<'_> {
         self.ops.plane(p);
         self.devices.plane(p);
         self.groups.plane(p);
-        if let Some(t) = self.timeline.as_mut() {
-            t.plane();
-        }
     }
 
     fn line(&mut self, p: &PlaneView, l: &LineView) {

@@ -208,6 +208,7 @@ impl HloDecoder {
 }
 
 /// One program's HLO, decoded on its own (an HloDecoder shares its strings across the programs it decodes).
+#[cfg(test)]
 pub fn decode_hlo_program(bytes: &[u8]) -> Result<HloProgram, HloError> {
     HloDecoder::new().decode(bytes)
 }

@@ -45,8 +45,6 @@ impl<'s> TimelineCollector<'s> {
         }
     }
 
-    pub fn plane(&mut self) {}
-
     pub fn begin_line(&mut self, n: usize) {
         for v in [&mut self.start, &mut self.dur] {
             v.clear();
@@ -97,36 +95,41 @@ impl<'s> TimelineCollector<'s> {
     }
 }
 
-/// A sink that keeps the lines (tests, and hosts that want them whole).
-#[derive(Default, Debug, PartialEq)]
-pub struct KeptLines {
-    pub lines: Vec<KeptLine>,
-    pub dropped: bool,
-}
+/// A sink that keeps the lines whole (tests).
+#[cfg(test)]
+pub(crate) mod kept {
+    use super::TimelineSink;
 
-#[derive(Default, Debug, PartialEq)]
-pub struct KeptLine {
-    pub plane: String,
-    pub name: String,
-    pub start: Vec<f64>,
-    pub dur: Vec<f64>,
-    pub name_id: Vec<i32>,
-    pub depth: Vec<u8>,
-}
-
-impl TimelineSink for KeptLines {
-    fn line(&mut self, plane: &str, name: &str, start: &[f64], dur: &[f64], name_id: &[i32], depth: &[u8]) {
-        self.lines.push(KeptLine {
-            plane: plane.into(),
-            name: name.into(),
-            start: start.into(),
-            dur: dur.into(),
-            name_id: name_id.into(),
-            depth: depth.into(),
-        });
+    #[derive(Default, Debug, PartialEq)]
+    pub struct KeptLines {
+        pub lines: Vec<KeptLine>,
+        pub dropped: bool,
     }
-    fn drop_all(&mut self) {
-        self.lines.clear();
-        self.dropped = true;
+
+    #[derive(Default, Debug, PartialEq)]
+    pub struct KeptLine {
+        pub plane: String,
+        pub name: String,
+        pub start: Vec<f64>,
+        pub dur: Vec<f64>,
+        pub name_id: Vec<i32>,
+        pub depth: Vec<u8>,
+    }
+
+    impl TimelineSink for KeptLines {
+        fn line(&mut self, plane: &str, name: &str, start: &[f64], dur: &[f64], name_id: &[i32], depth: &[u8]) {
+            self.lines.push(KeptLine {
+                plane: plane.into(),
+                name: name.into(),
+                start: start.into(),
+                dur: dur.into(),
+                name_id: name_id.into(),
+                depth: depth.into(),
+            });
+        }
+        fn drop_all(&mut self) {
+            self.lines.clear();
+            self.dropped = true;
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::analyze::{analyze_bytes, analyze_reader};
 use crate::output::types::ProfileSummary;
 use crate::sample::W;
 use crate::source::tests::Bytes;
-use crate::timeline::KeptLines;
+use crate::timeline::kept::KeptLines;
 
 /// The summary of `buf` in memory (threads), and through a window of `window` bytes, with its timeline.
 fn both(buf: &[u8], threads: usize, window: usize) -> (ProfileSummary, (ProfileSummary, f64), KeptLines) {
