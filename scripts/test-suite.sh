@@ -45,13 +45,15 @@ case $suite in
   lsp) runner=(--test-concurrency="$jobs"); node_suite test/lsp/*.test.ts ;;
   webview) build; runner=(--test-concurrency=2); node_suite test/webview/*.test.ts ;;
   e2e) build; runner=(--test-concurrency=1); node_suite test/e2e/*.e2e.ts ;;
-  # The native `tpw profile` (Rust): formatted, lint-free, its tests. OPTIONs go to `cargo test`.
+  # The profile analysis (Rust): formatted, lint-free on both targets (native, and WebAssembly, whose host
+  # interface only that target compiles), its tests. OPTIONs go to `cargo test`.
   native)
     cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
     # From the crate's folder: cargo reads its .cargo/config.toml from there (the build the CLI runs).
     cd native/profile
     "$cargo" fmt --check
     "$cargo" clippy --release --all-targets --locked -q -- -D warnings
+    "$cargo" clippy --release --lib --target wasm32-unknown-unknown --locked -q -- -D warnings
     exec "$cargo" test --release --locked ${opts[@]+"${opts[@]}"} ;;
   trainer)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
