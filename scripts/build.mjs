@@ -89,7 +89,7 @@ const targets = [
     target: 'node20',
   },
   {
-    // Profile parsing runs on a worker thread of the extension host (see core/profiles/parse.ts).
+    // The profile analysis (dist/profile.wasm) runs on a worker thread of the extension host (core/profiles/parse.ts).
     ...common,
     entryPoints: ['extension/src/core/profiles/worker.ts'],
     outfile: 'dist/profile-worker.js',
@@ -110,7 +110,7 @@ const targets = [
 mkdirSync('dist', { recursive: true });
 const contexts = await Promise.all(targets.map((t) => esbuild.context(t)));
 if (watch) {
-  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow.
+  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow (rerun the build).
   buildNativeProfile();
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');
@@ -118,6 +118,6 @@ if (watch) {
   const started = Date.now();
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  const native = buildNativeProfile();
-  console.log(`[build] ${targets.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+  buildNativeProfile();
+  console.log(`[build] ${targets.length} bundles, dist/tpw-profile and dist/profile.wasm in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
 }
