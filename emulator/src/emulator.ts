@@ -1,9 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EmulatorError } from './errors';
+import { freePort } from './free-port';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
 import { lastSegment } from './names';
@@ -491,16 +491,4 @@ function writeFileAtomic(file: string, text: string): void {
   fs.rmSync(tmp, { force: true });
   fs.writeFileSync(tmp, text, { flag: 'wx', mode: 0o600 });
   fs.renameSync(tmp, file);
-}
-
-/** A port free on `host` now; the SSH workers bind it on their own addresses. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }

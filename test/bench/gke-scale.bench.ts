@@ -12,12 +12,10 @@
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { k8sLib, jobSet, kubeconfigFor, kubectlOk, startGkeEmulator, until, waitOperation } from '../helpers/gke';
+import { jobSet, kubeClients, kubectlOk, startGkeEmulator, until, waitOperation } from '../helpers/gke';
 import { markdown, measure, report, type Ratio, type Row, type Variant } from './interleaved-timing';
 
-const k8s = k8sLib();
 
 const ZONE = 'us-central2-b';
 const START_REPS = Number(process.env.BENCH_GKE_REPS ?? 3);
@@ -33,17 +31,7 @@ async function main(): Promise<void> {
     const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: 'scale', nodePools: [0, 1, 2, 3].map(pool) } });
     await waitOperation(f, ZONE, op, 900_000);
     const clusterStartS = (performance.now() - t0) / 1000;
-    const kubeconfig = path.join(f.dir, 'kubeconfig');
-    const { server, caPem } = await kubeconfigFor(f, ZONE, 'scale', kubeconfig);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'scale', server, caData: Buffer.from(caPem).toString('base64') }],
-      users: [{ name: 'e', token: f.ep.token }],
-      contexts: [{ name: 'scale', cluster: 'scale', user: 'e' }],
-      currentContext: 'scale',
-    });
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const { core, custom, kubeconfig } = await kubeClients(f, ZONE, 'scale');
     const JS = { group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets' };
     const memory = f.emu.gke.runtime(f.project, ZONE, 'scale')?.memory() ?? [];
 

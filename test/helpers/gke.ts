@@ -79,6 +79,21 @@ export async function kubeconfigFor(f: GkeFixture, location: string, cluster: st
   return { server, caPem: Buffer.from(caData, 'base64').toString('utf8') };
 }
 
+/** @kubernetes/client-node for the cluster, configured as the product configures it (server, CA, the token). */
+export async function kubeClients(f: GkeFixture, location: string, cluster: string): Promise<{ kc: K8s.KubeConfig; core: K8s.CoreV1Api; custom: K8s.CustomObjectsApi; kubeconfig: string }> {
+  const k8s = k8sLib();
+  const kubeconfig = path.join(f.dir, `${cluster}.kubeconfig`);
+  const { server, caPem } = await kubeconfigFor(f, location, cluster, kubeconfig);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: cluster, server, caData: Buffer.from(caPem).toString('base64') }],
+    users: [{ name: 'emulator', token: f.ep.token }],
+    contexts: [{ name: cluster, cluster, user: 'emulator' }],
+    currentContext: cluster,
+  });
+  return { kc, core: kc.makeApiClient(k8s.CoreV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), kubeconfig };
+}
+
 export interface Ran {
   code: number | null;
   out: string;

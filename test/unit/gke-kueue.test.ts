@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { emulatorCall } from '../helpers/emulator-api';
-import { k8sLib, jobSet, kubeconfigFor, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { k8sLib, jobSet, kubeClients, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 
 const k8s = k8sLib();
 
@@ -35,16 +35,7 @@ before(async () => {
     cluster: { name: CLUSTER, nodePools: [{ name: 'spot-pool', initialNodeCount: 4, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '4x4' } }] },
   });
   await waitOperation(f, ZONE, op);
-  const { server, caPem } = await kubeconfigFor(f, ZONE, CLUSTER, path.join(f.dir, 'kubeconfig'));
-  kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: CLUSTER, server, caData: Buffer.from(caPem).toString('base64') }],
-    users: [{ name: 'emulator', token: f.ep.token }],
-    contexts: [{ name: CLUSTER, cluster: CLUSTER, user: 'emulator' }],
-    currentContext: CLUSTER,
-  });
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  ({ kc, core, custom } = await kubeClients(f, ZONE, CLUSTER));
 });
 
 after(async () => {

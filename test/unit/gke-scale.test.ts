@@ -4,15 +4,14 @@
  * page. How long these take is measured in test/bench/gke-scale.bench.ts, not here.
  */
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { jobSet, k8sLib, kubeconfigFor, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { jobSet, kubeClients, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 
-const k8s = k8sLib();
 const ZONE = 'europe-west4-a';
 let f: GkeFixture;
-let core: InstanceType<typeof k8s.CoreV1Api>;
-let custom: InstanceType<typeof k8s.CustomObjectsApi>;
+let core: K8s.CoreV1Api;
+let custom: K8s.CustomObjectsApi;
 
 before(async () => {
   // addressPrefix: unique to this file
@@ -20,16 +19,7 @@ before(async () => {
   const pool = (i: number) => ({ name: `slice-${i}`, initialNodeCount: 16, config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '8x8' } });
   const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: 'big', nodePools: [0, 1, 2, 3].map(pool) } });
   await waitOperation(f, ZONE, op, 900_000);
-  const { server, caPem } = await kubeconfigFor(f, ZONE, 'big', path.join(f.dir, 'kubeconfig'));
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'big', server, caData: Buffer.from(caPem).toString('base64') }],
-    users: [{ name: 'e', token: f.ep.token }],
-    contexts: [{ name: 'big', cluster: 'big', user: 'e' }],
-    currentContext: 'big',
-  });
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  ({ core, custom } = await kubeClients(f, ZONE, 'big'));
 });
 
 after(async () => {
