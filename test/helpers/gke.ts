@@ -27,27 +27,39 @@ export interface GkeFixture {
   ep: EmulatorEndpoint;
   gke: container.ClusterManagerClient;
   project: string;
+  /** Stops the emulator and starts it again on the same folder (a new token, new clients). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startGkeEmulator(prefix: string, options: Omit<EmulatorOptions, 'dir'>): Promise<GkeFixture> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  const emu = new Emulator({ opDelayMs: 30, ...options, dir: path.join(dir, 'emulator') });
-  const ep = await emu.start();
-  // The client's own google-gax calls auth.fetch() and getRequestHeaders(): the emulator's token through both.
-  const auth = emulatorBearerAuth(ep.token);
-  const gke = new container.ClusterManagerClient({
-    apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true,
-    auth: auth as unknown as NonNullable<ConstructorParameters<typeof container.ClusterManagerClient>[0]>['auth'],
-  });
-  return {
-    dir, emu, ep, gke, project: ep.project,
+  const start = async () => {
+    const emu = new Emulator({ opDelayMs: 30, ...options, dir: path.join(dir, 'emulator') });
+    const ep = await emu.start();
+    // The client's own google-gax calls auth.fetch() and getRequestHeaders(): the emulator's token through both.
+    const auth = emulatorBearerAuth(ep.token);
+    const gke = new container.ClusterManagerClient({
+      apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true,
+      auth: auth as unknown as NonNullable<ConstructorParameters<typeof container.ClusterManagerClient>[0]>['auth'],
+    });
+    return { emu, ep, gke };
+  };
+  const f: GkeFixture = {
+    dir, ...(await start()), project: '',
+    async restart() {
+      await f.gke.close();
+      await f.emu.stop();
+      Object.assign(f, await start());
+    },
     async close() {
-      await gke.close();
-      await emu.stop();
+      await f.gke.close();
+      await f.emu.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+  f.project = f.ep.project;
+  return f;
 }
 
 /** Polls a GKE operation until DONE; throws its error. */

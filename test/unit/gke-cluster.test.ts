@@ -194,3 +194,33 @@ test('kubectl logs -f follows a running pod; deleting it sends SIGTERM, then the
   const gone = await kubectl(kc, ['get', 'pod', 'follow']);
   assert.match(gone.err, /NotFound|not found/);
 });
+
+test('a restarted emulator keeps its cluster: the same endpoint and nodes, a new token, and a pod that was running ends as in a node shutdown', async () => {
+  const pod = {
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor' },
+    spec: { restartPolicy: 'Never', nodeSelector: { 'cloud.google.com/gke-nodepool': 'slice-a' }, containers: [{ name: 'main', image: 'x', command: ['sleep', '600'], resources: { limits: { 'google.com/tpu': '4' } } }] },
+  };
+  await kubectlOk(kc, ['apply', '-f', '-'], JSON.stringify(pod));
+  await until('survivor running', async () => ((await getJson(['get', 'pod', 'survivor'])).status.phase === 'Running' ? true : undefined));
+  const nodesBefore = ((await getJson(['get', 'nodes'])).items as Json[]).map((n) => n.metadata.name).sort();
+  const [before] = await f.gke.getCluster({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}` });
+  const oldKubeconfig = fs.readFileSync(kc, 'utf8');
+
+  await f.restart();
+  await f.emu.gke.ready(f.project, ZONE, CLUSTER);
+  const [after] = await f.gke.getCluster({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}` });
+  assert.equal(after.status, 'RUNNING');
+  assert.equal(after.endpoint, before.endpoint);
+  assert.equal(after.masterAuth?.clusterCaCertificate, before.masterAuth?.clusterCaCertificate, 'the CA is kept, so kubeconfigs stay valid');
+  const stale = await kubectl(kc, ['get', 'nodes']);
+  assert.match(stale.err, /Unauthorized|must be logged in/, "the old token is refused (kubeconfig still holds it)");
+  assert.equal(fs.readFileSync(kc, 'utf8'), oldKubeconfig);
+  await kubeconfigFor(f, ZONE, CLUSTER, kc);
+  assert.deepEqual(((await getJson(['get', 'nodes'])).items as Json[]).map((n) => n.metadata.name).sort(), nodesBefore);
+  const survivor = await until('survivor ended', async () => {
+    const p = await getJson(['get', 'pod', 'survivor']);
+    return p.status.phase === 'Failed' ? p : undefined;
+  });
+  assert.equal(survivor.status.reason, 'Terminated');
+  assert.equal(survivor.status.message, 'Pod was terminated in response to imminent node shutdown.');
+});
