@@ -102,16 +102,18 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
     } else {
       o.say(`Setup on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
       // The old hash goes first: a setup that fails halfway must run again next time.
-      const wrapper = `rm -f -- ${shPath(file)}; bash -c "$1" && mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
+      // `command -p` and /bin/bash: the system's tools whatever the task's envs did to PATH (SkyPilot runs
+      // /bin/bash too).
+      const wrapper = `command -p rm -f -- ${shPath(file)}; /bin/bash -c "$1" && command -p mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
       const runId = newRunId();
-      result.setup = await stage(runId, 'setup', ['bash', '-c', wrapper, 'tpw-setup', plan.task.setup, hash], taskEnv('setup', values, hostsInfo(runId)));
+      result.setup = await stage(runId, 'setup', ['/bin/bash', '-c', wrapper, 'tpw-setup', plan.task.setup, hash], taskEnv('setup', values, hostsInfo(runId)));
       if (!result.setup.ok) return result;
     }
   }
   if (plan.task.run !== undefined) {
     o.say(`Run on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
     const runId = newRunId();
-    result.run = await stage(runId, 'run', ['bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
+    result.run = await stage(runId, 'run', ['/bin/bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
   }
   return result;
 
