@@ -17,9 +17,10 @@ import { attachConfiguration, debugRunEnv, forwardDebugpy, prepareDebugpy, waitF
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import type { SocketForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { testAddressPrefix } from '../helpers/loopback';
 import { processesWithEnv } from '../helpers/process';
 import { SECOND_USER_SKIP, secondUserFixture } from '../helpers/second-user';
 
@@ -123,8 +124,7 @@ function listeningPorts(pids: number[]): number[] {
   return ports;
 }
 
-// addressPrefix: unique to this file
-const pod = emulatorPodFixture('debug-owner', '127.0.234', { before, after });
+const pod = emulatorPodFixture('debug-owner', testAddressPrefix(234), { before, after });
 
 describe('a second local user and "Debug on TPU"', { skip: SECOND_USER_SKIP }, () => {
   const other = secondUserFixture({ before, after });

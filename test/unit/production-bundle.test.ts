@@ -13,8 +13,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { REPO } from '../helpers/fresh-bundle';
+import { escapeRegExp, testAddressPrefix } from '../helpers/loopback';
 
 let out = '';
 let home = '';
@@ -51,13 +52,14 @@ test('the production build is the minified one the package ships', () => {
 });
 
 test('the production CLI creates a tpu7x-16 slice on Compute Engine (2 VMs) and deletes it', { timeout: 300_000 }, async () => {
-  // addressPrefix: unique to this file
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.233' });
+  const prefix = testAddressPrefix(233);
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: prefix });
   await emu.start();
   const c = await productionTpw(['vm', 'create', 'shipped', '--type', 'tpu7x-16', '--zone', 'us-east5-b']);
   assert.equal(c.code, 0, c.stderr);
   assert.doesNotMatch(c.stderr, /toProto3JSON/);
-  assert.match(c.stdout.trim().split('\n').at(-1) ?? '', /^shipped READY: w0=127\.0\.233\.\d+ w1=127\.0\.233\.\d+$/);
+  const p = escapeRegExp(prefix);
+  assert.match(c.stdout.trim().split('\n').at(-1) ?? '', new RegExp(`^shipped READY: w0=${p}\\.\\d+ w1=${p}\\.\\d+$`));
   const l = await productionTpw(['vm', 'list']);
   assert.match(l.stdout, /shipped\s+us-east5-b\s+tpu7x-16\s+READY\s+2\s+-\s+compute/);
   const d = await productionTpw(['vm', 'delete', 'shipped']);
