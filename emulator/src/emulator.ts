@@ -164,7 +164,7 @@ export class Emulator {
     await services.listen();
     this.servicesValue = services;
     this.pool = await (this.opts.workerPool ?? defaultPool)({
-      vmEnv: () => services.workerEnv(),
+      vmEnv: (spec) => services.workerEnv(spec.address),
       port: sshPort,
       hostKey: keys.hostKey,
       authorizedKey: keys.clientPublicKey,
@@ -298,12 +298,14 @@ export class Emulator {
           sandboxDir,
           acceleratorType: node.acceleratorType,
         };
+        await this.servicesValue?.addWorker(nodeId, spec.address);
         await pool.addWorker(spec);
       }
       pool.setNodeKeys?.(nodeId, node.metadata?.['ssh-keys'] ?? '');
       this.log(`workers of ${node.name} up: ${node.networkEndpoints.map((e) => e.ipAddress).join(', ')}`);
     } catch (e) {
       await pool.removeNode(nodeId).catch(() => undefined);
+      await this.servicesValue?.removeVm(nodeId).catch(() => undefined);
       throw e;
     }
   }
@@ -315,10 +317,12 @@ export class Emulator {
     const sandboxDir = this.sandboxDir(w.key, w.index);
     fs.mkdirSync(sandboxDir, { recursive: true, mode: 0o700 });
     try {
+      await this.servicesValue?.addWorker(w.key, w.address);
       await pool.addWorker({ nodeId: w.key, index: w.index, address: w.address, hostnames: w.hostnames, sandboxDir, acceleratorType: w.acceleratorType });
       pool.setNodeKeys?.(w.key, sshKeysOf(inst));
     } catch (e) {
       await pool.removeNode(w.key).catch(() => undefined);
+      await this.servicesValue?.removeVm(w.key).catch(() => undefined);
       throw e;
     }
     this.log(`worker ${w.index} of ${inst.name} up: ${w.address}`);
@@ -326,6 +330,7 @@ export class Emulator {
 
   private async instanceDown(inst: InstanceJson, w: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
     await this.pool?.removeNode(w.key);
+    await this.servicesValue?.removeVm(w.key);
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', w.key), { recursive: true, force: true });
     this.log(`worker of ${inst.name} down (${reason})`);
   }
@@ -333,6 +338,7 @@ export class Emulator {
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
     const nodeId = lastSegment(node.name);
     await this.pool?.removeNode(nodeId);
+    await this.servicesValue?.removeVm(nodeId);
     // A deleted VM loses its disk; a stopped or preempted one keeps it.
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', nodeId), { recursive: true, force: true });
     this.log(`workers of ${node.name} down (${reason})`);

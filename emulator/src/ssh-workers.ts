@@ -44,7 +44,7 @@ export interface SshWorkerPoolOptions {
    */
   osLogin?: (nodeId: string) => { username: string; keys: string[] } | undefined;
   /** What every worker's programs also get from the "VM": where its metadata server and Cloud Storage are (vm-services.ts). */
-  vmEnv?: () => Record<string, string>;
+  vmEnv?: (spec: WorkerSpec) => Record<string, string>;
 }
 
 /** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
@@ -266,7 +266,7 @@ export class SshWorkerPool {
         TPU_ACCELERATOR_TYPE: spec.acceleratorType,
         SSH_CONNECTION: `${peer.ip} ${peer.port} ${spec.address} ${this.opts.port}`,
         SSH_CLIENT: `${peer.ip} ${peer.port} ${this.opts.port}`,
-        ...(this.opts.vmEnv?.() ?? {}),
+        ...(this.opts.vmEnv?.(spec) ?? {}),
         ...sessionEnv,
         [MARKER_VAR]: w.marker,
       },
