@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import { familyInfo, machineTypeInfo } from '../../protocol/tpu-machine-types';
-import { RESOURCE_ID_PATTERN } from './names';
+import { computeInstanceKey, RESOURCE_ID_PATTERN } from './names';
 import { osLoginGoverns } from './os-login-rule';
 import { ComputeGroups } from './compute-groups';
 import { EMULATOR_ACCOUNT, OsLoginState } from './os-login';
@@ -52,7 +52,7 @@ export interface OperationJson extends Json {
 
 /** Where a worker of an instance sits in its slice (the SSH pool's view). */
 export interface InstanceWorker {
-  /** Key of the instance's SSH worker and sandbox: "ce-<instance>". */
+  /** Key of the instance's SSH worker and sandbox: `compute/<project>/<zone>/<instance>` (names.ts); "ce-<instance>" in states of older versions. */
   key: string;
   index: number;
   address: string;
@@ -356,7 +356,7 @@ export class ComputeState {
   async bringUp(slice: InstanceJson[], acceleratorType: string, fresh: InstanceJson[] = slice): Promise<void> {
     const hostnames = slice.map((i) => i.networkInterfaces[0].networkIP);
     for (const [index, inst] of slice.entries()) {
-      const worker: InstanceWorker = { key: `ce-${inst.name}`, index, address: hostnames[index], hostnames, acceleratorType };
+      const worker: InstanceWorker = { key: this.workers.get(inst.selfLink)?.key ?? computeInstanceKey(inst.selfLink), index, address: hostnames[index], hostnames, acceleratorType };
       this.workers.set(inst.selfLink, worker);
       // TPU VMs carry their worker number in their metadata, which runtimes read to find their rank.
       inst.metadata.items = [...inst.metadata.items.filter((x) => x.key !== 'agent-worker-number'), { key: 'agent-worker-number', value: String(index) }];

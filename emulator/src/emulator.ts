@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { EmulatorError } from './errors';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
-import { lastSegment } from './names';
+import { lastSegment, tpuNodeKey } from './names';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
 import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
@@ -178,7 +178,7 @@ export class Emulator {
       nodeUp: (n) => this.nodeUp(n),
       nodeDown: (n, r) => this.nodeDown(n, r),
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
-      metadataChanged: (n) => this.pool?.setNodeKeys?.(lastSegment(n.name), n.metadata?.['ssh-keys'] ?? ''),
+      metadataChanged: (n) => this.pool?.setNodeKeys?.(tpuNodeKey(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
     const d = this.opts.opDelayMs;
     const compute = new ComputeState(
@@ -283,7 +283,7 @@ export class Emulator {
   private async nodeUp(node: NodeJson): Promise<void> {
     const pool = this.pool;
     if (!pool) throw new Error('emulator not started');
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     try {
       for (const [index, ep] of node.networkEndpoints.entries()) {
         const sandboxDir = this.sandboxDir(nodeId, index);
@@ -336,7 +336,7 @@ export class Emulator {
   }
 
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     await this.pool?.removeNode(nodeId);
     await this.servicesValue?.removeVm(nodeId);
     // A deleted VM loses its disk; a stopped or preempted one keeps it.
@@ -347,24 +347,51 @@ export class Emulator {
   /**
    * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
    * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
+   * A Cloud TPU node's sandbox from before keys held the zone (`workers/<node>`) is moved to its key first.
    */
   private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
-    const keep = new Set([...nodes.map((n) => lastSegment(n.name)), ...instanceKeys]);
     const root = path.join(this.dir, 'workers');
-    let entries: string[] = [];
-    try {
-      entries = fs.readdirSync(root);
-    } catch {
-      return;
+    for (const n of nodes) {
+      const before = path.join(root, lastSegment(n.name));
+      const now = path.join(root, tpuNodeKey(n.name));
+      if (fs.existsSync(before) && !fs.existsSync(now)) {
+        fs.mkdirSync(path.dirname(now), { recursive: true, mode: 0o700 });
+        fs.renameSync(before, now);
+      }
     }
+    const keys = [...nodes.map((n) => tpuNodeKey(n.name)), ...instanceKeys];
     const aside = path.join(this.dir, 'workers-orphaned');
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    for (const e of entries.filter((x) => !keep.has(x))) {
-      fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
-      const to = path.join(aside, `${e}-${stamp}`);
-      fs.renameSync(path.join(root, e), to);
-      this.log(`the state has no node "${e}": its sandbox is kept in ${to}`);
-    }
+    // Down the tree: a folder that is a key is kept, one on the way to keys is walked, anything else is an orphan.
+    const walk = (rel: string) => {
+      let entries: string[];
+      try {
+        entries = fs.readdirSync(path.join(root, rel));
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const r = rel ? `${rel}/${e}` : e;
+        if (keys.includes(r)) continue;
+        // tpu/<project>/<zone>/<name>, compute/<project>/<zone>/<name>: walked down to a VM's own folder, so an
+        // orphan is one VM's sandbox under its own name.
+        const depth = r.split('/').length;
+        if (keys.some((k) => k.startsWith(`${r}/`)) || (/^(tpu|compute)(\/|$)/.test(r) && depth < 4)) {
+          walk(r);
+          continue;
+        }
+        // What a deleted VM's sandbox leaves: the folders it was in, empty.
+        if (isEmptyTree(path.join(root, r))) {
+          fs.rmSync(path.join(root, r), { recursive: true, force: true });
+          continue;
+        }
+        fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
+        const to = path.join(aside, `${r.replace(/\//g, '_')}-${stamp}`);
+        fs.renameSync(path.join(root, r), to);
+        this.log(`the state has no node "${r}": its sandbox is kept in ${to}`);
+      }
+    };
+    walk('');
   }
 
   /**
@@ -389,6 +416,12 @@ export class Emulator {
     }
     throw new EmulatorError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
   }
+}
+
+function isEmptyTree(dir: string): boolean {
+  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (!st?.isDirectory()) return false;
+  return fs.readdirSync(dir).every((e) => isEmptyTree(path.join(dir, e)));
 }
 
 /** The `ssh-keys` item of an instance's metadata. */

@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { lastSegment, nodeNameParts, type NodeState } from './names';
+import { nodeNameParts, type NodeState } from './names';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
 import type { AcceleratorInfo } from './catalog';
 import { withNodeConfigs } from './node-config';
@@ -167,12 +167,8 @@ export class EmulatorState {
   validateCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): { name: string; nodeId: string; accel: AcceleratorInfo } {
     const { nodeId, accel } = checkNodeSpec(nodeIdArg, input);
     const name = `${parent}/nodes/${nodeId}`;
+    // A node id is unique within its zone only (names.ts tpuNodeKey keeps two zones' workers apart).
     if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
-    // Workers' sandboxes and SSH servers are keyed by node id, so the emulator keeps ids unique across zones.
-    const clash = [...this.nodes.values()].find((n) => lastSegment(n.name) === nodeId);
-    if (clash) {
-      throw new ApiError('ALREADY_EXISTS', `Resource '${name}' cannot be created: the local emulator already has a node "${nodeId}" (${clash.name}); node ids must be unique across its zones.`);
-    }
     return { name, nodeId, accel };
   }
 
