@@ -107,15 +107,19 @@ export class ComputeState {
   hooks: ComputeHooks = {};
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
+  private readonly pendingInserts: { op: OperationJson; inst: InstanceJson }[] = [];
 
   constructor(readonly env: ComputeEnv, saved?: unknown) {
     const s = (saved && typeof saved === 'object' ? saved : {}) as Partial<Saved>;
     this.groups = new ComputeGroups(this);
     this.osLogin = new OsLoginState(s.osLogin);
     if (s.projectMetadata) this.projectMetadata = s.projectMetadata;
+    const pendingLinks = new Set((s.operations ?? []).filter((o) => o.status !== 'DONE' && o.operationType === 'insert').map((o) => o.targetLink));
     for (const i of s.instances ?? []) {
-      // A transition the previous emulator left half-way is finished now, as its timer would have.
-      if (i.status === 'PROVISIONING' || i.status === 'STAGING') i.status = 'RUNNING';
+      // A transition the previous emulator left half-way is finished now, as its timer would have; an insert it
+      // accepted but never brought up stays PROVISIONING until resumeInserts().
+      const pending = i.status === 'PROVISIONING' && pendingLinks.has(i.selfLink) && !(s.workers ?? {})[i.selfLink];
+      if (!pending && (i.status === 'PROVISIONING' || i.status === 'STAGING')) i.status = 'RUNNING';
       if (i.status === 'STOPPING') i.status = 'TERMINATED';
       this.instances.set(i.selfLink, i);
     }
@@ -124,8 +128,18 @@ export class ComputeState {
     for (const m of s.migs ?? []) this.groups.migs.set(String(m.selfLink), m);
     for (const p of s.policies ?? []) this.groups.policies.set(String(p.selfLink), p);
     for (const o of s.operations ?? []) {
-      if (o.status !== 'DONE') Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
       this.operations.set(o.selfLink, o);
+      if (o.status === 'DONE') continue;
+      const inst = this.instances.get(o.targetLink);
+      if (o.operationType === 'insert' && inst?.status === 'PROVISIONING' && !this.workers.has(inst.selfLink)) {
+        // Accepted before the previous emulator ended: the instance is brought up by resumeInserts().
+        this.pendingInserts.push({ op: o, inst });
+      } else if (/\/instances\/[^/]+$/.test(o.targetLink)) {
+        // Its effect may be half done; the operation must not claim it was done.
+        Object.assign(o, interrupted(o));
+      } else {
+        Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
+      }
     }
   }
 
@@ -167,33 +181,88 @@ export class ComputeState {
     return i;
   }
 
-  /** instances.insert: validated now, the VM RUNNING (with its worker) when the operation is done. */
+  /**
+   * instances.insert: validated now, and the instance exists from the moment the insert is accepted
+   * (PROVISIONING), in the state file before the answer goes out, as on Compute Engine: of concurrent inserts of
+   * one name one wins and the others get 409, and an emulator killed right after still has it (resumeInserts).
+   * RUNNING, with its worker, when the operation is done; an insert that fails leaves nothing.
+   */
   insertInstance(project: string, zone: string, body: Json): OperationJson {
     const name = checkName(body.name, 'instance');
     const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
     if (this.instances.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instances/${name}' already exists`);
     const mt = tpuMachineType(body.machineType);
-    const op = this.newOp(project, { zone }, 'insert', link);
     const shape = singleHostType(mt.name);
-    const capacity = this.env.capacityExhausted(zone, shape);
-    this.later(() => {
-      if (capacity) return this.fail(op, 'ZONE_RESOURCE_POOL_EXHAUSTED', 503, `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Try a different zone, or try again later.`);
-      const inst = this.makeInstance(project, zone, name, mt.name, body);
-      return this.bringUp([inst], shape).then(() => this.finish(op));
+    const inst = this.makeInstance(project, zone, name, mt.name, body);
+    const op = this.newOp(project, { zone }, 'insert', link);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      this.forget(inst);
     });
+    this.scheduleInsert(op, inst, shape, this.env.capacityExhausted(zone, shape));
     return op;
+  }
+
+  /** Inserts the previous emulator accepted and never finished: brought up now (call once the hooks are set). */
+  resumeInserts(): void {
+    for (const { op, inst } of this.pendingInserts.splice(0)) {
+      this.scheduleInsert(op, inst, singleHostType(inst.machineType.slice(inst.machineType.lastIndexOf('/') + 1)), false);
+    }
+  }
+
+  private scheduleInsert(op: OperationJson, inst: InstanceJson, shape: string, capacity: boolean): void {
+    const { project, zone } = instanceParts(inst.selfLink);
+    this.later(
+      async () => {
+        if (capacity) {
+          await this.discard(inst);
+          return this.fail(op, 'ZONE_RESOURCE_POOL_EXHAUSTED', 503, `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Try a different zone, or try again later.`);
+        }
+        await this.bringUp([inst], shape);
+        this.finish(op);
+      },
+      { op, undo: () => this.discard(inst) },
+    );
+  }
+
+  /** A failed create leaves nothing: no worker, no sandbox, no instance, no addresses. */
+  private async discard(inst: InstanceJson): Promise<void> {
+    const w = this.workers.get(inst.selfLink);
+    if (w) await this.hooks.instanceDown?.(inst, w, 'delete');
+    this.forget(inst);
+  }
+
+  private forget(inst: InstanceJson): void {
+    this.instances.delete(inst.selfLink);
+    this.workers.delete(inst.selfLink);
+    this.env.release(inst.selfLink);
+  }
+
+  /**
+   * Writes the state now (before the caller answers); when that fails (a full disk), `undo` takes the change
+   * back and the request gets the error instead of an acceptance the next start would not know.
+   */
+  private commit(undo: () => void): void {
+    try {
+      this.env.save();
+    } catch (e) {
+      undo();
+      throw e;
+    }
   }
 
   deleteInstance(project: string, zone: string, name: string, opType = 'delete'): OperationJson {
     const inst = this.getInstance(project, zone, name);
     const op = this.newOp(project, { zone }, opType, inst.selfLink);
-    this.later(async () => {
-      await this.takeDown(inst, 'delete');
-      this.instances.delete(inst.selfLink);
-      this.workers.delete(inst.selfLink);
-      this.env.release(inst.selfLink);
-      this.finish(op);
-    });
+    this.commit(() => this.operations.delete(op.selfLink));
+    this.later(
+      async () => {
+        await this.takeDown(inst, 'delete');
+        this.forget(inst);
+        this.finish(op);
+      },
+      { op },
+    );
     return op;
   }
 
@@ -201,12 +270,20 @@ export class ComputeState {
     const inst = this.getInstance(project, zone, name);
     if (inst.status !== 'RUNNING' && inst.status !== 'TERMINATED') throw new ApiError('FAILED_PRECONDITION', `The instance 'projects/${project}/zones/${zone}/instances/${name}' is ${inst.status} and cannot be stopped now.`, { reason: 'resourceNotReady' });
     const op = this.newOp(project, { zone }, 'stop', inst.selfLink);
+    const before = inst.status;
     if (inst.status === 'RUNNING') inst.status = 'STOPPING';
-    this.later(async () => {
-      await this.takeDown(inst, 'stop');
-      inst.status = 'TERMINATED';
-      this.finish(op);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      inst.status = before;
     });
+    this.later(
+      async () => {
+        await this.takeDown(inst, 'stop');
+        inst.status = 'TERMINATED';
+        this.finish(op);
+      },
+      { op },
+    );
     return op;
   }
 
@@ -218,13 +295,21 @@ export class ComputeState {
       return op;
     }
     inst.status = 'STAGING';
-    this.later(async () => {
-      const w = this.workerOf(inst);
-      if (w) await this.hooks.instanceUp?.(inst, w);
-      inst.status = 'RUNNING';
-      inst.lastStartTimestamp = now();
-      this.finish(op);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      inst.status = 'TERMINATED';
     });
+    this.later(
+      async () => {
+        const w = this.workerOf(inst);
+        if (w) await this.hooks.instanceUp?.(inst, w);
+        inst.status = 'RUNNING';
+        inst.lastStartTimestamp = now();
+        this.finish(op);
+      },
+      // A VM whose worker cannot come back is left stopped, as Compute Engine leaves one it cannot start.
+      { op, undo: () => void (inst.status = 'TERMINATED') },
+    );
     return op;
   }
 
@@ -403,22 +488,54 @@ export class ComputeState {
   }
 
   private fail(op: OperationJson, code: string, http: number, message: string): void {
-    Object.assign(op, { error: { errors: [{ code, message }] }, httpErrorStatusCode: http, httpErrorMessage: http === 503 ? 'SERVICE UNAVAILABLE' : 'BAD REQUEST' });
+    const httpErrorMessage = http === 503 ? 'SERVICE UNAVAILABLE' : http >= 500 ? 'INTERNAL SERVER ERROR' : 'BAD REQUEST';
+    Object.assign(op, { error: { errors: [{ code, message }] }, httpErrorStatusCode: http, httpErrorMessage });
     this.finish(op);
   }
 
-  /** Runs `fn` after the operation delay; a failure is logged (the operation stays RUNNING only if fn never finished it). */
+  /**
+   * Runs `fn` after the operation delay. A failure is logged and, when `fn` belongs to an operation that it did
+   * not finish, `undo` runs and the operation ends with the error: no operation stays RUNNING forever, and no
+   * failure (a full disk included) escapes to crash the emulator.
+   */
   /** @internal compute-groups.ts */
-  later(fn: () => Promise<void> | void): void {
+  later(fn: () => Promise<void> | void, on?: { op: OperationJson; undo?: () => Promise<void> | void }): void {
     const t = setTimeout(() => {
       this.timers.delete(t);
       Promise.resolve()
         .then(fn)
+        .catch(async (e: Error) => {
+          this.env.log(`compute: ${e.message}`);
+          if (!on || on.op.status === 'DONE') return;
+          await Promise.resolve()
+            .then(on.undo)
+            .catch((u: Error) => this.env.log(`compute: undoing ${on.op.operationType} of ${on.op.targetLink}: ${u.message}`));
+          this.fail(on.op, 'INTERNAL_ERROR', 500, `The ${on.op.operationType} of ${on.op.targetLink} failed: ${e.message}`);
+        })
         .catch((e: Error) => this.env.log(`compute: ${e.message}`))
-        .finally(() => this.env.save());
+        .finally(() => this.saveQuietly());
     }, this.env.opDelayMs);
     this.timers.add(t);
   }
+
+  private saveQuietly(): void {
+    try {
+      this.env.save();
+    } catch (e) {
+      this.env.log(`compute: the state was not written: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** An operation the previous emulator left running on an instance: done, saying it may be half done. */
+function interrupted(o: OperationJson): Partial<OperationJson> {
+  const message = `The local emulator stopped before this ${o.operationType} operation finished; it may be half done: look at the instance and repeat the request.`;
+  return { status: 'DONE', progress: 100, endTime: now(), error: { errors: [{ code: 'ABORTED', message }] }, httpErrorStatusCode: 409, httpErrorMessage: 'CONFLICT' };
+}
+
+function instanceParts(selfLink: string): { project: string; zone: string } {
+  const m = /\/projects\/([^/]+)\/zones\/([^/]+)\/instances\//.exec(selfLink);
+  return { project: m?.[1] ?? '', zone: m?.[2] ?? '' };
 }
 
 export function scopePath(scope: { zone?: string; region?: string }): string {

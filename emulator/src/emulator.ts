@@ -209,6 +209,7 @@ export class Emulator {
       if (w) await this.instanceUp(inst, w).catch((e: Error) => this.log(`worker of ${inst.name} did not start: ${e.message}`));
     }
     compute.groups.resumeAll();
+    compute.resumeInserts();
 
     // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
     const token = crypto.randomBytes(32).toString('base64url');

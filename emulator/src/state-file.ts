@@ -195,11 +195,17 @@ function writeDurably(file: string, text: string): void {
   fs.rmSync(file, { force: true });
   const fd = fs.openSync(file, 'wx', 0o600);
   try {
-    fs.writeSync(fd, text);
+    // write() may take fewer bytes than asked (a disk filling up): the rest goes on until all of it is there.
+    const data = Buffer.from(text);
+    for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at);
     fs.fsyncSync(fd);
-  } finally {
+  } catch (e) {
+    // A full disk: the half-written copy goes, so it neither fills the disk further nor is ever read.
     fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw e;
   }
+  fs.closeSync(fd);
 }
 
 /** Makes a rename durable; some platforms cannot open a folder for that, and there it is skipped. */

@@ -177,21 +177,25 @@ export class EmulatorState {
     const addresses = this.allocate(name, accel.workers);
     const node = newNode(name, parent, accel, input, addresses);
     this.nodes.set(name, node);
-    return this.beginOperation('create', node);
+    // A create that cannot be recorded (a full disk) leaves nothing behind: no CREATING node, no addresses.
+    return this.beginOperation('create', node, () => {
+      this.nodes.delete(name);
+      this.releaseAddresses(name);
+    });
   }
 
   beginStop(name: string): OperationJson {
     const node = this.getNode(name);
     this.requireState(node, ['READY'], 'stop');
     node.state = 'STOPPING';
-    return this.beginOperation('stop', node);
+    return this.beginOperation('stop', node, () => void (node.state = 'READY'));
   }
 
   beginStart(name: string): OperationJson {
     const node = this.getNode(name);
     this.requireState(node, ['STOPPED'], 'start');
     node.state = 'STARTING';
-    return this.beginOperation('start', node);
+    return this.beginOperation('start', node, () => void (node.state = 'STOPPED'));
   }
 
   beginDelete(name: string): OperationJson {
@@ -269,7 +273,13 @@ export class EmulatorState {
       operations: [...this.operations.values()],
       addresses: Object.fromEntries(this.addresses),
     };
-    writeStateFile(this.opts.dir, data);
+    try {
+      writeStateFile(this.opts.dir, data);
+    } catch (e) {
+      // The file on disk is the last complete generation (writes are atomic); the caller answers with this.
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new ApiError('UNAVAILABLE', `The local emulator cannot write its state in ${this.opts.dir} (${code === 'ENOSPC' ? 'no space left on the device' : (e as Error).message}); nothing was changed. Free some space and retry.`);
+    }
   }
 
   private requireState(node: NodeJson, allowed: NodeState[], verb: string): void {
@@ -337,13 +347,21 @@ export class EmulatorState {
     return op;
   }
 
-  private beginOperation(verb: OperationVerb, node: NodeJson): OperationJson {
+  /** Records the operation (and the change the caller made) before it is answered; `undo` takes that change back when it cannot be. */
+  private beginOperation(verb: OperationVerb, node: NodeJson, undo?: () => void): OperationJson {
     const op = this.newOperation(verb, node);
-    this.save();
+    try {
+      this.save();
+    } catch (e) {
+      this.operations.delete(op.name);
+      undo?.();
+      throw e;
+    }
     this.log(`${verb} ${node.name}: ${op.name}`);
     const timer = setTimeout(() => {
       this.timers.delete(op.name);
-      void this.withNodeLock(node.name, () => this.complete(op));
+      // Nothing a transition throws (a full disk while it records its end) may reach the event loop.
+      this.withNodeLock(node.name, () => this.complete(op)).catch((e: Error) => this.log(`${verb} ${node.name}: ${e.message}`));
     }, this.delays[verb]);
     this.timers.set(op.name, timer);
     return op;
