@@ -98,6 +98,7 @@ describe('kill -9 while inserts are in flight', () => {
     // The emulator in a process of its own, so it can be killed outright.
     const script = `require(${JSON.stringify(path.resolve(__dirname, '../../emulator/src/daemon.ts'))}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
     const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], {
+      cwd: path.resolve(__dirname, '../..'),
       env: { ...process.env, TPW_EMULATOR_OPTIONS: JSON.stringify({ dir, opDelayMs: 400, addressPrefix: testAddressPrefix(239) }) },
       stdio: 'ignore',
     });
