@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { familyInfo, machineTypeInfo } from '../../protocol/tpu-machine-types';
+import { checkLabels, checkMetadataItems } from './labels-metadata';
 import { computeInstanceKey, RESOURCE_ID_PATTERN } from './names';
 import { osLoginGoverns } from './os-login-rule';
 import { ComputeGroups } from './compute-groups';
@@ -192,6 +193,7 @@ export class ComputeState {
     const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
     if (this.instances.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instances/${name}' already exists`);
     const mt = tpuMachineType(body.machineType);
+    checkInstanceBody(body);
     const shape = singleHostType(mt.name);
     const inst = this.makeInstance(project, zone, name, mt.name, body);
     const op = this.newOp(project, { zone }, 'insert', link);
@@ -226,7 +228,8 @@ export class ComputeState {
   }
 
   /** A failed create leaves nothing: no worker, no sandbox, no instance, no addresses. */
-  private async discard(inst: InstanceJson): Promise<void> {
+  /** @internal compute-groups.ts */
+  async discard(inst: InstanceJson): Promise<void> {
     const w = this.workers.get(inst.selfLink);
     if (w) await this.hooks.instanceDown?.(inst, w, 'delete');
     this.forget(inst);
@@ -318,7 +321,7 @@ export class ComputeState {
     if (body.fingerprint !== inst.metadata.fingerprint) {
       throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
     }
-    inst.metadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    inst.metadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: checkMetadataItems(body.items, 'items') };
     const w = this.workerOf(inst);
     if (w) this.hooks.metadataChanged?.(inst, w);
     const op = this.newOp(project, { zone }, 'setMetadata', inst.selfLink);
@@ -355,7 +358,7 @@ export class ComputeState {
     if (body.fingerprint !== undefined && body.fingerprint !== this.projectMetadata.fingerprint) {
       throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
     }
-    this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: checkMetadataItems(body.items, 'items') };
     const op = this.newOp(project, {}, 'setCommonInstanceMetadata', `${BASE}/projects/${project}`);
     this.finish(op);
     return op;
@@ -565,6 +568,12 @@ export function singleHostType(machineType: string): string {
   const mt = machineTypeInfo(machineType);
   const f = mt ? familyInfo(mt.family) : undefined;
   return mt && f ? `${f.family}-${mt.chips * f.suffixPerChip}` : machineType;
+}
+
+/** The labels and metadata of an instance (or a template's instance properties), checked as Compute Engine does. */
+export function checkInstanceBody(body: Json, prefix = 'resource'): void {
+  checkLabels(body.labels, `${prefix}.labels`);
+  checkMetadataItems((body.metadata as Json | undefined)?.items, `${prefix}.metadata.items`);
 }
 
 export function metadataItems(v: unknown): { key: string; value: string }[] {

@@ -9,7 +9,7 @@ import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/s
 import { lastSegment, tpuNodeKey } from './names';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
-import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { endpointFile, isAlive, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
@@ -449,7 +449,7 @@ export function lockOwner(file: string, verifiedOnly = false): number | undefine
   const pid = o?.pid;
   if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
   const procStart = typeof o?.procStart === 'string' ? o.procStart : '';
-  if (verifiedOnly && procStart === '') return undefined;
+  if (procStart === '') return verifiedOnly || !isAlive(pid) ? undefined : pid;
   const cmdline = Array.isArray(o?.cmdline) ? o.cmdline.map(String) : [];
   return isSameProcess(pid, procStart, cmdline) === 'same' ? pid : undefined;
 }

@@ -1,4 +1,5 @@
 import * as crypto from 'node:crypto';
+import { checkLabels, checkMetadataMap } from './labels-metadata';
 import { nodeNameParts, type NodeState } from './names';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
 import type { AcceleratorInfo } from './catalog';
@@ -223,8 +224,8 @@ export class EmulatorState {
     if (updateMask.length === 0 || bad.length > 0) {
       throw new ApiError('INVALID_ARGUMENT', `updateMask must name fields among metadata, labels, description (got ${updateMask.join(',') || 'none'}).`);
     }
-    if (updateMask.includes('metadata')) node.metadata = { ...(patch.metadata ?? {}) };
-    if (updateMask.includes('labels')) node.labels = { ...(patch.labels ?? {}) };
+    if (updateMask.includes('metadata')) node.metadata = checkMetadataMap(patch.metadata, 'metadata');
+    if (updateMask.includes('labels')) node.labels = checkLabels(patch.labels, 'labels');
     if (updateMask.includes('description')) node.description = patch.description;
     if (updateMask.includes('metadata')) this.hooks.metadataChanged?.(node);
     const op = this.newOperation('update', node);

@@ -198,6 +198,12 @@ describe('the endpoint file', () => {
       // A lock of an older version names only the pid: not enough to signal it either.
       fs.writeFileSync(path.join(dir, 'emulator.lock'), String(sleeper.pid), { mode: 0o600 });
       assert.equal(await stopEmulatorDaemon({ dir, timeoutMs: 500 }), false);
+      // Nor an endpoint file whose start time is blank, on a machine with /proc (where every emulator records one).
+      fs.writeFileSync(endpointFile(dir), JSON.stringify({ ...stale, procStart: '' }), { mode: 0o600 });
+      assert.equal(readEmulatorEndpoint(dir), undefined);
+      const blank: string[] = [];
+      assert.equal(await stopEmulatorDaemon({ dir, notice: (m) => blank.push(m), timeoutMs: 500 }), false);
+      assert.match(blank.join('\n'), /Removed the stale endpoint file .*no process was signalled/);
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(sleeper.exitCode, null);
       assert.equal(sleeper.signalCode, null);
