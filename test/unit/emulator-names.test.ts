@@ -64,6 +64,18 @@ test('the same instance name in two zones is two VMs: own sandboxes, and deletin
   assert.deepEqual(await onVm('twin', 'us-east5-b', 'cat ~/mine.txt'), ['east'], "the first VM's worker still answers, its files intact");
 });
 
+test('a symlink leading out of the workspace is named when the sync leaves it out, not dropped without a word', { timeout: 120_000 }, async () => {
+  fs.symlinkSync('/etc/hostname', path.join(ws, 'outside-link'));
+  try {
+    const recipe = writeRecipeIn(ws, 'hi.sh', 'echo hi\n');
+    const r = await tpw('run', recipe, '--vm', 'twin', '--zone', 'us-east5-b');
+    assert.equal(r.code, 0, r.err.join('\n'));
+    assert.ok(r.err.some((l) => l.includes(`Not synced from ${ws}: 1 path that leads outside it (symlinks) or is not a regular file: outside-link.`)), r.err.join('\n'));
+  } finally {
+    fs.rmSync(path.join(ws, 'outside-link'));
+  }
+});
+
 test('a Cloud TPU node id is unique per zone too, and node "ce-x" is not instance "x"', { timeout: 300_000 }, async () => {
   for (const zone of ['us-central2-b', 'europe-west4-a']) {
     const c = await tpw('vm', 'create', 'pair', '--type', 'v5litepod-8', '--zone', zone);

@@ -5,7 +5,7 @@ import type { Backend } from '../backend';
 import { TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
-import { listWorkspaceFiles } from '../sync/workspace-files';
+import { listWorkspaceFiles, skippedNotice } from '../sync/workspace-files';
 import { shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { shortName, type TpuNode } from '../tpu/models';
@@ -57,6 +57,8 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
 
   const listing = listWorkspaceFiles(req.workspaceRoot);
+  const left = skippedNotice(listing, req.workspaceRoot);
+  if (left) phase('sync', left);
   const total = listing.files.reduce((n, f) => n + f.size, 0);
   phase('sync', `Syncing ${listing.files.length} files (${formatBytes(total)}) to ${workers.length} workers…`);
   const t0 = Date.now();

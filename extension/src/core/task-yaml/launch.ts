@@ -11,7 +11,7 @@ import { execCollect } from '../ssh/exec';
 import { bashCommand, shPath, shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { buildManifest, deltaSync, digestOf, manifestText } from '../sync/delta';
-import { listWorkspaceFiles, type WorkspaceFile } from '../sync/workspace-files';
+import { listWorkspaceFiles, skippedNotice, type WorkspaceFile } from '../sync/workspace-files';
 import { findNode } from '../slices/find';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { LaunchPlan, LocalMount } from './plan';
@@ -168,6 +168,8 @@ async function provision(plan: LaunchPlan, o: LaunchOptions): Promise<TpuNode> {
 /** Delta-syncs a local folder to `dest` on every host; returns the digest of what was sent (for the setup hash). */
 async function syncFolder(local: string, dest: string, workers: WorkerTarget[], o: LaunchOptions, what: string): Promise<string> {
   const listing = listWorkspaceFiles(local);
+  const left = skippedNotice(listing, local);
+  if (left) o.say(left);
   return syncFiles(local, listing.files, dest, workers, o, `${what} ${local} → ${dest}`);
 }
 
