@@ -72,7 +72,7 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   const attachMs = Date.now() - t0;
   assert.equal(attached.via, 'plain', 'root with CAP_SYS_PTRACE attaches without sudo');
   assert.ok(lines.includes(`started pid ${attached.pid}`), `attached to the recipe's python (pid ${attached.pid}), not its bash: ${lines.join(' | ')}`);
-  assert.equal((await waitForDebugpy(owner, w0, runId, { timeoutMs: 5_000 })).socket, attached.socket);
+  assert.equal((await waitForDebugpy(owner, w0, runId, { timeoutMs: 60_000 })).socket, attached.socket);
   forward = await forwardDebugpy(owner, w0, attached.socket);
   const attempts = owner.connectAttempts;
   const config = attachConfiguration({ name: 'Attach', localSocket: forward.localSocket, workspaceRoot: pod.ws, remoteWorkspace: remoteWorkspaceDir(pod.ws), home: attached.home });

@@ -40,7 +40,7 @@ let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
 const emulatorCall = (method: string, urlPath: string, body?: unknown) => call(ep, method, urlPath, body);
 
-async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 8000): Promise<QueuedResource> {
+async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 120_000): Promise<QueuedResource> {
   const deadline = Date.now() + timeoutMs;
   let last: QueuedResource | undefined;
   while (Date.now() < deadline) {
@@ -203,11 +203,11 @@ describe('error paths', () => {
       const t0 = Date.now();
       await api.listNodes(P, Z);
       assert.ok(Date.now() - t0 >= 290, `took ${Date.now() - t0} ms`);
+      // A wait of ten minutes: only the abort can end the call within the test's run.
+      emu.rest.setLatency(600_000);
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 50);
-      const t1 = Date.now();
       await assert.rejects(api.listNodes(P, Z, ac.signal), (e) => isTpwError(e, 'CANCELLED'));
-      assert.ok(Date.now() - t1 < 250, `abort took ${Date.now() - t1} ms`);
     } finally {
       emu.rest.clearFaults();
     }
@@ -391,7 +391,7 @@ describe('queued resources survive an emulator restart', () => {
       e2 = new Emulator({ ...opts, capacityFaults: [] });
       const a2 = emulatorTpuApi(await e2.start());
       try {
-        const deadline = Date.now() + 5000;
+        const deadline = Date.now() + 120_000;
         let state = '';
         while (Date.now() < deadline && state !== 'ACTIVE') {
           state = (await a2.listQueuedResources(P, Z))[0]?.state ?? 'absent';
