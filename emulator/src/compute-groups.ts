@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 import { shapeFromTopology } from '../../protocol/tpu-machine-types';
 import { EmulatorError } from './errors';
-import { BASE, checkInstanceBody, checkName, newId, notFound, now, singleHostType, tpuMachineType, type ComputeState, type InstanceJson, type Json, type OperationJson } from './compute-state';
+import { BASE, checkInstanceBody, checkName, newId, notFound, now, singleHostType, tpuMachineType, type InstanceJson, type Json, type OperationJson } from './compute-resources';
+import type { ComputeState } from './compute-state';
 import { ApiError } from './types';
 
 /**

@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import { EmulatorError } from './errors';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
-import { lastSegment, tpuNodeKey } from './names';
+import { tpuNodeKey } from './names';
+import { setOrphanSandboxesAside } from './sandboxes';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
 import { endpointFile, isAlive, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
@@ -360,54 +361,9 @@ export class Emulator {
     this.log(`workers of ${node.name} down (${reason})`);
   }
 
-  /**
-   * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
-   * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
-   * A Cloud TPU node's sandbox from before keys held the zone (`workers/<node>`) is moved to its key first.
-   */
+  /** Sandboxes the state does not know are set aside (sandboxes.ts). */
   private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
-    const root = path.join(this.dir, 'workers');
-    for (const n of nodes) {
-      const before = path.join(root, lastSegment(n.name));
-      const now = path.join(root, tpuNodeKey(n.name));
-      if (fs.existsSync(before) && !fs.existsSync(now)) {
-        fs.mkdirSync(path.dirname(now), { recursive: true, mode: 0o700 });
-        fs.renameSync(before, now);
-      }
-    }
-    const keys = [...nodes.map((n) => tpuNodeKey(n.name)), ...instanceKeys];
-    const aside = path.join(this.dir, 'workers-orphaned');
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    // Down the tree: a folder that is a key is kept, one on the way to keys is walked, anything else is an orphan.
-    const walk = (rel: string) => {
-      let entries: string[];
-      try {
-        entries = fs.readdirSync(path.join(root, rel));
-      } catch {
-        return;
-      }
-      for (const e of entries) {
-        const r = rel ? `${rel}/${e}` : e;
-        if (keys.includes(r)) continue;
-        // tpu/<project>/<zone>/<name>, compute/<project>/<zone>/<name>: walked down to a VM's own folder, so an
-        // orphan is one VM's sandbox under its own name.
-        const depth = r.split('/').length;
-        if (keys.some((k) => k.startsWith(`${r}/`)) || (/^(tpu|compute)(\/|$)/.test(r) && depth < 4)) {
-          walk(r);
-          continue;
-        }
-        // What a deleted VM's sandbox leaves: the folders it was in, empty.
-        if (isEmptyTree(path.join(root, r))) {
-          fs.rmSync(path.join(root, r), { recursive: true, force: true });
-          continue;
-        }
-        fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
-        const to = path.join(aside, `${r.replace(/\//g, '_')}-${stamp}`);
-        fs.renameSync(path.join(root, r), to);
-        this.log(`the state has no node "${r}": its sandbox is kept in ${to}`);
-      }
-    };
-    walk('');
+    setOrphanSandboxesAside(this.dir, nodes.map((n) => n.name), instanceKeys, this.log);
   }
 
   /**
@@ -432,12 +388,6 @@ export class Emulator {
     }
     throw new EmulatorError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
   }
-}
-
-function isEmptyTree(dir: string): boolean {
-  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
-  if (!st?.isDirectory()) return false;
-  return fs.readdirSync(dir).every((e) => isEmptyTree(path.join(dir, e)));
 }
 
 /** The `ssh-keys` item of an instance's metadata. */

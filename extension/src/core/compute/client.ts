@@ -1,5 +1,6 @@
 import type * as compute from '@google-cloud/compute';
-import { emulatorDir, readEmulatorEndpoint, type EmulatorEndpoint } from '../local-emulator';
+import { readEmulatorEndpoint, type EmulatorEndpoint } from '../local-emulator';
+import { emulatorDir } from '../paths';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 

@@ -233,9 +233,9 @@ async function onEveryHost(workers: WorkerTarget[], conns: ConnectionManager, sc
       }
     }),
   );
-  const failed = results.flatMap((r) => ('failed' in r ? [r.failed] : []));
+  const failed = results.flatMap((r) => (r.failed !== undefined ? [r.failed] : []));
   if (failed.length > 0) throw new TpwError('UNAVAILABLE', `Failed ${what}: ${failed.join('; ')}`);
-  return results.map((r) => ('stdout' in r ? r.stdout : ''));
+  return results.map((r) => r.stdout ?? '');
 }
 
 async function allHostsHave(workers: WorkerTarget[], file: string, hash: string, conns: ConnectionManager): Promise<boolean> {
