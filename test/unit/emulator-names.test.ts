@@ -11,39 +11,19 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../emulator/src/emulator';
 import { openBackend } from '../../extension/src/core/backend';
 import { runRecipe } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import { findNode } from '../../extension/src/core/slices/find';
-import { runTpw, writeRecipeIn } from '../helpers/cli';
+import { emulatorPodFixture } from '../helpers/cli';
 import { testAddressPrefix } from '../helpers/loopback';
 
-let home = '';
-let ws = '';
-let emu: Emulator | undefined;
-const savedHome = process.env.TPW_HOME;
-const tpw = (...argv: string[]) => runTpw(ws, argv);
-
-before(async () => {
-  home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-names-'));
-  ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-names-ws-'));
-  process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(236) });
-  await emu.start();
-});
-
-after(async () => {
-  await emu?.stop();
-  fs.rmSync(ws, { recursive: true, force: true });
-  fs.rmSync(home, { recursive: true, force: true });
-  if (savedHome === undefined) delete process.env.TPW_HOME;
-  else process.env.TPW_HOME = savedHome;
-});
+const pod = emulatorPodFixture('names', testAddressPrefix(236), { before, after }, { pod: false });
+const tpw = (...argv: string[]) => pod.tpw(...argv);
 
 /** Runs `script` on the VM `vm` of `zone` with `tpw run`; its output lines without the `[w0] ` prefix. */
 async function onVm(vm: string, zone: string, script: string): Promise<string[]> {
-  const recipe = writeRecipeIn(ws, `r-${Math.random().toString(36).slice(2)}.sh`, `bash -c ${JSON.stringify(script)}\n`);
+  const recipe = pod.writeRecipe(`r-${Math.random().toString(36).slice(2)}.sh`, `bash -c ${JSON.stringify(script)}\n`);
   const r = await tpw('run', recipe, '--vm', vm, '--zone', zone);
   assert.equal(r.code, 0, `${vm} in ${zone}: ${r.err.join('\n')}`);
   return r.out.filter((l) => l.startsWith('[w0] ')).map((l) => l.slice(5));
@@ -65,9 +45,10 @@ test('the same instance name in two zones is two VMs: own sandboxes, and deletin
 });
 
 test('a symlink leading out of the workspace is named when the sync leaves it out, not dropped without a word', { timeout: 120_000 }, async () => {
+  const ws = pod.ws;
   fs.symlinkSync('/etc/hostname', path.join(ws, 'outside-link'));
   try {
-    const recipe = writeRecipeIn(ws, 'hi.sh', 'echo hi\n');
+    const recipe = pod.writeRecipe('hi.sh', 'echo hi\n');
     const r = await tpw('run', recipe, '--vm', 'twin', '--zone', 'us-east5-b');
     assert.equal(r.code, 0, r.err.join('\n'));
     assert.ok(r.err.some((l) => l.includes(`Not synced from ${ws}: 1 path that leads outside it (symlinks) or is not a regular file: outside-link.`)), r.err.join('\n'));
