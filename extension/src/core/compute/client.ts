@@ -1,6 +1,5 @@
 import type * as compute from '@google-cloud/compute';
 import { readEmulatorEndpoint, type EmulatorEndpoint } from '../local-emulator';
-import { emulatorDir } from '../paths';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 
@@ -104,7 +103,7 @@ export function emulatorBearerAuth(token: string): { getRequestHeaders(): Promis
  * `auth.fetch()` and `auth.getRequestHeaders()`: the emulator's bearer token is given through exactly those two,
  * so the client sends `Authorization: Bearer <token>` as it sends Google's access token.
  */
-export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>, dir = emulatorDir()): ComputeClients {
+export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>, dir?: string): ComputeClients {
   const auth = emulatorBearerAuth(endpoint.token);
   const options = {
     apiEndpoint: endpoint.host,
@@ -112,17 +111,18 @@ export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' |
     protocol: 'http',
     auth: auth as unknown as NonNullable<ClientOptions>['auth'],
   } as ClientOptions;
-  const gone = (): string | undefined => {
+  // Watched only where the caller says which endpoint file the clients were made from.
+  const gone = (folder: string) => (): string | undefined => {
     let now: EmulatorEndpoint | undefined;
     try {
-      now = readEmulatorEndpoint(dir);
+      now = readEmulatorEndpoint(folder);
     } catch {
       now = undefined;
     }
     if (now?.token === endpoint.token) return undefined;
     return now ? `restarted (it now runs as pid ${now.pid}, REST port ${now.restPort})` : 'stopped';
   };
-  return makeClients(options, true, `local emulator (${endpoint.host}:${endpoint.restPort})`, gone);
+  return makeClients(options, true, `local emulator (${endpoint.host}:${endpoint.restPort})`, dir === undefined ? undefined : gone(dir));
 }
 
 /** What a call waiting on an emulator that went away ends with: what happened, and how to finish or clean up. */
