@@ -38,7 +38,9 @@ _tpw_debugpy()
 
 /** The listener: pydevd behind a token, and the unix socket relay that presents it. */
 export const LISTENER = String.raw`"""TPU Workbench's debug listener: this Python process debuggable by its owner only (see worker-python.ts)."""
+
 import atexit
+import contextlib
 import json
 import os
 import secrets
@@ -88,10 +90,8 @@ def _pump(src, dst):
     except OSError:
         pass
     for s in (src, dst):
-        try:
+        with contextlib.suppress(OSError):
             s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def _daemon(target, *args):
@@ -105,7 +105,12 @@ def _relay(client, port, token):
     """One debugger connection: authorizes with pydevd, passing on anything said before the answer, then relays."""
     try:
         up = socket.create_connection(("127.0.0.1", port))
-        auth = {"seq": 0, "type": "request", "command": "pydevdAuthorize", "arguments": {"debugServerAccessToken": token}}
+        auth = {
+            "seq": 0,
+            "type": "request",
+            "command": "pydevdAuthorize",
+            "arguments": {"debugServerAccessToken": token},
+        }
         up.sendall(_frame(json.dumps(auth).encode()))
         raw = up.makefile("rb", buffering=0)
         while True:
@@ -119,7 +124,7 @@ def _relay(client, port, token):
                 break
             client.sendall(_frame(body))
     except OSError as e:
-        print("tpw: debugger connection refused: %s" % e, file=sys.stderr, flush=True)
+        print(f"tpw: debugger connection refused: {e}", file=sys.stderr, flush=True)
         client.close()
         return
     _daemon(_pump, client, up)
@@ -136,7 +141,7 @@ def _accept(server, port, token):
 
 
 def _start_time(pid):
-    with open("/proc/%d/stat" % pid) as f:
+    with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[19]
 
 
@@ -174,10 +179,8 @@ def start(run_dir, worker, wait):
 
     def _remove():
         for name, rm in ((path, os.unlink), (folder, os.rmdir)):
-            try:
+            with contextlib.suppress(OSError):
                 rm(name)
-            except OSError:
-                pass
 
     atexit.register(_remove)
     _daemon(_accept, server, port, token)
@@ -185,11 +188,11 @@ def start(run_dir, worker, wait):
     if run_dir:
         record = os.path.join(run_dir, "debugpy")
         with open(record + ".tmp", "w") as f:
-            f.write("%d %s %s\n" % (pid, _start_time(pid), path))
+            f.write(f"{pid} {_start_time(pid)} {path}\n")
         os.replace(record + ".tmp", record)
     _socket_path = path
     what = "waiting for the debugger" if wait else "ready for the debugger"
-    print("tpw: debugpy %s on worker %s (socket %s, its owner's only)" % (what, worker, path), file=sys.stderr, flush=True)
+    print(f"tpw: debugpy {what} on worker {worker} (socket {path}, its owner's only)", file=sys.stderr, flush=True)
     if wait:
         pydevd._wait_for_attach()
     return path
@@ -201,6 +204,7 @@ def start(run_dir, worker, wait):
  * debugpy CLI, so that what runs in the target is the listener above, not `debugpy.listen()`.
  */
 export const INJECTOR = String.raw`"""TPU Workbench: makes a running Python process listen for its owner's debugger (see worker-python.ts)."""
+
 import os
 import sys
 
@@ -213,15 +217,15 @@ debugpy_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 
 def word(s):
     # The injected line may hold no quote and no newline (pydevd hands it to gdb inside quotes).
-    return "bytes([%s]).decode()" % ",".join(str(b) for b in s.encode())
+    return f"bytes([{','.join(str(b) for b in s.encode())}]).decode()"
 
 
 code = ";".join(
     [
         "import sys",
-        "sys.path[0:0] = [%s, %s]" % (word(listener_dir), word(debugpy_parent)),
+        f"sys.path[0:0] = [{word(listener_dir)}, {word(debugpy_parent)}]",
         "import tpw_debugpy_listener",
-        "tpw_debugpy_listener.start(%s, %s, False)" % (word(run_dir), word(worker)),
+        f"tpw_debugpy_listener.start({word(run_dir)}, {word(worker)}, False)",
     ]
 )
 sys.path.append(os.path.join(os.path.dirname(pydevd.__file__), "pydevd_attach_to_process"))
