@@ -10,46 +10,28 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import * as fs from 'node:fs';
 import { after, before, test } from 'node:test';
-import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { attachDebugpyToRun } from '../../extension/src/core/debug/attach-pid';
 import { attachConfiguration, forwardDebugpy, prepareDebugpy, waitForDebugpy } from '../../extension/src/core/debug/debugpy';
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
-import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
-import type { SocketForward } from '../../extension/src/core/ssh/port-forward';
 import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { debugSessionFixture, vmWorker } from '../helpers/debug-session';
 import { testAddressPrefix } from '../helpers/loopback';
 
 const pod = emulatorPodFixture('debug-attach', testAddressPrefix(74), { before, after });
-let backend: Backend | undefined;
-let conns: ConnectionManager | undefined;
-let forward: SocketForward | undefined;
-let dap: DapClient | undefined;
-
-after(async () => {
-  dap?.close();
-  await forward?.close();
-  conns?.dispose();
-  await backend?.close();
-});
+const session = debugSessionFixture({ after });
 
 // The loop runs long enough to attach (gdb takes seconds) and ends by itself; it prints its count at the end.
 const LOOP_PY = ['import os', 'import time', '', 'print(f"started pid {os.getpid()}", flush=True)', 'total = 0', 'for i in range(1, 301):', '    total += i', '    time.sleep(0.1)', 'print(f"loop done total={total}", flush=True)', ''].join('\n');
 const LOOP_LINE = LOOP_PY.split('\n').indexOf('    total += i') + 1;
 
 test('the debugger attaches to a running recipe without restarting it, stops at a breakpoint in the loop, and the run ends normally', { timeout: 300_000 }, async () => {
-  const one = await pod.tpw('vm', 'create', 'one', '--type', 'v5litepod-8');
-  assert.equal(one.code, 0, one.err.join('\n'));
   fs.writeFileSync(path.join(pod.ws, 'loop.py'), LOOP_PY);
   const recipe = pod.writeRecipe('loop.sh', ['export PYTHONUNBUFFERED=1', 'python3 loop.py', ''].join('\n'));
   const localFile = path.join(pod.ws, 'loop.py');
 
-  backend = await openBackend({ useEmulator: true });
-  conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, false));
-  const owner = conns;
-  const { node } = await findNode(backend, 'one');
-  const [w0] = await backend.workersOf(node);
+  const { backend, conns: owner, node, w0 } = await vmWorker(pod, session);
   // debugpy on the worker's python3 (the same step "Debug on TPU" takes); not part of the run's environment.
   await prepareDebugpy(owner, [w0]);
   const lines: string[] = [];
@@ -73,12 +55,13 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
   assert.equal(attached.via, 'plain', 'root with CAP_SYS_PTRACE attaches without sudo');
   assert.ok(lines.includes(`started pid ${attached.pid}`), `attached to the recipe's python (pid ${attached.pid}), not its bash: ${lines.join(' | ')}`);
   assert.equal((await waitForDebugpy(owner, w0, runId, { timeoutMs: 60_000 })).socket, attached.socket);
-  forward = await forwardDebugpy(owner, w0, attached.socket);
+  const forward = await forwardDebugpy(owner, w0, attached.socket);
+  session.forward = forward;
   const attempts = owner.connectAttempts;
   const config = attachConfiguration({ name: 'Attach', localSocket: forward.localSocket, workspaceRoot: pod.ws, remoteWorkspace: remoteWorkspaceDir(pod.ws), home: attached.home });
 
   const client = await DapClient.connectSocket(config.socket);
-  dap = client;
+  session.dap = client;
   await client.request('initialize', { clientID: 'tpw-test', adapterID: 'debugpy', pathFormat: 'path', linesStartAt1: true, columnsStartAt1: true });
   const attachReq = client.request('attach', { ...config });
   await client.event('initialized', 60_000);
@@ -120,6 +103,7 @@ test('the debugger attaches to a running recipe without restarting it, stops at 
 });
 
 test('attaching to a run without Python, one whose trainer runs its own debugpy, or one that has ended, says so in a sentence naming the run', async () => {
+  const { backend, conns } = session;
   assert.ok(backend && conns);
   const { node } = await findNode(backend, 'one');
   const [w0] = await backend.workersOf(node);

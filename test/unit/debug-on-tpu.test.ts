@@ -8,34 +8,19 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { attachDebugpyToRun } from '../../extension/src/core/debug/attach-pid';
 import { attachConfiguration, debugRunEnv, forwardDebugpy, prepareDebugpy, waitForDebugpy } from '../../extension/src/core/debug/debugpy';
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
-import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
-import type { SocketForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { debugSessionFixture, vmWorker } from '../helpers/debug-session';
 import { testAddressPrefix } from '../helpers/loopback';
 
 const pod = emulatorPodFixture('debugpy', testAddressPrefix(73), { before, after });
 const REPO_TRAINER = path.resolve(__dirname, '../../trainer/tpu_trainer');
-let backend: Backend | undefined;
-let conns: ConnectionManager | undefined;
-let forward: SocketForward | undefined;
-let dap: DapClient | undefined;
-
-after(async () => {
-  dap?.close();
-  await forward?.close();
-  conns?.dispose();
-  await backend?.close();
-});
+const session = debugSessionFixture({ after });
 
 test('a breakpoint set in the local trainer stops the run on the worker at that file and line, then the run ends normally', { timeout: 300_000 }, async () => {
-  const one = await pod.tpw('vm', 'create', 'one', '--type', 'v5litepod-8');
-  assert.equal(one.code, 0, one.err.join('\n'));
   // The workspace: the trainer's package as a user's repository holds it, and a short recipe.
   fs.cpSync(REPO_TRAINER, path.join(pod.ws, 'trainer/tpu_trainer'), { recursive: true, filter: (src) => !src.includes('__pycache__') });
   const recipe = pod.writeRecipe(
@@ -54,11 +39,7 @@ test('a breakpoint set in the local trainer stops the run on the worker at that 
   const line = fs.readFileSync(localFile, 'utf8').split('\n').findIndex((l) => l.includes('lr = run.optimizer.param_groups[0]["lr"]')) + 1;
   assert.ok(line > 0, 'the breakpoint line is in train.py');
 
-  backend = await openBackend({ useEmulator: true });
-  conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, false));
-  const owner = conns;
-  const { node } = await findNode(backend, 'one');
-  const [w0] = await backend.workersOf(node);
+  const { backend, conns: owner, node, w0 } = await vmWorker(pod, session);
   const [home] = await prepareDebugpy(owner, [w0]);
   const plan = { workers: [0] };
   const lines: string[] = [];
@@ -78,13 +59,14 @@ test('a breakpoint set in the local trainer stops the run on the worker at that 
   for (const deadline = Date.now() + 60_000; !runId; await new Promise((r) => setTimeout(r, 100))) if (Date.now() > deadline) assert.fail('the run did not start');
   const listener = await waitForDebugpy(owner, w0, runId, { timeoutMs: 120_000, ended: () => ended });
   assert.ok(!lines.some((l) => l.startsWith('step ')), 'the trainer waits for the debugger before its first step');
-  forward = await forwardDebugpy(owner, w0, listener.socket);
+  const forward = await forwardDebugpy(owner, w0, listener.socket);
+  session.forward = forward;
   const attempts = owner.connectAttempts;
   const config = attachConfiguration({ name: 'Debug on TPU', localSocket: forward.localSocket, workspaceRoot: pod.ws, remoteWorkspace: remoteWorkspaceDir(pod.ws), home });
   assert.match(config.pathMappings[0].remoteRoot, new RegExp(`^${home}/\\.tpw/workspaces/${path.basename(pod.ws)}-[0-9a-f]{10}$`));
 
   const client = await DapClient.connectSocket(config.socket);
-  dap = client;
+  session.dap = client;
   await client.request('initialize', { clientID: 'tpw-test', adapterID: 'debugpy', pathFormat: 'path', linesStartAt1: true, columnsStartAt1: true });
   // debugpy answers attach after configurationDone; the breakpoints go in between, on "initialized".
   const attached = client.request('attach', { ...config });

@@ -12,14 +12,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { attachConfiguration, debugRunEnv, forwardDebugpy, prepareDebugpy, waitForDebugpy } from '../../extension/src/core/debug/debugpy';
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
-import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
-import type { SocketForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { debugSessionFixture, vmWorker } from '../helpers/debug-session';
 import { testAddressPrefix } from '../helpers/loopback';
 import { processesWithEnv } from '../helpers/process';
 import { SECOND_USER_SKIP, secondUserFixture } from '../helpers/second-user';
@@ -128,32 +125,16 @@ const pod = emulatorPodFixture('debug-owner', testAddressPrefix(234), { before, 
 
 describe('a second local user and "Debug on TPU"', { skip: SECOND_USER_SKIP }, () => {
   const other = secondUserFixture({ before, after });
-  let backend: Backend | undefined;
-  let conns: ConnectionManager | undefined;
-  let forward: SocketForward | undefined;
-  let dap: DapClient | undefined;
-
-  after(async () => {
-    dap?.close();
-    await forward?.close();
-    conns?.dispose();
-    await backend?.close();
-  });
+  const session = debugSessionFixture({ after });
 
   it('cannot attach to the waiting debugger through any port or socket; the owner can', { timeout: 300_000 }, async () => {
-    const one = await pod.tpw('vm', 'create', 'one', '--type', 'v5litepod-8');
-    assert.equal(one.code, 0, one.err.join('\n'));
     // Long enough for a debugger that got in to pause it (2 s), as the other user did before.
     const PROGRAM = ['import time', '', 'total = 0', 'for i in range(1, 5):', '    total += i', '    time.sleep(0.5)', 'print(f"total={total}", flush=True)', ''].join('\n');
     fs.writeFileSync(path.join(pod.ws, 'prog.py'), PROGRAM);
     const recipe = pod.writeRecipe('debug.sh', 'python3 prog.py\n');
     const localFile = path.join(pod.ws, 'prog.py');
 
-    backend = await openBackend({ useEmulator: true });
-    conns = new ConnectionManager(hostKeyOptionsFor(backend.kind, false));
-    const owner = conns;
-    const { node } = await findNode(backend, 'one');
-    const [w0] = await backend.workersOf(node);
+    const { backend, conns: owner, node, w0 } = await vmWorker(pod, session);
     const [home] = await prepareDebugpy(owner, [w0]);
     const lines: string[] = [];
     let runId = '';
@@ -170,7 +151,8 @@ describe('a second local user and "Debug on TPU"', { skip: SECOND_USER_SKIP }, (
     }).finally(() => (ended = true));
     for (const deadline = Date.now() + 60_000; !runId; await new Promise((r) => setTimeout(r, 100))) if (Date.now() > deadline) assert.fail('the run did not start');
     const listener = await waitForDebugpy(owner, w0, runId, { timeoutMs: 120_000, ended: () => ended });
-    forward = await forwardDebugpy(owner, w0, listener.socket);
+    const forward = await forwardDebugpy(owner, w0, listener.socket);
+    session.forward = forward;
 
     // What the other user can find: every TCP port the run's processes listen on (found by root here, handed
     // over), the worker's socket, the workstation's end of the tunnel.
@@ -190,7 +172,7 @@ describe('a second local user and "Debug on TPU"', { skip: SECOND_USER_SKIP }, (
     // The owner: through the tunnel, a breakpoint in the local file, a stop, a value, and the run goes on.
     const config = attachConfiguration({ name: 'Debug on TPU', localSocket: forward.localSocket, workspaceRoot: pod.ws, remoteWorkspace: remoteWorkspaceDir(pod.ws), home });
     const client = await DapClient.connectSocket(config.socket);
-    dap = client;
+    session.dap = client;
     await client.request('initialize', { clientID: 'tpw-test', adapterID: 'debugpy', pathFormat: 'path', linesStartAt1: true, columnsStartAt1: true });
     const attached = client.request('attach', { ...config });
     await client.event('initialized', 60_000);
