@@ -106,6 +106,16 @@ class SpmdCheckpointing(ShardedCheckpointing):
         out: dict[str, Any] = _sharded_cpu_state_dict(state)
         return out
 
+    @property
+    def coordinator(self) -> bool:
+        return True  # every host commits its own local directory, as torch_xla's CheckpointManager does
+
+    def process_group(self) -> Any:
+        return None
+
+    def barrier(self) -> None:
+        pass
+
 
 @dataclass
 class XlaBackend(Backend):
