@@ -85,6 +85,7 @@ def _resolve(dotted: str) -> object:
     raise ImportError(dotted)
 
 
+@pytest.mark.xla
 def test_wrapped_private_torch_xla_apis_still_exist():
     pytest.importorskip("torch_xla")  # a requirement of the suite; this names it if missing
     from tpu_trainer.backends import xla
@@ -128,6 +129,7 @@ print("seen", seen)
 """
 
 
+@pytest.mark.xla
 def test_flush_waits_for_xla_step_closures():
     # flush_step_closures reaches torch_xla's closure queue through private APIs: it must wait
     # for a closure still running, or records logged just before a checkpoint would be lost.

@@ -46,7 +46,7 @@ def test_wrong_type_is_named(tmp_path, sub_env):
 def test_bad_value_is_named(tmp_path, sub_env):
     p = run_trainer(["device=gpu", f"output_dir={tmp_path}"], sub_env)
     assert p.returncode == 2
-    assert "config error: device='gpu' is not one of: auto, xla, cpu" in p.stderr
+    assert "config error: device='gpu' is not one of: auto, tpu, cuda, cpu, xla" in p.stderr
 
 
 def test_model_group_and_cfg_job(sub_env):

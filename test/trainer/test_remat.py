@@ -30,6 +30,7 @@ def test_checkpointing_on_plain_torch(tmp_path):
 
 
 @pytest.mark.parametrize("remat", ["llama", "llama-scan"])
+@pytest.mark.xla
 def test_checkpointing_and_scan_on_xla(tmp_path, remat):
     base, _ = _losses(tmp_path, "none", [], xla=True)
     got, out = _losses(tmp_path, remat, [f"model/remat={remat}"], xla=True)

@@ -74,6 +74,7 @@ print(json.dumps({"desc": desc, "spmd": backend.spmd, "devices": backend.num_dev
 """
 
 
+@pytest.mark.xla
 def test_spmd_shardings_on_a_cpu_mesh():
     env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
     out = subprocess.run([sys.executable, "-c", SPMD_PROBE], cwd=REPO, env=env, capture_output=True, text=True,
@@ -91,6 +92,7 @@ def test_spmd_shardings_on_a_cpu_mesh():
 
 
 @pytest.mark.parametrize("mesh", [["ici_mesh.fsdp=4"], ["ici_mesh.fsdp=2", "ici_mesh.tensor=2", "model/remat=llama"]])
+@pytest.mark.xla
 def test_sharded_training_matches_one_device(tmp_path, mesh):
     common = ["model=tiny-llama", "max_steps=4", "logging_steps=1", "global_batch_size=8", "block_size=64",
               "checkpoint.enabled=false", "seed=7", "optimizer.lr=1e-2", "num_threads=1"]
@@ -108,6 +110,7 @@ def test_sharded_training_matches_one_device(tmp_path, mesh):
     assert runs["mesh"] == pytest.approx(runs["one"], rel=2e-4)
 
 
+@pytest.mark.xla
 def test_tiny_mixtral_trains_on_an_expert_parallel_mesh(tmp_path):
     env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
     args = ["model=tiny-mixtral", "ici_mesh.fsdp=2", "ici_mesh.expert=2", "max_steps=20", "logging_steps=5",

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from _trainer_helpers import REPO, clean_env
+
+pytestmark = pytest.mark.xla
 
 WORKER = Path(__file__).parent / "spmd_ckpt_worker.py"
 

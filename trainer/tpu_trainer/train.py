@@ -98,7 +98,7 @@ from . import data as data_lib
 from . import distributed as dist_lib
 from . import launch
 from .backends import Backend
-from .backends.native import NativeBackend
+from .backends.native import NativeBackend, check_batch_split, refuse_without
 from .checkpoint import Checkpointer, capture, restore
 from .config import ConfigError, TrainConfig, register_configs, resolve_aliases, validate
 from .loggers import StepLogger
@@ -114,6 +114,7 @@ from .preemption import PREEMPTED_EXIT_CODE, PreemptionWatcher
 from .profiler import Profiler
 from .schedules import build_scheduler
 from .schema import CONFIG_DIR
+from .sharding import resolve_mesh
 
 
 def log(msg: str) -> None:
@@ -387,8 +388,6 @@ def launch_ranks(cfg: TrainConfig) -> int | None:
     if device == "xla" or launch.is_launched_rank():
         return None
     if device == "tpu":
-        from .backends.native import refuse_without
-
         refuse_without(device)  # one line, before any rank starts
     nproc = cfg.nproc_per_node or launch.local_devices(device)
     env = dict(os.environ)
@@ -398,6 +397,9 @@ def launch_ranks(cfg: TrainConfig) -> int | None:
     plan = launch.launch_env(env, device, nproc, cfg.coordinator_port, local_tpus())
     if plan.world == 1:
         return None
+    # What would stop every rank once they have met, said before any rank waits for the others.
+    ici, dcn = resolve_mesh(cfg.ici_mesh, cfg.dcn_mesh, plan.world)
+    check_batch_split(cfg.global_batch_size, ici[0] * dcn[0] * ici[1] * dcn[1])
     if nproc == 1:
         os.environ.update({**plan.common, **plan.ranks[0]})
         return None

@@ -16,6 +16,7 @@ torch's backend autoload off where no TPU can be used).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -38,6 +39,10 @@ from ..model.llama import LayerRunner, run_in_order
 from .base import Backend, ShardedCheckpointing, note_once, torch_checkpointed_layers
 
 PG_BACKENDS = {"tpu": "tpu_dist", "cuda": "nccl", "cpu": "gloo"}
+
+# DTensor logs a hint at every gradient-norm reduction over fsdp x tensor (two all-reduces, one per mesh
+# dimension); the reduction is right, and the hint would repeat on every rank at every step.
+logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -118,8 +123,9 @@ class NativeBackend(Backend):
                                     timeout=timedelta(seconds=timeout_s),
                                     device_id=self.device if self.device_type == "cuda" else None)
         except (RuntimeError, dist.DistStoreError) as e:
-            raise RuntimeError(f"rank {self.rank}: could not join the {self.world} ranks at {master} within "
-                               f"distributed_timeout_s={timeout_s}: {str(e).splitlines()[0]}") from e
+            where = "slice 0's worker 0" if _env_int("MEGASCALE_NUM_SLICES", 1) > 1 else "worker 0"
+            raise RuntimeError(f"rank {self.rank}: could not join the {self.world} ranks' rendezvous on {where} "
+                               f"({master}) within distributed_timeout_s={timeout_s}: {str(e).splitlines()[0]}") from e
         cpu_groups = self.device_type == "cpu"
         self.control = dist.group.WORLD if cpu_groups else dist.new_group(backend="gloo")
         self.ckpt_group = dist.new_group(backend="gloo")
@@ -176,10 +182,7 @@ class NativeBackend(Backend):
         return " ".join(f"{a}={n}" for a, n in zip(MESH_AXES, self.mesh_shape, strict=True))
 
     def check_batch(self, global_batch: int, sharding: ShardingConfig) -> None:
-        ways = self.dp_degree()
-        if global_batch % ways:
-            raise ConfigError(f"global_batch_size={global_batch} does not split over the {ways} data-parallel ranks "
-                              f"(data x fsdp) of the mesh")
+        check_batch_split(global_batch, self.dp_degree())
 
     def dp_degree(self) -> int:
         if not self.mesh_shape:
@@ -273,6 +276,12 @@ class NativeBackend(Backend):
         return DcpGroupCheckpointing(self.ckpt_group, self.rank) if self.world > 1 else None
 
 
+def check_batch_split(global_batch: int, dp_ranks: int) -> None:
+    if global_batch % dp_ranks:
+        raise ConfigError(f"global_batch_size={global_batch} does not split evenly over the {dp_ranks} "
+                          f"data-parallel ranks (data x fsdp) of the mesh")
+
+
 def rank_layout(ici_shape: tuple[int, ...], dcn_shape: tuple[int, ...]) -> np.ndarray:
     """Global ranks on the mesh: ranks are slice-major (the launcher's NODE_RANK), so along each
     axis the slice (dcn) index is the outer part of the position and the in-slice (ici) index the inner."""
@@ -295,6 +304,7 @@ class DcpGroupCheckpointing:
 
     group: Any
     rank: int
+    _stager: Any = field(default=None, repr=False)
 
     @property
     def coordinator(self) -> bool:
@@ -312,6 +322,11 @@ class DcpGroupCheckpointing:
         dist.barrier(group=self.group)
 
     def to_host(self, state: dict[str, Any]) -> dict[str, Any]:
-        from torch.distributed.checkpoint._state_dict_utils import _copy_state_dict, _create_cpu_state_dict
+        """DCP's own stager: every DTensor's local shard copied to host memory (kept, pinned, and reused
+        from one save to the next where there is a GPU to pin for)."""
+        if self._stager is None:
+            from torch.distributed.checkpoint.staging import BlockingAsyncStager
 
-        return _copy_state_dict(state, _create_cpu_state_dict(state))
+            self._stager = BlockingAsyncStager(cache_staged_state_dict=torch.cuda.is_available())
+        staged: dict[str, Any] = self._stager.stage(state)
+        return staged
