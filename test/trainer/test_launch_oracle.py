@@ -30,7 +30,7 @@ def wheel():
     """set_tpu_launch_env of the installed torch_tpu, called in a fork per case: env -> the variables it set."""
     torch_tpu = pytest.importorskip("torch_tpu", reason="the torch_tpu wheel is the oracle here")
     del torch_tpu
-    import torch  # noqa: F401  (torch.tpu, registered by torch_tpu)
+    import torch
     from torch_tpu._internal.utils import hardware
 
     def run(env: dict[str, str], generation: str, count: int, nproc: int) -> dict[str, str | None]:

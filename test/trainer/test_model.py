@@ -117,8 +117,8 @@ def test_tpu7x_mfu_counts_every_device(monkeypatch):
     monkeypatch.setattr(meter_mod.time, "perf_counter", lambda: next(clock))
     fpt = flops_per_token(TINY, 64)
     tokens_per_step = 4 * TPU7X_CHIP_BF16 / fpt  # what 4 chips at peak get through in one second
-    m = meter_mod.StepMeter(NativeBackend(torch.device("cpu"), "TPU7x", "tpu"), 0, int(tokens_per_step), fpt, peak_flops("TPU7x"),
-                            8, 0, lambda _: None)
+    m = meter_mod.StepMeter(NativeBackend(torch.device("cpu"), "TPU7x", "tpu"), 0, int(tokens_per_step), fpt,
+                            peak_flops("TPU7x"), 8, 0, lambda _: None)
     rec = m.prepare({"step": 1})
     assert rec["mfu"] == pytest.approx(1.0, rel=1e-9)
 

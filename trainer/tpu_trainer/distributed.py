@@ -268,7 +268,9 @@ class NativeLike(Protocol):
 
     rank: int
     num_devices: int
-    pg_backend: str
+
+    @property
+    def pg_backend(self) -> str: ...
 
     def rows(self, global_batch: int) -> slice: ...
     def mean_over_ranks(self, value: torch.Tensor) -> torch.Tensor: ...

@@ -45,7 +45,7 @@ def tp_plan(specs: dict[str, sh.Spec | None], module_names: list[str]) -> dict[s
         spec = specs.get(f"{name}.weight")
         if not spec:
             continue
-        on = [i for i, entry in enumerate(spec) if entry == "tensor" or (isinstance(entry, tuple) and "tensor" in entry)]
+        on = [i for i, e in enumerate(spec) if e == "tensor" or (isinstance(e, tuple) and "tensor" in e)]
         if on == [0]:
             # An embedding's dim 0 is its vocabulary: split rows, replicated ids in, summed rows out.
             plan[name] = RowwiseParallel(input_layouts=Replicate()) if name == "embed_tokens" else ColwiseParallel()

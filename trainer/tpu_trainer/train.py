@@ -93,16 +93,15 @@ from typing import Any
 
 import torch
 
-from . import backends
+from . import backends, launch
 from . import data as data_lib
 from . import distributed as dist_lib
-from . import launch
 from .backends import Backend
 from .backends.native import NativeBackend, check_batch_split, refuse_without
 from .checkpoint import Checkpointer, capture, restore
 from .config import ConfigError, TrainConfig, register_configs, resolve_aliases, validate
-from .loggers import StepLogger
 from .hardware import local_tpus
+from .loggers import StepLogger
 from .losses import LossFn, build_loss
 from .meter import StepMeter
 from .metrics import flops_per_token, matmul_params, peak_flops
