@@ -14,6 +14,7 @@ that imported torch_tpu once (the wheel memoizes the variables it read). Needs t
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -23,14 +24,18 @@ from tpu_trainer.hardware import Tpus
 NAMES = ("TORCH_TPU_SLICEBUILDER_ADDRESSES", "TORCH_TPU_TOPOLOGY", "NNODES", "NODE_RANK", "MASTER_ADDR",
          "MASTER_PORT")
 PCI_ID = {"v6e": "0x006f", "v4": "0x005e", "tpu7x": "0x0076"}
+LANGUAGE_SERVER_VARIABLES = Path(__file__).resolve().parents[2] / "language-server" / "src" / "service" / "recipe-env.ts"
 
 
 @pytest.fixture(scope="module")
 def wheel():
     """set_tpu_launch_env of the installed torch_tpu, called in a fork per case: env -> the variables it set."""
-    torch_tpu = pytest.importorskip("torch_tpu", reason="the torch_tpu wheel is the oracle here")
-    del torch_tpu
+    from importlib.util import find_spec
+
+    # Not a skip: without the wheel this test has no oracle, and a skipped oracle would pass for a checked one.
+    assert find_spec("torch_tpu"), "torch_tpu is not installed: scripts/python-env.sh installs it (requirements-tpu.txt)"
     import torch
+    import torch_tpu  # noqa: F401  registers torch.tpu (torch's autoload of it is off on a machine without a TPU)
     from torch_tpu._internal.utils import hardware
 
     def run(env: dict[str, str], generation: str, count: int, nproc: int) -> dict[str, str | None]:
@@ -45,7 +50,7 @@ def wheel():
                 os.environ.update(env)
                 table = hardware._TOPOLOGY_BY_TPU_PCI_DEVICE_ID[PCI_ID[generation]]
                 hardware._scan_pci_tpus = lambda: (count, table)
-                torch.tpu.distributed.set_tpu_launch_env(nproc_per_node=nproc)
+                torch.tpu.distributed.set_tpu_launch_env(nproc_per_node=nproc)  # type: ignore[attr-defined]
                 out = {k: os.environ.get(k) for k in (*NAMES, "TORCH_TPU_XPROF_SESSION_ID")}
                 os.write(write, json.dumps(out).encode())
             finally:
@@ -117,3 +122,19 @@ def test_a_variable_set_by_the_recipe_is_kept():
     got = ours(env, "v6e", 4, 4)
     assert got["MASTER_PORT"] == "1234"
     assert got["TORCH_TPU_SLICEBUILDER_ADDRESSES"].startswith("a:9000,a:9001")
+
+
+def test_the_language_server_knows_every_variable_torch_tpu_reads():
+    """The recipe variables the language server completes (language-server/src/service/recipe-env.ts) are the
+    TORCH_TPU_* names the installed wheel's environment reader holds, no more, no fewer."""
+    from importlib.util import find_spec
+
+    spec = find_spec("torch_tpu")
+    assert spec and spec.submodule_search_locations, "torch_tpu is not installed"
+    package = Path(next(iter(spec.submodule_search_locations)))
+    readers = sorted((package / "_internal").glob("env_*.so"))
+    assert readers, f"no env_*.so in {package / '_internal'}"
+    wheel = {m.decode() for m in re.findall(rb"(?<=\x00)TORCH_TPU_[A-Z0-9_]+(?=\x00)", readers[0].read_bytes())}
+    ours = set(re.findall(r"name: '(TORCH_TPU_[A-Z0-9_]+)'", LANGUAGE_SERVER_VARIABLES.read_text()))
+    assert "TORCH_TPU_SLICEBUILDER_ADDRESSES" in wheel
+    assert ours == wheel

@@ -1,7 +1,8 @@
 """The native path on CPU over gloo, as the emulator's workers run it: one process per "device"
 started by the trainer's launcher, FSDP2 over 4 ranks, 2 x 2 FSDP x tensor parallelism, and one
 process all train the debug model to the same loss curve; a DCP checkpoint of the sharded state
-taken mid-run resumes bit-exactly on the same world size, and onto another world size.
+taken mid-run resumes bit-exactly on the same world size, and onto another world size; SIGTERM to the
+launcher (a preemption notice) makes every rank save and the host exit 75.
 
 Tolerance of the curve comparison: the ranks compute the same sums in another order (a
 reduce-scatter of gradients instead of one backward over the whole batch, a row-split matmul's
@@ -10,11 +11,17 @@ forward. Over 20 steps that stays below 1e-4 relative (measured: at most ~3e-6);
 gradient (a missing average, a shard applied twice) moves the loss by 1e-2 or more from step 2."""
 
 import json
+import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from _trainer_helpers import clean_env, read_metrics, run_trainer, tiny_config
+from _trainer_helpers import REPO, clean_env, read_metrics, run_trainer, tiny_config
+from tpu_trainer.preemption import PREEMPTED_EXIT_CODE
 from tpu_trainer.train import train
 
 STEPS = 20
@@ -103,3 +110,30 @@ def test_summary_is_written_once_per_host(fsdp4):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["steps"] == STEPS
     assert proc.stdout.count("\nsummary ") == 1
+
+
+def test_sigterm_to_the_launcher_saves_every_rank_and_resumes(single, tmp_path):
+    """A preemption notice to the host (SIGTERM to the launcher) reaches both ranks: they agree on the step, save
+    one sharded checkpoint and exit 75, as does the launcher; resume=auto continues on the single-process curve."""
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "tpu_trainer.train", *ARGS, "nproc_per_node=2", f"output_dir={out}",
+            f"coordinator_port={_free_port()}"]
+    p = subprocess.Popen(args, cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 400
+    while p.poll() is None and time.time() < deadline:
+        if (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    log, _ = p.communicate(timeout=400)
+    assert p.returncode == PREEMPTED_EXIT_CODE, log[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    stopped = summary["steps"]
+    assert summary["status"] == "preempted" and 3 <= stopped < STEPS, summary
+    assert summary["checkpoint"].endswith(f"step_{stopped:08d}")
+    assert len(list(Path(summary["checkpoint"]).glob("*.distcp"))) == 2  # both ranks' shards
+    resumed = _launch(out, "nproc_per_node=2", "resume=auto")
+    assert f"at step {stopped}" in resumed.stdout
+    records = read_metrics(out)
+    assert [r["step"] for r in records] == list(range(1, STEPS + 1))
+    assert [r["loss"] for r in records] == pytest.approx(single, rel=REL)

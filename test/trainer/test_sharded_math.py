@@ -11,13 +11,19 @@ import os
 import socket
 import traceback
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.distributed.tensor import DTensor
 
 WORLD = 2
-TOL = {"rtol": 1e-5, "atol": 1e-6}
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def close(got: torch.Tensor, want: torch.Tensor, msg: str = "") -> None:
+    torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL, msg=msg or None)
 
 
 def _check_cce(mesh) -> None:
@@ -29,18 +35,20 @@ def _check_cce(mesh) -> None:
     h0, w0 = torch.randn(24, 16, generator=g), torch.randn(64, 16, generator=g) * 0.5
     targets = torch.randint(0, 64, (24,), generator=g)
     targets[3] = -100  # ignored
-    for kwargs in ({}, {"label_smoothing": 0.1, "z_loss": 1e-3, "chunk_elems": 7 * 32}):
+    cases: list[dict[str, Any]] = [{}, {"label_smoothing": 0.1, "z_loss": 1e-3, "chunk_elems": 7 * 32}]
+    for kwargs in cases:
         h_ref, w_ref = h0.clone().requires_grad_(), w0.clone().requires_grad_()
         ref = cut_cross_entropy(h_ref, w_ref, targets, **kwargs)
         ref.backward()
         h = h0.clone().requires_grad_()
         w = distribute_tensor(w0.clone(), mesh, [Shard(0)]).requires_grad_()
-        assert w.to_local().shape == (32, 16)  # each rank holds half the vocabulary
+        assert cast(DTensor, w).to_local().shape == (32, 16)  # each rank holds half the vocabulary
         loss = cut_cross_entropy(h, w, targets, **kwargs)
         loss.backward()
-        torch.testing.assert_close(loss, ref, **TOL)
-        torch.testing.assert_close(h.grad, h_ref.grad, **TOL)
-        torch.testing.assert_close(w.grad.full_tensor(), w_ref.grad, **TOL)
+        close(loss, ref)
+        assert h.grad is not None and h_ref.grad is not None and w_ref.grad is not None
+        close(h.grad, h_ref.grad)
+        close(cast(DTensor, w.grad).full_tensor(), w_ref.grad)
 
 
 def _check_optimizers(mesh) -> None:
@@ -74,9 +82,9 @@ def _check_optimizers(mesh) -> None:
                     p.grad = distribute_tensor(gv.clone(), mesh, [Shard(0)]) if sharded else gv.clone()
                 clip_gradients(list(named.values()), cfg)
                 opt.step()
-            results.append({k: (p.full_tensor() if sharded else p).detach() for k, p in named.items()})
+            results.append({k: (cast(DTensor, p).full_tensor() if sharded else p).detach() for k, p in named.items()})
         for key in results[0]:
-            torch.testing.assert_close(results[1][key], results[0][key], **TOL, msg=f"{name} {key}")
+            close(results[1][key], results[0][key], f"{name} {key}")
 
 
 def _worker(rank: int, port: int, out: str) -> None:

@@ -195,7 +195,7 @@ class XlaBackend(Backend):
             return super().to_device(batch, sharding)
         spec = xs.ShardingSpec(self.mesh, sh.input_spec(sharding), minibatch=self.num_hosts > 1)
         # torch_xla annotates the result as its internal arena type; it is the list of moved tensors.
-        moved: list[torch.Tensor] = xm.send_cpu_data_to_device(batch, self.device, spec)  # type: ignore[assignment]
+        moved: list[torch.Tensor] = xm.send_cpu_data_to_device(batch, self.device, spec)  # type: ignore[assignment, unused-ignore]
         return moved
 
     # -- kernels and rematerialisation ----------------------------------------------
