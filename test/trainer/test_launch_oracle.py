@@ -24,7 +24,7 @@ from tpu_trainer.hardware import Tpus
 NAMES = ("TORCH_TPU_SLICEBUILDER_ADDRESSES", "TORCH_TPU_TOPOLOGY", "NNODES", "NODE_RANK", "MASTER_ADDR",
          "MASTER_PORT")
 PCI_ID = {"v6e": "0x006f", "v4": "0x005e", "tpu7x": "0x0076"}
-LANGUAGE_SERVER_VARIABLES = Path(__file__).resolve().parents[2] / "language-server" / "src" / "service" / "recipe-env.ts"
+LANGUAGE_SERVER_VARIABLES = Path(__file__).resolve().parents[2] / "language-server/src/service/recipe-env.ts"
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def wheel():
     from importlib.util import find_spec
 
     # Not a skip: without the wheel this test has no oracle, and a skipped oracle would pass for a checked one.
-    assert find_spec("torch_tpu"), "torch_tpu is not installed: scripts/python-env.sh installs it (requirements-tpu.txt)"
+    assert find_spec("torch_tpu"), "torch_tpu is not installed (scripts/python-env.sh installs requirements-tpu.txt)"
     import torch
     import torch_tpu  # noqa: F401  registers torch.tpu (torch's autoload of it is off on a machine without a TPU)
     from torch_tpu._internal.utils import hardware
