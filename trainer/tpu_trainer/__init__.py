@@ -6,7 +6,7 @@ import os as _os
 __version__ = "0.1.0"
 
 # torch loads every installed device backend at `import torch` (its torch.backends entry point);
-# torch_tpu's costs seconds (three times torch's own import on a busy 2-core machine) and is of no
+# torch_tpu's costs seconds (2-3 times torch's own import on a busy 2-core machine) and is of no
 # use on a machine without a TPU: every CPU test, demo worker and emulated rank would pay it. So
 # unless this host has a TPU, or the user decided, autoload is off here, before anything imports
 # torch; backends/native.py imports torch_tpu itself for device=tpu.
