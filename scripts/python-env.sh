@@ -112,8 +112,8 @@ install_xla() {
   "${pip[@]}" --no-deps -e "$ROOT/trainer" >&2
 }
 # Test-only clients (test/emulator-clients/requirements.txt: Google's Python client for Cloud TPU), with
-# their own stamp so that adding or bumping them never reinstalls torch.
-# (A test-time install, as are everything in test_tools below.)
+# their own stamp so that adding or bumping them never reinstalls torch. A test-time install, like the rest of
+# what test_tools (below) installs.
 install_test_clients() {
   local req="$ROOT/test/emulator-clients/requirements.txt" stamp="$VENV/.tpw-test-clients.sha256" sum
   # xprof and xprof-rs: the reference the profile views are checked and benchmarked against.

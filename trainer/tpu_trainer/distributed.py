@@ -27,7 +27,7 @@ this module then stays off.
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -61,33 +61,33 @@ class Slices:
     coordinator: str | None = None  # host of slice 0's worker 0 (MEGASCALE_COORDINATOR_ADDRESS without the port)
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+def env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
     if not raw:
         return default
     if not raw.isdigit():
-        raise ConfigError(f"{name}={raw!r} is not a whole number (the TPU runtime sets it for multislice runs)")
+        raise ConfigError(f"{name}={raw!r} is not a whole number (the TPU runtime sets it)")
     return int(raw)
 
 
-def _host_of(address: str) -> str:
+def host_of(address: str) -> str:
     """'10.0.0.2:8080' -> '10.0.0.2'; '[::1]:8080' -> '::1'; a bare host stays as it is."""
     if address.startswith("["):
         return address[1:].split("]", 1)[0]
     return address.rsplit(":", 1)[0] if address.count(":") == 1 else address
 
 
-def slices() -> Slices:
+def slices(env: Mapping[str, str] = os.environ) -> Slices:
     """This host's slice from MEGASCALE_NUM_SLICES / MEGASCALE_SLICE_ID / MEGASCALE_COORDINATOR_ADDRESS."""
-    count = _env_int("MEGASCALE_NUM_SLICES", 1)
-    index = _env_int("MEGASCALE_SLICE_ID", 0)
+    count = env_int(env, "MEGASCALE_NUM_SLICES", 1)
+    index = env_int(env, "MEGASCALE_SLICE_ID", 0)
     if count < 1:
         raise ConfigError("MEGASCALE_NUM_SLICES=0: a multislice run has at least one slice")
     if index >= count:
         raise ConfigError(f"MEGASCALE_SLICE_ID={index} is not an index into the {count} slices of "
                           f"MEGASCALE_NUM_SLICES")
-    address = os.environ.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
-    return Slices(count, index, _host_of(address) if address else None)
+    address = env.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
+    return Slices(count, index, host_of(address) if address else None)
 
 
 def dcn_slices(dcn: MeshConfig) -> int:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .config import ConfigError
+from .distributed import env_int, slices
 from .hardware import Tpus
 
 TPU_BASE_PORT = 8070  # TorchTPU's default TORCH_TPU_BASE_PORT
@@ -78,40 +79,17 @@ class Hosts:
         return self.hostnames[0] if self.hostnames else "localhost"
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit():
-        raise ConfigError(f"{name}={raw!r} is not a whole number")
-    return int(raw)
-
-
-def host_of(address: str) -> str:
-    """'10.0.0.2:8080' -> '10.0.0.2'; '[::1]:8080' -> '::1'; a bare host stays as it is."""
-    if address.startswith("["):
-        return address[1:].split("]", 1)[0]
-    return address.rsplit(":", 1)[0] if address.count(":") == 1 else address
-
-
 def hosts_from(env: Mapping[str, str]) -> Hosts:
     raw = env.get("TPU_WORKER_HOSTNAMES", "")
     names = tuple(h.strip() for h in raw.split(",") if h.strip())
-    worker = _int(env, "TPU_WORKER_ID", _int(env, "CLOUD_TPU_TASK_ID", 0))
-    slices = _int(env, "MEGASCALE_NUM_SLICES", 1)
-    index = _int(env, "MEGASCALE_SLICE_ID", 0)
-    if slices < 1:
-        raise ConfigError("MEGASCALE_NUM_SLICES=0: a multislice run has at least one slice")
-    if index >= slices:
-        raise ConfigError(f"MEGASCALE_SLICE_ID={index} is not an index into the {slices} slices of "
-                          f"MEGASCALE_NUM_SLICES")
+    worker = env_int(env, "TPU_WORKER_ID", env_int(env, "CLOUD_TPU_TASK_ID", 0))
+    ms = slices(env)
     if names and worker >= len(names):
         raise ConfigError(f"TPU_WORKER_ID={worker} is not an index into the {len(names)} TPU_WORKER_HOSTNAMES")
-    address = env.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
-    if slices > 1 and not address:
-        raise ConfigError(f"MEGASCALE_NUM_SLICES={slices} but MEGASCALE_COORDINATOR_ADDRESS is not set: the "
-                          f"workers of the {slices} slices need it to find each other")
-    return Hosts(names, worker, slices, index, host_of(address) if address else None)
+    if ms.count > 1 and not ms.coordinator:
+        raise ConfigError(f"MEGASCALE_NUM_SLICES={ms.count} but MEGASCALE_COORDINATOR_ADDRESS is not set: the "
+                          f"workers of the {ms.count} slices need it to find each other")
+    return Hosts(names, worker, ms.count, ms.index, ms.coordinator)
 
 
 def free_port() -> int:
@@ -146,8 +124,8 @@ def launch_env(env: Mapping[str, str], device: str, nproc: int, port: int, tpus:
     if device == "tpu":
         once("TORCH_TPU_XPROF_SESSION_ID", lambda: env.get("TPW_RUN_ID") or str(time.time_ns()))
         if len(hosts.hostnames) > 1 or "JOB_COMPLETION_INDEX" in env:
-            base = _int(env, "TORCH_TPU_BASE_PORT", TPU_BASE_PORT)
-            per_host = _int(env, "TORCH_TPU_DEVICES_PER_HOST", nproc)
+            base = env_int(env, "TORCH_TPU_BASE_PORT", TPU_BASE_PORT)
+            per_host = env_int(env, "TORCH_TPU_DEVICES_PER_HOST", nproc)
             once("TORCH_TPU_SLICEBUILDER_ADDRESSES",
                  lambda: ",".join(f"{h}:{base + i}" for h in hosts.hostnames for i in range(per_host)))
             once("TORCH_TPU_TOPOLOGY", tpus.topology)
@@ -181,7 +159,7 @@ def local_devices(device: str) -> int:
     if device == "tpu":
         from .hardware import local_tpus
 
-        return max(_int(os.environ, "TORCH_TPU_DEVICES_PER_HOST", local_tpus().count), 1)
+        return max(env_int(os.environ, "TORCH_TPU_DEVICES_PER_HOST", local_tpus().count), 1)
     if device == "cuda":
         import torch
 

@@ -200,7 +200,8 @@ def setup(cfg: TrainConfig) -> Run:
     batch = cfg.global_batch_size
     dp: dist_lib.DataParallel
     if isinstance(backend, NativeBackend):
-        dist_lib.check_dcn(cfg.dcn_mesh, dist_lib.slices(), gloo=False)
+        # Without a TPU runtime's slice index the slices are those MEGASCALE_NUM_SLICES names, as under gloo.
+        dist_lib.check_dcn(cfg.dcn_mesh, dist_lib.slices(), gloo=True)
         dp = dist_lib.NativeRanks(backend)
         rows = dp.rows(batch)  # this rank's place along data x fsdp
     else:
@@ -393,6 +394,7 @@ def launch_ranks(cfg: TrainConfig) -> int | None:
     if cfg.distributed == "off":  # every host trains alone
         env = {k: v for k, v in env.items() if k not in ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID")
                and not k.startswith("MEGASCALE_")}
+    dist_lib.check_dcn(cfg.dcn_mesh, dist_lib.slices(env), gloo=True)
     plan = launch.launch_env(env, device, nproc, cfg.coordinator_port, local_tpus())
     if plan.world == 1:
         return None
