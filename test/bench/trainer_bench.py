@@ -24,12 +24,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trainer"))
+# isort: off
+import tpu_trainer  # noqa: F401  before torch: torch_tpu's autoload off where there is no TPU
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
+# isort: on
 
-import tpu_trainer  # noqa: F401  (before torch: no torch_tpu autoload where there is no TPU)
 from tpu_trainer import data as data_lib
 from tpu_trainer.config import TrainConfig
 from tpu_trainer.model import build_model
