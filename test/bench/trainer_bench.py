@@ -8,7 +8,7 @@ torchtitan applies it), the two interleaved run by run.
     bash scripts/bench.sh trainer
     # which runs: python3 test/bench/trainer_bench.py --json test-artifacts/bench/trainer.json
 Env: BENCH_TRAINER_REPS (5), BENCH_TRAINER_STEPS (60; the first 10 are warm-up and not timed),
-BENCH_TRAINER_FSDP_REPS (3).
+BENCH_TRAINER_FSDP_REPS (3), BENCH_TRAINER_PARTS (single,fsdp: which of the two tables).
 """
 
 import contextlib
@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 REPS = int(os.environ.get("BENCH_TRAINER_REPS", "5"))
 FSDP_REPS = int(os.environ.get("BENCH_TRAINER_FSDP_REPS", "3"))
 RANKS = 2
+PARTS = os.environ.get("BENCH_TRAINER_PARTS", "single,fsdp").split(",")
 STEPS = int(os.environ.get("BENCH_TRAINER_STEPS", "60"))
 WARMUP = 10
 BATCH, BLOCK = 8, 128
@@ -152,7 +153,7 @@ def main() -> None:
     results: dict[str, object] = {}
     print(f"| model | ours tokens/s (median of {REPS}) | plain loop tokens/s | overhead |")
     print("| --- | ---: | ---: | ---: |")
-    for preset in ("tiny-llama", "tiny-mixtral"):
+    for preset in ("tiny-llama", "tiny-mixtral") if "single" in PARTS else ():
         a, b = [], []
         for _ in range(REPS):  # interleaved, so drift in machine load hits both alike
             a.append(ours(preset))
@@ -163,7 +164,7 @@ def main() -> None:
     print(f"\n| model, {RANKS} gloo ranks | ours tokens/s (median of {FSDP_REPS}) | plain FSDP2 loop tokens/s "
           "| overhead |")
     print("| --- | ---: | ---: | ---: |")
-    for preset in ("tiny-llama",):
+    for preset in ("tiny-llama",) if "fsdp" in PARTS else ():
         a, b = [], []
         for _ in range(FSDP_REPS):
             a.append(ours_fsdp(preset))
