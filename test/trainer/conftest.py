@@ -20,12 +20,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import tpu_trainer  # noqa: E402, F401
 
 
-def pytest_configure(config):
-    # torch_xla (device=xla, legacy) pins torch 2.9 and TorchTPU needs torch >= 2.11, so they live in two
-    # venvs: scripts/test-suite.sh runs `-m "not xla"` in the trainer's venv and `-m xla` in $TPW_VENV-xla.
-    config.addinivalue_line("markers", "xla: needs torch_xla; runs in the legacy venv ($TPW_VENV-xla)")
-
-
 @pytest.fixture
 def sub_env():
     from _trainer_helpers import clean_env
@@ -41,6 +35,9 @@ _SLOW_SOURCE = ("subprocess", "mp.spawn", "torch.multiprocessing", "run_trainer"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: starts processes; left out of the fast tier (npm run test:fast)")
+    # torch_xla (device=xla, legacy) pins torch 2.9 and TorchTPU needs torch >= 2.11, so they live in two
+    # venvs: scripts/test-suite.sh runs `-m "not xla"` in the trainer's venv and `-m xla` in $TPW_VENV-xla.
+    config.addinivalue_line("markers", "xla: needs torch_xla; runs in the legacy venv ($TPW_VENV-xla)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -101,7 +101,7 @@ def test_sharded_training_matches_one_device(tmp_path, mesh):
         out = tmp_path / name
         env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=devices)
         proc = subprocess.run([sys.executable, "-m", "tpu_trainer.train", *common, *extra, f"output_dir={out}"],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
         runs[name] = [r["loss"] for r in read_metrics(out)]
         if name == "mesh":
@@ -117,7 +117,7 @@ def test_tiny_mixtral_trains_on_an_expert_parallel_mesh(tmp_path):
             "global_batch_size=8", "block_size=64", "optimizer.lr=1e-2", "checkpoint.enabled=false",
             "num_threads=1", f"output_dir={tmp_path}"]
     proc = subprocess.run([sys.executable, "-m", "tpu_trainer.train", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=400)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "mesh data=1 fsdp=2 tensor=1 expert=2 sharding mixtral-fsdp-ep" in proc.stdout
     rows = read_metrics(tmp_path)
