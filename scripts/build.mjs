@@ -103,7 +103,7 @@ const targets = [
     target: 'node20',
   },
   {
-    // Profile parsing runs on a worker thread of the extension host (see core/profiles/parse.ts).
+    // The profile analysis (dist/profile.wasm) runs on a worker thread of the extension host (core/profiles/parse.ts).
     ...common,
     entryPoints: ['extension/src/core/profiles/worker.ts'],
     outfile: 'dist/profile-worker.js',
@@ -127,7 +127,7 @@ const chosen = targets
 mkdirSync(outdir, { recursive: true });
 const contexts = await Promise.all(chosen.map((t) => esbuild.context(t)));
 if (watch) {
-  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow.
+  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow (rerun the build).
   buildNativeProfile();
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');
@@ -135,7 +135,8 @@ if (watch) {
   const started = Date.now();
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  // The native executable is dist/'s alone (bin/tpw finds it there).
-  const native = outdir === 'dist' && !only ? buildNativeProfile() : false;
-  console.log(`[build] ${chosen.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+  // The native builds are dist/'s alone (bin/tpw and the bundles find them there).
+  const native = outdir === 'dist' && !only;
+  if (native) buildNativeProfile();
+  console.log(`[build] ${chosen.length} bundles${native ? ', dist/tpw-profile and dist/profile.wasm' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
 }

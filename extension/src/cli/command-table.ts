@@ -278,8 +278,11 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'profile',
     usage: 'FILE|DIR [--json] [--top N]',
-    summary: "A capture's devices, steps and op table (as xprof's hlo_stats counts them)",
-    details: ['DIR: every *.xplane.pb under it, one per host of a run: hosts side by side, the slowest named, ops combined.'],
+    summary: "A capture's devices, steps and op table (on TPU and GPU as xprof's hlo_stats counts them)",
+    details: [
+      'DIR: every *.xplane.pb under it, one per host of a run: hosts side by side, the slowest named, ops combined.',
+      "A capture with no TPU or GPU (XLA on CPU) gets a table of the host's XLA ops, which is ours: xprof's hlo_stats is empty there.",
+    ],
     options: {
       json: { type: 'boolean', description: 'Print {"device", "steps", "ops"} as JSON' },
       top: { type: 'string', arg: 'N', description: 'Show the N ops with the most self time (default 20; 0: all)' },
