@@ -8,7 +8,8 @@
 #   $VENV        the trainer's venv (runtime): torch 2.11 (the oldest torch TorchTPU supports) and the
 #                trainer's dependencies (trainer/requirements.txt), the trainer installed editable. This is
 #                what the demo and the emulator's workers run (device=auto: plain PyTorch on CPU).
-#   + test tools (TPW_PYTHON_ENV=all, the default): torch_tpu with libtpu (trainer/requirements-tpu.txt:
+#   + test tools (TPW_PYTHON_ENV=all, the default): the trainer's optional features and its tests'
+#                packages (trainer/requirements-extras.txt), torch_tpu with libtpu (trainer/requirements-tpu.txt:
 #                the tests check the trainer against the real wheel), ruff and mypy, Google's client
 #                libraries and xprof (test/emulator-clients, test/profiles-xprof), and two venvs beside it:
 #   $VENV-xla    the legacy torch_xla path (device=xla, trainer/requirements-xla.txt): torch_xla 2.9.0, its
@@ -45,6 +46,7 @@ CUDA_LIBS="$ROOT/trainer/requirements-cuda-libs.txt"
 TPU_REQ="$ROOT/trainer/requirements-tpu.txt"
 CHECKS="$ROOT/trainer/requirements-checks.txt"
 XLA_REQ="$ROOT/trainer/requirements-xla.txt"
+EXTRAS="$ROOT/trainer/requirements-extras.txt"
 XLA_CUDA_LIBS="$ROOT/trainer/requirements-xla-cuda-libs.txt"
 STAMP="$VENV/.tpw-env.sha256"
 
@@ -95,6 +97,13 @@ install_torch_tpu() {
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$TPU_REQ" >&2
 }
 
+# The trainer's optional features (datasets, tokenizers, TensorBoard, W&B) and what its tests need (pytest,
+# transformers as the reference models).
+install_extras() {
+  say "installing the trainer's extras and test dependencies from $(basename "$EXTRAS")"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$EXTRAS" >&2
+}
+
 install_checks() {
   say "installing the lint and type-check tools from $(basename "$CHECKS")"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$CHECKS" >&2
@@ -107,7 +116,7 @@ install_xla() {
   say "installing the torch_xla (legacy) venv $venv from $(basename "$XLA_REQ")"
   [[ -x "$venv/bin/python" ]] || "$PYTHON" -m venv "$venv"
   pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-  "${pip[@]}" -r <(grep -vE '^torch==' "$REQ") >&2
+  "${pip[@]}" -r <(grep -vE '^torch==' "$REQ") -r "$EXTRAS" >&2
   "${pip[@]}" --no-deps -r "$XLA_REQ" -r "$XLA_CUDA_LIBS" >&2
   "${pip[@]}" --no-deps -e "$ROOT/trainer" >&2
 }
@@ -143,17 +152,24 @@ install_skypilot() {
   echo "$sum" >"$venv/.tpw-skypilot.sha256"
 }
 
+# A TPU VM's install (TPW_TPU=1): torch_tpu's wheel wants absl-py and tensorboard, which are among the extras.
+tpu_runtime() {
+  stamped "$VENV" extras "datasets transformers pytest wandb" install_extras "$EXTRAS"
+  stamped "$VENV" torch-tpu "torch_tpu libtpu" install_torch_tpu "$TPU_REQ"
+}
+
 # Everything beyond the runtime, each with its own stamp so that a change to one never reinstalls the others.
 test_tools() {
+  stamped "$VENV" extras "datasets transformers pytest wandb" install_extras "$EXTRAS"
   stamped "$VENV" torch-tpu "torch_tpu libtpu" install_torch_tpu "$TPU_REQ"
   stamped "$VENV" checks "ruff mypy" install_checks "$CHECKS"
   install_test_clients
   install_skypilot
-  stamped "$VENV-xla" xla "torch_xla tpu_trainer hydra" install_xla "$XLA_REQ" "$XLA_CUDA_LIBS" "$REQ"
+  stamped "$VENV-xla" xla "torch_xla tpu_trainer hydra pytest" install_xla "$XLA_REQ" "$XLA_CUDA_LIBS" "$REQ" "$EXTRAS"
 }
 
 if [[ "${TPW_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && installed; then
-  [[ "$TPU" == 1 ]] && stamped "$VENV" torch-tpu "torch_tpu libtpu" install_torch_tpu "$TPU_REQ"
+  [[ "$TPU" == 1 ]] && tpu_runtime
   [[ "$SCOPE" == all ]] && test_tools
   say "up to date ($VENV)"
   echo "$VENV"
@@ -190,7 +206,7 @@ say "installing the trainer (editable) from $ROOT/trainer"
 
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c 'import tpu_trainer, torch, hydra, omegaconf' >&2
 echo "$want" >"$STAMP"
-[[ "$TPU" == 1 ]] && stamped "$VENV" torch-tpu "torch_tpu libtpu" install_torch_tpu "$TPU_REQ"
+[[ "$TPU" == 1 ]] && tpu_runtime
 [[ "$SCOPE" == all ]] && test_tools
 say "done in $((SECONDS - start))s: $(du -sh "$VENV" 2>/dev/null | cut -f1) in $VENV"
 echo "$VENV"
