@@ -43,7 +43,9 @@ if [ ! -f node_modules/.tpw-lock-"$lock_hash" ]; then
 fi
 
 # --- Python venv for the trainer --------------------------------------------------------------------
-bash scripts/python-env.sh >/dev/null
+# The demo's set-up gets the trainer's runtime only; --test adds its extras, the test clients, the checks and the
+# venvs beside it (torch_xla's, SkyPilot's): scripts/python-env.sh says what each is.
+TPW_PYTHON_ENV=$([ $e2e = 1 ] && echo all || echo runtime) bash scripts/python-env.sh >/dev/null
 
 # --- code-server for the end-to-end tests -----------------------------------------------------------
 if [ $e2e = 1 ]; then
