@@ -14,6 +14,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { jobSet, kubeClients, kubectlOk, startGkeEmulator, until, waitOperation } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
 import { markdown, measure, report, type Ratio, type Row, type Variant } from './interleaved-timing';
 
 
@@ -24,8 +25,7 @@ const WORKLOADS = 1000;
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  // addressPrefix: unique to this file
-  const f = await startGkeEmulator('tpw-gke-bench-', { addressPrefix: '127.0.170' });
+  const f = await startGkeEmulator('tpw-gke-bench-', { addressPrefix: testAddressPrefix(1) });
   try {
     const pool = (i: number) => ({ name: `slice-${i}`, initialNodeCount: 16, config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '8x8' } });
     const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: 'scale', nodePools: [0, 1, 2, 3].map(pool) } });

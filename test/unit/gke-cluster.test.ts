@@ -11,6 +11,9 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { jobSet, kubeconfigFor, kubectl, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { escapeRegExp, testAddressPrefix } from '../helpers/loopback';
+
+const PREFIX = testAddressPrefix(1);
 
 const ZONE = 'us-central2-b';
 const CLUSTER = 'tpu-cluster';
@@ -22,8 +25,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 const getJson = async (args: string[]): Promise<Json> => JSON.parse(await kubectlOk(kc, [...args, '-o', 'json'])) as Json;
 
 before(async () => {
-  // addressPrefix: unique to this file
-  f = await startGkeEmulator('tpw-gke-cluster-', { addressPrefix: '127.0.160' });
+  f = await startGkeEmulator('tpw-gke-cluster-', { addressPrefix: PREFIX });
   const parent = `projects/${f.project}/locations/${ZONE}`;
   const pool = (name: string) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot: name === 'slice-b' }, placementPolicy: { type: 'COMPACT' as const, tpuTopology: '4x4' } });
   const [op] = await f.gke.createCluster({ parent, cluster: { name: CLUSTER, nodePools: [pool('slice-a'), pool('slice-b')] } });
@@ -41,7 +43,7 @@ test('the GKE API shows the cluster with its endpoint, CA and TPU node pools; ba
   assert.deepEqual(list.clusters?.map((c) => c.name), [CLUSTER]);
   const c = list.clusters?.[0];
   assert.equal(c?.status, 'RUNNING');
-  assert.match(c?.endpoint ?? '', /^127\.0\.160\.\d+:\d+$/, 'the cluster listens on an address of its own');
+  assert.match(c?.endpoint ?? '', new RegExp(`^${escapeRegExp(PREFIX)}\\.\\d+:\\d+$`), 'the cluster listens on an address of its own');
   const ca = new crypto.X509Certificate(Buffer.from(c?.masterAuth?.clusterCaCertificate ?? '', 'base64'));
   assert.ok(ca.ca, 'clusterCaCertificate is a CA certificate');
   assert.match(c?.currentMasterVersion ?? '', /^1\.37\.2-gke\./);

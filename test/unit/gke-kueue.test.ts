@@ -12,6 +12,9 @@ import { after, before, test } from 'node:test';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { emulatorCall } from '../helpers/emulator-api';
 import { k8sLib, jobSet, kubeClients, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
+
+const PREFIX = testAddressPrefix(1);
 
 const k8s = k8sLib();
 
@@ -28,8 +31,7 @@ const KQ = { group: 'kueue.x-k8s.io', version: 'v1beta1' };
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 before(async () => {
-  // addressPrefix: unique to this file
-  f = await startGkeEmulator('tpw-gke-kueue-', { addressPrefix: '127.0.161' });
+  f = await startGkeEmulator('tpw-gke-kueue-', { addressPrefix: PREFIX });
   const [op] = await f.gke.createCluster({
     parent: `projects/${f.project}/locations/${ZONE}`,
     cluster: { name: CLUSTER, nodePools: [{ name: 'spot-pool', initialNodeCount: 4, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '4x4' } }] },

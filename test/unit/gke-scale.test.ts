@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { jobSet, kubeClients, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
+
+const PREFIX = testAddressPrefix(1);
 
 const ZONE = 'europe-west4-a';
 let f: GkeFixture;
@@ -14,8 +17,7 @@ let core: K8s.CoreV1Api;
 let custom: K8s.CustomObjectsApi;
 
 before(async () => {
-  // addressPrefix: unique to this file
-  f = await startGkeEmulator('tpw-gke-scale-', { addressPrefix: '127.0.162' });
+  f = await startGkeEmulator('tpw-gke-scale-', { addressPrefix: PREFIX });
   const pool = (i: number) => ({ name: `slice-${i}`, initialNodeCount: 16, config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '8x8' } });
   const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: 'big', nodePools: [0, 1, 2, 3].map(pool) } });
   await waitOperation(f, ZONE, op, 900_000);
