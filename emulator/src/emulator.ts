@@ -1,15 +1,17 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EmulatorError } from './errors';
+import { freePort } from './free-port';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
-import { lastSegment } from './names';
+import { tpuNodeKey } from './names';
+import { setOrphanSandboxesAside } from './sandboxes';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
-import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { endpointFile, isAlive, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import type { LibtpuFault } from './libtpu-metrics';
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
@@ -24,6 +26,8 @@ export interface WorkerPool {
   removeNode(nodeId: string): Promise<void>;
   /** Keys from the node's metadata `ssh-keys` (optional: pools hosted elsewhere may not support it). */
   setNodeKeys?(nodeId: string, sshKeys: string): void;
+  /** Tests: a worker's libtpu metrics service down, slow or answering garbage (optional, as above). */
+  setLibtpuFault?(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void>;
   close(): Promise<void>;
 }
 export type WorkerPoolFactory = (opts: SshWorkerPoolOptions) => WorkerPool | Promise<WorkerPool>;
@@ -50,6 +54,8 @@ export interface EmulatorOptions {
   log?: (msg: string) => void;
   /** Replaces the SSH worker pool (tests); default: ssh-workers.ts's SshWorkerPool. */
   workerPool?: WorkerPoolFactory;
+  /** Port of every worker's libtpu metrics service, on the worker's own address (default 8431, as on a TPU VM; 0: none). */
+  libtpuMetricsPort?: number;
   /** Folders first on the workers' PATH; default: the project's venv (`$TPW_VENV`, else ~/.cache/tpu-workbench/venv) if it exists. */
   workerPathPrefix?: string[];
 }
@@ -172,13 +178,14 @@ export class Emulator {
     await services.listen();
     this.servicesValue = services;
     this.pool = await (this.opts.workerPool ?? defaultPool)({
-      vmEnv: () => services.workerEnv(),
+      vmEnv: (spec) => services.workerEnv(spec.address),
       port: sshPort,
       hostKey: keys.hostKey,
       authorizedKey: keys.clientPublicKey,
       username,
       log: this.log,
       pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(),
+      libtpuMetricsPort: this.opts.libtpuMetricsPort,
       // A Compute Engine VM under OS Login lets in only the OS Login user with the keys imported through the API.
       osLogin: (nodeId) => this.computeValue?.osLoginFor(nodeId),
     });
@@ -186,7 +193,7 @@ export class Emulator {
       nodeUp: (n) => this.nodeUp(n),
       nodeDown: (n, r) => this.nodeDown(n, r),
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
-      metadataChanged: (n) => this.pool?.setNodeKeys?.(lastSegment(n.name), n.metadata?.['ssh-keys'] ?? ''),
+      metadataChanged: (n) => this.pool?.setNodeKeys?.(tpuNodeKey(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
     const d = this.opts.opDelayMs;
     const compute = new ComputeState(
@@ -217,6 +224,7 @@ export class Emulator {
       if (w) await this.instanceUp(inst, w).catch((e: Error) => this.log(`worker of ${inst.name} did not start: ${e.message}`));
     }
     compute.groups.resumeAll();
+    compute.resumeInserts();
 
     const gke = new GkeService(gkeOptions({
       dir: this.dir, project, zones, account: EMULATOR_ACCOUNT, addresses: state,
@@ -293,6 +301,15 @@ export class Emulator {
     if (errors.length > 0) throw errors[0];
   }
 
+  /**
+   * Tests: worker `index` of TPU VM `nodeId` (its short name; `ce-<name>` for a Compute Engine instance) gets a
+   * libtpu metrics service that is down, slow, or answers bytes that are no MetricResponse; undefined: well again.
+   */
+  async setLibtpuFault(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void> {
+    if (!this.pool?.setLibtpuFault) throw new EmulatorError('FAILED_PRECONDITION', 'This emulator\'s workers have no libtpu metrics services.');
+    await this.pool.setLibtpuFault(nodeId, index, fault);
+  }
+
   /** Sandbox (the worker's HOME) of worker `index` of a node. */
   sandboxDir(nodeId: string, index: number): string {
     return path.join(this.dir, 'workers', nodeId, `w${index}`);
@@ -301,7 +318,7 @@ export class Emulator {
   private async nodeUp(node: NodeJson): Promise<void> {
     const pool = this.pool;
     if (!pool) throw new Error('emulator not started');
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     try {
       for (const [index, ep] of node.networkEndpoints.entries()) {
         const sandboxDir = this.sandboxDir(nodeId, index);
@@ -316,12 +333,14 @@ export class Emulator {
           sandboxDir,
           acceleratorType: node.acceleratorType,
         };
+        await this.servicesValue?.addWorker(nodeId, spec.address);
         await pool.addWorker(spec);
       }
       pool.setNodeKeys?.(nodeId, node.metadata?.['ssh-keys'] ?? '');
       this.log(`workers of ${node.name} up: ${node.networkEndpoints.map((e) => e.ipAddress).join(', ')}`);
     } catch (e) {
       await pool.removeNode(nodeId).catch(() => undefined);
+      await this.servicesValue?.removeVm(nodeId).catch(() => undefined);
       throw e;
     }
   }
@@ -333,10 +352,12 @@ export class Emulator {
     const sandboxDir = this.sandboxDir(w.key, w.index);
     fs.mkdirSync(sandboxDir, { recursive: true, mode: 0o700 });
     try {
+      await this.servicesValue?.addWorker(w.key, w.address);
       await pool.addWorker({ nodeId: w.key, index: w.index, address: w.address, hostnames: w.hostnames, sandboxDir, acceleratorType: w.acceleratorType });
       pool.setNodeKeys?.(w.key, sshKeysOf(inst));
     } catch (e) {
       await pool.removeNode(w.key).catch(() => undefined);
+      await this.servicesValue?.removeVm(w.key).catch(() => undefined);
       throw e;
     }
     this.log(`worker ${w.index} of ${inst.name} up: ${w.address}`);
@@ -344,39 +365,23 @@ export class Emulator {
 
   private async instanceDown(inst: InstanceJson, w: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
     await this.pool?.removeNode(w.key);
+    await this.servicesValue?.removeVm(w.key);
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', w.key), { recursive: true, force: true });
     this.log(`worker of ${inst.name} down (${reason})`);
   }
 
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     await this.pool?.removeNode(nodeId);
+    await this.servicesValue?.removeVm(nodeId);
     // A deleted VM loses its disk; a stopped or preempted one keeps it.
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', nodeId), { recursive: true, force: true });
     this.log(`workers of ${node.name} down (${reason})`);
   }
 
-  /**
-   * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
-   * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
-   */
+  /** Sandboxes the state does not know are set aside (sandboxes.ts). */
   private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
-    const keep = new Set([...nodes.map((n) => lastSegment(n.name)), ...instanceKeys]);
-    const root = path.join(this.dir, 'workers');
-    let entries: string[] = [];
-    try {
-      entries = fs.readdirSync(root);
-    } catch {
-      return;
-    }
-    const aside = path.join(this.dir, 'workers-orphaned');
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    for (const e of entries.filter((x) => !keep.has(x))) {
-      fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
-      const to = path.join(aside, `${e}-${stamp}`);
-      fs.renameSync(path.join(root, e), to);
-      this.log(`the state has no node "${e}": its sandbox is kept in ${to}`);
-    }
+    setOrphanSandboxesAside(this.dir, nodes.map((n) => n.name), instanceKeys, this.log);
   }
 
   /**
@@ -427,7 +432,7 @@ export function lockOwner(file: string, verifiedOnly = false): number | undefine
   const pid = o?.pid;
   if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
   const procStart = typeof o?.procStart === 'string' ? o.procStart : '';
-  if (verifiedOnly && procStart === '') return undefined;
+  if (procStart === '') return verifiedOnly || !isAlive(pid) ? undefined : pid;
   const cmdline = Array.isArray(o?.cmdline) ? o.cmdline.map(String) : [];
   return isSameProcess(pid, procStart, cmdline) === 'same' ? pid : undefined;
 }
@@ -476,16 +481,4 @@ function writeFileAtomic(file: string, text: string): void {
   fs.rmSync(tmp, { force: true });
   fs.writeFileSync(tmp, text, { flag: 'wx', mode: 0o600 });
   fs.renameSync(tmp, file);
-}
-
-/** A port free on `host` now; the SSH workers bind it on their own addresses. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }

@@ -179,7 +179,9 @@ export class RestServer {
       const isCompute = url.pathname.startsWith('/compute/v1/');
       const isApi = /^\/v[12]\//.test(url.pathname) || isCompute;
       if (isApi) {
-        if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
+        // Injected latency stands for the network: a client that gives up during it never reaches the API, and
+        // its wait ends with it (so an abandoned request leaves no timer behind).
+        if (this.faults.latencyMs > 0 && !(await delayUnlessGone(res, this.faults.latencyMs))) return;
         this.faults.inject(route.rpc, isCompute ? COMPUTE_SERVICE : undefined);
       }
       const ctx: Ctx = {
@@ -463,4 +465,19 @@ function encodeEnums(v: unknown): unknown {
   }
   if (typeof o.sourceDisk === 'string' && typeof o.mode === 'string') out.mode = DISK_MODE[o.mode] ?? 0;
   return out;
+}
+
+/** Waits `ms`; false (at once) if the client closes the connection first. */
+function delayUnlessGone(res: http.ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const gone = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', gone);
+      resolve(true);
+    }, ms);
+    res.once('close', gone);
+  });
 }

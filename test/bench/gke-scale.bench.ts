@@ -12,12 +12,11 @@
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { k8sLib, jobSet, kubeconfigFor, kubectlOk, startGkeEmulator, until, waitOperation } from '../helpers/gke';
+import { jobSet, kubeClients, kubectlOk, startGkeEmulator, until, waitOperation } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
 import { markdown, measure, report, type Ratio, type Row, type Variant } from './interleaved-timing';
 
-const k8s = k8sLib();
 
 const ZONE = 'us-central2-b';
 const START_REPS = Number(process.env.BENCH_GKE_REPS ?? 3);
@@ -26,24 +25,13 @@ const WORKLOADS = 1000;
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  // addressPrefix: unique to this file
-  const f = await startGkeEmulator('tpw-gke-bench-', { addressPrefix: '127.0.170' });
+  const f = await startGkeEmulator('tpw-gke-bench-', { addressPrefix: testAddressPrefix(1) });
   try {
     const pool = (i: number) => ({ name: `slice-${i}`, initialNodeCount: 16, config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '8x8' } });
     const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: 'scale', nodePools: [0, 1, 2, 3].map(pool) } });
     await waitOperation(f, ZONE, op, 900_000);
     const clusterStartS = (performance.now() - t0) / 1000;
-    const kubeconfig = path.join(f.dir, 'kubeconfig');
-    const { server, caPem } = await kubeconfigFor(f, ZONE, 'scale', kubeconfig);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'scale', server, caData: Buffer.from(caPem).toString('base64') }],
-      users: [{ name: 'e', token: f.ep.token }],
-      contexts: [{ name: 'scale', cluster: 'scale', user: 'e' }],
-      currentContext: 'scale',
-    });
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const { core, custom, kubeconfig } = await kubeClients(f, ZONE, 'scale');
     const JS = { group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets' };
     const memory = f.emu.gke.runtime(f.project, ZONE, 'scale')?.memory() ?? [];
 
@@ -115,16 +103,21 @@ async function main(): Promise<void> {
     ];
     await measure(list, LIST_REPS);
 
+    const memoryAfter = f.emu.gke.runtime(f.project, ZONE, 'scale')?.memory() ?? [];
+    const emulatorRss = process.memoryUsage().rss;
     const rows: Row[] = [];
     const ratios: Ratio[] = [];
     report('gke-scale', 'start 64 pods', start, [], rows, ratios);
     report('gke-scale', `list ${WORKLOADS} JobSets`, list, [], rows, ratios);
-    const mem = memory.map((m) => `${m.name} ${(m.rssBytes / 2 ** 20).toFixed(0)} MiB`).join(', ');
-    const total = memory.reduce((a, m) => a + m.rssBytes, 0) / 2 ** 20;
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+    const rss = (ms: typeof memory) => `${mib(ms.reduce((a, m) => a + m.rssBytes, 0))} (${ms.map((m) => `${m.name} ${mib(m.rssBytes)}`).join(', ')})`;
     console.log(markdown(rows, ratios));
-    console.log(`\ncluster create → RUNNING (control plane + 64 nodes): ${clusterStartS.toFixed(1)} s; control plane RSS after start: ${total.toFixed(0)} MiB (${mem})`);
+    console.log(`\ncluster create → RUNNING (control plane + 64 nodes): ${clusterStartS.toFixed(1)} s`);
+    console.log(`control plane RSS after start: ${rss(memory)}`);
+    console.log(`control plane RSS after the runs and ${WORKLOADS} JobSets: ${rss(memoryAfter)}`);
+    console.log(`this process (the emulator with 64 kubelet stand-ins, and the bench's clients): ${mib(emulatorRss)}`);
     fs.mkdirSync('test-artifacts/bench', { recursive: true });
-    fs.writeFileSync('test-artifacts/bench/gke-scale.json', JSON.stringify({ machine: { cpus: os.cpus().length, load: os.loadavg() }, clusterStartS, memory, rows, ratios }, null, 2));
+    fs.writeFileSync('test-artifacts/bench/gke-scale.json', JSON.stringify({ machine: { cpus: os.cpus().length, load: os.loadavg() }, clusterStartS, memory, memoryAfter, emulatorRss, rows, ratios }, null, 2));
   } finally {
     await f.close();
   }

@@ -7,7 +7,6 @@ of scripts/k8s-binaries.sh."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -33,20 +32,8 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 @pytest.fixture(scope="module")
 def gcloud_env(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     config = tmp_path_factory.mktemp("gcloud-gke-config")
-    token_file = config / "token"
-    token_file.write_text(emulator.token or "local-emulator")
-    return {
-        **os.environ,
-        "CLOUDSDK_CONFIG": str(config),
-        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(token_file),
-        "CLOUDSDK_CORE_PROJECT": emulator.project,
-        "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
-        "CLOUDSDK_CORE_DISABLE_USAGE_REPORTING": "1",
-        "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER": f"http://{emulator.host}:{emulator.port}/",
-        "KUBECONFIG": str(config / "kubeconfig"),
-        "USE_GKE_GCLOUD_AUTH_PLUGIN": "True",
-    }
+    return emulator.gcloud_env(config, CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER=f"http://{emulator.host}:{emulator.port}/",
+                               KUBECONFIG=str(config / "kubeconfig"), USE_GKE_GCLOUD_AUTH_PLUGIN="True")
 
 
 @pytest.fixture(scope="module")

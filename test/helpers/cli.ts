@@ -92,16 +92,19 @@ export interface EmulatorPod {
   readonly ws: string;
   tpw(...argv: string[]): Promise<CliResult>;
   writeRecipe(name: string, text: string): string;
+  /** The emulator itself (tests that inject faults into its workers). */
+  readonly emulator: Emulator;
 }
 
 /**
  * Registers before/after hooks that start an emulator (SSH workers on `addressPrefix`.x) under a fresh TPW_HOME
- * and create the 4-worker VM `pod`; the CLI tests that run recipes on it share this.
+ * and create the 4-worker VM `pod` (unless `opts.pod` is false); the CLI tests that run recipes on it share this.
  */
 export function emulatorPodFixture(
   label: string,
   addressPrefix: string,
   hooks: { before: (fn: () => Promise<void>) => void; after: (fn: () => Promise<void>) => void },
+  opts: { pod?: boolean } = {},
 ): EmulatorPod {
   let home = '';
   let ws = '';
@@ -114,6 +117,10 @@ export function emulatorPodFixture(
     get ws() {
       return ws;
     },
+    get emulator() {
+      if (!emu) throw new Error('the emulator is not started yet');
+      return emu;
+    },
     tpw: (...argv) => runTpw(ws, argv),
     writeRecipe: (name, text) => writeRecipeIn(ws, name, text),
   };
@@ -124,6 +131,7 @@ export function emulatorPodFixture(
     const e = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix });
     emu = e;
     await e.start();
+    if (opts.pod === false) return;
     const c = await pod.tpw('vm', 'create', 'pod', '--type', 'v5litepod-16');
     if (c.code !== 0) throw new Error(`creating the test VM failed: ${c.err.join('\n')}`);
   });

@@ -27,27 +27,39 @@ export interface GkeFixture {
   ep: EmulatorEndpoint;
   gke: container.ClusterManagerClient;
   project: string;
+  /** Stops the emulator and starts it again on the same folder (a new token, new clients). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startGkeEmulator(prefix: string, options: Omit<EmulatorOptions, 'dir'>): Promise<GkeFixture> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  const emu = new Emulator({ opDelayMs: 30, ...options, dir: path.join(dir, 'emulator') });
-  const ep = await emu.start();
-  // The client's own google-gax calls auth.fetch() and getRequestHeaders(): the emulator's token through both.
-  const auth = emulatorBearerAuth(ep.token);
-  const gke = new container.ClusterManagerClient({
-    apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true,
-    auth: auth as unknown as NonNullable<ConstructorParameters<typeof container.ClusterManagerClient>[0]>['auth'],
-  });
-  return {
-    dir, emu, ep, gke, project: ep.project,
+  const start = async () => {
+    const emu = new Emulator({ opDelayMs: 30, ...options, dir: path.join(dir, 'emulator') });
+    const ep = await emu.start();
+    // The client's own google-gax calls auth.fetch() and getRequestHeaders(): the emulator's token through both.
+    const auth = emulatorBearerAuth(ep.token);
+    const gke = new container.ClusterManagerClient({
+      apiEndpoint: ep.host, port: ep.restPort, protocol: 'http', fallback: true,
+      auth: auth as unknown as NonNullable<ConstructorParameters<typeof container.ClusterManagerClient>[0]>['auth'],
+    });
+    return { emu, ep, gke };
+  };
+  const f: GkeFixture = {
+    dir, ...(await start()), project: '',
+    async restart() {
+      await f.gke.close();
+      await f.emu.stop();
+      Object.assign(f, await start());
+    },
     async close() {
-      await gke.close();
-      await emu.stop();
+      await f.gke.close();
+      await f.emu.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+  f.project = f.ep.project;
+  return f;
 }
 
 /** Polls a GKE operation until DONE; throws its error. */
@@ -77,6 +89,21 @@ export async function kubeconfigFor(f: GkeFixture, location: string, cluster: st
   };
   fs.writeFileSync(file, JSON.stringify(cfg), { mode: 0o600 });
   return { server, caPem: Buffer.from(caData, 'base64').toString('utf8') };
+}
+
+/** @kubernetes/client-node for the cluster, configured as the product configures it (server, CA, the token). */
+export async function kubeClients(f: GkeFixture, location: string, cluster: string): Promise<{ kc: K8s.KubeConfig; core: K8s.CoreV1Api; custom: K8s.CustomObjectsApi; kubeconfig: string }> {
+  const k8s = k8sLib();
+  const kubeconfig = path.join(f.dir, `${cluster}.kubeconfig`);
+  const { server, caPem } = await kubeconfigFor(f, location, cluster, kubeconfig);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: cluster, server, caData: Buffer.from(caPem).toString('base64') }],
+    users: [{ name: 'emulator', token: f.ep.token }],
+    contexts: [{ name: cluster, cluster, user: 'emulator' }],
+    currentContext: cluster,
+  });
+  return { kc, core: kc.makeApiClient(k8s.CoreV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), kubeconfig };
 }
 
 export interface Ran {

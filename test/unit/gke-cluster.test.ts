@@ -11,6 +11,9 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { jobSet, kubeconfigFor, kubectl, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { escapeRegExp, testAddressPrefix } from '../helpers/loopback';
+
+const PREFIX = testAddressPrefix(1);
 
 const ZONE = 'us-central2-b';
 const CLUSTER = 'tpu-cluster';
@@ -22,8 +25,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 const getJson = async (args: string[]): Promise<Json> => JSON.parse(await kubectlOk(kc, [...args, '-o', 'json'])) as Json;
 
 before(async () => {
-  // addressPrefix: unique to this file
-  f = await startGkeEmulator('tpw-gke-cluster-', { addressPrefix: '127.0.160' });
+  f = await startGkeEmulator('tpw-gke-cluster-', { addressPrefix: PREFIX });
   const parent = `projects/${f.project}/locations/${ZONE}`;
   const pool = (name: string) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot: name === 'slice-b' }, placementPolicy: { type: 'COMPACT' as const, tpuTopology: '4x4' } });
   const [op] = await f.gke.createCluster({ parent, cluster: { name: CLUSTER, nodePools: [pool('slice-a'), pool('slice-b')] } });
@@ -41,7 +43,7 @@ test('the GKE API shows the cluster with its endpoint, CA and TPU node pools; ba
   assert.deepEqual(list.clusters?.map((c) => c.name), [CLUSTER]);
   const c = list.clusters?.[0];
   assert.equal(c?.status, 'RUNNING');
-  assert.match(c?.endpoint ?? '', /^127\.0\.160\.\d+:\d+$/, 'the cluster listens on an address of its own');
+  assert.match(c?.endpoint ?? '', new RegExp(`^${escapeRegExp(PREFIX)}\\.\\d+:\\d+$`), 'the cluster listens on an address of its own');
   const ca = new crypto.X509Certificate(Buffer.from(c?.masterAuth?.clusterCaCertificate ?? '', 'base64'));
   assert.ok(ca.ca, 'clusterCaCertificate is a CA certificate');
   assert.match(c?.currentMasterVersion ?? '', /^1\.37\.2-gke\./);
@@ -193,4 +195,34 @@ test('kubectl logs -f follows a running pod; deleting it sends SIGTERM, then the
   assert.equal(followed.out, 'started\ngot TERM\n');
   const gone = await kubectl(kc, ['get', 'pod', 'follow']);
   assert.match(gone.err, /NotFound|not found/);
+});
+
+test('a restarted emulator keeps its cluster: the same endpoint and nodes, a new token, and a pod that was running ends as in a node shutdown', async () => {
+  const pod = {
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor' },
+    spec: { restartPolicy: 'Never', nodeSelector: { 'cloud.google.com/gke-nodepool': 'slice-a' }, containers: [{ name: 'main', image: 'x', command: ['sleep', '600'], resources: { limits: { 'google.com/tpu': '4' } } }] },
+  };
+  await kubectlOk(kc, ['apply', '-f', '-'], JSON.stringify(pod));
+  await until('survivor running', async () => ((await getJson(['get', 'pod', 'survivor'])).status.phase === 'Running' ? true : undefined));
+  const nodesBefore = ((await getJson(['get', 'nodes'])).items as Json[]).map((n) => n.metadata.name).sort();
+  const [before] = await f.gke.getCluster({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}` });
+  const oldKubeconfig = fs.readFileSync(kc, 'utf8');
+
+  await f.restart();
+  await f.emu.gke.ready(f.project, ZONE, CLUSTER);
+  const [after] = await f.gke.getCluster({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}` });
+  assert.equal(after.status, 'RUNNING');
+  assert.equal(after.endpoint, before.endpoint);
+  assert.equal(after.masterAuth?.clusterCaCertificate, before.masterAuth?.clusterCaCertificate, 'the CA is kept, so kubeconfigs stay valid');
+  const stale = await kubectl(kc, ['get', 'nodes']);
+  assert.match(stale.err, /Unauthorized|must be logged in/, "the old token is refused (kubeconfig still holds it)");
+  assert.equal(fs.readFileSync(kc, 'utf8'), oldKubeconfig);
+  await kubeconfigFor(f, ZONE, CLUSTER, kc);
+  assert.deepEqual(((await getJson(['get', 'nodes'])).items as Json[]).map((n) => n.metadata.name).sort(), nodesBefore);
+  const survivor = await until('survivor ended', async () => {
+    const p = await getJson(['get', 'pod', 'survivor']);
+    return p.status.phase === 'Failed' ? p : undefined;
+  });
+  assert.equal(survivor.status.reason, 'Terminated');
+  assert.equal(survivor.status.message, 'Pod was terminated in response to imminent node shutdown.');
 });

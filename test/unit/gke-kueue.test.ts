@@ -11,7 +11,10 @@ import { PassThrough } from 'node:stream';
 import { after, before, test } from 'node:test';
 import type * as K8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { emulatorCall } from '../helpers/emulator-api';
-import { k8sLib, jobSet, kubeconfigFor, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { k8sLib, jobSet, kubeClients, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
+
+const PREFIX = testAddressPrefix(1);
 
 const k8s = k8sLib();
 
@@ -28,23 +31,13 @@ const KQ = { group: 'kueue.x-k8s.io', version: 'v1beta1' };
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 before(async () => {
-  // addressPrefix: unique to this file
-  f = await startGkeEmulator('tpw-gke-kueue-', { addressPrefix: '127.0.161' });
+  f = await startGkeEmulator('tpw-gke-kueue-', { addressPrefix: PREFIX });
   const [op] = await f.gke.createCluster({
     parent: `projects/${f.project}/locations/${ZONE}`,
     cluster: { name: CLUSTER, nodePools: [{ name: 'spot-pool', initialNodeCount: 4, config: { machineType: 'ct6e-standard-4t', spot: true }, placementPolicy: { tpuTopology: '4x4' } }] },
   });
   await waitOperation(f, ZONE, op);
-  const { server, caPem } = await kubeconfigFor(f, ZONE, CLUSTER, path.join(f.dir, 'kubeconfig'));
-  kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: CLUSTER, server, caData: Buffer.from(caPem).toString('base64') }],
-    users: [{ name: 'emulator', token: f.ep.token }],
-    contexts: [{ name: CLUSTER, cluster: CLUSTER, user: 'emulator' }],
-    currentContext: CLUSTER,
-  });
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  ({ kc, core, custom } = await kubeClients(f, ZONE, CLUSTER));
 });
 
 after(async () => {
@@ -161,4 +154,43 @@ test("preempting the spot pool ends its pods as a node shutdown does, and its no
   assert.ok(notReady.length > 0, 'the preempted nodes are NotReady for a while');
   await until('nodes Ready again', async () => ((await core.listNode()).items.every((n) => n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True') ? true : undefined));
   await custom.deleteNamespacedCustomObject({ ...JS, name: 'preempted', propagationPolicy: 'Foreground' });
+});
+
+test('nodePools.create adds a CPU pool whose untainted nodes run a pod without TPUs; nodePools.delete takes its nodes away', async () => {
+  const parent = `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}`;
+  const [op] = await f.gke.createNodePool({ parent, nodePool: { name: 'cpu', initialNodeCount: 2, config: { machineType: 'e2-standard-8', labels: { team: 'infra' } } } });
+  await waitOperation(f, ZONE, op);
+  const cpuNodes = (await core.listNode({ labelSelector: 'cloud.google.com/gke-nodepool=cpu' })).items;
+  assert.equal(cpuNodes.length, 2);
+  for (const n of cpuNodes) {
+    assert.equal(n.spec?.taints, undefined);
+    assert.equal(n.metadata?.labels?.team, 'infra');
+    assert.equal(n.status?.capacity?.cpu, '8');
+    assert.equal(n.status?.capacity?.['google.com/tpu'], undefined);
+  }
+  await core.createNamespacedPod({
+    namespace: 'default',
+    body: { metadata: { name: 'on-cpu' }, spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'x', command: ['sh', '-c', 'echo "${TPU_ACCELERATOR_TYPE:-no tpu}"'] }] } },
+  });
+  const done = await until('on-cpu done', async () => {
+    const p = await core.readNamespacedPod({ namespace: 'default', name: 'on-cpu' });
+    return p.status?.phase === 'Succeeded' ? p : undefined;
+  });
+  assert.match(done.spec?.nodeName ?? '', /-cpu-/);
+  assert.equal(await core.readNamespacedPodLog({ namespace: 'default', name: 'on-cpu' }), 'no tpu\n');
+  const [del] = await f.gke.deleteNodePool({ name: `${parent}/nodePools/cpu` });
+  await waitOperation(f, ZONE, del);
+  assert.equal((await core.listNode({ labelSelector: 'cloud.google.com/gke-nodepool=cpu' })).items.length, 0);
+  const [pools] = await f.gke.listNodePools({ parent });
+  assert.deepEqual(pools.nodePools?.map((p) => p.name), ['spot-pool']);
+});
+
+test('clusters.delete stops the control plane and forgets the cluster', async () => {
+  const name = `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}`;
+  const pids = f.emu.gke.runtime(f.project, ZONE, CLUSTER)?.memory().map((m) => m.pid) ?? [];
+  assert.ok(pids.length >= 6, 'etcd, the API server, controller manager, scheduler, JobSet and Kueue run');
+  const [op] = await f.gke.deleteCluster({ name });
+  await waitOperation(f, ZONE, op);
+  await assert.rejects(f.gke.getCluster({ name }), /Not found/);
+  for (const pid of pids) assert.throws(() => process.kill(pid, 0), /ESRCH/, `process ${pid} is gone`);
 });

@@ -16,7 +16,7 @@ import { containerPath } from '../../emulator/src/gke/pod-sandbox';
 const pod: PodView = {
   metadata: { name: 'run-slice-0-1-abcde', namespace: 'default', uid: 'u-1', labels: { 'jobset.sigs.k8s.io/job-index': '0' }, annotations: { 'batch.kubernetes.io/job-completion-index': '1' } },
   spec: { nodeName: 'gke-c-np-1234abcd-wxyz', hostname: 'run-slice-0-1', subdomain: 'run' },
-  status: { podIP: '127.0.160.3', hostIP: '127.0.160.3' },
+  status: { podIP: '10.1.2.3', hostIP: '10.1.2.3' },
 };
 
 test('env: envFrom first, then env in order with $(VAR) expanded against what came before; $$ is a dollar', () => {

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { devicePluginEnv, nodePoolSlice } from '../../emulator/src/gke/tpu-shapes';
 import { reviewJob, tpuJobEnv } from '../../emulator/src/gke/tpu-webhook';
+import { xpkKueueObjects } from '../../emulator/src/gke/xpk-kueue';
+import { nodePoolFrom } from '../../emulator/src/gke/gke-model';
 
 test('device plugin env: v5e 4x4 on ct5lp-hightpu-4t (4 hosts) as GKE sets it', () => {
   const s = nodePoolSlice('ct5lp-hightpu-4t', '4x4');
@@ -96,4 +98,28 @@ test('the AdmissionReview answer is a JSON patch that appends to the container e
   assert.equal(ops[0].path, '/spec/template/spec/containers/0/env');
   assert.equal(ops[0].value[0].name, 'A');
   assert.ok(ops[0].value.some((e) => e.name === 'TPU_WORKER_ID'));
+});
+
+test("xpk's Kueue objects: a flavor per slice type named <slices>x<type>, the ClusterQueue's quota all their chips", () => {
+  const v5e = nodePoolSlice('ct5lp-hightpu-4t', '4x4');
+  const objs = xpkKueueObjects([v5e, v5e, nodePoolSlice('ct6e-standard-8t', '2x4')]);
+  const flavors = objs.filter((o) => o.kind === 'ResourceFlavor');
+  assert.deepEqual(flavors.map((f) => [f.metadata.name, (f.spec as { nodeLabels: Record<string, string> }).nodeLabels]), [
+    ['2xv5litepod-16', { 'cloud.google.com/gke-tpu-accelerator': 'tpu-v5-lite-podslice', 'cloud.google.com/gke-tpu-topology': '4x4' }],
+    ['1xv6e-8', { 'cloud.google.com/gke-tpu-accelerator': 'tpu-v6e-slice', 'cloud.google.com/gke-tpu-topology': '2x4' }],
+  ]);
+  const cq = objs.find((o) => o.kind === 'ClusterQueue')?.spec as { resourceGroups: { flavors: { name: string; resources: { nominalQuota: number }[] }[] }[] };
+  assert.deepEqual(cq.resourceGroups[0].flavors.map((f) => [f.name, f.resources[0].nominalQuota]), [['2xv5litepod-16', 32], ['1xv6e-8', 8]]);
+  assert.equal(objs.find((o) => o.kind === 'LocalQueue')?.metadata.name, 'multislice-queue');
+  assert.deepEqual(objs.filter((o) => o.kind === 'PriorityClass').map((o) => o.metadata.name), ['very-low', 'low', 'medium', 'high', 'very-high']);
+});
+
+test('node pool requests: a CPU pool has no slice and three nodes by default; a TPU pool of a bad name or count is refused by name', () => {
+  const cpu = nodePoolFrom({ name: 'default-pool', config: { machineType: 'e2-standard-8' } }, 'us-central2-b');
+  assert.equal(cpu.slice, undefined);
+  assert.equal(cpu.pool.initialNodeCount, 3);
+  const single = nodePoolFrom({ name: 'one', config: { machineType: 'ct6e-standard-8t' }, placementPolicy: { tpuTopology: '2x4' } }, 'us-central2-b');
+  assert.equal(single.pool.initialNodeCount, 1);
+  assert.throws(() => nodePoolFrom({ name: 'Bad_Pool', config: { machineType: 'ct6e-standard-4t' } }, 'z'), /Invalid node pool name "Bad_Pool"/);
+  assert.throws(() => nodePoolFrom({ name: 'np', initialNodeCount: 2, config: { machineType: 'ct6e-standard-4t' }, placementPolicy: { tpuTopology: '4x4' } }, 'z'), /initialNodeCount must be 4, not 2/);
 });

@@ -17,9 +17,13 @@ import { xpkKueueObjects } from './xpk-kueue';
 
 export interface PoolNodes {
   name: string;
-  slice: NodePoolSlice;
+  /** None on a CPU node pool. */
+  slice: NodePoolSlice | undefined;
+  machineType: string;
   spot: boolean;
   zone: string;
+  /** The pool's `config.labels`, which GKE puts on its nodes. */
+  labels: Record<string, string>;
   nodes: { name: string; address: string }[];
 }
 
@@ -106,7 +110,7 @@ export class ClusterRuntime {
   async addPool(pool: PoolNodes, reconcileKueue = true): Promise<void> {
     this.pools.set(pool.name, pool);
     for (const n of pool.nodes) {
-      await this.kubelets.addNode({ name: n.name, address: n.address, pool: pool.name, zone: pool.zone, slice: pool.slice, spot: pool.spot, sandboxDir: path.join(this.opts.dir, 'nodes', n.name) });
+      await this.kubelets.addNode({ name: n.name, address: n.address, pool: pool.name, zone: pool.zone, slice: pool.slice, machineType: pool.machineType, spot: pool.spot, labels: pool.labels, sandboxDir: path.join(this.opts.dir, 'nodes', n.name) });
     }
     if (reconcileKueue) await this.applyKueue();
   }
@@ -144,7 +148,7 @@ export class ClusterRuntime {
   /** xpk's Kueue objects for the current TPU pools; flavors of an earlier set of pools are removed. */
   private async applyKueue(): Promise<void> {
     const admin = this.controlPlane.admin;
-    const objects = xpkKueueObjects([...this.pools.values()].map((p) => p.slice));
+    const objects = xpkKueueObjects([...this.pools.values()].flatMap((p) => (p.slice ? Array(p.slice.nodes === 1 ? p.nodes.length : 1).fill(p.slice) : [])));
     for (const o of objects) await admin.apply(collectionOf(o), o);
     const keep = new Set(objects.filter((o) => o.kind === 'ResourceFlavor').map((o) => o.metadata.name));
     const flavors = await admin.list<{ metadata: { name: string } }>('/apis/kueue.x-k8s.io/v1beta2/resourceflavors');

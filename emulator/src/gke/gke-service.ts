@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { ApiError } from '../types';
 import { ClusterRuntime, type PoolNodes } from './cluster-runtime';
 import {
-  checkName, clusterJson, clusterPath, nodeNames, nodePoolFrom, operationJson, poolJson,
+  checkName, clusterJson, clusterPath, isTpuMachine, nodeNames, nodePoolFrom, operationJson, poolJson,
   type ClusterRecord, type NodePoolRecord, type OperationRecord, type OperationType,
 } from './gke-model';
 import { K8S_VERSIONS, requireK8sBinaries } from './k8s-binaries';
@@ -329,7 +329,7 @@ export class GkeService {
   }
 
   private poolNodes(p: NodePoolRecord): PoolNodes {
-    return { name: p.name, slice: nodePoolSlice(p.machineType, p.topology), spot: p.spot, zone: p.zone, nodes: p.nodes };
+    return { name: p.name, slice: isTpuMachine(p.machineType) ? nodePoolSlice(p.machineType, p.topology) : undefined, machineType: p.machineType, spot: p.spot, zone: p.zone, labels: p.labels, nodes: p.nodes };
   }
 
   private controlPlaneOwner(c: { location: string; name: string }): string {

@@ -20,7 +20,10 @@ export interface EmulatedNode {
   address: string;
   pool: string;
   zone: string;
-  slice: NodePoolSlice;
+  /** The TPU slice the node belongs to; none on a CPU node pool (e2-standard-8 …). */
+  slice: NodePoolSlice | undefined;
+  /** The machine type (a CPU node's capacity is read from it). */
+  machineType: string;
   spot: boolean;
   sandboxDir: string;
   labels?: Record<string, string>;
@@ -235,7 +238,7 @@ export class Kubelets {
       sandboxDir: node.sandboxDir,
       launcher: this.opts.launcher,
       baseEnv: () => this.opts.baseEnv(),
-      tpuEnv: devicePluginEnv(node.slice),
+      tpuEnv: node.slice ? devicePluginEnv(node.slice) : {},
       log: this.log,
       sources: (ns, sa) => ({
         data: async (kind, name) => {
@@ -354,13 +357,14 @@ export class Kubelets {
         labels: {
           'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64',
           'topology.kubernetes.io/zone': n.zone, 'topology.kubernetes.io/region': region,
-          [TPU_LABELS.nodePool]: n.pool, ...tpuNodeLabels(n.slice), ...(n.spot ? { [TPU_LABELS.spot]: 'true' } : {}), ...(n.labels ?? {}),
+          [TPU_LABELS.nodePool]: n.pool, 'node.kubernetes.io/instance-type': n.machineType, ...(n.slice ? tpuNodeLabels(n.slice) : {}),
+          ...(n.spot ? { [TPU_LABELS.spot]: 'true' } : {}), ...(n.labels ?? {}),
         },
       },
       spec: {
         providerID: `gce://${this.opts.project}/${n.zone}/${n.name}`,
         // GKE taints every TPU node pool so that only pods asking for TPUs land there.
-        taints: [{ key: TPU_RESOURCE, value: 'present', effect: 'NoSchedule' }],
+        ...(n.slice ? { taints: [{ key: TPU_RESOURCE, value: 'present', effect: 'NoSchedule' }] } : {}),
       },
     };
   }
@@ -369,7 +373,10 @@ export class Kubelets {
     const rt = this.nodes.get(name);
     if (!rt) return;
     const now = new Date().toISOString();
-    const capacity = { cpu: '8', memory: '64Gi', pods: '110', 'ephemeral-storage': '100Gi', [TPU_RESOURCE]: String(rt.node.slice.chipsPerNode) };
+    // Nominal CPU and memory (nothing here is scheduled by them); a CPU machine type's vCPUs from its name.
+    const vcpus = rt.node.slice ? 8 : Number(/-(\d+)$/.exec(rt.node.machineType)?.[1] ?? 2);
+    const capacity: Record<string, string> = { cpu: String(vcpus), memory: `${vcpus * 4}Gi`, pods: '110', 'ephemeral-storage': '100Gi' };
+    if (rt.node.slice) capacity[TPU_RESOURCE] = String(rt.node.slice.chipsPerNode);
     const cond = (type: string, status: boolean, reason: string, message: string) => ({ type, status: status ? 'True' : 'False', reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
     await this.opts.client.patch(`/api/v1/nodes/${name}/status`, {
       status: {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { freePort } from '../free-port';
 
 /**
  * The control plane's child processes (etcd, kube-apiserver, …): started with their output in a log file of
@@ -132,18 +133,6 @@ export class PortPicker {
       }
     }
   }
-}
-
-/** A TCP port free on `host` now. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether `port` on `host` can be bound now (to keep a cluster's endpoint across restarts). */

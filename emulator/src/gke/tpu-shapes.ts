@@ -60,7 +60,6 @@ export function tpuNodeLabels(slice: NodePoolSlice): Record<string, string> {
     [TPU_LABELS.accelerator]: slice.gkeAccelerator,
     [TPU_LABELS.topology]: slice.topology,
     [TPU_LABELS.count]: String(slice.chipsPerNode),
-    'node.kubernetes.io/instance-type': slice.machineType,
     'cloud.google.com/machine-family': slice.machineType.split('-')[0],
   };
 }

@@ -13,9 +13,10 @@ import { TPU_LABELS, TPU_RESOURCE, type NodePoolSlice } from './tpu-shapes';
 export const CLUSTER_QUEUE = 'cluster-queue';
 export const LOCAL_QUEUE = 'multislice-queue';
 
-export function xpkKueueObjects(pools: NodePoolSlice[]): KubeObject[] {
+/** `slices`: one entry per slice (a single-host pool of N nodes is N slices). */
+export function xpkKueueObjects(slices: NodePoolSlice[]): KubeObject[] {
   const byType = new Map<string, { slice: NodePoolSlice; slices: number }>();
-  for (const s of pools) {
+  for (const s of slices) {
     const key = `${s.acceleratorType}/${s.topology}`;
     const had = byType.get(key);
     byType.set(key, { slice: s, slices: (had?.slices ?? 0) + 1 });

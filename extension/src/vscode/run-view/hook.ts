@@ -35,7 +35,10 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number, workersPer
     started: (runId, source) => {
       view.aliasRunId(runId);
       overSsh = source !== undefined;
-      if (source) live ??= liveMetrics(ctx, view, runId, source);
+      if (source) {
+        live ??= liveMetrics(ctx, view, runId, source);
+        view.watchChips(source);
+      }
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
     onMetrics: (_worker, records) => view.setMetrics(records),

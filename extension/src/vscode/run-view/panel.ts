@@ -2,16 +2,18 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
-import { hostsMessage, type HostProfile } from '../../core/profiles/hosts';
 import { ProfileParser } from '../../core/profiles/parse';
 import { CaptureAnalyses, captureKey, type AnalysisEvent, type CaptureIdentity, type CaptureJob } from '../../core/profiles/prefetch';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
 import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
+import { chipIdleNoteSeconds } from '../config';
 import type { Ctx } from '../ctx';
+import { ChipsWatch } from './chips';
 import { runViewHtml } from './html';
 import { findCaptures, outputDir, readMetricsJsonl } from './local';
+import type { RunSource } from './remote';
 
 /** Log lines are sent in batches: one postMessage per line would flood the IPC on 64 chatty workers. */
 const FLUSH_MS = 100;
@@ -54,6 +56,7 @@ export class RunViewPanel implements vscode.Disposable {
   private readonly analyses = new CaptureAnalyses((file, background) => this.parser().analyze(file, background), { onEvent: (e) => this.onAnalysis(e) });
   private disposed = false;
   private readonly aliases: string[] = [];
+  private chips: ChipsWatch | undefined;
 
   /** Shows (or reveals) the panel of `info.runId`. */
   static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column: vscode.ViewColumn = vscode.ViewColumn.Beside): RunViewPanel {
@@ -68,8 +71,8 @@ export class RunViewPanel implements vscode.Disposable {
       localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
     });
     const view = new RunViewPanel(ctx, panel, info);
-    // While the webview loads: the first capture opened in it then runs on warm code (core/profiles/warm-up.ts).
-    view.parser().warmUpSoon();
+    // While the webview loads: the analysis is loaded and its worker started before the first capture is opened.
+    view.parser().readySoon();
     ctx.setContext('runViewOpened', true);
     RunViewPanel.panels.set(info.runId, view);
     RunViewPanel.last = view;
@@ -114,6 +117,7 @@ export class RunViewPanel implements vscode.Disposable {
   }
 
   setStatus(state: RunStatus, summary?: string): void {
+    this.chips?.onStatus(state);
     this.flush();
     this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers, ...(this.info.workersPerSlice ? { workersPerSlice: this.info.workersPerSlice } : {}) });
   }
@@ -124,7 +128,17 @@ export class RunViewPanel implements vscode.Disposable {
   }
 
   setMetrics(records: MetricRecord[]): void {
+    this.chips?.onMetrics(records);
     this.post({ type: 'metrics', records });
+  }
+
+  /** The Chips tab: every worker's chips read from libtpu while this panel is open (once per panel). */
+  watchChips(source: RunSource): void {
+    if (this.disposed || this.chips) return;
+    this.chips = new ChipsWatch(source, (m) => this.post(m), {
+      idleNoteSeconds: chipIdleNoteSeconds(),
+      log: (m) => this.ctx.log.info(`run view ${this.info.runId}: ${m}`),
+    });
   }
 
   /**
@@ -247,21 +261,24 @@ export class RunViewPanel implements vscode.Disposable {
         break;
       }
       case 'compareProfiles': {
-        // Hosts one after another: each is read on the parser's thread; a host that cannot be read is named, not fatal.
-        const hosts: HostProfile[] = [];
+        // Every host's capture, read again without its timeline on the parser's worker (the analysis puts them side
+        // by side); a host that cannot be fetched or read is named, not fatal.
+        const files: string[] = [];
         const errors: string[] = [];
         for (const id of m.ids) {
           try {
-            const c = this.captures.get(id);
-            if (c) {
-              const { summary } = await this.analyses.open(this.job(c));
-              hosts.push({ file: c.file ?? c.capture.location, summary });
-            }
+            const file = await this.localFile(id);
+            if (file) files.push(file);
           } catch (e) {
             errors.push(`${this.captures.get(id)?.capture.label ?? id}: ${describeError(e)}`);
           }
         }
-        this.post({ type: 'profileHosts', ...hostsMessage(hosts), errors });
+        try {
+          const hosts = await this.parser().compare(files);
+          this.post({ type: 'profileHosts', ...hosts, errors: [...errors, ...hosts.errors] });
+        } catch (e) {
+          this.post({ type: 'profileHosts', hosts: [], slowest: null, ops: [], errors: [...errors, describeError(e)] });
+        }
         break;
       }
       case 'exportTrace': {
@@ -312,6 +329,7 @@ export class RunViewPanel implements vscode.Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.chips?.dispose();
     this.analyses.cancel();
     if (this.timer) clearTimeout(this.timer);
     for (const id of [this.info.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
