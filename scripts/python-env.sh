@@ -168,6 +168,17 @@ test_tools() {
   stamped "$VENV-xla" xla "torch_xla tpu_trainer hydra pytest" install_xla "$XLA_REQ" "$XLA_CUDA_LIBS" "$REQ" "$EXTRAS"
 }
 
+# A venv made before torch_xla moved to its own venv still holds torch_xla 2.9, built for torch 2.9: in this
+# venv (torch 2.11) it cannot load, and device=auto would pick it whenever PJRT_DEVICE is set. Remove it.
+drop_stale_torch_xla() {
+  [[ -x "$VENV/bin/python" ]] || return 0
+  if "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch_xla") is None)' >/dev/null 2>&1; then
+    say "removing torch_xla from $VENV (it lives in $VENV-xla)"
+    "$VENV/bin/python" -m pip uninstall --quiet --yes torch-xla >&2
+  fi
+}
+drop_stale_torch_xla
+
 if [[ "${TPW_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && installed; then
   [[ "$TPU" == 1 ]] && tpu_runtime
   [[ "$SCOPE" == all ]] && test_tools

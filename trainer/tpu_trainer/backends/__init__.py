@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from importlib import metadata
 from pathlib import Path
 
 from ..hardware import has_nvidia_gpu, local_tpus
@@ -36,12 +37,24 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _xla_matches_torch() -> bool:
+    """torch_xla is installed and built for this torch (its release pins torch's major.minor; one built for
+    another torch cannot load its C extension, so `auto` must not pick it). Reads metadata only."""
+    if not _installed("torch_xla"):
+        return False
+    try:
+        xla, torch = metadata.version("torch_xla"), metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return False
+    return xla.split(".")[:2] == torch.split("+")[0].split(".")[:2]
+
+
 def resolve(device: str) -> str:
     """The device `auto` stands for on this machine (any other value is returned as it is).
     Looks at sysfs and /dev only: nothing is imported, no device is claimed."""
     if device != "auto":
         return device
-    if os.environ.get("PJRT_DEVICE") and _installed("torch_xla"):
+    if os.environ.get("PJRT_DEVICE") and _xla_matches_torch():
         return "xla"
     if local_tpus().count and _installed("torch_tpu"):
         return "tpu"
