@@ -228,7 +228,7 @@ export class Emulator {
 
     const gke = new GkeService(gkeOptions({
       dir: this.dir, project, zones, account: EMULATOR_ACCOUNT, addresses: state,
-      pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(), vmEnv: () => services.workerEnv(), log: this.log,
+      pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(), vmServices: services, log: this.log,
     }));
     this.gkeValue = gke;
 

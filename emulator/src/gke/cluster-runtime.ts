@@ -37,8 +37,11 @@ export interface ClusterRuntimeOptions {
   /** The cluster's own loopback address (its control plane's listeners bind it). */
   host: string;
   apiserverPort?: number;
-  /** The environment a container starts from (as a VM worker's login: PATH with the venv, VM services). */
-  baseEnv(): Record<string, string>;
+  /** The environment a container on the node at `address` starts from (as a VM worker's login: PATH with the venv, VM services). */
+  baseEnv(address: string): Record<string, string>;
+  /** A node's VM is up at `address` / gone: its VM services (metadata server, Cloud Storage) answer there only meanwhile. */
+  nodeUp?(node: string, zone: string, address: string): Promise<void>;
+  nodeDown?(node: string, zone: string): Promise<void>;
   log?: (msg: string) => void;
   onFailure?: (why: string) => void;
 }
@@ -93,7 +96,9 @@ export class ClusterRuntime {
       servingCert: (name, ips) => cp.issueServing(name, ips),
       apiserverClientName: cp.kubeletClientCommonName(),
       launcher: cp.launcher,
-      baseEnv: () => this.opts.baseEnv(),
+      baseEnv: (address) => this.opts.baseEnv(address),
+      nodeUp: this.opts.nodeUp,
+      nodeDown: this.opts.nodeDown,
       kubeletVersion: K8S_VERSIONS.kubernetes,
       project: this.opts.project,
       log: this.log,

@@ -25,7 +25,11 @@ export interface GkeServiceOptions {
   account: string;
   allocate(owner: string, count: number): string[];
   release(owner: string): void;
-  baseEnv(): Record<string, string>;
+  /** The environment a container on the node at `address` starts from (as a VM worker's login: PATH with the venv, VM services). */
+  baseEnv(address: string): Record<string, string>;
+  /** A node's VM is up at `address` / gone: its VM services (metadata server, Cloud Storage) answer there only meanwhile. */
+  nodeUp?(node: string, zone: string, address: string): Promise<void>;
+  nodeDown?(node: string, zone: string): Promise<void>;
   log?: (msg: string) => void;
 }
 
@@ -37,7 +41,8 @@ export function gkeOptions(o: {
   account: string;
   addresses: { allocateAddresses(owner: string, count: number): string[]; releaseAddresses(owner: string): void; save(): void };
   pathPrefix: string[];
-  vmEnv(): Record<string, string>;
+  /** The emulator's VM services: a GKE node is a VM of them, as on GCE (its pods reach its metadata server). */
+  vmServices: { addWorker(vmId: string, address: string): Promise<void>; removeVm(vmId: string): Promise<void>; workerEnv(address: string): Record<string, string> };
   log?: (msg: string) => void;
 }): GkeServiceOptions {
   return {
@@ -55,10 +60,15 @@ export function gkeOptions(o: {
       o.addresses.save();
     },
     // A GKE node's pods start from what a VM worker's login has (the "installed software" and the VM services).
-    baseEnv: () => ({ PATH: [...o.pathPrefix, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'), LANG: 'C.UTF-8', ...o.vmEnv() }),
+    baseEnv: (address) => ({ PATH: [...o.pathPrefix, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(':'), LANG: 'C.UTF-8', ...o.vmServices.workerEnv(address) }),
+    nodeUp: (node, zone, address) => o.vmServices.addWorker(gkeNodeVmId(o.project, zone, node), address),
+    nodeDown: (node, zone) => o.vmServices.removeVm(gkeNodeVmId(o.project, zone, node)),
     log: o.log,
   };
 }
+
+/** A GKE node's key among the VM services' VMs (TPU VMs' are tpu/<project>/<zone>/<node>). */
+const gkeNodeVmId = (project: string, zone: string, node: string) => `gke/${project}/${zone}/${node}`;
 
 interface Saved {
   clusters: ClusterRecord[];
@@ -249,7 +259,7 @@ export class GkeService {
       const binaries = requireK8sBinaries();
       const rt = new ClusterRuntime({
         dir: this.clusterDir(c), project: c.project, ownerToken: this.token, ownerUser: this.opts.account, binaries, host: c.address, apiserverPort: c.apiserverPort,
-        baseEnv: () => this.opts.baseEnv(), log: (m) => this.log(`[gke ${c.name}] ${m}`),
+        baseEnv: (address) => this.opts.baseEnv(address), nodeUp: this.opts.nodeUp, nodeDown: this.opts.nodeDown, log: (m) => this.log(`[gke ${c.name}] ${m}`),
         onFailure: (why) => {
           c.status = 'ERROR';
           c.statusMessage = `The cluster's control plane failed: ${why}.`;

@@ -37,7 +37,11 @@ export interface KubeletsOptions {
   /** The common name of the API server's kubelet client certificate. */
   apiserverClientName: string;
   launcher: string;
-  baseEnv(): Record<string, string>;
+  /** The environment a container on the node at `address` starts from (as a VM worker's login: PATH with the venv, VM services). */
+  baseEnv(address: string): Record<string, string>;
+  /** A node's VM is up at `address` / gone: its VM services (metadata server, Cloud Storage) answer there only meanwhile. */
+  nodeUp?(node: string, zone: string, address: string): Promise<void>;
+  nodeDown?(node: string, zone: string): Promise<void>;
   kubeletVersion: string;
   project: string;
   log?: (msg: string) => void;
@@ -89,6 +93,7 @@ export class Kubelets {
       server.listen(0, node.address, () => resolve((server.address() as AddressInfo).port));
     });
     fs.mkdirSync(node.sandboxDir, { recursive: true, mode: 0o700 });
+    await this.opts.nodeUp?.(node.name, node.zone, node.address);
     this.nodes.set(node.name, { node, server, port, ready: true });
     await this.opts.client.apply('/api/v1/nodes', this.nodeObject(node));
     await this.writeNodeStatus(node.name);
@@ -119,6 +124,7 @@ export class Kubelets {
     await this.shutDownPods(name, 5);
     this.nodes.delete(name);
     await closeServer(rt.server);
+    await this.opts.nodeDown?.(name, rt.node.zone);
     for (const p of [`/api/v1/nodes/${name}`, `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`]) {
       await this.opts.client.delete(p).catch((e: unknown) => {
         if (!(e instanceof KubeError && e.code === 404)) throw e;
@@ -237,7 +243,7 @@ export class Kubelets {
       address: node.address,
       sandboxDir: node.sandboxDir,
       launcher: this.opts.launcher,
-      baseEnv: () => this.opts.baseEnv(),
+      baseEnv: () => this.opts.baseEnv(node.address),
       tpuEnv: node.slice ? devicePluginEnv(node.slice) : {},
       log: this.log,
       sources: (ns, sa) => ({
