@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
 import { profileWasm } from '../helpers/profiles';
+import { XLA_VENV, xlaTrainerCommand } from '../helpers/trainer-venv';
 import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
 
 const rows = (page: Page): Promise<string[]> => page.$$eval('.log-rows .row:not([hidden])', (els) => els.map((e) => e.textContent ?? ''));
@@ -176,17 +177,15 @@ describe('run view webview (built bundle, headless Chromium)', () => {
   });
 });
 
-const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
 
 describe('profile views from a real torch_xla capture', () => {
-  before(() => assert.ok(existsSync(venvPython), `the trainer's venv is missing at ${venvPython}: run bash scripts/setup.sh`));
+  before(() => assert.ok(existsSync(XLA_VENV), `the torch_xla venv is missing at ${XLA_VENV}: run bash scripts/setup.sh --test`));
   let browser: Browser;
   let page: Page;
   const out = mkdtempSync(path.join(tmpdir(), 'tpw-webview-profile-'));
   before(async () => {
-    await promisify(execFile)(venvPython, ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
-      cwd: out, env: { ...process.env, PYTHONPATH: path.join(repo, 'trainer'), PJRT_DEVICE: 'CPU' }, timeout: 240_000,
-    });
+    const run = xlaTrainerCommand(['model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2']);
+    await promisify(execFile)(run.file, run.args, { cwd: out, env: run.env, timeout: 240_000 });
     ({ browser, page } = await openHarness());
   });
   after(async () => browser?.close());
