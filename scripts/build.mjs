@@ -6,6 +6,12 @@ import { buildNativeProfile } from './build-native.mjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
+// `--outdir DIR`: the bundles go there instead of dist/ (scripts/package.mjs builds the .vsix's production bundles
+// apart, so packaging never leaves minified bundles where the development ones are). `--no-native`: no
+// dist/tpw-profile (the .vsix does not ship it).
+const outdirAt = process.argv.indexOf('--outdir');
+const outdir = outdirAt >= 0 ? process.argv[outdirAt + 1] : 'dist';
+const native = !process.argv.includes('--no-native');
 
 const common = {
   bundle: true,
@@ -56,6 +62,8 @@ const targets = [
     ...common,
     entryPoints: ['@google-cloud/compute'],
     outfile: 'dist/compute.js',
+    // proto3-json-serializer tells a Long by its class name: minified, every int64 field (a disk's size) fails.
+    keepNames: true,
     platform: 'node',
     format: 'cjs',
     target: 'node20',
@@ -97,17 +105,18 @@ const targets = [
   },
 ];
 
-mkdirSync('dist', { recursive: true });
+for (const t of targets) t.outfile = t.outfile.replace(/^dist\//, `${outdir}/`);
+mkdirSync(outdir, { recursive: true });
 const contexts = await Promise.all(targets.map((t) => esbuild.context(t)));
 if (watch) {
   // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow.
-  buildNativeProfile();
+  if (native) buildNativeProfile();
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');
 } else {
   const started = Date.now();
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  const native = buildNativeProfile();
-  console.log(`[build] ${targets.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+  const nativeBuilt = native && buildNativeProfile();
+  console.log(`[build] ${targets.length} bundles${nativeBuilt ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
 }
