@@ -20,7 +20,7 @@ import { launchBrowser, Workbench } from './workbench';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 /** The CLI users get: the production bundle in the packaged .vsix (built on first use, then cached). */
-export function cli(): string {
+export function cliPath(): string {
   return packagedExtension().cli;
 }
 /** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
@@ -68,7 +68,7 @@ export function testEnv(home: string, extra: NodeJS.ProcessEnv = {}, drop: strin
  * endpoint file, which this waits for.
  */
 export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEnv): Promise<void> {
-  const emulator = procs.spawn('emulator', process.execPath, [cli(), 'emulator', 'run-foreground'], { env });
+  const emulator = procs.spawn('emulator', process.execPath, [cliPath(), 'emulator', 'run-foreground'], { env });
   const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
   for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
     if (emulator.child.exitCode !== null) throw new Error(`the emulator exited (${emulator.child.exitCode}); see ${emulator.logFile}`);
@@ -78,7 +78,7 @@ export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEn
 
 /** Runs the packaged CLI (`tpw …`) with the test's environment and returns its output; a non-zero exit throws. */
 export function cliRunner(procs: ProcessTracker, env: NodeJS.ProcessEnv): (...args: string[]) => string {
-  return (...args) => procs.run('cli', process.execPath, [cli(), ...args], { env, timeoutMs: 120_000 });
+  return (...args) => procs.run('cli', process.execPath, [cliPath(), ...args], { env, timeoutMs: 120_000 });
 }
 
 export interface VsCode {
@@ -169,7 +169,7 @@ export async function teardown(p: TeardownParts): Promise<void> {
     // TPW_HOME (the daemon, its workers' shells, a trainer that ignored SIGINT).
     try {
       // TPW_HOME set here whatever env says: without it the CLI would stop the emulator of the user's own home.
-      p.procs?.run('emulator-stop', process.execPath, [cli(), 'emulator', 'stop'], { env: { ...(p.env ?? process.env), TPW_HOME: p.home }, timeoutMs: 30_000 });
+      p.procs?.run('emulator-stop', process.execPath, [cliPath(), 'emulator', 'stop'], { env: { ...(p.env ?? process.env), TPW_HOME: p.home }, timeoutMs: 30_000 });
     } catch {
       // not running, or already gone
     }

@@ -6,6 +6,7 @@ import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type 
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
 import { readEmulatorEndpoint } from './emulator/endpoint';
+import { journaled, recordChange } from './explorer/change-journal';
 import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';
@@ -102,8 +103,11 @@ function osLoginUsers(compute: ComputeTpuProvider, access: OsLoginAccess, projec
  * if it is not, this throws EMULATOR_NOT_RUNNING with the command that starts it.
  */
 export async function openBackend(opts: BackendOptions): Promise<Backend> {
-  if (opts.useEmulator) return openEmulatorBackend(opts);
-  return openCloudBackend(opts);
+  const backend = opts.useEmulator ? await openEmulatorBackend(opts) : await openCloudBackend(opts);
+  // Creates, deletes, starts and stops are noted for the TPU VMs view of every window (core/explorer/change-journal.ts).
+  const home = opts.tpwHome ?? tpwHome();
+  const note = (what: string) => recordChange(home, what);
+  return { ...backend, api: journaled(backend.api, note), compute: journaled(backend.compute, note) };
 }
 
 async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {

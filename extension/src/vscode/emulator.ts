@@ -1,22 +1,43 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { startEmulatorDaemon } from '../core/emulator/daemon';
+import { TpwError } from '../core/errors';
 import type { Ctx } from './ctx';
 import type { VmTreeProvider } from './vm-tree';
+
+/** How long the progress waits for the TPU VMs view's first listing after the emulator started. */
+const LIST_TIMEOUT_MS = 90_000;
 
 /**
  * "Start Local Emulator": starts the emulator as a detached daemon (the same `tpw emulator start`
  * the CLI runs, from the CLI bundle shipped inside the extension), so it outlives the window and
- * the CLI and the extension share one emulator.
+ * the CLI and the extension share one emulator. The progress lasts until the TPU VMs view has listed it (the
+ * walkthrough's first step ticks then), so there is no silent gap between "starting" and a usable view.
  */
 export async function startEmulator(ctx: Ctx, tree: VmTreeProvider): Promise<void> {
   const cliPath = path.join(ctx.extensionPath, 'dist', 'cli.js');
-  await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Starting the local TPU emulator…' }, async () => {
+  const endpoint = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Local TPU emulator' }, async (progress) => {
+    progress.report({ message: 'starting…' });
     // process.execPath is node in code-server and Electron (with ELECTRON_RUN_AS_NODE=1, inherited
     // from the extension host) in desktop VS Code: either way it runs the CLI bundle as a script.
-    const endpoint = await startEmulatorDaemon({ command: [process.execPath, cliPath, 'emulator', 'run-foreground'] });
-    ctx.log.info(`emulator running: pid ${endpoint.pid}, REST http://${endpoint.host}:${endpoint.restPort}, project ${endpoint.project}, zones ${endpoint.zones.join(', ')}`);
+    const ep = await startEmulatorDaemon({ command: [process.execPath, cliPath, 'emulator', 'run-foreground'] });
+    ctx.log.info(`emulator running: pid ${ep.pid}, REST http://${ep.host}:${ep.restPort}, project ${ep.project}, zones ${ep.zones.join(', ')}`);
+    progress.report({ message: `running (project ${ep.project}); listing its TPU VMs…` });
+    ctx.dropBackend();
+    // The view lists only while it is shown: show it, then wait for that listing.
+    const listed = tree.nextListing();
+    await vscode.commands.executeCommand('tpuWorkbench.vms.focus');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TpwError('UNAVAILABLE', `The emulator started (pid ${ep.pid}) but the TPU VMs view did not list it within ${LIST_TIMEOUT_MS / 1000} s: see "TPU: Show Log".`)), LIST_TIMEOUT_MS);
+    });
+    try {
+      const state = await Promise.race([listed, timeout]);
+      if (state !== 'ready') throw new TpwError('UNAVAILABLE', `The emulator started (pid ${ep.pid}) but listing its TPU VMs failed: see "TPU: Show Log".`);
+    } finally {
+      clearTimeout(timer);
+    }
+    return ep;
   });
-  ctx.dropBackend();
-  tree.refresh();
+  vscode.window.setStatusBarMessage(`$(pass) TPU: local emulator running (project ${endpoint.project}, ${endpoint.zones.length} zones)`, 10_000);
 }

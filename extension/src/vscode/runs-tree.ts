@@ -1,18 +1,21 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RunStatus } from '../../../protocol/run-status';
+import { nextTickMs } from '../core/explorer/tick';
 import { formatDuration, isActive, listRuns, runsDir, type RunRecord } from '../core/run/registry';
 import { tpwHome } from '../core/paths';
 import type { Ctx } from './ctx';
 
 /**
  * The "Runs" view under the TPU container: the run registry (<TPW_HOME>/runs, shared with `tpw`), newest
- * first. It watches the registry folder, so a run started or stopped from a terminal shows up here too.
+ * first. It watches the registry folder, so a run started or stopped from a terminal shows up here too, and
+ * while a run is active and the view visible it redraws as its duration's text changes (core/explorer/tick.ts).
  */
 
 const ICONS: Record<RunStatus, [string, string | undefined]> = {
   starting: ['sync~spin', undefined],
   running: ['sync~spin', 'charts.blue'],
+  stopping: ['loading~spin', 'list.warningForeground'],
   succeeded: ['pass', 'testing.iconPassed'],
   failed: ['error', 'testing.iconFailed'],
   cancelled: ['circle-slash', undefined],
@@ -22,11 +25,14 @@ const ICONS: Record<RunStatus, [string, string | undefined]> = {
 
 export class RunItem extends vscode.TreeItem {
   readonly kind = 'run';
-  constructor(readonly record: RunRecord) {
+  constructor(
+    readonly record: RunRecord,
+    now = Date.now(),
+  ) {
     const recipe = record.recipe.split('/').pop() ?? record.recipe;
     super(`${recipe} on ${record.vm}`, vscode.TreeItemCollapsibleState.None);
     this.id = `run:${record.runId}`;
-    const end = record.endedAt ? Date.parse(record.endedAt) : Date.now();
+    const end = record.endedAt ? Date.parse(record.endedAt) : now;
     this.description = `${record.status} · ${new Date(record.startedAt).toLocaleString()} · ${formatDuration(end - Date.parse(record.startedAt))}`;
     const [icon, color] = ICONS[record.status] ?? ICONS.unknown;
     this.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
@@ -43,8 +49,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscod
   readonly onDidChangeTreeData = this.changed.event;
   private watcher: fs.FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  private tick: NodeJS.Timeout | undefined;
+  private view: vscode.TreeView<RunItem> | undefined;
 
   constructor(private readonly ctx: Ctx) {}
+
+  attach(view: vscode.TreeView<RunItem>): void {
+    this.view = view;
+    this.ctx.own(view.onDidChangeVisibility((e) => e.visible && this.refresh()));
+  }
 
   refresh(): void {
     this.changed.fire();
@@ -56,7 +69,13 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscod
 
   getChildren(): RunItem[] {
     this.watch();
-    return listRuns(tpwHome()).map((r) => new RunItem(r));
+    const now = Date.now();
+    const runs = listRuns(tpwHome());
+    clearTimeout(this.tick);
+    // Only active runs' durations move; a hidden view is redrawn when it is shown again.
+    const delay = this.view?.visible === false ? undefined : nextTickMs({ durations: runs.filter((r) => isActive(r.status)).map((r) => now - Date.parse(r.startedAt)) });
+    if (delay !== undefined) this.tick = setTimeout(() => this.refresh(), delay);
+    return runs.map((r) => new RunItem(r, now));
   }
 
   /** Active runs in the registry: reattached after a restart. */
@@ -81,6 +100,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscod
 
   dispose(): void {
     clearTimeout(this.debounce);
+    clearTimeout(this.tick);
     this.watcher?.close();
     this.changed.dispose();
   }

@@ -141,7 +141,7 @@ export class VmItem extends vscode.TreeItem {
     this.iconPath = toneIcon(nodeStateTone(node.state));
     // The state is part of contextValue so that menus offer Run on READY VMs and Stop on single-host ones only.
     this.contextValue = `tpuVm.${node.state}.${isMultiHost(node) ? 'pod' : 'single'}`;
-    this.tooltip = vmTooltip(node, cost, now);
+    // No tooltip here: resolveTooltip makes it on hover, so its "(21s ago)" is the age at that moment.
     this.accessibilityInformation = { label: `TPU VM ${id.node}, ${node.state}, ${node.acceleratorType} in ${id.zone}` };
   }
 }
@@ -226,8 +226,19 @@ export class QueuedItem extends vscode.TreeItem {
       .join(' · ');
     this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
     this.contextValue = `tpuQueued.${qr.state}`;
-    this.tooltip = queuedTooltip(qr, now);
   }
+}
+
+/** The hover card of a row whose tooltip shows an age, made when it is shown (TreeDataProvider.resolveTreeItem). */
+export function resolveTooltip(element: ExplorerNode, now = new Date()): vscode.MarkdownString | undefined {
+  if (element.kind === 'vm') return vmTooltip(element.node, vmCost(element.node, parseNodeName(element.node.name).zone), now);
+  if (element.kind === 'queued') return queuedTooltip(element.qr, now);
+  return undefined;
+}
+
+/** When each row that shows an age was created, for the redraw that keeps the ages true (core/explorer/tick.ts). */
+export function shownCreateTimes(scans: readonly ZoneScan[]): string[] {
+  return scans.flatMap((s) => [...s.nodes.map((n) => n.createTime), ...s.queued.map((q) => q.createTime)]).filter((t): t is string => !!t);
 }
 
 export type ExplorerNode = ProjectItem | ControlPlaneItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | SliceGroupItem | QueuedGroupItem | QueuedItem;
