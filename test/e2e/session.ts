@@ -23,6 +23,10 @@ export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 export function cliPath(): string {
   return packagedExtension().cli;
 }
+/** The emulator's own program (emulator/README.md), as the package ships it for "Start Local Emulator". */
+export function emulatorPath(): string {
+  return path.join(packagedExtension().root, 'dist', 'emulator.js');
+}
 /** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
 export const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 
@@ -68,7 +72,7 @@ export function testEnv(home: string, extra: NodeJS.ProcessEnv = {}, drop: strin
  * endpoint file, which this waits for.
  */
 export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEnv): Promise<void> {
-  const emulator = procs.spawn('emulator', process.execPath, [cliPath(), 'emulator', 'run-foreground'], { env });
+  const emulator = procs.spawn('emulator', process.execPath, [emulatorPath(), 'run'], { env });
   const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
   for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
     if (emulator.child.exitCode !== null) throw new Error(`the emulator exited (${emulator.child.exitCode}); see ${emulator.logFile}`);

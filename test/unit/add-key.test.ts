@@ -13,11 +13,12 @@ import { after, before, test } from 'node:test';
 import { utils as sshUtils } from 'ssh2';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator, ensureKeys } from '../../extension/src/core/emulator/emulator';
+import { Emulator, ensureKeys } from '../../emulator/src/emulator';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
-import { ensureExtensionKey, generateEd25519KeyPair, withSshKey } from '../../extension/src/core/ssh/keys';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { withSshKey } from '../../extension/src/core/slices/add-key';
+import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
+import { findNode } from '../../extension/src/core/slices/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
 
 let home: string;

@@ -11,9 +11,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findRunTarget, findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findRunTarget, findSliceGroup } from '../../extension/src/core/slices/multislice';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
 
 let home = '';

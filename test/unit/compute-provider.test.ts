@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { emulatorComputeClients, type ComputeClients } from '../../extension/src/core/compute/client';
 import { ComputeTpuProvider } from '../../extension/src/core/compute/provider';
 import { listSliceShapes, resolveSliceShape, shapeFromTopology } from '../../extension/src/core/compute/tpu-machine-types';

@@ -12,10 +12,10 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { emulatorComputeClients, type ComputeClients, type IInstance } from '../../extension/src/core/compute/client';
 import { openBackend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { recreateNode } from '../../extension/src/core/run/preemption';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
 
 const Z = 'us-east5-b';

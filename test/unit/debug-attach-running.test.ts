@@ -15,7 +15,7 @@ import { attachConfiguration, forwardDebugpy, prepareDebugpy, waitForDebugpy } f
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import type { PortForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
 

@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { protos, v2 } from '@google-cloud/tpu';
 import { OAuth2Client } from 'google-auth-library';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { emulatorRequest } from '../helpers/emulator-http';
 
 /** Raw HTTP against the emulator's REST server: statuses, bodies, enum encodings, faults. */

@@ -4,10 +4,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../extension/src/core/emulator/daemon';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import { endpointFile, readEmulatorEndpoint, type EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
-import { previousStateFile, stateFile } from '../../extension/src/core/emulator/state';
+import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../emulator/src/daemon';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import { endpointFile, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { readEmulatorEndpoint } from '../../extension/src/core/local-emulator';
+import { EmulatorError } from '../../emulator/src/errors';
+import { previousStateFile, stateFile } from '../../emulator/src/state';
 import { isTpwError } from '../../extension/src/core/errors';
 import { runTpw } from '../helpers/cli';
 
@@ -50,7 +52,7 @@ async function folderWithNode(): Promise<{ dir: string; checkpoint: string }> {
 /** The refusal every unusable state file gets. */
 function refusal(dir: string, problem: RegExp): (e: unknown) => boolean {
   return (e) => {
-    assert.ok(isTpwError(e, 'FAILED_PRECONDITION'), String(e));
+    assert.ok(e instanceof EmulatorError && e.code === 'FAILED_PRECONDITION', String(e));
     assert.ok(e.message.includes(stateFile(dir)), `names the file: ${e.message}`);
     assert.match(e.message, problem);
     assert.match(e.message, /tpw emulator start --restore-previous/);
@@ -142,7 +144,7 @@ describe('an unusable state file', () => {
 });
 
 describe('the endpoint file', () => {
-  const foreground = `require(${JSON.stringify(path.resolve(__dirname, '../../extension/src/core/emulator/daemon.ts'))}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
+  const foreground = `require(${JSON.stringify(path.resolve(__dirname, '../../emulator/src/daemon.ts'))}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
   const command = [process.execPath, '--import', 'tsx', '-e', foreground];
 
   it('when corrupt, is named in every message, and `emulator start` replaces it', async () => {

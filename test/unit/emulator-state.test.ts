@@ -4,13 +4,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Client } from 'ssh2';
-import { acceleratorInfo, ACCELERATOR_TYPES, runtimeVersionsFor } from '../../extension/src/core/emulator/catalog';
-import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../extension/src/core/emulator/daemon';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import { endpointFile, readEmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
-import type { WorkerSpec } from '../../extension/src/core/emulator/ssh-workers';
-import { ApiError, EmulatorState, stateFile, type NodeJson, type OperationJson } from '../../extension/src/core/emulator/state';
-import { isTpwError } from '../../extension/src/core/errors';
+import { acceleratorInfo, ACCELERATOR_TYPES, runtimeVersionsFor } from '../../emulator/src/catalog';
+import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../emulator/src/daemon';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import { endpointFile, readEmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import type { WorkerSpec } from '../../emulator/src/ssh-workers';
+import { ApiError, EmulatorState, stateFile, type NodeJson, type OperationJson } from '../../emulator/src/state';
+import { EmulatorError } from '../../emulator/src/errors';
 
 const P = 'projects/local-project/locations/us-central2-b';
 const tmpDirs: string[] = [];
@@ -258,7 +258,7 @@ describe('Emulator restart', () => {
     const e1 = new Emulator(opts(dir, new RecordingPool()));
     await e1.start();
     try {
-      await assert.rejects(new Emulator(opts(dir, new RecordingPool())).start(), (e) => isTpwError(e, 'FAILED_PRECONDITION') && /already running/.test(e.message));
+      await assert.rejects(new Emulator(opts(dir, new RecordingPool())).start(), (e) => e instanceof EmulatorError && e.code === 'FAILED_PRECONDITION' && /already running/.test(e.message));
     } finally {
       await e1.stop();
     }
@@ -294,7 +294,7 @@ describe('emulator daemon', () => {
   it('starts detached, is idempotent, reports status and stops on SIGTERM', async () => {
     const home = tmp();
     const dir = path.join(home, 'emulator');
-    const daemonTs = path.resolve(__dirname, '../../extension/src/core/emulator/daemon.ts');
+    const daemonTs = path.resolve(__dirname, '../../emulator/src/daemon.ts');
     // The CLI bundle is not needed here: the child runs the same entry point from source, with a stand-in pool.
     const script = `require(${JSON.stringify(daemonTs)}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
     const command = [process.execPath, '--import', 'tsx', '-e', script];

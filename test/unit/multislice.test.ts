@@ -14,10 +14,10 @@ import { after, before, test } from 'node:test';
 import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/engine';
 import { gcloudQueuedCommand } from '../../extension/src/core/tpu/gcloud-command';
-import { findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findSliceGroup } from '../../extension/src/core/slices/multislice';
 
 let home: string;
 let ws: string;

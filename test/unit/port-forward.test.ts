@@ -12,7 +12,7 @@ import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import { parsePortPair, PortForward } from '../../extension/src/core/ssh/port-forward';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 import { freePort, httpGet, startOnWorker, stopOnWorker, waitForPortOnWorker } from '../helpers/worker-server';

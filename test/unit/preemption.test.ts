@@ -13,10 +13,10 @@ import { after, before, test } from 'node:test';
 import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { listRuns, loadRun, runRecipe, withResume } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
 
 let home: string;

@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { MetricsTail } from '../../extension/src/core/profiles/metrics-tail';
 import type { MetricRecord } from '../../protocol/metrics-record';
 import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';

@@ -12,7 +12,7 @@ import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/s
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { bashCommand } from '../../extension/src/core/ssh/quote';
 import { runDirWord } from '../../extension/src/core/ssh/run-dir';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TpuNode } from '../../extension/src/core/tpu/models';
-import { storageDir } from '../../extension/src/core/emulator/emulator';
+import { storageDir } from '../../emulator/src/emulator';
 import { emulatorPodFixture } from '../helpers/cli';
 
 const hasGcloud = (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'gcloud')));

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import type { OperationProgress } from '../../extension/src/core/tpu/api';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { watchChanges, type ChangeWatch } from '../../core/explorer/change-journal';
+import { watchChanges, type ChangeWatch } from '../../core/change-journal';
 import { describeError } from '../../core/errors';
 import { tpwHome } from '../../core/paths';
 import * as config from '../config';

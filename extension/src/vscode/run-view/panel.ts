@@ -9,7 +9,7 @@ import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-m
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
 import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
-import { isActive } from '../../core/run/registry';
+import { isActive } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { runViewHtml } from './html';
 import { findCaptures, outputDir, readMetricsJsonl } from './local';
