@@ -28,9 +28,8 @@ export async function startEmulator(ctx: Ctx, tree: VmTreeProvider): Promise<voi
     ctx.log.info(`emulator running: pid ${ep.pid}, REST http://${ep.host}:${ep.restPort}, project ${ep.project}, zones ${ep.zones.join(', ')}`);
     progress.report({ message: `running (project ${ep.project}); listing its TPU VMs…` });
     ctx.dropBackend();
-    // The view lists only while it is shown: show it, then wait for that listing.
-    const listed = tree.nextListing();
     await vscode.commands.executeCommand('tpuWorkbench.vms.focus');
+    const listed = tree.listNow();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new TpwError('UNAVAILABLE', `The emulator started (pid ${ep.pid}) but the TPU VMs view did not list it within ${LIST_TIMEOUT_MS / 1000} s: see "TPU: Show Log".`)), LIST_TIMEOUT_MS);

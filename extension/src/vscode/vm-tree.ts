@@ -95,7 +95,6 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
   /** The next root request must ask the API (a refresh), not redraw the last listing (a tick). */
   private mustList = true;
   private tickTimer: NodeJS.Timeout | undefined;
-  private readonly listedWaiters: { resolve: (state: BackendState) => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly ctx: Ctx) {}
 
@@ -121,11 +120,19 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     this.changed.fire(undefined);
   }
 
-  /** Lists again and resolves, at its end, with what the view then shows (its welcome content's state). */
-  nextListing(): Promise<BackendState> {
-    const p = new Promise<BackendState>((resolve, reject) => this.listedWaiters.push({ resolve, reject }));
-    this.refresh();
-    return p;
+  /**
+   * Lists now, without waiting for VS Code to ask (it asks only while it draws the tree, not while the view shows
+   * its welcome content), sets the welcome content's state, draws the rows, and resolves with that state.
+   */
+  async listNow(): Promise<BackendState> {
+    try {
+      await this.listRoot();
+    } finally {
+      this.lastListedAt = Date.now();
+    }
+    this.mustList = false;
+    this.changed.fire(undefined);
+    return this.ctx.backendState;
   }
 
   getTreeItem(element: ExplorerNode): vscode.TreeItem {
@@ -142,21 +149,9 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     if (!this.mustList && this.listed) return this.drawRoot(this.listed);
     this.mustList = false;
     try {
-      const rows = await this.listRoot();
-      this.settle();
-      return rows;
-    } catch (e) {
-      this.settle(e);
-      throw e;
+      return await this.listRoot();
     } finally {
       this.lastListedAt = Date.now();
-    }
-  }
-
-  private settle(error?: unknown): void {
-    for (const w of this.listedWaiters.splice(0)) {
-      if (error === undefined) w.resolve(this.ctx.backendState);
-      else w.reject(error);
     }
   }
 

@@ -6,7 +6,7 @@ import * as config from '../config';
 import type { Ctx } from '../ctx';
 import type { VmTreeProvider } from '../vm-tree';
 
-/** How often the emulator's process is looked at while the view shows it (a local file and /proc: no network). */
+/** How often the emulator's endpoint file and process are looked at (a local file and /proc: no network). */
 const EMULATOR_CHECK_MS = 2000;
 /** Coming back to the window lists again when the last listing is older than this (changes made elsewhere). */
 const STALE_ON_FOCUS_MS = 30_000;
@@ -43,9 +43,12 @@ export class ExplorerWatch implements vscode.Disposable {
     });
   }
 
-  /** The emulator stopped, started or was replaced since the last look: list again (the welcome view follows). */
+  /**
+   * The emulator stopped, started or was replaced since the last look: list now (not when VS Code next draws the
+   * tree: while the view shows its welcome content it draws nothing, and the welcome content follows the listing).
+   */
   private checkBackend(): void {
-    if (!config.useEmulator() || !this.tree.visible) return;
+    if (!config.useEmulator()) return;
     let key: string;
     try {
       key = this.ctx.backendKey();
@@ -54,7 +57,7 @@ export class ExplorerWatch implements vscode.Disposable {
     }
     if (this.lastKey !== undefined && key !== this.lastKey) {
       this.ctx.log.info('the local emulator stopped, started or restarted: listing again');
-      this.tree.refresh();
+      this.tree.listNow().catch((e: unknown) => this.ctx.log.warn(`listing TPU VMs: ${describeError(e)}`));
     }
     this.lastKey = key;
   }

@@ -100,8 +100,10 @@ export class RunViewPanel implements vscode.Disposable {
   aliasRunId(runId: string): void {
     if (this.disposed || RunViewPanel.panels.has(runId)) return;
     RunViewPanel.panels.set(runId, this);
-    this.aliases.push(runId);
-    this.panel.title = titleOf({ ...this.info, runId, provisional: false });
+    // The stand-in id stays a key of this panel (and goes with it); the page and the tab say the real one.
+    this.aliases.push(this.shown.runId);
+    this.shown = { ...this.shown, runId, provisional: false };
+    this.panel.title = titleOf(this.shown);
   }
 
   /** The most recently opened panel, for "TPU: Open Run View". */
