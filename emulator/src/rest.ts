@@ -107,6 +107,11 @@ export class RestServer {
     const cs = opts.compute;
     if (cs) this.routes.push(...computeRoutes({ compute: cs, project: opts.project, zones: opts.zones }), ...osLoginRoutes({ osLogin: cs.osLogin, project: opts.project, save: () => opts.state.save() }));
     this.server = http.createServer((req, res) => void this.handle(req, res));
+    // Clients keep sockets alive between calls (node's global agent does, closing idle ones after 5 s); a server
+    // closing an idle socket at the same 5 s races a request sent on it, which then fails with ECONNRESET.
+    // Google's front ends keep idle connections far longer than clients do, and so does this.
+    this.server.keepAliveTimeout = 120_000;
+    this.server.headersTimeout = 125_000;
   }
 
   listen(): Promise<number> {
@@ -169,7 +174,9 @@ export class RestServer {
       const isCompute = url.pathname.startsWith('/compute/v1/');
       const isApi = /^\/v[12]\//.test(url.pathname) || isCompute;
       if (isApi) {
-        if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
+        // Injected latency stands for the network: a client that gives up during it never reaches the API, and
+        // its wait ends with it (so an abandoned request leaves no timer behind).
+        if (this.faults.latencyMs > 0 && !(await delayUnlessGone(res, this.faults.latencyMs))) return;
         this.faults.inject(route.rpc, isCompute ? COMPUTE_SERVICE : undefined);
       }
       const ctx: Ctx = {
@@ -453,4 +460,19 @@ function encodeEnums(v: unknown): unknown {
   }
   if (typeof o.sourceDisk === 'string' && typeof o.mode === 'string') out.mode = DISK_MODE[o.mode] ?? 0;
   return out;
+}
+
+/** Waits `ms`; false (at once) if the client closes the connection first. */
+function delayUnlessGone(res: http.ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const gone = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', gone);
+      resolve(true);
+    }, ms);
+    res.once('close', gone);
+  });
 }

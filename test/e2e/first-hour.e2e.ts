@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser, FrameLocator } from 'playwright-core';
 import { emulatorHeaders } from '../helpers/emulator-http';
+import { testAddressPrefix } from '../helpers/loopback';
 import { findLogs, type CodeServer } from './code-server';
 import { delay, type ProcessTracker } from './processes';
 import { ARTIFACTS, cliRunner, openVsCode, requireBuilt, stepper, teardown, testEnv, testRoot } from './session';
@@ -27,8 +28,6 @@ import type { Workbench } from './workbench';
 const VIEW = 'TPU VMs';
 const VM = 'demo';
 const STEPS = ['Choose where your TPU VMs live', 'Create a TPU VM', 'Run the sample recipe', 'Watch logs, metrics and profiles', 'Store your secrets'];
-// addressPrefix: unique to this file (the emulator "Start Local Emulator" starts takes it from its environment).
-const EMULATOR_OPTIONS = { addressPrefix: '127.0.161' };
 
 /**
  * A recipe whose stop takes seconds (its handler of SIGINT, then of the SIGTERM that follows, sleeps: SIGKILL ends
@@ -67,7 +66,15 @@ describe("A newcomer's first hour in VS Code (code-server, packaged .vsix)", { t
   before(async () => {
     requireBuilt('extension.js', 'cli.js', 'emulator.js', 'webview.js');
     ({ root, home, workspace, procs } = testRoot('first-hour'));
-    env = testEnv(home, { TPW_EMULATOR_OPTIONS: JSON.stringify(EMULATOR_OPTIONS) });
+    // Workers on this test process's own loopback addresses: the emulator "Start Local Emulator" starts takes them
+    // from its environment.
+    env = testEnv(home, { TPW_EMULATOR_OPTIONS: JSON.stringify({ addressPrefix: testAddressPrefix(1) }) });
+    // A build task that names no VM (read when VS Code opens the folder; the step runs it).
+    fs.mkdirSync(path.join(workspace, '.vscode'));
+    fs.writeFileSync(
+      path.join(workspace, '.vscode', 'tasks.json'),
+      JSON.stringify({ version: '2.0.0', tasks: [{ type: 'tpu', label: 'hello', recipe: 'recipes/hello.sh', group: { kind: 'build', isDefault: true } }] }, null, 2),
+    );
     cli = cliRunner(procs, env);
     ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'workbench.colorTheme': 'Default Dark Modern', 'terminal.integrated.gpuAcceleration': 'off' } }));
   });
@@ -180,11 +187,6 @@ describe("A newcomer's first hour in VS Code (code-server, packaged .vsix)", { t
 
   step('a `tpu` task with no VM named runs on the VM there is (tasks never name a VM that does not exist)', async () => {
     fs.writeFileSync(path.join(workspace, 'recipes', 'hello.sh'), `bash -c 'echo "hello from worker $TPU_WORKER_ID"'\n`);
-    fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
-    fs.writeFileSync(
-      path.join(workspace, '.vscode', 'tasks.json'),
-      JSON.stringify({ version: '2.0.0', tasks: [{ type: 'tpu', label: 'hello', recipe: 'recipes/hello.sh', group: { kind: 'build', isDefault: true } }] }, null, 2),
-    );
     await wb.runCommand('Tasks: Run Build Task');
     const run = await waitFor('the run registry', () => runs().find((r) => r.recipe.endsWith('hello.sh')), (r) => r?.status === 'succeeded', 120_000);
     assert.ok(run, 'the task ran');

@@ -17,6 +17,7 @@ import type { CodeServer } from './code-server';
 import { installExtension, REPO, startCodeServer } from './code-server';
 import { delay, ProcessTracker, sweep } from './processes';
 import { launchBrowser, Workbench } from './workbench';
+import { testAddressPrefix } from '../helpers/loopback';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 /** The CLI users get: the production bundle in the packaged .vsix (built on first use, then cached). */
@@ -72,6 +73,10 @@ export function testEnv(home: string, extra: NodeJS.ProcessEnv = {}, drop: strin
  * endpoint file, which this waits for.
  */
 export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEnv): Promise<void> {
+  // Workers on loopback addresses of this test process's own (test/helpers/loopback.ts): e2e files may run while
+  // other suites' emulators do.
+  const options = { addressPrefix: testAddressPrefix(1), ...(JSON.parse(env.TPW_EMULATOR_OPTIONS ?? '{}') as object) };
+  env.TPW_EMULATOR_OPTIONS = JSON.stringify(options);
   const emulator = procs.spawn('emulator', process.execPath, [emulatorPath(), 'run'], { env });
   const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
   for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {

@@ -20,6 +20,7 @@ import { withSshKey } from '../../extension/src/core/slices/add-key';
 import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { findNode } from '../../extension/src/core/slices/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
+import { testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let emu: Emulator;
@@ -29,7 +30,7 @@ const saved = process.env.TPW_HOME;
 before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-addkey-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.14' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(14) });
   await emu.start();
   assert.equal(await main(['vm', 'create', 'k', '--type', 'v5litepod-16'], () => undefined, () => undefined), 0);
   backend = await openBackend({ useEmulator: true });

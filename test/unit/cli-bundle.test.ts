@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { Emulator } from '../../emulator/src/emulator';
+import { testAddressPrefix } from '../helpers/loopback';
 import { packagedExtension } from '../helpers/packaged';
 
 const dist = path.join(packagedExtension().root, 'dist');
@@ -43,7 +44,7 @@ test('`tpw --help` does not load dist/compute.js; a command that makes Compute E
   assert.match(help.out, /Usage: tpw/);
   assert.deepEqual(help.loaded, ['cli.js']);
   const home = mkdtempSync(path.join(tmpdir(), 'tpw-cli-bundle-'));
-  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.78' });
+  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(78) });
   await emu.start();
   try {
     const types = await loadedFromDist(`require('./cli.js').main(['vm', 'types', '--zone', 'us-central2-b']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });

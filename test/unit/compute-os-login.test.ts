@@ -24,6 +24,7 @@ import { execCollect } from '../../extension/src/core/ssh/exec';
 import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { findNode } from '../../extension/src/core/slices/find';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const run = promisify(execFile);
 /** The POSIX name OS Login gives tpw-emulator-user@example.com (Google's rule for user accounts). */
@@ -42,7 +43,7 @@ describe('OS Login on Compute Engine TPU VMs (emulator)', () => {
   before(async () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-oslogin-'));
     process.env.TPW_HOME = home;
-    emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.149' });
+    emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(149) });
     ep = await emu.start();
     zone = ep.zones[0];
     backend = await openBackend({ useEmulator: true, onNotice: (m) => notices.push(m) });

@@ -8,6 +8,7 @@ import { OAuth2Client } from 'google-auth-library';
 import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
 import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { emulatorRequest } from '../helpers/emulator-http';
+import { testAddressPrefix } from '../helpers/loopback';
 
 /** Raw HTTP against the emulator's REST server: statuses, bodies, enum encodings, faults. */
 
@@ -65,7 +66,7 @@ async function createNode(id: string, acceleratorType = 'v4-8', extra: Record<st
 before(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-rest-'));
   removed.push(dir);
-  emu = new Emulator({ dir, opDelayMs: 20, addressPrefix: '127.0.7', workerPool: () => pool });
+  emu = new Emulator({ dir, opDelayMs: 20, addressPrefix: testAddressPrefix(7), workerPool: () => pool });
   ep = await emu.start();
 });
 after(async () => {
@@ -95,7 +96,7 @@ describe('emulator REST API', () => {
     assert.equal(node.state, 'READY');
     const eps = node.networkEndpoints as { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
     assert.equal(eps.length, 4);
-    assert.deepEqual(eps.map((e) => e.ipAddress), ['127.0.7.1', '127.0.7.2', '127.0.7.3', '127.0.7.4']);
+    assert.deepEqual(eps.map((e) => e.ipAddress), [1, 2, 3, 4].map((i) => `${testAddressPrefix(7)}.${i}`));
     assert.ok(eps.every((e) => e.port === 8470 && e.accessConfig.externalIp === e.ipAddress));
     assert.deepEqual(node.labels, { team: 'ml' });
     assert.equal(node.apiVersion, 'V2');
@@ -224,15 +225,17 @@ describe('emulator REST API', () => {
   });
 
   it('adds latency on request and clears it', async () => {
-    await request('POST', '/emulator/v1/faults', { latencyMs: 150 });
+    await request('POST', '/emulator/v1/faults', { latencyMs: 3000 });
     let t = Date.now();
     await request('GET', `${BASE}/nodes`);
-    assert.ok(Date.now() - t >= 140, `took ${Date.now() - t} ms`);
+    const delayed = Date.now() - t;
+    assert.ok(delayed >= 2990, `took ${delayed} ms`);
     const cleared = await request('DELETE', '/emulator/v1/faults');
     assert.equal(cleared.body.latencyMs, 0);
     t = Date.now();
     await request('GET', `${BASE}/nodes`);
-    assert.ok(Date.now() - t < 140);
+    // Compared with the delayed call on the same machine, so a busy machine slows both alike.
+    assert.ok(Date.now() - t < delayed - 2500, `took ${Date.now() - t} ms after clearing, ${delayed} ms with 3 s latency`);
   });
 
   it('lists accelerator types, runtime versions and locations', async () => {

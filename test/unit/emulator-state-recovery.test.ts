@@ -12,6 +12,7 @@ import { EmulatorError } from '../../emulator/src/errors';
 import { previousStateFile, stateFile } from '../../emulator/src/state';
 import { isTpwError } from '../../extension/src/core/errors';
 import { runTpw } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 /**
  * State the emulator must not lose: an unusable state file stops it from starting (naming the file, the problem
@@ -29,7 +30,7 @@ function tmp(): string {
 after(() => tmpDirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
 const stubPool = (): WorkerPool => ({ addWorker: async () => undefined, removeNode: async () => undefined, close: async () => undefined });
-const emulator = (dir: string) => new Emulator({ dir, opDelayMs: 10, addressPrefix: '127.0.45', workerPool: stubPool });
+const emulator = (dir: string) => new Emulator({ dir, opDelayMs: 10, addressPrefix: testAddressPrefix(45), workerPool: stubPool });
 
 /** An emulator folder with one READY node `keep` whose sandbox holds a checkpoint; the emulator is stopped. */
 async function folderWithNode(): Promise<{ dir: string; checkpoint: string }> {
@@ -71,8 +72,8 @@ describe('an unusable state file', () => {
     ['nodes missing fields', () => JSON.stringify({ version: 1, nodes: [{ name: `${P}/nodes/keep` }], operations: [], addresses: {} }), /nodes\.0\.state/],
     [
       'addresses that contradict the nodes',
-      (text) => text.replace(/"127\.0\.45\.1": "[^"]*"/, '"127.0.45.1": "someone-else#0"'),
-      /worker 0 of .*keep has address 127\.0\.45\.1, which the file's address table gives to someone-else#0/,
+      (text) => text.replace(new RegExp(`"${esc(testAddressPrefix(45))}\\.1": "[^"]*"`), `"${testAddressPrefix(45)}.1": "someone-else#0"`),
+      new RegExp(`worker 0 of .*keep has address ${esc(testAddressPrefix(45))}\\.1, which the file's address table gives to someone-else#0`),
     ],
   ];
   for (const [what, damage, problem] of cases) {
@@ -156,7 +157,7 @@ describe('the endpoint file', () => {
     assert.equal(status.running, false);
     assert.ok(!status.running && status.message.includes(endpointFile(dir)), JSON.stringify(status));
     const notices: string[] = [];
-    const ep = await startEmulatorDaemon({ dir, command, addressPrefix: '127.0.46', notice: (m) => notices.push(m) });
+    const ep = await startEmulatorDaemon({ dir, command, addressPrefix: testAddressPrefix(46), notice: (m) => notices.push(m) });
     try {
       assert.match(notices.join('\n'), /Removed the unusable endpoint file .*endpoint\.json \(it is not valid JSON\)/);
       assert.equal(readEmulatorEndpoint(dir)?.pid, ep.pid);

@@ -18,6 +18,7 @@ import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/engine';
 import { gcloudQueuedCommand } from '../../extension/src/core/tpu/gcloud-command';
 import { findSliceGroup } from '../../extension/src/core/slices/multislice';
+import { testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let ws: string;
@@ -44,7 +45,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-multislice-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-multislice-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.14' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(14) });
   await emu.start();
   backend = await openBackend({ useEmulator: true });
   fs.mkdirSync(path.join(ws, 'recipes'));
@@ -156,7 +157,11 @@ test('one slice preempted: the whole run is preempted, and resume recreates only
     await new Promise((res) => setTimeout(res, 100));
   }
   assert.equal(started.length, 1, 'the run started');
-  await new Promise((res) => setTimeout(res, 1500));
+  // Every worker says "up" in its run log before slice 1 goes away (however long that takes on a busy machine).
+  const logs = ['grp-0', 'grp-1'].flatMap((slice) => [0, 1].map((w) => path.join(emu.sandboxDir(slice, w), '.tpw', 'runs', started[0], 'log')));
+  for (const deadline = Date.now() + 120_000; !logs.every((l) => fs.existsSync(l) && fs.readFileSync(l, 'utf8').includes('up')); await new Promise((res) => setTimeout(res, 100))) {
+    assert.ok(Date.now() < deadline, `not every worker said up: ${logs.join(', ')}`);
+  }
   const pre = await emulatorRequest(ep, 'POST', `/emulator/v1/projects/${backend.project}/locations/${ZONE}/nodes/grp-1:preempt`);
   assert.equal(pre.status, 200);
   const r = await run;

@@ -16,8 +16,9 @@ import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 import { freePort, httpGet, startOnWorker, stopOnWorker, waitForPortOnWorker } from '../helpers/worker-server';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('port-forward', '127.0.71', { before, after });
+const pod = emulatorPodFixture('port-forward', testAddressPrefix(71), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 let worker: WorkerTarget;

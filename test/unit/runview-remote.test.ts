@@ -17,6 +17,7 @@ import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profil
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { freePort } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-runview-remote-'));
 const RUN = '20260101-000000-abcd';
@@ -31,7 +32,7 @@ describe('run artifacts from the workers (emulator SSH)', () => {
   before(async () => {
     const hostKey = generateEd25519KeyPair();
     const clientKey = generateEd25519KeyPair();
-    const addresses = ['127.0.6.1', '127.0.6.2'];
+    const addresses = [`${testAddressPrefix(6)}.1`, `${testAddressPrefix(6)}.2`];
     const port = await freePort(addresses[0]);
     const username = os.userInfo().username;
     pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });

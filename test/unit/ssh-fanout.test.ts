@@ -22,6 +22,7 @@ import { LineSplitter, execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { groupAlive, processesWithEnv, waitFor } from '../helpers/process';
 import { freePort, startSshd, sshdAvailable, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-fanout-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -191,15 +192,14 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const runId = newRunId('ff');
       const c = collector();
       const program = `if [ "$TPW_WORKER_INDEX" = 2 ]; then sleep 0.5; echo failing >&2; exit 3; fi; ${SLEEPER}`;
-      const t0 = Date.now();
       const result = await (await run(spec(runId, ['bash', '-c', program]), c.listener)).result;
       assert.equal(result.ok, false);
       assert.equal(result.cancelled, false);
       const w2 = result.workers[2];
       assert.deepEqual([w2.exitCode, w2.stopped], [3, false]);
       assert.equal(result.firstFailed, 2);
+      // Stopped, not run to completion: the others sleep 1000 s.
       for (const i of [0, 1, 3]) assert.equal(result.workers[i].stopped, true, `worker ${i} was stopped`);
-      assert.ok(Date.now() - t0 < 10_000, 'others did not run to completion');
       const summary = formatRunSummary(result);
       assert.match(summary, /0\/4 workers ok/);
       assert.match(summary, /w0=stopped w1=stopped w2=3 \(failed\) w3=stopped$/);
@@ -268,7 +268,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
     });
 
     it('SSH refused on one worker: a clear error naming it, and the workers that started are stopped', async () => {
-      const deadHost = fleet.emulated ? '127.0.3.9' : '127.0.2.9';
+      const deadHost = fleet.emulated ? `${testAddressPrefix(3)}.9` : `${testAddressPrefix(2)}.9`;
       const deadPort = await freePort(deadHost);
       const workers = [...fleet.workers.slice(0, 3), { ...fleet.workers[3], host: deadHost, port: deadPort }];
       const runId = newRunId('refused');
@@ -287,7 +287,7 @@ describe('connection manager against real sshd', () => {
   before(() => assert.ok(sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
   let sshd: SshdInstance;
   before(async () => {
-    sshd = await startSshd({ host: '127.0.2.10' });
+    sshd = await startSshd({ host: `${testAddressPrefix(2)}.10` });
   });
   after(async () => sshd?.stop());
   const target = () => ({ host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey });
@@ -358,7 +358,7 @@ describe('connection manager against real sshd', () => {
   });
 
   it('retire closes idle connections now and busy ones when their last channel closes', async () => {
-    const sshd2 = await startSshd({ host: '127.0.2.11' });
+    const sshd2 = await startSshd({ host: `${testAddressPrefix(2)}.11` });
     const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-retire') });
     try {
       const idle = await conns.get(target());

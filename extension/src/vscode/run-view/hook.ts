@@ -38,6 +38,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number, reuse?: st
       view.aliasRunId(id);
       view.setStatus('running');
       live ??= liveMetrics(ctx, view, id, source);
+      view.watchChips(source);
     },
     stopping: () => view.setStatus('stopping'),
     reveal: () => {

@@ -10,9 +10,12 @@ import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
 import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
 import { isActive } from '../../core/run/engine';
+import { chipIdleNoteSeconds } from '../config';
 import type { Ctx } from '../ctx';
+import { ChipsWatch } from './chips';
 import { runViewHtml } from './html';
 import { findCaptures, outputDir, readMetricsJsonl } from './local';
+import type { RunSource } from './remote';
 
 /** Log lines are sent in batches: one postMessage per line would flood the IPC on 64 chatty workers. */
 const FLUSH_MS = 100;
@@ -55,6 +58,7 @@ export class RunViewPanel implements vscode.Disposable {
   private analyses = this.newAnalyses();
   private disposed = false;
   private readonly aliases: string[] = [];
+  private chips: ChipsWatch | undefined;
 
   /**
    * Shows (or reveals) the panel of `info.runId`. `reuse`: the run this one repeats (Run Again), whose panel, once
@@ -138,6 +142,9 @@ export class RunViewPanel implements vscode.Disposable {
   private restart(info: RunViewInfo): void {
     for (const id of [this.shown.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
     this.aliases.length = 0;
+    // The new run's chips are watched when it starts (watchChips).
+    this.chips?.dispose();
+    this.chips = undefined;
     this.analyses.cancel();
     this.analyses = this.newAnalyses();
     this.captures.clear();
@@ -171,6 +178,7 @@ export class RunViewPanel implements vscode.Disposable {
 
   setStatus(state: RunStatus, summary?: string): void {
     this.state = state;
+    this.chips?.onStatus(state);
     this.flush();
     this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
   }
@@ -181,7 +189,17 @@ export class RunViewPanel implements vscode.Disposable {
   }
 
   setMetrics(records: MetricRecord[]): void {
+    this.chips?.onMetrics(records);
     this.post({ type: 'metrics', records });
+  }
+
+  /** The Chips tab: every worker's chips read from libtpu while this panel is open (once per panel). */
+  watchChips(source: RunSource): void {
+    if (this.disposed || this.chips) return;
+    this.chips = new ChipsWatch(source, (m) => this.post(m), {
+      idleNoteSeconds: chipIdleNoteSeconds(),
+      log: (m) => this.ctx.log.info(`run view ${this.info.runId}: ${m}`),
+    });
   }
 
   /**
@@ -369,6 +387,7 @@ export class RunViewPanel implements vscode.Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.chips?.dispose();
     this.analyses.cancel();
     if (this.timer) clearTimeout(this.timer);
     for (const id of [this.info.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
