@@ -26,12 +26,22 @@ const ICONS: Record<RunStatus, [string, string | undefined]> = {
 export class RunItem extends vscode.TreeItem {
   readonly kind = 'run';
   constructor(
-    readonly record: RunRecord,
+    public record: RunRecord,
     now = Date.now(),
   ) {
     const recipe = record.recipe.split('/').pop() ?? record.recipe;
     super(`${recipe} on ${record.vm}`, vscode.TreeItemCollapsibleState.None);
     this.id = `run:${record.runId}`;
+    this.command = { command: 'tpuWorkbench.showRun', title: 'Show Run Log', arguments: [this] };
+    this.update(record, now);
+  }
+
+  /**
+   * The row as `record` says now. Rows are updated in place, never replaced while their run is listed: a menu
+   * opened on a row acts on it even if the view was redrawn in between (a running run's duration moves every second).
+   */
+  update(record: RunRecord, now = Date.now()): void {
+    this.record = record;
     const end = record.endedAt ? Date.parse(record.endedAt) : now;
     this.description = `${record.status} · ${new Date(record.startedAt).toLocaleString()} · ${formatDuration(end - Date.parse(record.startedAt))}`;
     const [icon, color] = ICONS[record.status] ?? ICONS.unknown;
@@ -40,17 +50,18 @@ export class RunItem extends vscode.TreeItem {
     this.contextValue = `tpuRun.${record.status}`;
     const codes = record.exitCodes ? record.exitCodes.map((c, i) => `w${i}=${c ?? '-'}`).join(' ') : '';
     this.tooltip = [`Run ${record.runId}`, `VM ${record.vm}, ${record.workers.length} workers`, `Recipe ${record.recipe}`, codes && `Exit codes: ${codes}`, record.reason && `Reason: ${record.reason}`].filter(Boolean).join('\n');
-    this.command = { command: 'tpuWorkbench.showRun', title: 'Show Run Log', arguments: [this] };
   }
 }
 
 export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<void>();
+  private readonly changed = new vscode.EventEmitter<RunItem[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private watcher: fs.FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
   private tick: NodeJS.Timeout | undefined;
   private view: vscode.TreeView<RunItem> | undefined;
+  /** The rows listed, by run id (kept and updated in place: see RunItem.update). */
+  private items = new Map<string, RunItem>();
 
   constructor(private readonly ctx: Ctx) {}
 
@@ -60,7 +71,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscod
   }
 
   refresh(): void {
-    this.changed.fire();
+    this.changed.fire(undefined);
   }
 
   getTreeItem(item: RunItem): vscode.TreeItem {
@@ -70,12 +81,31 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunItem>, vscod
   getChildren(): RunItem[] {
     this.watch();
     const now = Date.now();
-    const runs = listRuns(tpwHome());
+    const items = new Map<string, RunItem>();
+    for (const r of listRuns(tpwHome())) {
+      const item = this.items.get(r.runId);
+      if (item) item.update(r, now);
+      items.set(r.runId, item ?? new RunItem(r, now));
+    }
+    this.items = items;
+    this.scheduleTick();
+    return [...items.values()];
+  }
+
+  /** Redraws the active runs' rows when their duration's text next changes (only theirs: the list stays). */
+  private scheduleTick(): void {
     clearTimeout(this.tick);
-    // Only active runs' durations move; a hidden view is redrawn when it is shown again.
-    const delay = this.view?.visible === false ? undefined : nextTickMs({ durations: runs.filter((r) => isActive(r.status)).map((r) => now - Date.parse(r.startedAt)) });
-    if (delay !== undefined) this.tick = setTimeout(() => this.refresh(), delay);
-    return runs.map((r) => new RunItem(r, now));
+    if (this.view?.visible === false) return; // redrawn when shown again
+    const now = Date.now();
+    const active = [...this.items.values()].filter((i) => isActive(i.record.status));
+    const delay = nextTickMs({ durations: active.map((i) => now - Date.parse(i.record.startedAt)) });
+    if (delay === undefined) return;
+    this.tick = setTimeout(() => {
+      const at = Date.now();
+      for (const i of active) i.update(i.record, at);
+      this.changed.fire(active);
+      this.scheduleTick();
+    }, delay);
   }
 
   /** Active runs in the registry: reattached after a restart. */

@@ -7,7 +7,7 @@ import { scanFingerprint, scanHasRetryableFailure, scanIsTransitional, scannedNo
 import { withRetry } from '../core/tpu/zones';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import type { BackendState, Ctx } from './ctx';
-import { childrenOf, ProjectItem, resolveTooltip, shownCreateTimes, type ExplorerNode } from './explorer/items';
+import { childrenOf, ProjectItem, QueuedItem, resolveTooltip, shownCreateTimes, VmItem, type ExplorerNode } from './explorer/items';
 
 export { ControlPlaneItem, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, type ExplorerNode } from './explorer/items';
 
@@ -80,7 +80,7 @@ interface Listed {
  * them would change (core/explorer/tick.ts), while the view is visible.
  */
 export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<ExplorerNode | undefined>();
+  private readonly changed = new vscode.EventEmitter<ExplorerNode | ExplorerNode[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private pollTimer: NodeJS.Timeout | undefined;
   private view: vscode.TreeView<ExplorerNode> | undefined;
@@ -114,10 +114,21 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     this.changed.fire(undefined);
   }
 
-  /** Draws the rows again from the last listing (their ages move on); lists when there is none. */
+  /** Draws the rows again from the last listing; lists when there is none. */
   redraw(): void {
     this.clearTick();
     this.changed.fire(undefined);
+  }
+
+  /** Rows showing an age, as drawn (updated in place on a tick: a menu opened on one still finds it). */
+  private aged: (VmItem | QueuedItem)[] = [];
+
+  /** Every row with an age gets its description as of now; only those rows are redrawn. */
+  private tickAges(): void {
+    const now = new Date();
+    for (const item of this.aged) item.refreshAge(now);
+    if (this.aged.length > 0) this.changed.fire([...this.aged]);
+    if (this.listed) this.scheduleTick(this.listed);
   }
 
   /**
@@ -145,7 +156,12 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
   }
 
   async getChildren(element?: ExplorerNode): Promise<ExplorerNode[]> {
-    if (element) return childrenOf(element);
+    if (element) {
+      const children = childrenOf(element);
+      for (const c of children) if (c instanceof VmItem || c instanceof QueuedItem) this.aged.push(c);
+      return children;
+    }
+    this.aged = [];
     if (!this.mustList && this.listed) return this.drawRoot(this.listed);
     this.mustList = false;
     try {
@@ -167,7 +183,7 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     if (!this.visible) return;
     const now = Date.now();
     const delay = nextTickMs({ ages: shownCreateTimes(l.shown).map((t) => now - Date.parse(t)).filter((a) => Number.isFinite(a)) });
-    if (delay !== undefined) this.tickTimer = setTimeout(() => this.redraw(), delay);
+    if (delay !== undefined) this.tickTimer = setTimeout(() => this.tickAges(), delay);
   }
 
   private clearTick(): void {

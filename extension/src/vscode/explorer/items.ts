@@ -132,17 +132,23 @@ export class VmItem extends vscode.TreeItem {
     // A row first shown without workers (a slice whose VMs are still being made) cannot be expanded; VS Code
     // keeps that state per id, so the row gets a new id once workers appear and then shows them expanded.
     this.id = node.networkEndpoints.length > 0 ? `vm:${node.name}` : `vm:${node.name}:no-workers`;
-    const cost = vmCost(node, id.zone);
-    const health = node.state === 'READY' ? healthNote(node) : undefined;
-    const planeNote = node.controlPlane === 'compute' ? (computeStatusNote(node, true) ?? node.compute?.machineType ?? 'Compute Engine') : node.runtimeVersion;
-    this.description = [node.acceleratorType, node.state, planeNote, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
-      .filter((s): s is string => !!s)
-      .join(' · ');
+    this.refreshAge(now);
     this.iconPath = toneIcon(nodeStateTone(node.state));
     // The state is part of contextValue so that menus offer Run on READY VMs and Stop on single-host ones only.
     this.contextValue = `tpuVm.${node.state}.${isMultiHost(node) ? 'pod' : 'single'}`;
     // No tooltip here: resolveTooltip makes it on hover, so its "(21s ago)" is the age at that moment.
     this.accessibilityInformation = { label: `TPU VM ${id.node}, ${node.state}, ${node.acceleratorType} in ${id.zone}` };
+  }
+
+  /** The description with the VM's age as of `now` (the row is redrawn in place as the age moves on). */
+  refreshAge(now = new Date()): void {
+    const node = this.node;
+    const cost = vmCost(node, parseNodeName(node.name).zone);
+    const health = node.state === 'READY' ? healthNote(node) : undefined;
+    const planeNote = node.controlPlane === 'compute' ? (computeStatusNote(node, true) ?? node.compute?.machineType ?? 'Compute Engine') : node.runtimeVersion;
+    this.description = [node.acceleratorType, node.state, planeNote, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
+      .filter((s): s is string => !!s)
+      .join(' · ');
   }
 }
 
@@ -221,11 +227,17 @@ export class QueuedItem extends vscode.TreeItem {
   ) {
     super(shortName(qr.name), vscode.TreeItemCollapsibleState.None);
     this.id = `qr:${qr.name}`;
+    this.refreshAge(now);
+    this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
+    this.contextValue = `tpuQueued.${qr.state}`;
+  }
+
+  /** The description with the request's age as of `now`. */
+  refreshAge(now = new Date()): void {
+    const qr = this.qr;
     this.description = [qr.state, qr.acceleratorType, qr.tier !== 'unspecified' ? qr.tier : undefined, qr.validUntil ? `until ${qr.validUntil}` : undefined, formatAge(qr.createTime, now)]
       .filter((s): s is string => !!s)
       .join(' · ');
-    this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
-    this.contextValue = `tpuQueued.${qr.state}`;
   }
 }
 
