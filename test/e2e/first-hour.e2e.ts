@@ -279,6 +279,8 @@ describe("A newcomer's first hour in VS Code (code-server, packaged .vsix)", { t
 
   step('a recipe with errors asks before it runs; "Show Problems" runs nothing', async () => {
     const before = runs().length;
+    // The recipe opens in the first group, beside the run view (which had the focus).
+    await wb.runCommand('View: Focus First Editor Group');
     await wb.openFile('recipes/broken.sh');
     await wb.page.locator('.part.editor .squiggly-error').first().waitFor({ timeout: 60_000 });
     await editorTitleAction('Run on TPU').click();

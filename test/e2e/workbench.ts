@@ -120,8 +120,10 @@ export class Workbench {
       }
     }
     await input.fill(relativePath);
-    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: base }).first().waitFor({ timeout: 30_000 });
-    await this.page.keyboard.press('Enter');
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: base }).first();
+    await row.waitFor({ timeout: 30_000 });
+    // A click, not Enter: a key may still go to a webview that had the focus.
+    await row.click();
     await this.page.locator(`.tabs-container .tab.active[aria-label^="${base}"]`).first().waitFor({ timeout: 15_000 });
   }
 
