@@ -123,6 +123,13 @@ export class ComputeTpuProvider {
     return types.map((t) => t.name ?? '').filter((n) => machineTypeInfo(n) !== undefined);
   }
 
+  /** The families of Google's TPU VM images (in TPU_IMAGE_PROJECT, named tpu-vm-…), for the create wizard's list. */
+  async listTpuImageFamilies(): Promise<string[]> {
+    const ctx = this.ctx('list', 'the TPU VM images', TPU_IMAGE_PROJECT);
+    const [images] = await this.call(ctx, () => this.clients.images.list({ project: TPU_IMAGE_PROJECT, maxResults: 500, filter: 'name eq tpu-vm-.*' }));
+    return [...new Set(images.map((i) => i.family ?? '').filter((f) => f.startsWith('tpu-vm-')))].sort();
+  }
+
   /** The slice named `name`: a MIG of that name first (a slice), else an instance. NOT_FOUND names it. */
   async getSlice(project: string, zone: string, name: string): Promise<ComputeSlice> {
     const mig = await this.migSlice(project, zone, name).catch((e: unknown) => (isTpwError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
