@@ -71,6 +71,16 @@ const targets = [
     external: ['cpu-features', '*.node'],
   },
   {
+    // The local emulator, its own program (emulator/README.md): `tpw emulator start` and the extension run it.
+    ...common,
+    entryPoints: ['emulator/src/main.ts'],
+    outfile: 'dist/emulator.js',
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['cpu-features', '*.node'],
+  },
+  {
     ...common,
     entryPoints: ['language-server/src/server.ts'],
     outfile: 'dist/language-server.js',

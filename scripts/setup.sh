@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Installs everything TPU Workbench needs on a fresh Debian machine, and nothing twice:
-#   system packages (OpenSSH for the tests' real sshd, git, tar), node_modules (npm ci), the trainer's Python
-#   venv (scripts/python-env.sh), and the bundles in dist/ (with dist/tpw-profile, which needs Rust's cargo).
-#   --e2e  also Debian chromium and code-server 4.100.3 (VS Code 1.100) for the end-to-end tests.
+# Installs what TPU Workbench needs on a fresh Debian machine, and nothing twice:
+#   (no flag)  what the product and the demo run: git and tar (workspace sync), node_modules (npm ci), the
+#              trainer's Python venv (scripts/python-env.sh), and the bundles in dist/ (with dist/tpw-profile,
+#              which needs Rust's cargo);
+#   --test     also what only the tests need (`npm test` passes it): OpenSSH's server (the tests' real sshd),
+#              gdb, rsync and pssh (peers), Debian chromium and code-server 4.100.3 (VS Code 1.100) for the
+#              end-to-end tests. (--e2e is the same, kept for old notes.)
 # Caches live under $TPW_CACHE (default ~/.cache/tpu-workbench) so a second run on the same machine is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 e2e=0
-[ "${1:-}" = "--e2e" ] && e2e=1
+case "${1:-}" in --test|--e2e) e2e=1 ;; "") ;; *) echo "usage: bash scripts/setup.sh [--test]" >&2; exit 2 ;; esac
 export TPW_CACHE=${TPW_CACHE:-$HOME/.cache/tpu-workbench}
 mkdir -p "$TPW_CACHE"
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- system packages -------------------------------------------------------------------------------
-pkgs=(openssh-server openssh-client git tar rsync pssh gdb)  # rsync, pssh: peers in test/bench (BENCHMARKS.md); gdb: "Attach Debugger" (debugpy --pid)
-[ $e2e = 1 ] && pkgs+=(chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config ripgrep g++ make python3-venv)
+pkgs=(git tar openssh-client)
+# openssh-server: the tests' real sshd; rsync, pssh: peers in test/bench (BENCHMARKS.md); gdb: "Attach Debugger"
+# (debugpy --pid) on the emulator's workers, which its tests use.
+[ $e2e = 1 ] && pkgs+=(openssh-server rsync pssh gdb chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config ripgrep g++ make python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,57 +1,100 @@
 #!/usr/bin/env bash
-# Every test, as CI runs it: set-up (idempotent), type-check, lint, unit tests (core, emulator, SSH against
-# real sshd), language-server tests over JSON-RPC, the native `tpw profile`'s (Rust) checks and tests, the trainer's lint and type check (ruff, mypy) and pytest
-# suite, and the end-to-end test in real VS Code (code-server + headless Chromium). Ends with one
-# "N passed, N failed" line over all runners.
+# Every test, as CI runs it (`npm test`): set-up (idempotent; what only tests need is installed here, not by the
+# demo), one build, then the suites — type-check, lint, unit (core, CLI, the emulator, SSH against real sshd),
+# language server over JSON-RPC, the run view in headless Chromium, the native `tpw profile` (rustfmt, clippy,
+# cargo test), the Python checks (ruff, mypy), the trainer (pytest, torch on CPU), Google's Python clients against
+# the emulator, and end to end in real VS Code (code-server + headless Chromium).
+#
+# Suites that do not share anything run side by side, in phases (PHASES below); inside a suite, test files run
+# side by side too (scripts/test-suite.sh). Each step's output goes to test-artifacts/<step>.log; a failed step's
+# log ends the output. Ends with each step's time and one "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --e2e || { echo "setup failed"; exit 1; }
-. scripts/env.sh
-mkdir -p test-artifacts
-passed=0; failed=0; broken=()
+mkdir -p test-artifacts/steps
+rm -f test-artifacts/steps/*
+started_all=$SECONDS
 
-# node's test runner prints "# pass N" / "# fail N"; pytest prints "N passed, M failed".
-count_node() { local log=$1; passed=$((passed + $(grep -E '^# pass ' "$log" | awk '{s+=$3} END {print s+0}'))); failed=$((failed + $(grep -E '^# fail ' "$log" | awk '{s+=$3} END {print s+0}'))); }
-# cargo test prints one "test result: ok. N passed; M failed; …" line per test binary.
-count_cargo() { local log=$1; passed=$((passed + $(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}'))); failed=$((failed + $(grep -oE '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}'))); }
-count_pytest() { local log=$1 line; line=$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1); passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | cut -d' ' -f1 || echo 0))); failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | cut -d' ' -f1 || echo 0))); }
-
-step() {
+timed() { # name cmd… — runs in the foreground, output on the console and in its log
   local name=$1; shift
-  echo "=== $name"
-  local started=$SECONDS
-  if "$@" 2>&1 | tee "test-artifacts/$name.log"; then
-    echo "=== $name: ok ($((SECONDS - started))s)"
-  else
-    echo "=== $name: FAILED ($((SECONDS - started))s)"
-    broken+=("$name")
-  fi
+  local t=$SECONDS
+  "$@" 2>&1 | tee "test-artifacts/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "$rc $((SECONDS - t))" >"test-artifacts/steps/$name"
+  return "$rc"
 }
 
-step typecheck npx tsc -b
-step lint npx eslint --max-warnings 0 .
-# Each suite through its npm script (scripts/test-suite.sh), as a developer runs it; TAP for the counts.
-step unit npm run -s test:unit -- --test-reporter=tap
-count_node test-artifacts/unit.log
-step lsp npm run -s test:lsp -- --test-reporter=tap
-count_node test-artifacts/lsp.log
-# The run view's bundle in headless Chromium (the suite builds dist/ first).
-step webview npm run -s test:webview -- --test-reporter=tap
-count_node test-artifacts/webview.log
-# The native `tpw profile` (Rust): rustfmt, clippy and its tests (the unit suite holds it to the node CLI's bytes).
-step native npm run -s test:native
-count_cargo test-artifacts/native.log
-# ruff and mypy over the trainer, its tests and the project's other Python (settings in trainer/pyproject.toml);
-# fails on any finding.
-step python-checks npm run -s check:python
-step trainer npm run -s test:trainer
-count_pytest test-artifacts/trainer.log
-# Google's Python client for Cloud TPU (REST transport) against the emulator started by the built CLI.
-step emulator-clients python3 -m pytest -q test/emulator-clients
-count_pytest test-artifacts/emulator-clients.log
-step e2e npm run -s test:e2e -- --test-reporter=tap
-count_node test-artifacts/e2e.log
+timed setup bash scripts/setup.sh --test || { echo "setup failed (test-artifacts/setup.log)"; exit 1; }
+. scripts/env.sh
+timed build node scripts/build.mjs || { echo "the build failed (test-artifacts/build.log)"; exit 1; }
+export TPW_BUILT=1
 
+step() { # name cmd… — in the background; its output only in its log
+  local name=$1; shift
+  (
+    t=$SECONDS
+    "$@" >"test-artifacts/$name.log" 2>&1
+    rc=$?
+    echo "$rc $((SECONDS - t))" >"test-artifacts/steps/$name"
+    echo "=== $name: $([ $rc = 0 ] && echo ok || echo FAILED) ($((SECONDS - t))s)"
+  ) &
+}
+
+# Each line is a phase: its steps run side by side, and the next phase starts when all of them have ended.
+# Steps in one phase must share nothing but the machine (their own TPW_HOME, ports, loopback addresses).
+PHASES=(
+  "typecheck lint native python-checks"
+  "unit trainer"
+  "lsp webview emulator-clients"
+  "e2e"
+)
+run() {
+  case $1 in
+    typecheck) step typecheck npx tsc -b ;;
+    lint) step lint npx eslint --max-warnings 0 . ;;
+    native) step native npm run -s test:native ;;
+    python-checks) step python-checks npm run -s check:python ;;
+    unit) step unit npm run -s test:unit -- --test-reporter=tap ;;
+    trainer) step trainer npm run -s test:trainer ;;
+    lsp) step lsp npm run -s test:lsp -- --test-reporter=tap ;;
+    webview) step webview npm run -s test:webview -- --test-reporter=tap ;;
+    emulator-clients) step emulator-clients python3 -m pytest -q test/emulator-clients ;;
+    e2e) step e2e npm run -s test:e2e -- --test-reporter=tap ;;
+    *) echo "unknown step $1"; exit 2 ;;
+  esac
+}
+for phase in "${PHASES[@]}"; do
+  echo "=== $phase"
+  for s in $phase; do run "$s"; done
+  wait
+done
+
+# node's test runner prints "# pass N" / "# fail N"; pytest prints "N passed, M failed"; cargo test one
+# "test result: ok. N passed; M failed; …" line per test binary.
+passed=0; failed=0
+sum() { awk '{s+=$1} END {print s+0}'; }
+count_node() { passed=$((passed + $(grep -E '^# pass ' "$1" | awk '{print $3}' | sum))); failed=$((failed + $(grep -E '^# fail ' "$1" | awk '{print $3}' | sum))); }
+count_cargo() { passed=$((passed + $(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$1" | awk '{print $4}' | sum))); failed=$((failed + $(grep -oE '[0-9]+ failed;' "$1" | awk '{print $1}' | sum))); }
+count_pytest() { local line; line=$(grep -E '[0-9]+ (passed|failed)' "$1" | tail -1); passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | awk '{print $1}' | sum))); failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | awk '{print $1}' | sum))); }
+for s in unit lsp webview e2e; do count_node "test-artifacts/$s.log"; done
+count_cargo test-artifacts/native.log
+for s in trainer emulator-clients; do count_pytest "test-artifacts/$s.log"; done
+
+broken=()
+for f in test-artifacts/steps/*; do
+  read -r rc _ <"$f"
+  [ "$rc" = 0 ] || broken+=("$(basename "$f")")
+done
+for b in ${broken[@]+"${broken[@]}"}; do
+  echo "=== $b FAILED: the end of test-artifacts/$b.log"
+  tail -n 150 "test-artifacts/$b.log"
+done
+
+echo "=== step times (seconds; steps of one phase ran side by side)"
+for name in setup build; do read -r rc secs <"test-artifacts/steps/$name"; printf '  %-17s %5s  %s\n' "$name" "$secs" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; done
+for phase in "${PHASES[@]}"; do
+  for name in $phase; do read -r rc secs <"test-artifacts/steps/$name"; printf '  %-17s %5s  %s\n' "$name" "$secs" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; done
+done
+printf '  %-17s %5s\n' total $((SECONDS - started_all))
 [ ${#broken[@]} -gt 0 ] && echo "failed steps: ${broken[*]}"
 echo "all: $passed passed, $failed failed"
 [ ${#broken[@]} -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One test suite, run the way `npm run test:<suite>` and scripts/test-all.sh both run it (so they cannot drift):
 #
-#   bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e|native [FILE…] [OPTION…]
+#   bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-fast|e2e|native [FILE…] [OPTION…]
 #
 # With no FILE it runs every test file of the suite. An argument that names an existing file (for pytest, before
 # any `::test`) is a FILE; every other argument goes to the runner as it is (node's test runner; pytest for the
@@ -11,8 +11,14 @@
 #   npm run test:lsp -- test/lsp/flags.test.ts --test-name-pattern='did you mean'
 #   npm run test:trainer -- test/trainer/test_config.py -k schema
 #
-# The webview and e2e suites drive the built bundles, so they build first (a second and a half); the LSP harness
-# rebuilds the language server itself when its sources are newer (test/helpers/fresh-bundle.ts).
+# The webview and e2e suites drive the built bundles, so they build first (a second and a half) unless TPW_BUILT=1
+# says this run built them already (scripts/test-all.sh builds once, before suites run side by side: a rebuild
+# while another suite starts a bundle could hand it a half-written file); the LSP harness rebuilds the language
+# server itself when its sources are newer (test/helpers/fresh-bundle.ts).
+#
+# Test files run side by side: TPW_TEST_JOBS of them at once (default 3 for unit and LSP, 2 for the webview; e2e
+# files one at a time, each owns a code-server). Each file has its own TPW_HOME, ports and loopback addresses
+# (test/helpers/loopback.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -29,11 +35,16 @@ node_suite() { # default files…, after the runner's own options
   exec node --import tsx --test "${runner[@]}" ${opts[@]+"${opts[@]}"} "${files[@]}"
 }
 
+build() { [ "${TPW_BUILT:-}" = 1 ] || node scripts/build.mjs; }
+jobs=${TPW_TEST_JOBS:-3}
+
 case $suite in
-  unit) runner=(--test-concurrency=1); node_suite test/unit/*.test.ts ;;
-  lsp) runner=(); node_suite test/lsp/*.test.ts ;;
-  webview) node scripts/build.mjs; runner=(--test-concurrency=1); node_suite test/webview/*.test.ts ;;
-  e2e) node scripts/build.mjs; runner=(); node_suite test/e2e/*.e2e.ts ;;
+  unit) runner=(--test-concurrency="$jobs"); node_suite test/unit/*.test.ts ;;
+  # The fast tier's unit files: those that start nothing (scripts/test-tiers.mjs says which).
+  unit-fast) runner=(--test-concurrency="$jobs"); mapfile -t fast < <(node scripts/test-tiers.mjs); node_suite "${fast[@]}" ;;
+  lsp) runner=(--test-concurrency="$jobs"); node_suite test/lsp/*.test.ts ;;
+  webview) build; runner=(--test-concurrency=2); node_suite test/webview/*.test.ts ;;
+  e2e) build; runner=(--test-concurrency=1); node_suite test/e2e/*.e2e.ts ;;
   # The native `tpw profile` (Rust): formatted, lint-free, its tests. OPTIONs go to `cargo test`.
   native)
     cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
@@ -45,5 +56,9 @@ case $suite in
   trainer)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
     exec python3 -m pytest -q ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
-  *) echo "usage: bash scripts/test-suite.sh unit|lsp|webview|trainer|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
+  # The fast tier's trainer tests: modules that start no process (test/trainer/conftest.py marks the others slow).
+  trainer-fast)
+    [ ${#files[@]} -gt 0 ] || files=(test/trainer)
+    exec python3 -m pytest -q -m 'not slow' ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
+  *) echo "usage: bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-fast|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
 esac

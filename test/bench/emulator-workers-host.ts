@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 
 export interface HostConfig {
   port: number;

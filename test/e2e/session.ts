@@ -16,9 +16,12 @@ import type { CodeServer } from './code-server';
 import { installExtension, REPO, startCodeServer } from './code-server';
 import { delay, ProcessTracker, sweep } from './processes';
 import { launchBrowser, Workbench } from './workbench';
+import { testAddressPrefix } from '../helpers/loopback';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 export const CLI = path.join(REPO, 'dist', 'cli.js');
+/** The emulator's own program (emulator/README.md). */
+export const EMULATOR = path.join(REPO, 'dist', 'emulator.js');
 /** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
 export const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 
@@ -63,7 +66,11 @@ export function testEnv(home: string, extra: NodeJS.ProcessEnv = {}, drop: strin
  * endpoint file, which this waits for.
  */
 export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEnv): Promise<void> {
-  const emulator = procs.spawn('emulator', process.execPath, [CLI, 'emulator', 'run-foreground'], { env });
+  // Workers on loopback addresses of this test process's own (test/helpers/loopback.ts): e2e files may run while
+  // other suites' emulators do.
+  const options = { addressPrefix: testAddressPrefix(1), ...(JSON.parse(env.TPW_EMULATOR_OPTIONS ?? '{}') as object) };
+  env.TPW_EMULATOR_OPTIONS = JSON.stringify(options);
+  const emulator = procs.spawn('emulator', process.execPath, [EMULATOR, 'run'], { env });
   const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
   for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
     if (emulator.child.exitCode !== null) throw new Error(`the emulator exited (${emulator.child.exitCode}); see ${emulator.logFile}`);

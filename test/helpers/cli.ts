@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../extension/src/cli/main';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 
 export interface CliResult {
   code: number;
@@ -22,6 +22,29 @@ export async function runTpw(cwd: string, argv: string[]): Promise<CliResult> {
     return { code, out, err };
   } finally {
     process.chdir(saved);
+  }
+}
+
+/**
+ * `tpw argv…` in this process, with `env` laid over process.env for the call (a variable given as undefined is
+ * removed) and `cwd` as the working folder: exit code, stdout and stderr as the shell would see them (each line
+ * and a newline), without a child process and its transpile of the whole CLI (seconds per call).
+ */
+export async function tpwInProcess(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<SpawnedTpw> {
+  const saved = Object.fromEntries(Object.keys(opts.env ?? {}).map((k) => [k, process.env[k]]));
+  const set = (vars: NodeJS.ProcessEnv) => {
+    for (const [k, v] of Object.entries(vars)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  set(opts.env ?? {});
+  try {
+    const r = await runTpw(opts.cwd ?? process.cwd(), argv);
+    const text = (lines: string[]) => lines.map((l) => `${l}\n`).join('');
+    return { code: r.code, stdout: text(r.out), stderr: text(r.err) };
+  } finally {
+    set(saved);
   }
 }
 

@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Emulator, type EmulatorOptions } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator, type EmulatorOptions } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';
 import { emulatorRequest } from './emulator-http';
 

@@ -1,5 +1,5 @@
 import * as http from 'node:http';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 
 /** What a test needs of the endpoint file to call the emulator's REST API itself. */
 export type EmulatorAddress = Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>;

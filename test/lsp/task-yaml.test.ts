@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import type { MarkupContent } from 'vscode-languageserver-protocol';
-import { acceleratorTypeNames } from '../../extension/src/core/emulator/catalog';
+import { acceleratorTypeNames } from '../../emulator/src/catalog';
 import { labels, LspClient } from './harness';
 import { INIT, makeWorkspace } from './fixture';
 

@@ -21,3 +21,24 @@ def sub_env():
     from _trainer_helpers import clean_env
 
     return clean_env()
+
+
+# The fast tier (`npm run test:fast`) runs the trainer tests with `-m "not slow"`. A test module that starts
+# processes (the trainer as a command, torch's spawn, gloo process groups) is slow as a whole: marked here from its
+# source, so a new test lands in the right tier by what it does, with no list to keep.
+_SLOW_SOURCE = ("subprocess", "mp.spawn", "torch.multiprocessing", "run_trainer", "sub_env")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: starts processes; left out of the fast tier (npm run test:fast)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow_modules: dict[Path, bool] = {}
+    for item in items:
+        module = Path(str(item.fspath))
+        if module not in slow_modules:
+            source = module.read_text(encoding="utf-8")
+            slow_modules[module] = any(word in source for word in _SLOW_SOURCE)
+        if slow_modules[module]:
+            item.add_marker(pytest.mark.slow)

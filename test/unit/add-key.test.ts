@@ -13,12 +13,14 @@ import { after, before, test } from 'node:test';
 import { utils as sshUtils } from 'ssh2';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator, ensureKeys } from '../../extension/src/core/emulator/emulator';
+import { Emulator, ensureKeys } from '../../emulator/src/emulator';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
-import { ensureExtensionKey, generateEd25519KeyPair, withSshKey } from '../../extension/src/core/ssh/keys';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { withSshKey } from '../../extension/src/core/slices/add-key';
+import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
+import { findNode } from '../../extension/src/core/slices/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
+import { testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let emu: Emulator;
@@ -28,7 +30,7 @@ const saved = process.env.TPW_HOME;
 before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-addkey-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.14' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(14) });
   await emu.start();
   assert.equal(await main(['vm', 'create', 'k', '--type', 'v5litepod-16'], () => undefined, () => undefined), 0);
   backend = await openBackend({ useEmulator: true });

@@ -9,8 +9,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { buildAll, ensureFreshBundle, REPO } from '../helpers/fresh-bundle';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const dist = path.join(REPO, 'dist');
 
@@ -47,7 +48,7 @@ test('`tpw --help` does not load dist/compute.js; a command that makes Compute E
   assert.match(help.out, /Usage: tpw/);
   assert.deepEqual(help.loaded, ['cli.js']);
   const home = mkdtempSync(path.join(tmpdir(), 'tpw-cli-bundle-'));
-  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.78' });
+  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(78) });
   await emu.start();
   try {
     const types = await loadedFromDist(`require('./cli.js').main(['vm', 'types', '--zone', 'us-central2-b']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });

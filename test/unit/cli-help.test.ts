@@ -1,20 +1,24 @@
 /**
- * `tpw`'s command line as a user's shell sees it (the real CLI in a child process): each command's own help,
- * each command refusing the options it does not take, unknown commands and subcommands with a did-you-mean
- * (exit 2, never the global help), and `tpw run … -- OVERRIDES` passing option-like overrides on literally.
+ * `tpw`'s command line: each command's own help, each command refusing the options it does not take, unknown
+ * commands and subcommands with a did-you-mean (exit 2, never the global help), and `tpw run … -- OVERRIDES`
+ * passing option-like overrides on literally. The CLI runs in this process (its exit code and the lines it prints),
+ * and once as a child process, to show a user's shell sees the same.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { buildStopScript } from '../../extension/src/core/run/remote-script';
-import { spawnTpw, writeRecipeIn } from '../helpers/cli';
+import { cliReference } from '../../extension/src/cli/reference';
+import { spawnTpw, tpwInProcess, writeRecipeIn } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cli-help-'));
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cli-help-ws-'));
-const tpw = (...argv: string[]) => spawnTpw(argv, { cwd: ws, env: { TPW_HOME: home, TPW_PROJECT: undefined, TPW_ZONES: undefined } });
+const env = { TPW_HOME: home, TPW_PROJECT: undefined, TPW_ZONES: undefined };
+const tpw = (...argv: string[]) => tpwInProcess(argv, { cwd: ws, env });
 
 after(() => {
   fs.rmSync(ws, { recursive: true, force: true });
@@ -58,6 +62,20 @@ test('tpw --help lists every command; bare tpw prints it with exit 2; --version'
   assert.deepEqual([version.code, version.stdout], [0, '0.1.0\n']);
 });
 
+test('a user\'s shell sees what the CLI prints: the help on stdout with exit 0, a refusal on stderr with exit 2', async () => {
+  for (const argv of [['vm', 'create', '--help'], ['vm', 'list', '--follow']]) {
+    const [child, here] = await Promise.all([spawnTpw(argv, { cwd: ws, env }), tpw(...argv)]);
+    assert.deepEqual(child, here, `tpw ${argv.join(' ')}`);
+  }
+});
+
+test('docs/cli.md is every command\'s help as the CLI prints it (regenerate: npx tsx scripts/gen-cli-docs.ts)', async () => {
+  const doc = fs.readFileSync(path.join(__dirname, '../../docs/cli.md'), 'utf8');
+  assert.equal(doc, cliReference());
+  const create = await tpw('vm', 'create', '--help');
+  assert.ok(doc.includes(create.stdout.trimEnd()), 'the page holds what `tpw vm create --help` prints');
+});
+
 test('each command and command group has its own help', async () => {
   const vm = await tpw('vm', '--help');
   assert.equal(vm.code, 0, vm.stderr);
@@ -99,8 +117,8 @@ test('tpw stop --help names the signals the stop program sends, in its order', a
   // SIGTERM goes out after half the grace period (the script counts in 0.1 s steps): "halfway through a 5 s grace period".
   assert.match(script, /kill -INT -- "-\$g" 2>\/dev\/null\nwaitgone 25\n/);
   assert.match(stop.stdout.replace(/\s+/g, ' '), /SIGTERM halfway through a 5 s grace period/);
-  const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
-  assert.match(readme.replace(/\s+/g, ' '), /`tpw stop RUN` \(SIGINT, then SIGTERM halfway through a 5 s grace period, then SIGKILL\)/);
+  const guide = fs.readFileSync(path.join(__dirname, '../../docs/guide.md'), 'utf8');
+  assert.match(guide.replace(/\s+/g, ' '), /`tpw stop RUN` \(SIGINT, then SIGTERM halfway through a 5 s grace period, then SIGKILL\)/);
 });
 
 test('an option a command does not take is refused, naming the option and the command (exit 2)', async () => {
@@ -149,7 +167,7 @@ test('an unknown command or subcommand is refused with a did-you-mean, also with
 });
 
 test('tpw run passes everything after -- to the recipe literally, option-like overrides included', async (t) => {
-  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.21' });
+  const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(21) });
   await emu.start();
   t.after(() => emu.stop());
   const c = await tpw('vm', 'create', 'one', '--type', 'v5litepod-4');

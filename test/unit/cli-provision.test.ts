@@ -9,8 +9,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { runTpw, type CliResult } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let ws: string;
@@ -34,7 +35,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cli3-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-cli3-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, queuedStepMs: 40, addressPrefix: '127.0.17' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, queuedStepMs: 40, addressPrefix: testAddressPrefix(17) });
   await emu.start();
 });
 
@@ -101,7 +102,7 @@ test('vm create honours spot, labels, startup script, description and data disks
     '--description', 'the full one', '--data-disk', 'projects/local-project/zones/us-east5-b/disks/d1,mode=read-only',
   );
   assert.equal(r.code, 0, r.err.join('\n'));
-  assert.match(r.out[0], /^full READY: w0=127\.0\.17\.\d+$/);
+  assert.match(r.out[0], new RegExp(`^full READY: w0=${esc(testAddressPrefix(17))}\\.\\d+$`));
   assert.match(r.err[0], /Creating full \(v5litepod-4, \S+, spot\) in us-east5-b… ~\$2\.40\/h/);
   const n = emu.state.getNode('projects/local-project/locations/us-east5-b/nodes/full');
   assert.equal(n.schedulingConfig.spot, true);

@@ -9,8 +9,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { emulatorPodFixture, spawnTpw } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('clirobust', '127.0.37', { before, after });
+const pod = emulatorPodFixture('clirobust', testAddressPrefix(37), { before, after });
 
 test('logs --follow ends with the message when a worker host key changed (no retry loop, no listener leak)', async () => {
   const recipe = pod.writeRecipe('long.sh', `bash -c 'echo up; sleep 1000'\n`);

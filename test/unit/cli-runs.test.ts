@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadRun } from '../../extension/src/core/run/registry';
 import { emulatorPodFixture } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('cliruns', '127.0.11', { before, after });
+const pod = emulatorPodFixture('cliruns', testAddressPrefix(11), { before, after });
 const tpw = pod.tpw;
 const writeRecipe = pod.writeRecipe;
 

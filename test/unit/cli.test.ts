@@ -8,8 +8,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { runTpw, writeRecipeIn, type CliResult } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let ws: string;
@@ -58,13 +59,13 @@ test('usage errors exit 2 with a reason', async () => {
 });
 
 test('with the emulator: create, list, run on every worker, and the bad inputs', async (t) => {
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.9' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(9) });
   await emu.start();
 
   await t.test('create and list a 4-worker VM', async () => {
     const c = await tpw('vm', 'create', 'pod', '--type', 'v5litepod-16');
     assert.equal(c.code, 0, c.err.join('\n'));
-    assert.match(c.out[0], /^pod READY: w0=127\.0\.9\.\d+ w1=\S+ w2=\S+ w3=\S+$/);
+    assert.match(c.out[0], new RegExp(`^pod READY: w0=${esc(testAddressPrefix(9))}\\.\\d+ w1=\\S+ w2=\\S+ w3=\\S+$`));
     const l = await tpw('vm', 'list');
     assert.match(l.out.join('\n'), /pod\s+us-central2-b\s+v5litepod-16\s+READY\s+4/);
   });

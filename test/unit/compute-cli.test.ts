@@ -9,9 +9,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/registry';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 let home = '';
 let ws = '';
@@ -23,7 +24,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-computecli-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-computecli-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.142' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(142) });
   await emu.start();
 });
 
@@ -39,7 +40,8 @@ test('vm create --type tpu7x-16 makes a 2-VM slice; vm list shows both control p
   const c = await tpw('vm', 'create', 'iron', '--type', 'tpu7x-16', '--zone', 'us-east5-b');
   assert.equal(c.code, 0, c.err.join('\n'));
   assert.match(c.err.join('\n'), /Creating iron on Compute Engine \(tpu7x-16, topology 2x2x2, 2 VMs of tpu7x-standard-4t, 8 chips \/ 16 devices, on-demand\)/);
-  assert.match(c.out.at(-1) ?? '', /^iron READY: w0=127\.0\.142\.\d+ w1=127\.0\.142\.\d+$/);
+  const w = esc(testAddressPrefix(142));
+  assert.match(c.out.at(-1) ?? '', new RegExp(`^iron READY: w0=${w}\\.\\d+ w1=${w}\\.\\d+$`));
   const t = await tpw('vm', 'create', 'trill', '--type', 'v6e-1', '--zone', 'us-east5-b');
   assert.equal(t.code, 0, t.err.join('\n'));
 

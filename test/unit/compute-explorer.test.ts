@@ -12,6 +12,7 @@ import { ComputeTpuProvider } from '../../extension/src/core/compute/provider';
 import { sliceToNode } from '../../extension/src/core/compute/slice-api';
 import { computeStatusNote, schedulingLabel } from '../../extension/src/core/explorer/node-status';
 import { startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'local-project';
 const Z = 'us-east5-b';
@@ -22,7 +23,7 @@ describe('Compute Engine slices in the explorer', () => {
   let cp: ComputeTpuProvider;
 
   before(async () => {
-    fx = await startEmulatorApi('tpw-compute-explorer-', { opDelayMs: 20, addressPrefix: '127.0.143' });
+    fx = await startEmulatorApi('tpw-compute-explorer-', { opDelayMs: 20, addressPrefix: testAddressPrefix(143) });
     clients = emulatorComputeClients(fx.ep);
     cp = new ComputeTpuProvider(clients);
   });

@@ -11,10 +11,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findRunTarget, findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findRunTarget, findSliceGroup } from '../../extension/src/core/slices/multislice';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 let home = '';
 let ws = '';
@@ -28,7 +29,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-computems-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-computems-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.147' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(147) });
   await emu.start();
   backend = await openBackend({ useEmulator: true });
 });
@@ -52,8 +53,8 @@ test('--slices 2 on Compute Engine makes two slice MIGs NAME-0 and NAME-1, found
   const c = await tpw('vm', 'create', 'grp', '--type', 'tpu7x-16', '--slices', '2', '--zone', ZONE, '--spot');
   assert.equal(c.code, 0, c.err.join('\n'));
   assert.match(c.err.join('\n'), /Creating multislice group grp on Compute Engine: 2 slices grp-0 … grp-1 \(each tpu7x-16, topology 2x2x2, 2 VMs/);
-  assert.match(c.out.join('\n'), /^grp-0 READY: w0=127\.0\.147\.\d+ w1=127\.0\.147\.\d+$/m);
-  assert.match(c.out.join('\n'), /^grp-1 READY: w0=127\.0\.147\.\d+ w1=127\.0\.147\.\d+$/m);
+  const w = esc(testAddressPrefix(147));
+  for (const g of ['grp-0', 'grp-1']) assert.match(c.out.join('\n'), new RegExp(`^${g} READY: w0=${w}\\.\\d+ w1=${w}\\.\\d+$`, 'm'));
   const l = (await tpw('vm', 'list')).out.join('\n');
   assert.match(l, /grp-0\s+us-east5-b\s+tpu7x-16\s+READY\s+2\s+-\s+compute/);
   assert.match(l, /grp-1\s+us-east5-b\s+tpu7x-16\s+READY\s+2\s+-\s+compute/);

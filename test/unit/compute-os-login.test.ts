@@ -16,14 +16,15 @@ import { promisify } from 'node:util';
 import { main } from '../../extension/src/cli/main';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { emulatorOsLogin, type OsLoginAccess } from '../../extension/src/core/compute/os-login';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
-import { EMULATOR_ACCOUNT } from '../../extension/src/core/emulator/os-login';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator } from '../../emulator/src/emulator';
+import { EMULATOR_ACCOUNT } from '../../emulator/src/os-login';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { ensureExtensionKey, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const run = promisify(execFile);
 /** The POSIX name OS Login gives tpw-emulator-user@example.com (Google's rule for user accounts). */
@@ -42,7 +43,7 @@ describe('OS Login on Compute Engine TPU VMs (emulator)', () => {
   before(async () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-oslogin-'));
     process.env.TPW_HOME = home;
-    emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.149' });
+    emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(149) });
     ep = await emu.start();
     zone = ep.zones[0];
     backend = await openBackend({ useEmulator: true, onNotice: (m) => notices.push(m) });

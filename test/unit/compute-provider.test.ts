@@ -15,12 +15,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { emulatorComputeClients, type ComputeClients } from '../../extension/src/core/compute/client';
 import { ComputeTpuProvider } from '../../extension/src/core/compute/provider';
 import { listSliceShapes, resolveSliceShape, shapeFromTopology } from '../../extension/src/core/compute/tpu-machine-types';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import { emulatorCall, sshBanner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'local-project';
 const Z = 'us-east5-b';
@@ -66,7 +67,7 @@ describe('Compute Engine provider against the emulator', () => {
   let cp: ComputeTpuProvider;
 
   before(async () => {
-    fx = await startEmulatorApi('tpw-compute-', { opDelayMs: 40, addressPrefix: '127.0.141' });
+    fx = await startEmulatorApi('tpw-compute-', { opDelayMs: 40, addressPrefix: testAddressPrefix(141) });
     clients = emulatorComputeClients(fx.ep);
     cp = new ComputeTpuProvider(clients);
   });
@@ -262,7 +263,7 @@ function clients0(emu: Emulator): ComputeClients {
 describe('Compute Engine state across an emulator restart', () => {
   it('keeps a slice, its workers (same addresses, answering SSH) and its spot VM preempted by Compute Engine', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-compute-restart-'));
-    const opts = { dir, opDelayMs: 30, addressPrefix: '127.0.143' };
+    const opts = { dir, opDelayMs: 30, addressPrefix: testAddressPrefix(143) };
     let emu = new Emulator(opts);
     try {
       let cp = new ComputeTpuProvider(emulatorComputeClients(await emu.start()));

@@ -12,11 +12,12 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { emulatorComputeClients, type ComputeClients, type IInstance } from '../../extension/src/core/compute/client';
 import { openBackend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { recreateNode } from '../../extension/src/core/run/preemption';
 import { loadRun } from '../../extension/src/core/run/registry';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { runTpw, writeRecipeIn } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const Z = 'us-east5-b';
 let home = '';
@@ -30,7 +31,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-recreate-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-recreate-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.151' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(151) });
   clients = emulatorComputeClients(await emu.start());
 });
 

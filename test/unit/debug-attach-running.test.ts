@@ -15,11 +15,12 @@ import { attachConfiguration, forwardDebugpy, prepareDebugpy, waitForDebugpy } f
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import type { PortForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('debug-attach', '127.0.74', { before, after });
+const pod = emulatorPodFixture('debug-attach', testAddressPrefix(74), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 let forward: PortForward | undefined;

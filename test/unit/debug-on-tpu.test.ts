@@ -14,11 +14,12 @@ import { attachConfiguration, debugPort, debugRunEnv, forwardDebugpy, prepareDeb
 import { remoteWorkspaceDir, runRecipe, type RunResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import type { PortForward } from '../../extension/src/core/ssh/port-forward';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { DapClient } from '../helpers/dap-client';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('debugpy', '127.0.73', { before, after });
+const pod = emulatorPodFixture('debugpy', testAddressPrefix(73), { before, after });
 const REPO_TRAINER = path.resolve(__dirname, '../../trainer/tpu_trainer');
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;

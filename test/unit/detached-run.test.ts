@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { isTpwError } from '../../extension/src/core/errors';
 import { attachRun, downloadRunLogs, startDetached, stopDetached, type RunSpec } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';

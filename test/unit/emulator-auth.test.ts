@@ -5,11 +5,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
-import { endpointFile, readEmulatorEndpoint, type EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator } from '../../emulator/src/emulator';
+import { endpointFile, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { readEmulatorEndpoint } from '../../extension/src/core/local-emulator';
 import { isTpwError } from '../../extension/src/core/errors';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';
 import { emulatorRequest, type EmulatorReply } from '../helpers/emulator-http';
+import { testAddressPrefix } from '../helpers/loopback';
 
 /**
  * Who may drive the emulator: only the holder of the token in its 0600 endpoint file, by a loopback name, not a
@@ -57,7 +59,7 @@ const nodeExists = async (id: string): Promise<boolean> => (await emulatorReques
 
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-auth-'));
-  emu = new Emulator({ dir: path.join(dir, 'emulator'), opDelayMs: 20, addressPrefix: '127.0.43' });
+  emu = new Emulator({ dir: path.join(dir, 'emulator'), opDelayMs: 20, addressPrefix: testAddressPrefix(43) });
   ep = await emu.start();
   api = emulatorTpuApi(ep);
   // Through the real client: it sends the token from the endpoint file as an OAuth2 bearer token.
@@ -148,14 +150,14 @@ describe('emulator REST authentication', () => {
     const loose = path.join(dir, 'loose');
     fs.mkdirSync(loose, { mode: 0o755 });
     const stub = { addWorker: async () => undefined, removeNode: async () => undefined, close: async () => undefined };
-    const first = new Emulator({ dir: loose, addressPrefix: '127.0.44', workerPool: () => stub });
+    const first = new Emulator({ dir: loose, addressPrefix: testAddressPrefix(44), workerPool: () => stub });
     const ep1 = await first.start();
     await first.stop();
     // As an older version, a copy or a careless chmod might leave them.
     fs.chmodSync(loose, 0o755);
     fs.chmodSync(path.join(loose, 'keys'), 0o755);
     fs.chmodSync(ep1.clientKeyPath, 0o644);
-    const second = new Emulator({ dir: loose, addressPrefix: '127.0.44', workerPool: () => stub });
+    const second = new Emulator({ dir: loose, addressPrefix: testAddressPrefix(44), workerPool: () => stub });
     const ep2 = await second.start();
     try {
       assert.equal(mode(loose), 0o700);

@@ -7,9 +7,8 @@ import {
   isRuntimeVersion,
   RUNTIME_VERSIONS,
   runtimeVersionProblem,
-  topologyFor,
-  workersFor,
-} from '../../extension/src/core/emulator/catalog';
+} from '../../emulator/src/catalog';
+import { topologyFor, workersFor } from '../../protocol/tpu-catalog';
 import { recommendedRuntime } from '../../extension/src/core/explorer/create-request';
 
 describe('emulator catalog', () => {

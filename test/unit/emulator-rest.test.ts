@@ -5,9 +5,10 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { protos, v2 } from '@google-cloud/tpu';
 import { OAuth2Client } from 'google-auth-library';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { emulatorRequest } from '../helpers/emulator-http';
+import { testAddressPrefix } from '../helpers/loopback';
 
 /** Raw HTTP against the emulator's REST server: statuses, bodies, enum encodings, faults. */
 
@@ -65,7 +66,7 @@ async function createNode(id: string, acceleratorType = 'v4-8', extra: Record<st
 before(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-rest-'));
   removed.push(dir);
-  emu = new Emulator({ dir, opDelayMs: 20, addressPrefix: '127.0.7', workerPool: () => pool });
+  emu = new Emulator({ dir, opDelayMs: 20, addressPrefix: testAddressPrefix(7), workerPool: () => pool });
   ep = await emu.start();
 });
 after(async () => {
@@ -95,7 +96,7 @@ describe('emulator REST API', () => {
     assert.equal(node.state, 'READY');
     const eps = node.networkEndpoints as { ipAddress: string; port: number; accessConfig: { externalIp: string } }[];
     assert.equal(eps.length, 4);
-    assert.deepEqual(eps.map((e) => e.ipAddress), ['127.0.7.1', '127.0.7.2', '127.0.7.3', '127.0.7.4']);
+    assert.deepEqual(eps.map((e) => e.ipAddress), [1, 2, 3, 4].map((i) => `${testAddressPrefix(7)}.${i}`));
     assert.ok(eps.every((e) => e.port === 8470 && e.accessConfig.externalIp === e.ipAddress));
     assert.deepEqual(node.labels, { team: 'ml' });
     assert.equal(node.apiVersion, 'V2');

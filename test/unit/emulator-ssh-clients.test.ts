@@ -17,11 +17,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from 'ssh2';
-import { defaultWorkerPathPrefix, Emulator, ensureKeys } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { defaultWorkerPathPrefix, Emulator, ensureKeys } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { freePort } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-ssh-clients-'));
 const username = os.userInfo().username;
@@ -157,7 +158,7 @@ before(async () => {
   // The shell that starts the emulator holds secrets; workers must not see them.
   process.env.HF_TOKEN = HF_SECRET;
   process.env.GOOGLE_APPLICATION_CREDENTIALS = CREDS;
-  emu = new Emulator({ dir: path.join(tmp, 'emulator'), opDelayMs: 20, addressPrefix: '127.0.61' });
+  emu = new Emulator({ dir: path.join(tmp, 'emulator'), opDelayMs: 20, addressPrefix: testAddressPrefix(61) });
   ep = await emu.start();
   await waitOp(await rest('POST', `${BASE}/nodes?nodeId=cli`, { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' }));
   await waitOp(await rest('PATCH', `${BASE}/nodes/cli?updateMask=metadata`, { metadata: { 'ssh-keys': `${username}:${clientKey.public.trim()}` } }));

@@ -4,12 +4,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../extension/src/core/emulator/daemon';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import { endpointFile, readEmulatorEndpoint, type EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
-import { previousStateFile, stateFile } from '../../extension/src/core/emulator/state';
+import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../emulator/src/daemon';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import { endpointFile, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { readEmulatorEndpoint } from '../../extension/src/core/local-emulator';
+import { EmulatorError } from '../../emulator/src/errors';
+import { previousStateFile, stateFile } from '../../emulator/src/state';
 import { isTpwError } from '../../extension/src/core/errors';
 import { runTpw } from '../helpers/cli';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 /**
  * State the emulator must not lose: an unusable state file stops it from starting (naming the file, the problem
@@ -27,7 +30,7 @@ function tmp(): string {
 after(() => tmpDirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
 const stubPool = (): WorkerPool => ({ addWorker: async () => undefined, removeNode: async () => undefined, close: async () => undefined });
-const emulator = (dir: string) => new Emulator({ dir, opDelayMs: 10, addressPrefix: '127.0.45', workerPool: stubPool });
+const emulator = (dir: string) => new Emulator({ dir, opDelayMs: 10, addressPrefix: testAddressPrefix(45), workerPool: stubPool });
 
 /** An emulator folder with one READY node `keep` whose sandbox holds a checkpoint; the emulator is stopped. */
 async function folderWithNode(): Promise<{ dir: string; checkpoint: string }> {
@@ -50,7 +53,7 @@ async function folderWithNode(): Promise<{ dir: string; checkpoint: string }> {
 /** The refusal every unusable state file gets. */
 function refusal(dir: string, problem: RegExp): (e: unknown) => boolean {
   return (e) => {
-    assert.ok(isTpwError(e, 'FAILED_PRECONDITION'), String(e));
+    assert.ok(e instanceof EmulatorError && e.code === 'FAILED_PRECONDITION', String(e));
     assert.ok(e.message.includes(stateFile(dir)), `names the file: ${e.message}`);
     assert.match(e.message, problem);
     assert.match(e.message, /tpw emulator start --restore-previous/);
@@ -69,8 +72,8 @@ describe('an unusable state file', () => {
     ['nodes missing fields', () => JSON.stringify({ version: 1, nodes: [{ name: `${P}/nodes/keep` }], operations: [], addresses: {} }), /nodes\.0\.state/],
     [
       'addresses that contradict the nodes',
-      (text) => text.replace(/"127\.0\.45\.1": "[^"]*"/, '"127.0.45.1": "someone-else#0"'),
-      /worker 0 of .*keep has address 127\.0\.45\.1, which the file's address table gives to someone-else#0/,
+      (text) => text.replace(new RegExp(`"${esc(testAddressPrefix(45))}\\.1": "[^"]*"`), `"${testAddressPrefix(45)}.1": "someone-else#0"`),
+      new RegExp(`worker 0 of .*keep has address ${esc(testAddressPrefix(45))}\\.1, which the file's address table gives to someone-else#0`),
     ],
   ];
   for (const [what, damage, problem] of cases) {
@@ -142,7 +145,7 @@ describe('an unusable state file', () => {
 });
 
 describe('the endpoint file', () => {
-  const foreground = `require(${JSON.stringify(path.resolve(__dirname, '../../extension/src/core/emulator/daemon.ts'))}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
+  const foreground = `require(${JSON.stringify(path.resolve(__dirname, '../../emulator/src/daemon.ts'))}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
   const command = [process.execPath, '--import', 'tsx', '-e', foreground];
 
   it('when corrupt, is named in every message, and `emulator start` replaces it', async () => {
@@ -154,7 +157,7 @@ describe('the endpoint file', () => {
     assert.equal(status.running, false);
     assert.ok(!status.running && status.message.includes(endpointFile(dir)), JSON.stringify(status));
     const notices: string[] = [];
-    const ep = await startEmulatorDaemon({ dir, command, addressPrefix: '127.0.46', notice: (m) => notices.push(m) });
+    const ep = await startEmulatorDaemon({ dir, command, addressPrefix: testAddressPrefix(46), notice: (m) => notices.push(m) });
     try {
       assert.match(notices.join('\n'), /Removed the unusable endpoint file .*endpoint\.json \(it is not valid JSON\)/);
       assert.equal(readEmulatorEndpoint(dir)?.pid, ep.pid);

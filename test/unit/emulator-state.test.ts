@@ -4,13 +4,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Client } from 'ssh2';
-import { acceleratorInfo, ACCELERATOR_TYPES, runtimeVersionsFor } from '../../extension/src/core/emulator/catalog';
-import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../extension/src/core/emulator/daemon';
-import { Emulator, type WorkerPool } from '../../extension/src/core/emulator/emulator';
-import { endpointFile, readEmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
-import type { WorkerSpec } from '../../extension/src/core/emulator/ssh-workers';
-import { ApiError, EmulatorState, stateFile, type NodeJson, type OperationJson } from '../../extension/src/core/emulator/state';
-import { isTpwError } from '../../extension/src/core/errors';
+import { acceleratorInfo, ACCELERATOR_TYPES, runtimeVersionsFor } from '../../emulator/src/catalog';
+import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../emulator/src/daemon';
+import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
+import { endpointFile, readEmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import type { WorkerSpec } from '../../emulator/src/ssh-workers';
+import { ApiError, EmulatorState, stateFile, type NodeJson, type OperationJson } from '../../emulator/src/state';
+import { EmulatorError } from '../../emulator/src/errors';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'projects/local-project/locations/us-central2-b';
 const tmpDirs: string[] = [];
@@ -98,20 +99,20 @@ describe('EmulatorState', () => {
 
   it('allocates unique worker addresses and frees them on delete', async () => {
     const dir = tmp();
-    const state = EmulatorState.load({ dir, opDelayMs: 5, addressPrefix: '127.0.9' });
+    const state = EmulatorState.load({ dir, opDelayMs: 5, addressPrefix: testAddressPrefix(9) });
     try {
       await waitDone(state, create(state, 'a', 'v5litepod-16'));
       await waitDone(state, create(state, 'b', 'v4-16'));
       const a = state.addressesOf(`${P}/nodes/a`);
       const b = state.addressesOf(`${P}/nodes/b`);
-      assert.deepEqual(a, ['127.0.9.1', '127.0.9.2', '127.0.9.3', '127.0.9.4']);
-      assert.deepEqual(b, ['127.0.9.5', '127.0.9.6']);
+      assert.deepEqual(a, [1, 2, 3, 4].map((i) => `${testAddressPrefix(9)}.${i}`));
+      assert.deepEqual(b, [5, 6].map((i) => `${testAddressPrefix(9)}.${i}`));
       await waitDone(state, state.beginDelete(`${P}/nodes/a`));
       await waitDone(state, create(state, 'c', 'v4-8'));
-      assert.deepEqual(state.addressesOf(`${P}/nodes/c`), ['127.0.9.1']);
+      assert.deepEqual(state.addressesOf(`${P}/nodes/c`), [`${testAddressPrefix(9)}.1`]);
       const saved = JSON.parse(fs.readFileSync(stateFile(dir), 'utf8')) as { addresses: Record<string, string> };
-      assert.equal(saved.addresses['127.0.9.1'], `${P}/nodes/c#0`);
-      assert.equal(saved.addresses['127.0.9.2'], undefined);
+      assert.equal(saved.addresses[`${testAddressPrefix(9)}.1`], `${P}/nodes/c#0`);
+      assert.equal(saved.addresses[`${testAddressPrefix(9)}.2`], undefined);
     } finally {
       await state.close();
     }
@@ -192,7 +193,7 @@ describe('EmulatorState', () => {
 });
 
 describe('Emulator restart', () => {
-  const opts = (dir: string, pool: RecordingPool) => ({ dir, opDelayMs: 10, addressPrefix: '127.0.8', workerPool: () => pool });
+  const opts = (dir: string, pool: RecordingPool) => ({ dir, opDelayMs: 10, addressPrefix: testAddressPrefix(8), workerPool: () => pool });
 
   it('keeps its VMs, SSH port and keys across a restart, and brings READY workers back', async () => {
     const dir = tmp();
@@ -208,10 +209,10 @@ describe('Emulator restart', () => {
     await waitDone(e1.state, create(e1.state, 'keeper', 'v4-16'));
     await waitDone(e1.state, create(e1.state, 'sleeper', 'v4-8'));
     await waitDone(e1.state, e1.state.beginStop(`${P}/nodes/sleeper`));
-    assert.deepEqual(pool1.workers.get('keeper')?.map((w) => w.address), ['127.0.8.1', '127.0.8.2']);
+    assert.deepEqual(pool1.workers.get('keeper')?.map((w) => w.address), [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
     assert.equal(pool1.workers.get('keeper')?.[1].sandboxDir, path.join(dir, 'workers', 'keeper', 'w1'));
     assert.ok(fs.existsSync(path.join(dir, 'workers', 'keeper', 'w1')));
-    assert.deepEqual(pool1.workers.get('keeper')?.[0].hostnames, ['127.0.8.1', '127.0.8.2']);
+    assert.deepEqual(pool1.workers.get('keeper')?.[0].hostnames, [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
     assert.equal(pool1.workers.has('sleeper'), false);
     await e1.stop();
     assert.equal(pool1.closed, true);
@@ -225,7 +226,7 @@ describe('Emulator restart', () => {
       assert.equal(fs.readFileSync(path.join(dir, 'keys', 'ssh_host_ed25519_key'), 'utf8'), hostKey);
       assert.equal(e2.state.getNode(`${P}/nodes/keeper`).state, 'READY');
       assert.equal(e2.state.getNode(`${P}/nodes/sleeper`).state, 'STOPPED');
-      assert.deepEqual(pool2.events, ['add keeper/0@127.0.8.1', 'add keeper/1@127.0.8.2']);
+      assert.deepEqual(pool2.events, [`add keeper/0@${testAddressPrefix(8)}.1`, `add keeper/1@${testAddressPrefix(8)}.2`]);
     } finally {
       await e2.stop();
     }
@@ -233,21 +234,21 @@ describe('Emulator restart', () => {
 
   it('with the real SSH workers, a worker keeps its files across a restart', async () => {
     const dir = tmp();
-    const e1 = new Emulator({ dir, opDelayMs: 10, addressPrefix: '127.0.5' });
+    const e1 = new Emulator({ dir, opDelayMs: 10, addressPrefix: testAddressPrefix(5) });
     const ep1 = await e1.start();
     try {
       await waitDone(e1.state, create(e1.state, 'real', 'v4-16'));
-      const out = await sshExec('127.0.5.2', ep1.sshPort, ep1.username, ep1.clientKeyPath, 'echo kept > marker.txt && echo "$TPU_WORKER_ID $TPU_WORKER_HOSTNAMES $HOME"');
-      assert.equal(out.trim(), `1 127.0.5.1,127.0.5.2 ${path.join(dir, 'workers', 'real', 'w1')}`);
+      const out = await sshExec(`${testAddressPrefix(5)}.2`, ep1.sshPort, ep1.username, ep1.clientKeyPath, 'echo kept > marker.txt && echo "$TPU_WORKER_ID $TPU_WORKER_HOSTNAMES $HOME"');
+      assert.equal(out.trim(), `1 ${testAddressPrefix(5)}.1,${testAddressPrefix(5)}.2 ${path.join(dir, 'workers', 'real', 'w1')}`);
     } finally {
       await e1.stop();
     }
-    await assert.rejects(sshExec('127.0.5.2', ep1.sshPort, ep1.username, ep1.clientKeyPath, 'true'), 'workers are down while the emulator is');
-    const e2 = new Emulator({ dir, opDelayMs: 10, addressPrefix: '127.0.5' });
+    await assert.rejects(sshExec(`${testAddressPrefix(5)}.2`, ep1.sshPort, ep1.username, ep1.clientKeyPath, 'true'), 'workers are down while the emulator is');
+    const e2 = new Emulator({ dir, opDelayMs: 10, addressPrefix: testAddressPrefix(5) });
     const ep2 = await e2.start();
     try {
       assert.equal(ep2.sshPort, ep1.sshPort);
-      assert.equal((await sshExec('127.0.5.2', ep2.sshPort, ep2.username, ep2.clientKeyPath, 'cat marker.txt')).trim(), 'kept');
+      assert.equal((await sshExec(`${testAddressPrefix(5)}.2`, ep2.sshPort, ep2.username, ep2.clientKeyPath, 'cat marker.txt')).trim(), 'kept');
     } finally {
       await e2.stop();
     }
@@ -258,7 +259,7 @@ describe('Emulator restart', () => {
     const e1 = new Emulator(opts(dir, new RecordingPool()));
     await e1.start();
     try {
-      await assert.rejects(new Emulator(opts(dir, new RecordingPool())).start(), (e) => isTpwError(e, 'FAILED_PRECONDITION') && /already running/.test(e.message));
+      await assert.rejects(new Emulator(opts(dir, new RecordingPool())).start(), (e) => e instanceof EmulatorError && e.code === 'FAILED_PRECONDITION' && /already running/.test(e.message));
     } finally {
       await e1.stop();
     }
@@ -294,7 +295,7 @@ describe('emulator daemon', () => {
   it('starts detached, is idempotent, reports status and stops on SIGTERM', async () => {
     const home = tmp();
     const dir = path.join(home, 'emulator');
-    const daemonTs = path.resolve(__dirname, '../../extension/src/core/emulator/daemon.ts');
+    const daemonTs = path.resolve(__dirname, '../../emulator/src/daemon.ts');
     // The CLI bundle is not needed here: the child runs the same entry point from source, with a stand-in pool.
     const script = `require(${JSON.stringify(daemonTs)}).runEmulatorForeground({ workerPool: () => ({ addWorker: async () => {}, removeNode: async () => {}, close: async () => {} }) }).catch((e) => { console.error(e); process.exit(1); });`;
     const command = [process.execPath, '--import', 'tsx', '-e', script];

@@ -1,5 +1,5 @@
 /**
- * The emulator's metadata server and Cloud Storage subset (core/emulator/vm-services.ts) over real HTTP: what
+ * The emulator's metadata server and Cloud Storage subset (emulator/src/vm-services.ts) over real HTTP: what
  * gcloud on a worker reads works (task-launch.test.ts copies gs:// mounts with the real gcloud); what must not
  * is refused: metadata without `Metadata-Flavor: Google` or from a browser, storage without the metadata
  * server's token (or with another), object names that climb out of their bucket, writes.
@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { VmServices } from '../../extension/src/core/emulator/vm-services';
+import { VmServices } from '../../emulator/src/vm-services';
 
 let dir: string;
 let svc: VmServices;

@@ -13,6 +13,7 @@ import { isTpwError } from '../../extension/src/core/errors';
 import { ConnectionManager, hostKeyOptionsFor, type HostKeyQuestion } from '../../extension/src/core/ssh/connection';
 import type { SshTarget } from '../../extension/src/core/ssh/types';
 import { startSshd, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-hkask-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -28,7 +29,7 @@ describe('host keys: first contact asks', () => {
   let b: SshdInstance;
   const target = (s: SshdInstance, alias?: string): SshTarget => ({ host: s.host, port: s.port, username: s.username, privateKey: s.privateKey, hostKeyAlias: alias });
   before(async () => {
-    [a, b] = await Promise.all([startSshd({ host: '127.0.8.1' }), startSshd({ host: '127.0.8.2' })]);
+    [a, b] = await Promise.all([startSshd({ host: `${testAddressPrefix(8)}.1` }), startSshd({ host: `${testAddressPrefix(8)}.2` })]);
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -43,7 +44,7 @@ describe('host keys: first contact asks', () => {
     no.dispose();
     assert.equal(asked.length, 1);
     assert.equal(asked[0].fingerprint, fp);
-    assert.match(asked[0].label, /127\.0\.8\.1/);
+    assert.ok(asked[0].label.includes(`${testAddressPrefix(8)}.1`), asked[0].label);
     assert.equal(fs.existsSync(file), false);
 
     const yes = new ConnectionManager({ knownHostsPath: file, hostKeyPolicy: 'strict', confirmHostKey: async (q) => (asked.push(q), true) });

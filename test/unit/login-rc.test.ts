@@ -15,6 +15,7 @@ import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { startSshd, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-login-rc-'));
 const home = path.join(tmp, 'home');
@@ -28,7 +29,7 @@ const rcRuns = (): number => (fs.existsSync(counter) ? fs.readFileSync(counter, 
 before(async () => {
   fs.mkdirSync(home, { recursive: true });
   fs.writeFileSync(path.join(home, '.bashrc'), `echo "$$" >> '${counter}'\nexport TPW_RC_MARK=from-bashrc\n`);
-  sshd = await startSshd({ host: '127.0.2.40', extraConfig: [`SetEnv HOME=${home}`] });
+  sshd = await startSshd({ host: `${testAddressPrefix(2)}.40`, extraConfig: [`SetEnv HOME=${home}`] });
   conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'known_hosts') });
   worker = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, index: 0 };
 });

@@ -14,10 +14,11 @@ import { after, before, test } from 'node:test';
 import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { loadRun } from '../../extension/src/core/run/engine';
 import { gcloudQueuedCommand } from '../../extension/src/core/tpu/gcloud-command';
-import { findSliceGroup } from '../../extension/src/core/tpu/multislice';
+import { findSliceGroup } from '../../extension/src/core/slices/multislice';
+import { testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let ws: string;
@@ -44,7 +45,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-multislice-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-multislice-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.14' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(14) });
   await emu.start();
   backend = await openBackend({ useEmulator: true });
   fs.mkdirSync(path.join(ws, 'recipes'));

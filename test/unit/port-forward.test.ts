@@ -12,12 +12,13 @@ import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
 import { parsePortPair, PortForward } from '../../extension/src/core/ssh/port-forward';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 import { freePort, httpGet, startOnWorker, stopOnWorker, waitForPortOnWorker } from '../helpers/worker-server';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('port-forward', '127.0.71', { before, after });
+const pod = emulatorPodFixture('port-forward', testAddressPrefix(71), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 let worker: WorkerTarget;

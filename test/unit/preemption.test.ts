@@ -13,11 +13,12 @@ import { after, before, test } from 'node:test';
 import { runTpw, type CliResult } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
+import { Emulator } from '../../emulator/src/emulator';
 import { listRuns, loadRun, runRecipe, withResume } from '../../extension/src/core/run/engine';
 import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/ssh/connection';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { parseNodeName } from '../../extension/src/core/tpu/models';
+import { testAddressPrefix } from '../helpers/loopback';
 
 let home: string;
 let ws: string;
@@ -39,7 +40,7 @@ before(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-preempt-'));
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-preempt-ws-'));
   process.env.TPW_HOME = home;
-  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.13' });
+  emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(13) });
   await emu.start();
   assert.equal((await cli('vm', 'create', 'spot', '--type', 'v5litepod-16', '--spot')).code, 0);
   backend = await openBackend({ useEmulator: true });
@@ -167,7 +168,7 @@ test('the emulator stops mid-run: the run is preempted, and resume runs it again
   assert.equal(result.preempted, true, JSON.stringify(result));
   assert.equal(result.preemptedReason, 'the local emulator stopped, and its VMs with it');
   assert.equal(loadRun(result.runId, home).status, 'preempted');
-  emu = new Emulator({ dir, opDelayMs: 30, addressPrefix: '127.0.13' });
+  emu = new Emulator({ dir, opDelayMs: 30, addressPrefix: testAddressPrefix(13) });
   await emu.start();
   await backend.close();
   backend = await openBackend({ useEmulator: true });

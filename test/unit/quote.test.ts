@@ -10,6 +10,7 @@ import { execCollect } from '../../extension/src/core/ssh/exec';
 import { isEnvName, shJoin, shPath, shQuote } from '../../extension/src/core/ssh/quote';
 import { envFileContent } from '../../extension/src/core/run/remote-script';
 import { startSshd, sshdAvailable, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-quote-'));
 const marker = path.join(tmp, 'pwned');
@@ -123,7 +124,7 @@ describe('quoting through a real OpenSSH sshd', () => {
   let conns: ConnectionManager;
 
   before(async () => {
-    sshd = await startSshd({ host: '127.0.2.20' });
+    sshd = await startSshd({ host: `${testAddressPrefix(2)}.20` });
     conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'known_hosts') });
   });
   after(async () => {

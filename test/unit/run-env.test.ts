@@ -13,14 +13,15 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { main } from '../../extension/src/cli/main';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { Emulator } from '../../emulator/src/emulator';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { attachRun, startDetached } from '../../extension/src/core/run/detached';
 import { passthroughEnv, redact } from '../../extension/src/core/run/secrets';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { freePort, startSshd } from '../helpers/sshd';
 import { argvHolding } from '../helpers/argv';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-env-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -78,7 +79,7 @@ describe('hostile strings arrive byte for byte', () => {
 
   it('over real OpenSSH sshd', async () => {
     assert.ok(values.length >= 200 && new Set(values).size > 200);
-    const sshd = await startSshd({ host: '127.0.7.1' });
+    const sshd = await startSshd({ host: `${testAddressPrefix(7)}.1` });
     const root = path.join(tmp, 'sshd-runs');
     try {
       await check([{ host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, index: 0 }], (_i, id) => path.join(root, id), () => root);
@@ -90,7 +91,7 @@ describe('hostile strings arrive byte for byte', () => {
   it('over the emulator’s workers', async () => {
     const hostKey = generateEd25519KeyPair();
     const clientKey = generateEd25519KeyPair();
-    const addresses = ['127.0.7.11', '127.0.7.12'];
+    const addresses = [`${testAddressPrefix(7)}.11`, `${testAddressPrefix(7)}.12`];
     const port = await freePort(addresses[0]);
     const pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });
     const sandbox = (i: number) => path.join(tmp, 'emu', `w${i}`);
@@ -130,7 +131,7 @@ describe('secrets', () => {
     process.env.HF_TOKEN = secret;
     process.env.WANDB_API_KEY = wandb;
     process.env.XLA_IR_DEBUG = '1';
-    const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: '127.0.12' });
+    const emu = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix: testAddressPrefix(12) });
     await emu.start();
     const cwd = process.cwd();
     process.chdir(ws);

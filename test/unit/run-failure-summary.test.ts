@@ -9,8 +9,9 @@ import { loadRun } from '../../extension/src/core/run/registry';
 import { firstFailure, formatRunSummary, RunTails } from '../../extension/src/core/run/summary';
 import type { RunResult, WorkerResult } from '../../extension/src/core/run/types';
 import { emulatorPodFixture } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('failsum', '127.0.19', { before, after });
+const pod = emulatorPodFixture('failsum', testAddressPrefix(19), { before, after });
 const tpw = pod.tpw;
 const writeRecipe = pod.writeRecipe;
 

@@ -10,13 +10,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { MetricsTail } from '../../extension/src/core/profiles/metrics-tail';
 import type { MetricRecord } from '../../protocol/metrics-record';
 import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { freePort } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-runview-remote-'));
 const RUN = '20260101-000000-abcd';
@@ -31,7 +32,7 @@ describe('run artifacts from the workers (emulator SSH)', () => {
   before(async () => {
     const hostKey = generateEd25519KeyPair();
     const clientKey = generateEd25519KeyPair();
-    const addresses = ['127.0.6.1', '127.0.6.2'];
+    const addresses = [`${testAddressPrefix(6)}.1`, `${testAddressPrefix(6)}.2`];
     const port = await freePort(addresses[0]);
     const username = os.userInfo().username;
     pool = new SshWorkerPool({ port, hostKey: hostKey.private, authorizedKey: clientKey.public, username });

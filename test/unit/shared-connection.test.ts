@@ -12,11 +12,12 @@ import { ConnectionManager, hostKeyOptionsFor } from '../../extension/src/core/s
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import { bashCommand } from '../../extension/src/core/ssh/quote';
 import { runDirWord } from '../../extension/src/core/ssh/run-dir';
-import { findNode } from '../../extension/src/core/tpu/find';
+import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('shared-conn', '127.0.23', { before, after });
+const pod = emulatorPodFixture('shared-conn', testAddressPrefix(23), { before, after });
 let backend: Backend | undefined;
 let conns: ConnectionManager | undefined;
 

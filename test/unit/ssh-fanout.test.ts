@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { isTpwError } from '../../extension/src/core/errors';
 import { attachRun, formatRunSummary, prefixLine, startDetached, type AttachHandle, type OutputStream, type RunListener, type RunSpec, type WorkerResult } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
@@ -22,6 +22,7 @@ import { LineSplitter, execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { groupAlive, processesWithEnv, waitFor } from '../helpers/process';
 import { freePort, startSshd, sshdAvailable, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-fanout-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -268,7 +269,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
     });
 
     it('SSH refused on one worker: a clear error naming it, and the workers that started are stopped', async () => {
-      const deadHost = fleet.emulated ? '127.0.3.9' : '127.0.2.9';
+      const deadHost = fleet.emulated ? `${testAddressPrefix(3)}.9` : `${testAddressPrefix(2)}.9`;
       const deadPort = await freePort(deadHost);
       const workers = [...fleet.workers.slice(0, 3), { ...fleet.workers[3], host: deadHost, port: deadPort }];
       const runId = newRunId('refused');
@@ -287,7 +288,7 @@ describe('connection manager against real sshd', () => {
   before(() => assert.ok(sshdAvailable(), 'OpenSSH sshd is missing at /usr/sbin/sshd: run bash scripts/setup.sh'));
   let sshd: SshdInstance;
   before(async () => {
-    sshd = await startSshd({ host: '127.0.2.10' });
+    sshd = await startSshd({ host: `${testAddressPrefix(2)}.10` });
   });
   after(async () => sshd?.stop());
   const target = () => ({ host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey });
@@ -358,7 +359,7 @@ describe('connection manager against real sshd', () => {
   });
 
   it('retire closes idle connections now and busy ones when their last channel closes', async () => {
-    const sshd2 = await startSshd({ host: '127.0.2.11' });
+    const sshd2 = await startSshd({ host: `${testAddressPrefix(2)}.11` });
     const conns = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-retire') });
     try {
       const idle = await conns.get(target());

@@ -13,6 +13,7 @@ import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { execCollect } from '../../extension/src/core/ssh/exec';
 import type { SshTarget } from '../../extension/src/core/ssh/types';
 import { startSshd, type SshdInstance } from '../helpers/sshd';
+import { escapeRegExp as esc, testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-proxy-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -25,7 +26,7 @@ describe('jump host and proxy command (real sshd)', () => {
   let worker: SshdInstance;
   const t = (s: SshdInstance, extra: Partial<SshTarget> = {}): SshTarget => ({ host: s.host, port: s.port, username: s.username, privateKey: s.privateKey, ...extra });
   before(async () => {
-    [bastion, worker] = await Promise.all([startSshd({ host: '127.0.8.11' }), startSshd({ host: '127.0.8.12' })]);
+    [bastion, worker] = await Promise.all([startSshd({ host: `${testAddressPrefix(8)}.11` }), startSshd({ host: `${testAddressPrefix(8)}.12` })]);
   });
   after(async () => {
     await Promise.all([bastion?.stop(), worker?.stop()]);
@@ -43,7 +44,7 @@ describe('jump host and proxy command (real sshd)', () => {
       // The worker sees the connection coming from the bastion's forwarding, not from us directly.
       assert.match(out.stdout, /^127\.0\.0\.1 /);
       const kh = fs.readFileSync(file, 'utf8');
-      assert.ok(kh.includes(`[127.0.8.11]:${bastion.port}`) && kh.includes(`[127.0.8.12]:${worker.port}`), kh);
+      assert.ok(kh.includes(`[${testAddressPrefix(8)}.11]:${bastion.port}`) && kh.includes(`[${testAddressPrefix(8)}.12]:${worker.port}`), kh);
     } finally {
       cm.dispose();
     }
@@ -52,7 +53,7 @@ describe('jump host and proxy command (real sshd)', () => {
   it('ProxyJump through a dead bastion fails naming the bastion', async () => {
     const cm = new ConnectionManager({ knownHostsPath: path.join(tmp, 'kh-dead'), readyTimeoutMs: 5000 });
     try {
-      await assert.rejects(cm.get(t(worker, { proxyJump: { ...t(bastion), port: 1 } })), /127\.0\.8\.11:1/);
+      await assert.rejects(cm.get(t(worker, { proxyJump: { ...t(bastion), port: 1 } })), new RegExp(`${esc(testAddressPrefix(8))}\\.11:1`));
     } finally {
       cm.dispose();
     }

@@ -9,13 +9,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
-import { SshWorkerPool } from '../../extension/src/core/emulator/ssh-workers';
+import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { ConnectionManager, type SshConnection } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { deltaSync, type SyncProgress } from '../../extension/src/core/sync/delta';
 import { isIgnored, parseIgnore } from '../../extension/src/core/sync/ignore';
 import { listWorkspaceFiles } from '../../extension/src/core/sync/workspace-files';
 import { freePort, startSshd, type SshdInstance } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-delta-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -142,7 +143,7 @@ describe('delta sync to the emulator’s workers', () => {
 describe('delta sync to real OpenSSH sshd', () => {
   let sshd: SshdInstance;
   before(async () => {
-    sshd = await startSshd({ host: '127.0.6.20' });
+    sshd = await startSshd({ host: `${testAddressPrefix(6)}.20` });
   });
   after(async () => sshd?.stop());
 

@@ -10,12 +10,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TpuNode } from '../../extension/src/core/tpu/models';
-import { storageDir } from '../../extension/src/core/emulator/emulator';
+import { storageDir } from '../../emulator/src/emulator';
 import { emulatorPodFixture } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const hasGcloud = (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'gcloud')));
 
-const pod = emulatorPodFixture('tasklaunch', '127.0.71', { before, after });
+const pod = emulatorPodFixture('tasklaunch', testAddressPrefix(71), { before, after });
 const tpw = pod.tpw;
 const SECRET = 'tpw-test-secret-7f3a9c';
 const sha16 = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 16);

@@ -11,8 +11,9 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { TpuNode } from '../../extension/src/core/tpu/models';
 import { emulatorPodFixture } from '../helpers/cli';
+import { testAddressPrefix } from '../helpers/loopback';
 
-const pod = emulatorPodFixture('taskslices', '127.0.72', { before, after });
+const pod = emulatorPodFixture('taskslices', testAddressPrefix(72), { before, after });
 const tpw = pod.tpw;
 
 function write(rel: string, text: string): string {

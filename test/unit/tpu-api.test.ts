@@ -1,12 +1,13 @@
 import * as assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
 import type { OperationProgress } from '../../extension/src/core/tpu/api';
 import { emulatorTpuApi, type CloudTpuApi } from '../../extension/src/core/tpu/cloud';
 import type { NodeId } from '../../extension/src/core/tpu/models';
 import { emulatorCall, sshBanner as banner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
+import { testAddressPrefix } from '../helpers/loopback';
 
 /**
  * The real `@google-cloud/tpu` v2 client (through CloudTpuApi) against a real emulator with its real SSH
@@ -21,7 +22,7 @@ let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
 
 before(async () => {
-  fixture = await startEmulatorApi('tpw-api-', { opDelayMs: 60, addressPrefix: '127.0.1' });
+  fixture = await startEmulatorApi('tpw-api-', { opDelayMs: 60, addressPrefix: testAddressPrefix(1) });
   ({ ep, api } = fixture);
 });
 
@@ -48,7 +49,7 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
     const ips = node.networkEndpoints.map((e) => e.ipAddress);
     assert.equal(ips.length, 4);
     assert.equal(new Set(ips).size, 4);
-    assert.ok(ips.every((ip) => /^127\.0\.1\.\d+$/.test(ip)), ips.join());
+    assert.ok(ips.every((ip) => ip.startsWith(`${testAddressPrefix(1)}.`) && /\.\d+$/.test(ip)), ips.join());
     assert.ok(node.networkEndpoints.every((e) => e.port === 8470 && e.accessConfig?.externalIp === e.ipAddress));
     for (const ip of ips) assert.match(await banner(ip, ep.sshPort), /^SSH-2\.0-/);
     assert.match(progress[0].operationName, /\/operations\/operation-/);

@@ -11,17 +11,19 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_ZONES } from '../../extension/src/core/emulator/catalog';
-import { Emulator } from '../../extension/src/core/emulator/emulator';
-import type { EmulatorEndpoint } from '../../extension/src/core/emulator/endpoint';
+import { DEFAULT_ZONES } from '../../emulator/src/catalog';
+import { Emulator } from '../../emulator/src/emulator';
+import type { EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { isTpwError, type TpwError } from '../../extension/src/core/errors';
-import { addKeyToNode, generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
+import { addKeyToNode } from '../../extension/src/core/slices/add-key';
+import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import type { TpuApi } from '../../extension/src/core/tpu/api';
 import { CloudTpuApi, emulatorTpuApi } from '../../extension/src/core/tpu/cloud';
 import type { NodeId, QueuedResource, QueuedResourceStateName } from '../../extension/src/core/tpu/models';
 import { withRetry, zonesOffering } from '../../extension/src/core/tpu/zones';
 import { emulatorCall as call, sshBanner as banner, startEmulatorApi, type EmulatorApi } from '../helpers/emulator-api';
 import { freePort } from '../helpers/sshd';
+import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'local-project';
 const Z = 'us-east5-b';
@@ -50,7 +52,7 @@ async function waitForQr(zone: string, name: string, want: QueuedResourceStateNa
 }
 
 before(async () => {
-  fixture = await startEmulatorApi('tpw-provision-', { opDelayMs: 40, queuedStepMs: 60, addressPrefix: '127.0.15' });
+  fixture = await startEmulatorApi('tpw-provision-', { opDelayMs: 40, queuedStepMs: 60, addressPrefix: testAddressPrefix(15) });
   ({ emu, ep, api } = fixture);
 });
 
@@ -376,7 +378,7 @@ describe('queued resources survive an emulator restart', () => {
   it('keeps a waiting request in the state file and carries on after the restart', async () => {
     const d = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-provision-restart-'));
     const pool = () => ({ addWorker: async () => undefined, removeNode: async () => undefined, close: async () => undefined });
-    const opts = { dir: d, opDelayMs: 20, queuedStepMs: 30, addressPrefix: '127.0.18', workerPool: pool, capacityFaults: [{ zone: Z, acceleratorType: 'v6e-1' }] };
+    const opts = { dir: d, opDelayMs: 20, queuedStepMs: 30, addressPrefix: testAddressPrefix(18), workerPool: pool, capacityFaults: [{ zone: Z, acceleratorType: 'v6e-1' }] };
     let e1: Emulator | undefined = new Emulator(opts);
     let e2: Emulator | undefined;
     try {

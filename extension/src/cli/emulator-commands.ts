@@ -1,55 +1,61 @@
-import { emulatorLogFile, emulatorStatus, runEmulatorForeground, startEmulatorDaemon, stopEmulatorDaemon } from '../core/emulator/daemon';
-import { Emulator } from '../core/emulator/emulator';
-import type { StateRecovery } from '../core/emulator/state-file';
-import { emulatorDir } from '../core/paths';
+import { runEmulatorCommand } from '../core/local-emulator';
 import { positionalsUpTo, UsageError, type CommandContext } from './context';
 
-/** `tpw emulator start [--foreground]`: a detached daemon, or this process until Ctrl-C. */
+/**
+ * `tpw emulator start|stop|status`: the emulator is its own program (emulator/, dist/emulator.js); these run its
+ * command line and pass on what it says and its exit code.
+ */
+
+/** `tpw emulator start [--foreground]`: a detached daemon, or this terminal until Ctrl-C. */
 export async function emulatorStart(ctx: CommandContext): Promise<number> {
   positionalsUpTo(ctx, 0);
-  const recovery = stateRecovery(ctx);
-  if (ctx.values.foreground) {
-    if (recovery) ctx.out(Emulator.recoverState(emulatorDir(), recovery));
-    await runEmulatorForeground();
-    return 0;
-  }
-  const ep = await startEmulatorDaemon({ recovery, notice: ctx.err });
-  ctx.out(`Local TPU emulator running (pid ${ep.pid}): REST http://${ep.host}:${ep.restPort}, workers' SSH on port ${ep.sshPort}, project ${ep.project}, zones ${ep.zones.join(', ')}.`);
-  ctx.out(`Log: ${emulatorLogFile()}`);
-  return 0;
+  const flags = recoveryFlags(ctx);
+  if (ctx.values.foreground) return runEmulatorCommand(['run', ...flags], { inheritStdio: true });
+  return forward(ctx, ['start', ...flags]);
 }
 
-/** `tpw emulator run-foreground`: what `start` (and the extension) spawn detached; not in the help. */
+/** `tpw emulator run-foreground`: the emulator in this process's terminal (kept for scripts; not in the help). */
 export async function emulatorRunForeground(ctx: CommandContext): Promise<number> {
   positionalsUpTo(ctx, 0);
-  await runEmulatorForeground();
-  return 0;
+  return runEmulatorCommand(['run'], { inheritStdio: true });
 }
 
 /** `tpw emulator stop` */
 export async function emulatorStop(ctx: CommandContext): Promise<number> {
   positionalsUpTo(ctx, 0);
-  const stopped = await stopEmulatorDaemon({ notice: ctx.err });
-  ctx.out(stopped ? 'Local TPU emulator stopped.' : 'The local TPU emulator was not running.');
-  return 0;
+  return forward(ctx, ['stop']);
 }
 
 /** `tpw emulator status`: exit 1 when it is not running. */
 export async function emulatorStatusCommand(ctx: CommandContext): Promise<number> {
   positionalsUpTo(ctx, 0);
-  const s = await emulatorStatus();
-  if (!s.running) {
-    ctx.out(s.message);
-    return 1;
-  }
-  const ep = s.endpoint;
-  ctx.out(`running (pid ${ep.pid}) since ${ep.startedAt}: REST http://${ep.host}:${ep.restPort}, SSH port ${ep.sshPort}, ${s.nodes} VM(s), project ${ep.project}, zones ${ep.zones.join(', ')}`);
-  return 0;
+  return forward(ctx, ['status']);
 }
 
-function stateRecovery(ctx: CommandContext): StateRecovery | undefined {
+/** Runs the emulator's command, its output line by line through the CLI's own streams. */
+async function forward(ctx: CommandContext, args: string[]): Promise<number> {
+  const lines = (sink: (line: string) => void) => {
+    let rest = '';
+    return {
+      push: (t: string) => {
+        const parts = (rest + t).split('\n');
+        rest = parts.pop() ?? '';
+        parts.forEach(sink);
+      },
+      flush: () => rest && sink(rest),
+    };
+  };
+  const out = lines(ctx.out);
+  const err = lines(ctx.err);
+  const code = await runEmulatorCommand(args, { out: out.push, err: err.push });
+  out.flush();
+  err.flush();
+  return code;
+}
+
+function recoveryFlags(ctx: CommandContext): string[] {
   const restore = Boolean(ctx.values['restore-previous']);
   const reset = Boolean(ctx.values['reset-state']);
   if (restore && reset) throw new UsageError('--restore-previous and --reset-state cannot be combined');
-  return restore ? 'restore-previous' : reset ? 'reset-state' : undefined;
+  return restore ? ['--restore-previous'] : reset ? ['--reset-state'] : [];
 }

@@ -1,6 +1,6 @@
 import { TpwError } from '../core/errors';
 import { parsePortPair, PortForward } from '../core/ssh/port-forward';
-import { findNode } from '../core/tpu/find';
+import { findNode } from '../core/slices/find';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './context';

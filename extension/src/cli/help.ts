@@ -1,7 +1,7 @@
 /**
  * `tpw --help` and `tpw COMMAND [SUBCOMMAND] --help`, printed from the command table (command-table.ts).
  */
-import { PASSTHROUGH_NAMES } from '../core/run/secrets';
+import { PASSTHROUGH_NAMES } from '../core/run/engine';
 import { COMMANDS, GLOBAL_OPTIONS, HELP_OPTION, VERSION_OPTION, type CommandSpec, type OptionSpec } from './command-table';
 
 export const VERSION = '0.1.0';

@@ -63,11 +63,6 @@ export async function main(
   }
 }
 
-// The handlers of run-command.ts and runs-commands.ts import these from here.
-export { requireArg, UsageError, type CommandContext, type GlobalOptions, type Values } from './context';
-export { TpwError };
-export { exitQuietlyOnClosedPipe };
-
 if (require.main === module) {
   exitQuietlyOnClosedPipe(process.stdout);
   exitQuietlyOnClosedPipe(process.stderr);

@@ -2,11 +2,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TpwError } from '../core/errors';
 import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/engine';
-import { findRunTarget } from '../core/tpu/multislice';
+import { findRunTarget } from '../core/slices/multislice';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
 import { stopOnInterrupt } from './interrupt';
-import { requireArg, UsageError, type CommandContext } from './main';
+import { requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced. NAME is a VM, or

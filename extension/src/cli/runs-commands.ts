@@ -16,7 +16,7 @@ import {
 } from '../core/run/engine';
 import { openCliBackend } from './backend-from-args';
 import { connectionsFor } from './connections';
-import { requireArg, UsageError, type CommandContext } from './main';
+import { requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw runs`, `tpw logs RUN [--follow]`, `tpw stop RUN`: the run registry (<TPW_HOME>/runs) seen from any

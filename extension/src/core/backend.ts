@@ -5,7 +5,7 @@ import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
-import { readEmulatorEndpoint } from './emulator/endpoint';
+import { readEmulatorEndpoint } from './local-emulator';
 import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';

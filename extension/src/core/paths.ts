@@ -1,17 +1,11 @@
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { tpwHome } from '../../../protocol/node/emulator-endpoint';
 
 /**
- * Where TPU Workbench keeps its local state: known_hosts, the emulator's state and keys.
- * `TPW_HOME` overrides it so tests and parallel emulators never share state.
+ * Where TPU Workbench keeps its local state: known_hosts, the emulator's folder. `TPW_HOME` overrides it so tests
+ * and parallel emulators never share state; the emulator finds the same folder the same way (protocol/node).
  */
-export function tpwHome(env: NodeJS.ProcessEnv = process.env): string {
-  return env.TPW_HOME && env.TPW_HOME.length > 0 ? path.resolve(env.TPW_HOME) : path.join(os.homedir(), '.tpw');
-}
-
-export function emulatorDir(home = tpwHome()): string {
-  return path.join(home, 'emulator');
-}
+export { emulatorDir, tpwHome } from '../../../protocol/node/emulator-endpoint';
 
 export function knownHostsFile(home = tpwHome()): string {
   return path.join(home, 'known_hosts');

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { openBackend, type Backend } from '../core/backend';
-import { readEmulatorEndpoint } from '../core/emulator/endpoint';
+import { readEmulatorEndpoint } from '../core/local-emulator';
 import { describeError, isTpwError } from '../core/errors';
 import { ConnectionManager } from '../core/ssh/connection';
 import * as config from './config';

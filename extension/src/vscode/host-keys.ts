@@ -1,6 +1,7 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { addKeyToVm, ensureExtensionKey } from '../core/ssh/keys';
+import { addKeyToVm } from '../core/slices/add-key';
+import { ensureExtensionKey } from '../core/ssh/keys';
 import { shortName, type TpuNode } from '../core/tpu/models';
 import type { Ctx } from './ctx';
 import { hostKeyOptionsFor, type ConnectionManagerOptions, type HostKeyQuestion } from '../core/ssh/connection';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RunStatus } from '../../../protocol/run-status';
-import { formatDuration, isActive, listRuns, runsDir, type RunRecord } from '../core/run/registry';
+import { formatDuration, isActive, listRuns, runsDir, type RunRecord } from '../core/run/engine';
 import { tpwHome } from '../core/paths';
 import type { Ctx } from './ctx';
 

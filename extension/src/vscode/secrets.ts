@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { passthroughEnv, SECRET_NAMES } from '../core/run/secrets';
+import { passthroughEnv, SECRET_NAMES } from '../core/run/engine';
 import type { Ctx } from './ctx';
 
 /**

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { parseTaskYaml } from '../../../protocol/task-yaml-check';
 import { TpwError } from '../core/errors';
 import { formatRunSummary } from '../core/run/engine';
-import { SECRET_NAMES } from '../core/run/secrets';
+import { SECRET_NAMES } from '../core/run/engine';
 import { executeLaunch } from '../core/task-yaml/launch';
 import { formatPlan, planLaunch } from '../core/task-yaml/plan';
 import { rankPrefix } from '../core/task-yaml/task-env';

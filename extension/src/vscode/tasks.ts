@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { readRecipe } from '../core/recipes/recipe';
-import { locateTrainerLine } from '../core/run/problem-lines';
+import { locateTrainerLine } from '../core/run/engine';
 import { LineSplitter } from '../core/ssh/exec';
 import type { Ctx } from './ctx';
 

@@ -3,7 +3,7 @@ import type { Backend } from '../core/backend';
 import { TpwError } from '../core/errors';
 import { isMultiHost } from '../core/explorer/node-status';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../core/tpu/models';
-import { deleteSliceGroup } from '../core/tpu/multislice';
+import { deleteSliceGroup } from '../core/slices/multislice';
 import { cancelledError, signalFor } from './cancel';
 import { runCreateWizard } from './create-wizard';
 import type { Ctx } from './ctx';

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
-import { readEmulatorEndpoint } from '../core/emulator/endpoint';
+import { readEmulatorEndpoint } from '../core/local-emulator';
 import { TpwError } from '../core/errors';
 import { nodeToYaml, queuedResourceToYaml } from '../core/explorer/resource-yaml';
 import { hasInclude, readIfExists, upsertManagedBlock, withInclude, workerHostAlias, writeConfigFile, type SshHostEntry } from '../core/explorer/ssh-config';

@@ -1,5 +1,5 @@
 import type * as compute from '@google-cloud/compute';
-import type { EmulatorEndpoint } from '../emulator/endpoint';
+import type { EmulatorEndpoint } from '../local-emulator';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 

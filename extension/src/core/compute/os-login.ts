@@ -1,6 +1,6 @@
 import { OsLoginServiceClient } from '@google-cloud/os-login';
 import { utils } from 'ssh2';
-import type { EmulatorEndpoint } from '../emulator/endpoint';
+import type { EmulatorEndpoint } from '../local-emulator';
 import { TpwError } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 import { emulatorBearerAuth } from './client';

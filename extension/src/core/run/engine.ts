@@ -22,5 +22,6 @@ export { downloadRunLogs, followRun, recordResult, statusOf, stopRecordedRun, wa
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
-export { passthroughEnv, redact, SECRET_NAMES } from './secrets';
+export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
+export { locateTrainerLine } from './problem-lines';
 export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';

@@ -1,11 +1,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { utils } from 'ssh2';
 import { tpwHome } from '../paths';
-import type { Backend } from '../backend';
-import type { TpuApi } from '../tpu/api';
-import { parseNodeName, type TpuNode } from '../tpu/models';
+import { generateEd25519KeyPair, parsesAsPublicKey } from '../../../../protocol/node/ssh-keys';
+
+export { generateEd25519KeyPair, parsesAsPublicKey } from '../../../../protocol/node/ssh-keys';
 
 /**
  * TPU Workbench's own SSH identity: an ed25519 key pair under TPW_HOME, created on first use (0600), so a
@@ -18,28 +17,6 @@ export interface KeyPair {
   privateKey: string;
   /** `ssh-ed25519 AAAA… tpu-workbench@host` */
   publicKey: string;
-}
-
-/**
- * A fresh ed25519 key pair in OpenSSH formats. ssh2's generateKeyPairSync drops a leading zero byte of the
- * 32-byte public key (about 1 key in 300), which leaves a key that neither ssh2 nor OpenSSH will parse; such a
- * pair is thrown away and another drawn, so every key this returns parses, and both halves agree.
- */
-export function generateEd25519KeyPair(comment?: string): { private: string; public: string } {
-  for (let attempt = 0; attempt < 32; attempt++) {
-    const pair = utils.generateKeyPairSync('ed25519', comment === undefined ? undefined : { comment });
-    const pub = utils.parseKey(pair.public);
-    const priv = utils.parseKey(pair.private);
-    if (pub instanceof Error || priv instanceof Error) continue;
-    const [p1, p2] = [Array.isArray(pub) ? pub[0] : pub, Array.isArray(priv) ? priv[0] : priv];
-    if (p1.getPublicSSH().equals(p2.getPublicSSH())) return pair;
-  }
-  throw new Error('could not generate a well-formed ed25519 key pair');
-}
-
-/** Whether `text` is an SSH public key that parses (ssh2's parser, which agrees with OpenSSH on these). */
-export function parsesAsPublicKey(text: string): boolean {
-  return !(utils.parseKey(text.trim()) instanceof Error);
 }
 
 export function extensionKeyPath(home = tpwHome()): string {
@@ -80,35 +57,4 @@ function setAsideIfMalformed(file: string): void {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   fs.renameSync(file, `${file}.malformed-${stamp}`);
   fs.renameSync(`${file}.pub`, `${file}.pub.malformed-${stamp}`);
-}
-
-/** The metadata `ssh-keys` value with `user:publicKey` added (once); other users' and other keys' lines are kept. */
-export function withSshKey(existing: string | undefined, username: string, publicKey: string): string {
-  const keyBody = publicKey.trim().split(/\s+/).slice(0, 2).join(' ');
-  const lines = (existing ?? '').split('\n').filter((l) => l.trim() !== '');
-  const already = lines.some((l) => {
-    const [user, ...rest] = l.split(':');
-    return user === username && rest.join(':').trim().split(/\s+/).slice(0, 2).join(' ') === keyBody;
-  });
-  return (already ? lines : [...lines, `${username}:${publicKey.trim()}`]).join('\n');
-}
-
-/** "Add my key to this VM": merges the key into the node's metadata through UpdateNode. */
-export async function addKeyToNode(api: TpuApi, node: TpuNode, username: string, publicKey: string): Promise<TpuNode> {
-  const current = await api.getNode(parseNodeName(node.name));
-  const sshKeys = withSshKey(current.metadata['ssh-keys'], username, publicKey);
-  if (sshKeys === current.metadata['ssh-keys']) return current;
-  return api.updateNodeMetadata(parseNodeName(node.name), { ...current.metadata, 'ssh-keys': sshKeys });
-}
-
-/**
- * "Add my key to this VM" on either control plane: where OS Login governs the VM, the key goes into the caller's
- * OS Login profile (metadata keys would be ignored there) and the login name is the profile's; elsewhere into the
- * VM's metadata `ssh-keys` for `username`. Returns who to log in as and which way the key went.
- */
-export async function addKeyToVm(backend: Pick<Backend, 'api' | 'osLoginUser'>, node: TpuNode, username: string, publicKey: string): Promise<{ username: string; osLogin: boolean }> {
-  const login = await backend.osLoginUser(node, publicKey);
-  if (login) return { username: login.username, osLogin: true };
-  await addKeyToNode(backend.api, node, username, publicKey);
-  return { username, osLogin: false };
 }

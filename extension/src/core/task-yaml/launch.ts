@@ -12,7 +12,7 @@ import { bashCommand, shPath, shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { buildManifest, deltaSync, digestOf, manifestText } from '../sync/delta';
 import { listWorkspaceFiles, type WorkspaceFile } from '../sync/workspace-files';
-import { findNode } from '../tpu/find';
+import { findNode } from '../slices/find';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { LaunchPlan, LocalMount } from './plan';
 import { downGroup, provisionGroup } from './slice-group';

@@ -1,12 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Backend } from '../backend';
-import { acceleratorInfo } from '../emulator/catalog';
+import { acceleratorInfo } from '../../../../protocol/tpu-catalog';
 import { isTpwError, TpwError } from '../errors';
 import { recommendedRuntime } from '../explorer/create-request';
 import type { CreateNodeRequest } from '../tpu/api';
-import { findNode } from '../tpu/find';
-import { findSliceGroup } from '../tpu/multislice';
+import { findNode } from '../slices/find';
+import { findSliceGroup } from '../slices/multislice';
 import { NODE_ID_PATTERN, shortName, type TpuNode } from '../tpu/models';
 import { zonesOffering } from '../tpu/zones';
 import { formatProblems, parseTaskYaml } from '../../../../protocol/task-yaml-check';

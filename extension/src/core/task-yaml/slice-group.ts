@@ -2,12 +2,12 @@ import type { Backend } from '../backend';
 import { createSliceGroup } from '../compute/slice-group';
 import type { CreateComputeSliceRequest } from '../compute/provider';
 import { parseAcceleratorType, resolveSliceShape } from '../compute/tpu-machine-types';
-import { acceleratorInfo } from '../emulator/catalog';
+import { acceleratorInfo } from '../../../../protocol/tpu-catalog';
 import { isTpwError, TpwError } from '../errors';
 import type { CreateQueuedResourceRequest } from '../tpu/api';
-import { findNode } from '../tpu/find';
+import { findNode } from '../slices/find';
 import { shortName, type TpuNode } from '../tpu/models';
-import { deleteSliceGroup, findSliceGroup, type SliceGroup } from '../tpu/multislice';
+import { deleteSliceGroup, findSliceGroup, type SliceGroup } from '../slices/multislice';
 import type { TaskSpec } from '../../../../protocol/task-yaml-spec';
 
 /**

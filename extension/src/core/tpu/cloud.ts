@@ -1,6 +1,6 @@
 import { v2 } from '@google-cloud/tpu';
 import { OAuth2Client } from 'google-auth-library';
-import type { EmulatorEndpoint } from '../emulator/endpoint';
+import type { EmulatorEndpoint } from '../local-emulator';
 import { TpwError, type TpwErrorCode } from '../errors';
 import type { CreateNodeRequest, CreateQueuedResourceRequest, OperationProgress, TpuApi, WaitOptions } from './api';
 import {

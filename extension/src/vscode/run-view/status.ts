@@ -3,9 +3,7 @@
  * says what the Runs view and `tpw runs` say about the same run. No vscode here: unit-tested in Node.
  */
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
-import { isActive, type RunRecord } from '../../core/run/registry';
-import { statusOf } from '../../core/run/session';
-import type { RunResult, WorkerResult } from '../../core/run/types';
+import { isActive, statusOf, type RunRecord, type RunResult, type WorkerResult } from '../../core/run/engine';
 
 /** A worker's chip once it ended. */
 export function workerStatus(w: WorkerResult): WorkerStatus {

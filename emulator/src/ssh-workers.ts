@@ -4,8 +4,7 @@ import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
-import { TpwError } from '../errors';
-import { shQuote } from '../ssh/quote';
+import { EmulatorError } from './errors';
 import { serveForwarding } from './ssh-forwarding';
 import { ptyArgv, resizePty } from './ssh-pty';
 
@@ -71,14 +70,14 @@ export class SshWorkerPool {
 
   constructor(private readonly opts: SshWorkerPoolOptions) {
     const parsed = utils.parseKey(opts.authorizedKey);
-    if (parsed instanceof Error) throw new TpwError('INVALID_ARGUMENT', `The emulator's authorized key cannot be parsed: ${parsed.message}`);
+    if (parsed instanceof Error) throw new EmulatorError('INVALID_ARGUMENT', `The emulator's authorized key cannot be parsed: ${parsed.message}`);
     this.allowedKey = parsed;
   }
 
   /** Starts the SSH server for one worker; resolves once it listens. */
   async addWorker(spec: WorkerSpec): Promise<void> {
     const key = `${spec.nodeId}/${spec.index}`;
-    if (this.workers.has(key)) throw new TpwError('ALREADY_EXISTS', `Emulated worker ${spec.index} of ${spec.nodeId} already has an SSH server.`);
+    if (this.workers.has(key)) throw new EmulatorError('ALREADY_EXISTS', `Emulated worker ${spec.index} of ${spec.nodeId} already has an SSH server.`);
     fs.mkdirSync(spec.sandboxDir, { recursive: true });
     const worker: Worker = {
       spec,
@@ -95,7 +94,7 @@ export class SshWorkerPool {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         if (this.workers.get(key) === worker) this.workers.delete(key);
-        reject(new TpwError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
+        reject(new EmulatorError('UNAVAILABLE', `Emulated worker ${spec.index} of ${spec.nodeId} cannot listen on ${spec.address}:${this.opts.port}: ${e.code ?? e.message}`, { cause: e }));
       };
       worker.server.once('error', onError);
       worker.server.listen(this.opts.port, spec.address, () => {
@@ -275,7 +274,7 @@ export class SshWorkerPool {
     w.children.add(child);
     let exited = false;
     child.on('error', (e) => {
-      channel.stderr.write(`emulator: cannot start ${shQuote(argv[0])}: ${e.message}\n`);
+      channel.stderr.write(`emulator: cannot start ${JSON.stringify(argv[0])}: ${e.message}\n`);
       finish(127, null);
     });
     const [stdin, stdout, stderr, control] = [child.stdin, child.stdout, child.stderr, child.stdio[3]];

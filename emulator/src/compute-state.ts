@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
-import { familyInfo, machineTypeInfo } from '../compute/tpu-machine-types';
-import { NODE_ID_PATTERN } from '../tpu/models';
-import { osLoginEnabledOn } from '../compute/os-login-policy';
+import { familyInfo, machineTypeInfo } from '../../protocol/tpu-machine-types';
+import { RESOURCE_ID_PATTERN } from './names';
+import { osLoginGoverns } from './os-login-rule';
 import { ComputeGroups } from './compute-groups';
 import { EMULATOR_ACCOUNT, OsLoginState } from './os-login';
 import { ApiError } from './types';
@@ -284,7 +284,7 @@ export class ComputeState {
     const inst = [...this.instances.values()].find((i) => this.workers.get(i.selfLink)?.key === workerKey);
     if (!inst) return undefined;
     const items = (m: MetadataJson) => Object.fromEntries(m.items.map((x) => [x.key, x.value]));
-    if (!osLoginEnabledOn(items(inst.metadata), items(this.projectMetadata))) return undefined;
+    if (!osLoginGoverns(items(inst.metadata), items(this.projectMetadata))) return undefined;
     return { username: OsLoginState.usernameOf(EMULATOR_ACCOUNT), keys: this.osLogin.liveKeys(EMULATOR_ACCOUNT).map((k) => k.key) };
   }
 
@@ -430,7 +430,7 @@ export function scopePath(scope: { zone?: string; region?: string }): string {
 export function checkName(v: unknown, what: string): string {
   const name = typeof v === 'string' ? v : '';
   if (!name) throw new ApiError('INVALID_ARGUMENT', `Required field 'resource.name' not specified (${what}).`, { reason: 'required' });
-  if (!NODE_ID_PATTERN.test(name)) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.name': '${name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`, { reason: 'invalid' });
+  if (!RESOURCE_ID_PATTERN.test(name)) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.name': '${name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`, { reason: 'invalid' });
   return name;
 }
 

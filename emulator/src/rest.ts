@@ -107,6 +107,11 @@ export class RestServer {
     const cs = opts.compute;
     if (cs) this.routes.push(...computeRoutes({ compute: cs, project: opts.project, zones: opts.zones }), ...osLoginRoutes({ osLogin: cs.osLogin, project: opts.project, save: () => opts.state.save() }));
     this.server = http.createServer((req, res) => void this.handle(req, res));
+    // Clients keep sockets alive between calls (node's global agent does, closing idle ones after 5 s); a server
+    // closing an idle socket at the same 5 s races a request sent on it, which then fails with ECONNRESET.
+    // Google's front ends keep idle connections far longer than clients do, and so does this.
+    this.server.keepAliveTimeout = 120_000;
+    this.server.headersTimeout = 125_000;
   }
 
   listen(): Promise<number> {

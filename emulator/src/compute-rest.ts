@@ -1,4 +1,4 @@
-import { familyInfo, TPU_FAMILIES, TPU_MACHINE_TYPES } from '../compute/tpu-machine-types';
+import { familyInfo, TPU_FAMILIES, TPU_MACHINE_TYPES } from '../../protocol/tpu-machine-types';
 import type { ComputeState, Json } from './compute-state';
 import { ApiError, GOOGLE_STATUS } from './types';
 

@@ -2,18 +2,18 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import { TpwError } from '../errors';
-import { emulatorDir } from '../paths';
+import { EmulatorError } from './errors';
+import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { Emulator, lockFile, lockOwner, type EmulatorOptions } from './emulator';
-import { checkPrivate, endpointFile, inspectEmulatorEndpoint, isAlive, isSameProcess, processIdentity, readEmulatorEndpoint, type EmulatorEndpoint } from './endpoint';
+import { checkPrivate, endpointFile, inspectEmulatorEndpoint, isAlive, isSameProcess, processIdentity, readEmulatorEndpoint, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { readStateFile, type StateRecovery } from './state-file';
 
 /**
- * The emulator as a background process: `tpw emulator start` spawns `dist/cli.js emulator run-foreground`
- * detached (its output goes to `<dir>/emulator.log`) and returns once it answers; `tpw emulator stop` sends
- * SIGTERM, to the emulator's own process only (pid, start time and argv as the endpoint file recorded them).
- * The options travel to the child in the TPW_EMULATOR_OPTIONS environment variable (JSON), so the
- * CLI's `run-foreground` command needs no flags of its own: it calls `runEmulatorForeground()`.
+ * The emulator as a background process: `emulator.js start` (what `tpw emulator start` runs) spawns
+ * `dist/emulator.js run` detached (its output goes to `<dir>/emulator.log`) and returns once it answers;
+ * `emulator.js stop` sends SIGTERM, to the emulator's own process only (pid, start time and argv as the endpoint
+ * file recorded them). The options travel to the child in the TPW_EMULATOR_OPTIONS environment variable (JSON),
+ * so `run` needs no flags of its own: it calls `runEmulatorForeground()`.
  */
 
 export const EMULATOR_OPTIONS_ENV = 'TPW_EMULATOR_OPTIONS';
@@ -22,7 +22,7 @@ export const EMULATOR_OPTIONS_ENV = 'TPW_EMULATOR_OPTIONS';
 export type DaemonEmulatorOptions = Omit<EmulatorOptions, 'log' | 'workerPool'>;
 
 export interface StartDaemonOptions extends DaemonEmulatorOptions {
-  /** argv of the foreground process; default `[node, <dist/cli.js>, 'emulator', 'run-foreground']`. */
+  /** argv of the foreground process; default `[node, <dist/emulator.js>, 'run']`. */
   command?: string[];
   /** How long to wait for the emulator to answer (default 30 s). */
   timeoutMs?: number;
@@ -48,7 +48,7 @@ export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promis
   if (found.kind === 'running') {
     checkPrivate(endpointFile(dir));
     if (await answers(found.endpoint)) {
-      if (recovery) throw new TpwError('FAILED_PRECONDITION', `The local emulator is running (pid ${found.endpoint.pid}): stop it with \`tpw emulator stop\` before --${recovery}.`);
+      if (recovery) throw new EmulatorError('FAILED_PRECONDITION', `The local emulator is running (pid ${found.endpoint.pid}): stop it with \`tpw emulator stop\` before --${recovery}.`);
       return found.endpoint;
     }
   } else if (found.kind === 'corrupt' && lockOwner(lockFile(dir)) === undefined) {
@@ -69,7 +69,7 @@ export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promis
   }
   const logFd = fs.openSync(logFile, 'a', 0o600);
   const logStart = fs.fstatSync(logFd).size;
-  const argv = command ?? [process.execPath, defaultCliPath(), 'emulator', 'run-foreground'];
+  const argv = command ?? [process.execPath, defaultMainPath(), 'run'];
   let exited: string | undefined;
   try {
     const child = spawn(argv[0], argv.slice(1), {
@@ -92,7 +92,7 @@ export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promis
     await sleep(100);
   }
   const tail = readTail(logFile, logStart);
-  throw new TpwError(
+  throw new EmulatorError(
     'UNAVAILABLE',
     `The local emulator did not start${exited ? ` (exited with ${exited})` : ` within ${timeoutMs} ms`}; see ${logFile}.${tail ? `\n${tail}` : ''}`,
   );
@@ -146,7 +146,7 @@ export async function emulatorStatus(opts: { dir?: string } = {}): Promise<Emula
 
 /**
  * Runs the emulator in this process until SIGTERM or SIGINT, then stops it cleanly (the CLI's
- * `emulator run-foreground`). Options from TPW_EMULATOR_OPTIONS are used where `opts` leaves them unset.
+ * `emulator.js run`). Options from TPW_EMULATOR_OPTIONS are used where `opts` leaves them unset.
  * Resolves once the emulator has stopped.
  */
 export async function runEmulatorForeground(opts: EmulatorOptions = {}): Promise<void> {
@@ -186,13 +186,13 @@ export function emulatorOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Da
     const parsed: unknown = JSON.parse(raw);
     return parsed && typeof parsed === 'object' ? (parsed as DaemonEmulatorOptions) : {};
   } catch {
-    throw new TpwError('INVALID_ARGUMENT', `${EMULATOR_OPTIONS_ENV} is not valid JSON.`);
+    throw new EmulatorError('INVALID_ARGUMENT', `${EMULATOR_OPTIONS_ENV} is not valid JSON.`);
   }
 }
 
-/** dist/cli.js next to the bundle this code runs from, or in the repository when run from source. */
-function defaultCliPath(): string {
-  const candidates = [path.join(__dirname, 'cli.js'), path.resolve(__dirname, '../../../../dist/cli.js')];
+/** dist/emulator.js: this bundle itself, or the repository's build when run from source (emulator/src). */
+function defaultMainPath(): string {
+  const candidates = [path.join(__dirname, 'emulator.js'), path.resolve(__dirname, '../../dist/emulator.js')];
   return candidates.find((c) => fs.existsSync(c)) ?? candidates[0];
 }
 

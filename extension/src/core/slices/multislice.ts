@@ -2,8 +2,8 @@ import type { Backend } from '../backend';
 import { isTpwError, TpwError } from '../errors';
 import { groupOf, sliceNamesOf } from '../compute/slice-group';
 import { findNode } from './find';
-import type { WaitOptions } from './api';
-import { parseNodeName, shortName, type QueuedResource, type TpuNode } from './models';
+import type { WaitOptions } from '../tpu/api';
+import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../tpu/models';
 
 /**
  * Multislice on the Cloud TPU API: one queued resource whose node spec carries `multisliceParams` makes N

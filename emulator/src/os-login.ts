@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { utils } from 'ssh2';
+import { EMULATOR_ACCOUNT } from '../../protocol/node/emulator-endpoint';
 import { ApiError } from './types';
 
 /**
@@ -14,8 +15,8 @@ import { ApiError } from './types';
  * Errors are Google's usual {error:{code,message,status}}.
  */
 
-/** Whom the emulator's bearer token authenticates: its fixed caller identity for OS Login (and only that). */
-export const EMULATOR_ACCOUNT = 'tpw-emulator-user@example.com';
+/** Whom the emulator's bearer token authenticates (its fixed caller identity for OS Login, and only that) is part of the endpoint file's contract. */
+export { EMULATOR_ACCOUNT } from '../../protocol/node/emulator-endpoint';
 /** The uid OS Login gives the emulator's account (Google hands out large per-account uids). */
 const EMULATOR_UID = '1234567890';
 

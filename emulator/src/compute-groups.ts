@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
-import { shapeFromTopology } from '../compute/tpu-machine-types';
-import { TpwError } from '../errors';
+import { shapeFromTopology } from '../../protocol/tpu-machine-types';
+import { EmulatorError } from './errors';
 import { BASE, checkName, newId, notFound, now, singleHostType, tpuMachineType, type ComputeState, type InstanceJson, type Json, type OperationJson } from './compute-state';
 import { ApiError } from './types';
 
@@ -101,7 +101,7 @@ export class ComputeGroups {
       let vms: number;
       try {
         const shape = shapeFromTopology(mt.family, topology);
-        if (shape.chipsPerVm !== mt.chips) throw new TpwError('INVALID_ARGUMENT', `a ${topology} slice is made of ${shape.machineType} VMs, not ${mt.name}`);
+        if (shape.chipsPerVm !== mt.chips) throw new EmulatorError('INVALID_ARGUMENT', `a ${topology} slice is made of ${shape.machineType} VMs, not ${mt.name}`);
         vms = shape.vmCount;
         acceleratorType = shape.acceleratorType;
       } catch (e) {

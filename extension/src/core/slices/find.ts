@@ -1,6 +1,6 @@
 import type { Backend } from '../backend';
 import { isTpwError, TpwError } from '../errors';
-import type { TpuNode } from './models';
+import type { TpuNode } from '../tpu/models';
 
 /** A node and the zone it was found in. */
 export interface FoundNode {

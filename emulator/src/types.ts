@@ -1,4 +1,4 @@
-import type { NodeState } from '../tpu/models';
+import type { NodeState } from './names';
 import type { TpuGeneration } from './catalog';
 
 /**

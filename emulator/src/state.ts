@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { parseNodeName, shortName, type NodeState } from '../tpu/models';
+import { lastSegment, nodeNameParts, type NodeState } from './names';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
 import type { AcceleratorInfo } from './catalog';
 import { withNodeConfigs } from './node-config';
@@ -169,7 +169,7 @@ export class EmulatorState {
     const name = `${parent}/nodes/${nodeId}`;
     if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
     // Workers' sandboxes and SSH servers are keyed by node id, so the emulator keeps ids unique across zones.
-    const clash = [...this.nodes.values()].find((n) => shortName(n.name) === nodeId);
+    const clash = [...this.nodes.values()].find((n) => lastSegment(n.name) === nodeId);
     if (clash) {
       throw new ApiError('ALREADY_EXISTS', `Resource '${name}' cannot be created: the local emulator already has a node "${nodeId}" (${clash.name}); node ids must be unique across its zones.`);
     }
@@ -327,7 +327,7 @@ export class EmulatorState {
   }
 
   private newOperation(verb: OperationVerb | 'update', node: NodeJson): OperationJson {
-    const { project, zone } = parseNodeName(node.name);
+    const { project, zone } = nodeNameParts(node.name);
     return this.operationIn(`projects/${project}/locations/${zone}`, node.name, verb);
   }
 

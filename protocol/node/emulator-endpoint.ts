@@ -1,14 +1,14 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { TpwError } from '../errors';
-import { emulatorDir } from '../paths';
 
 /**
  * The file a running emulator writes (`<TPW_HOME>/emulator/endpoint.json`, mode 0600 in a 0700 folder) so that
- * the CLI, the extension and tests can find it. It is the whole contract between the emulator and its clients:
- * the REST endpoint and bearer token for the `@google-cloud/tpu` client, how to reach the workers over SSH, and
- * who the emulator process is (so `tpw emulator stop` never signals a process that merely reused its pid).
+ * the CLI, the extension and tests can find it. It is the whole contract between the emulator (emulator/, which
+ * writes it) and its clients (which read it): the REST endpoint and bearer token for Google's clients, how to
+ * reach the workers over SSH, and who the emulator process is (so `tpw emulator stop` never signals a process
+ * that merely reused its pid).
  */
 export const EmulatorEndpointSchema = z.object({
   pid: z.number().int(),
@@ -29,8 +29,8 @@ export const EmulatorEndpointSchema = z.object({
   /** SSH login name on the workers. */
   username: z.string(),
   /**
-   * The Google account the bearer token stands for (OS Login's `users/{account}`): always the emulator's fixed
-   * EMULATOR_ACCOUNT (os-login.ts), tpw-emulator-user@example.com. Absent in files of emulators that predate it.
+   * The Google account the bearer token stands for (OS Login's `users/{account}`): always EMULATOR_ACCOUNT.
+   * Absent in files of emulators that predate it.
    */
   account: z.string().optional(),
   /** Private key (OpenSSH format, 0600) that the workers accept. */
@@ -39,8 +39,38 @@ export const EmulatorEndpointSchema = z.object({
 });
 export type EmulatorEndpoint = z.infer<typeof EmulatorEndpointSchema>;
 
+/** The one Google account the emulator's bearer token stands for (OS Login's `users/{account}`). */
+export const EMULATOR_ACCOUNT = 'tpw-emulator-user@example.com';
+
+/**
+ * Where TPU Workbench keeps its local state (known_hosts, the emulator's folder). `TPW_HOME` overrides it so
+ * tests and parallel emulators never share state.
+ */
+export function tpwHome(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TPW_HOME && env.TPW_HOME.length > 0 ? path.resolve(env.TPW_HOME) : path.join(os.homedir(), '.tpw');
+}
+
+/** The emulator's own folder (state, keys, sandboxes, endpoint.json). */
+export function emulatorDir(home = tpwHome()): string {
+  return path.join(home, 'emulator');
+}
+
 export function endpointFile(dir = emulatorDir()): string {
   return path.join(dir, 'endpoint.json');
+}
+
+/**
+ * Why an endpoint file cannot be trusted or used. `code` is the gRPC-style code the product's own error type
+ * uses for it, so each side can wrap it in its own error without parsing text.
+ */
+export class EndpointFileError extends Error {
+  constructor(
+    readonly code: 'FAILED_PRECONDITION' | 'PERMISSION_DENIED',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EndpointFileError';
+  }
 }
 
 /** What the endpoint file says about the emulator in `dir`. */
@@ -81,12 +111,13 @@ export function inspectEmulatorEndpoint(dir = emulatorDir()): EndpointInspection
 
 /**
  * The running emulator's endpoint, or undefined when none runs. A file that cannot be understood, or that other
- * users could have written or read, is an error naming it and the fix: clients must not trust or leak its token.
+ * users could have written or read, is an EndpointFileError naming it and the fix: clients must not trust or
+ * leak its token.
  */
 export function readEmulatorEndpoint(dir = emulatorDir()): EmulatorEndpoint | undefined {
   const found = inspectEmulatorEndpoint(dir);
   if (found.kind === 'corrupt') {
-    throw new TpwError(
+    throw new EndpointFileError(
       'FAILED_PRECONDITION',
       `The local emulator's endpoint file ${endpointFile(dir)} is unusable: ${found.reason}. Run \`tpw emulator start\`, which replaces it (or \`tpw emulator stop\` to remove it).`,
     );
@@ -97,8 +128,8 @@ export function readEmulatorEndpoint(dir = emulatorDir()): EmulatorEndpoint | un
 }
 
 /**
- * Throws PERMISSION_DENIED unless `file` is ours and no one else can read or write it, nor replace it through its
- * folder. No-op where there are no POSIX owners (Windows).
+ * Throws an EndpointFileError (PERMISSION_DENIED) unless `file` is ours and no one else can read or write it,
+ * nor replace it through its folder. No-op where there are no POSIX owners (Windows).
  */
 export function checkPrivate(file: string): void {
   const uid = process.getuid?.();
@@ -108,10 +139,10 @@ export function checkPrivate(file: string): void {
   const d = fs.statSync(dir);
   const mode = (m: number) => `0${(m & 0o777).toString(8)}`;
   if (f.uid !== uid || (f.mode & 0o077) !== 0) {
-    throw new TpwError('PERMISSION_DENIED', `${file} must belong to you with mode 0600 (it is uid ${f.uid}, mode ${mode(f.mode)}): other users could read its token. Restart the emulator (\`tpw emulator stop\`, then \`tpw emulator start\`) to write a new one.`);
+    throw new EndpointFileError('PERMISSION_DENIED', `${file} must belong to you with mode 0600 (it is uid ${f.uid}, mode ${mode(f.mode)}): other users could read its token. Restart the emulator (\`tpw emulator stop\`, then \`tpw emulator start\`) to write a new one.`);
   }
   if (d.uid !== uid || (d.mode & 0o022) !== 0) {
-    throw new TpwError('PERMISSION_DENIED', `The folder ${dir} must belong to you and not be writable by others (it is uid ${d.uid}, mode ${mode(d.mode)}): run \`chmod 700 ${dir}\`.`);
+    throw new EndpointFileError('PERMISSION_DENIED', `The folder ${dir} must belong to you and not be writable by others (it is uid ${d.uid}, mode ${mode(d.mode)}): run \`chmod 700 ${dir}\`.`);
   }
 }
 

@@ -3,13 +3,13 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TpwError } from '../errors';
-import { emulatorDir } from '../paths';
-import { generateEd25519KeyPair, parsesAsPublicKey } from '../ssh/keys';
-import { shortName } from '../tpu/models';
+import { EmulatorError } from './errors';
+import { emulatorDir } from '../../protocol/node/emulator-endpoint';
+import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
+import { lastSegment } from './names';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
-import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from './endpoint';
+import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
@@ -178,7 +178,7 @@ export class Emulator {
       nodeUp: (n) => this.nodeUp(n),
       nodeDown: (n, r) => this.nodeDown(n, r),
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
-      metadataChanged: (n) => this.pool?.setNodeKeys?.(shortName(n.name), n.metadata?.['ssh-keys'] ?? ''),
+      metadataChanged: (n) => this.pool?.setNodeKeys?.(lastSegment(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
     const d = this.opts.opDelayMs;
     const compute = new ComputeState(
@@ -283,7 +283,7 @@ export class Emulator {
   private async nodeUp(node: NodeJson): Promise<void> {
     const pool = this.pool;
     if (!pool) throw new Error('emulator not started');
-    const nodeId = shortName(node.name);
+    const nodeId = lastSegment(node.name);
     try {
       for (const [index, ep] of node.networkEndpoints.entries()) {
         const sandboxDir = this.sandboxDir(nodeId, index);
@@ -331,7 +331,7 @@ export class Emulator {
   }
 
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
-    const nodeId = shortName(node.name);
+    const nodeId = lastSegment(node.name);
     await this.pool?.removeNode(nodeId);
     // A deleted VM loses its disk; a stopped or preempted one keeps it.
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', nodeId), { recursive: true, force: true });
@@ -343,7 +343,7 @@ export class Emulator {
    * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
    */
   private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
-    const keep = new Set([...nodes.map((n) => shortName(n.name)), ...instanceKeys]);
+    const keep = new Set([...nodes.map((n) => lastSegment(n.name)), ...instanceKeys]);
     const root = path.join(this.dir, 'workers');
     let entries: string[] = [];
     try {
@@ -376,12 +376,12 @@ export class Emulator {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
         const pid = lockOwner(file);
         if (pid !== undefined) {
-          throw new TpwError('FAILED_PRECONDITION', `The local emulator in ${this.dir} is already running (pid ${pid}); stop it with \`tpw emulator stop\`.`);
+          throw new EmulatorError('FAILED_PRECONDITION', `The local emulator in ${this.dir} is already running (pid ${pid}); stop it with \`tpw emulator stop\`.`);
         }
         fs.rmSync(file, { force: true });
       }
     }
-    throw new TpwError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
+    throw new EmulatorError('FAILED_PRECONDITION', `Could not take the emulator lock ${file}.`);
   }
 }
 
@@ -421,7 +421,7 @@ function makePrivateDir(dir: string): void {
   const uid = process.getuid?.();
   if (uid === undefined) return;
   if (st.uid !== uid) {
-    throw new TpwError('PERMISSION_DENIED', `The emulator folder ${dir} belongs to uid ${st.uid}, not to you: its keys and token would not be private. Use a folder of your own (TPW_HOME).`);
+    throw new EmulatorError('PERMISSION_DENIED', `The emulator folder ${dir} belongs to uid ${st.uid}, not to you: its keys and token would not be private. Use a folder of your own (TPW_HOME).`);
   }
   if ((st.mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
 }

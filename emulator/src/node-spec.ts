@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { NODE_ID_PATTERN } from '../tpu/models';
+import { RESOURCE_ID_PATTERN } from './names';
 import { acceleratorInfo, acceleratorTypeNames, runtimeVersionProblem, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
 import { acceleratorConfigOf, networkConfigFor } from './node-config';
 import { ApiError, type CreateNodeInput, type NodeJson } from './types';
@@ -13,7 +13,7 @@ import { ApiError, type CreateNodeInput, type NodeJson } from './types';
 /** The id, accelerator type, runtime version and scheduling of a spec, as CreateNode rejects them (400). */
 export function checkNodeSpec(nodeId: string | undefined, input: CreateNodeInput): { nodeId: string; accel: AcceleratorInfo } {
   if (!nodeId) throw new ApiError('INVALID_ARGUMENT', 'Request is missing required parameter "nodeId".');
-  if (!NODE_ID_PATTERN.test(nodeId)) {
+  if (!RESOURCE_ID_PATTERN.test(nodeId)) {
     throw new ApiError(
       'INVALID_ARGUMENT',
       `Invalid node id "${nodeId}": it must be 1-63 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen.`,

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { TpwError } from '../errors';
-import { NodeStateSchema } from '../tpu/models';
+import { EmulatorError } from './errors';
+import { NodeStateSchema } from './names';
 import type { NodeJson, OperationJson } from './types';
 
 /**
@@ -119,13 +119,13 @@ function inconsistency(state: StateFile): string | undefined {
   return undefined;
 }
 
-function stateError(dir: string, file: string, problem: string): TpwError {
+function stateError(dir: string, file: string, problem: string): EmulatorError {
   const prev = previousStateFile(dir);
   const prevOk = parseStateFile(prev).ok;
   const restore = prevOk
     ? `\`tpw emulator start --restore-previous\` brings back the previous generation (${prev}, written ${fs.statSync(prev).mtime.toISOString()}); `
     : '';
-  return new TpwError(
+  return new EmulatorError(
     'FAILED_PRECONDITION',
     `The local emulator's state file ${file} is unusable: ${problem}. The emulator did not start and changed nothing. ` +
       `${restore}\`tpw emulator start --reset-state\` sets the file aside and starts with no VMs (worker sandboxes are kept, under ${path.join(dir, 'workers-orphaned')}).`,
@@ -163,7 +163,7 @@ export function restorePreviousState(dir: string): string {
   const prev = previousStateFile(dir);
   const parsed = parseStateFile(prev);
   if (!parsed.ok) {
-    throw new TpwError(
+    throw new EmulatorError(
       'FAILED_PRECONDITION',
       `Cannot restore ${prev}: ${parsed.problem ?? 'there is none'}. \`tpw emulator start --reset-state\` sets ${file} aside and starts with no VMs.`,
     );

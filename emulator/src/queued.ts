@@ -1,4 +1,4 @@
-import { NODE_ID_PATTERN, type QueuedResourceStateName } from '../tpu/models';
+import { RESOURCE_ID_PATTERN, type QueuedResourceStateName } from './names';
 import type { EmulatorState } from './state';
 import { ApiError, EMPTY_TYPE_URL, GOOGLE_STATUS, QUEUED_RESOURCE_TYPE_URL, type CreateNodeInput, type OperationJson } from './types';
 
@@ -63,7 +63,7 @@ export interface QueuedResourcesOptions {
   log?: (msg: string) => void;
 }
 
-const QR_ID_PATTERN = NODE_ID_PATTERN;
+const QR_ID_PATTERN = RESOURCE_ID_PATTERN;
 
 export class QueuedResources {
   private readonly entries = new Map<string, Entry>();
