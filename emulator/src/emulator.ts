@@ -44,6 +44,8 @@ export interface EmulatorOptions {
   faults?: FaultSpec[];
   /** Accelerator types with no capacity in a zone from the start (CreateNode: 429; queued resources wait). */
   capacityFaults?: CapacityFault[];
+  /** Zone → the accelerator types it offers, as Cloud TPU zones differ; a zone not named offers every type. */
+  offerings?: Readonly<Record<string, readonly string[]>>;
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
   log?: (msg: string) => void;
@@ -222,6 +224,7 @@ export class Emulator {
       latencyMs: this.opts.latencyMs,
       faults: this.opts.faults,
       capacityFaults: this.opts.capacityFaults,
+      offerings: this.opts.offerings,
       queuedStepMs: this.opts.queuedStepMs,
       hostPublicKey: keys.hostPublicKey,
       log: this.log,

@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boolParam, checkStoppable, decodeSegment, guestAttributes, operationFilter, serviceIdentity } from './api-extras';
-import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
+import { ACCELERATOR_TYPES, RUNTIME_VERSIONS, type AcceleratorInfo } from './catalog';
 import { computeErrorBody, computeRoutes } from './compute-rest';
 import type { ComputeState } from './compute-state';
 import { COMPUTE_SERVICE, FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
@@ -46,6 +46,8 @@ export interface RestServerOptions {
   faults?: FaultSpec[];
   /** Accelerator types out of capacity in a zone from the start. */
   capacityFaults?: CapacityFault[];
+  /** Zone → the accelerator types it offers; a zone not named offers every type. */
+  offerings?: Readonly<Record<string, readonly string[]>>;
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
   /** The workers' SSH host public key, which GetGuestAttributes publishes as a real guest agent does. */
@@ -198,6 +200,12 @@ export class RestServer {
     this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
   }
 
+  /** The catalog's types a zone offers (all of them unless the options say otherwise). */
+  private offered(zone: string): readonly AcceleratorInfo[] {
+    const only = this.opts.offerings?.[zone];
+    return only ? ACCELERATOR_TYPES.filter((a) => only.includes(a.type)) : ACCELERATOR_TYPES;
+  }
+
   /** Checks project and zone; the emulator serves one project and a fixed set of zones. */
   private location(project: string, zone?: string): string {
     if (project !== this.opts.project) {
@@ -244,6 +252,9 @@ export class RestServer {
           const input = createInput(c.body);
           // Validate first: a bad request is INVALID_ARGUMENT even where there is no capacity.
           st.validateCreate(parent, c.query.get('nodeId') ?? undefined, input);
+          if (!this.offered(m[1]).some((a) => a.type === input.acceleratorType)) {
+            throw new ApiError('INVALID_ARGUMENT', `Accelerator type "${input.acceleratorType ?? ''}" is not available in zone ${m[1]}.`);
+          }
           this.faults.checkCapacity(m[0], m[1], input.acceleratorType ?? '');
           return st.beginCreate(parent, c.query.get('nodeId') ?? undefined, input);
         },
@@ -319,13 +330,13 @@ export class RestServer {
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes$`), rpc: 'ListAcceleratorTypes',
-        handle: (m, c) => page(acceleratorTypes(this.location(m[0], m[1])), c.query, 'acceleratorTypes'),
+        handle: (m, c) => page(acceleratorTypes(this.location(m[0], m[1]), this.offered(m[1])), c.query, 'acceleratorTypes'),
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes/${SEG}$`), rpc: 'GetAcceleratorType',
         handle: (m) => {
           const parent = this.location(m[0], m[1]);
-          const t = acceleratorTypes(parent).find((a) => a.type === m[2]);
+          const t = acceleratorTypes(parent, this.offered(m[1])).find((a) => a.type === m[2]);
           if (!t) throw new ApiError('NOT_FOUND', `Resource '${parent}/acceleratorTypes/${m[2]}' was not found`);
           return t;
         },
@@ -411,8 +422,8 @@ function createInput(raw: unknown): CreateNodeInput {
   };
 }
 
-function acceleratorTypes(parent: string) {
-  return ACCELERATOR_TYPES.map((a) => ({
+function acceleratorTypes(parent: string, offered: readonly AcceleratorInfo[]) {
+  return offered.map((a) => ({
     name: `${parent}/acceleratorTypes/${a.type}`,
     type: a.type,
     acceleratorConfigs: [{ type: a.generation, topology: a.topology }],
