@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
 const CORE_LAYERS = [
   ['errors.ts', 'paths.ts'],
   ['local-emulator.ts', 'ssh', 'recipes'],
-  ['tpu', 'sync', 'profiles'],
+  ['tpu', 'sync', 'profiles', 'chips'],
   ['compute'],
   ['backend.ts'],
   ['slices', 'run'],

@@ -3,6 +3,7 @@
  * Both sides import this file, so a change to a message is a compile error on both. The profile summaries that
  * core/profiles produces for the view are here too.
  */
+import type { WorkerChips } from './chip-readings';
 import type { MetricRecord } from './metrics-record';
 import type { RunStatus, WorkerStatus } from './run-status';
 
@@ -163,7 +164,18 @@ export interface HealthFinding {
 export interface HealthMessage {
   type: 'health';
   worker?: number;
+  /**
+   * What the findings come from: the trainer's torch_xla metrics report (the default), or the chips' libtpu
+   * metrics. Each source's findings of a worker replace that source's earlier ones only.
+   */
+  source?: 'xla-metrics' | 'chips';
   findings: HealthFinding[];
+}
+
+/** The latest reading of some workers' chips (libtpu's metrics service on each), for the Chips tab and the charts. */
+export interface ChipsMessage {
+  type: 'chips';
+  workers: WorkerChips[];
 }
 
 export type HostToWebview =
@@ -175,7 +187,8 @@ export type HostToWebview =
   | ProfileMessage
   | ProfileErrorMessage
   | ProfileHostsMessage
-  | HealthMessage;
+  | HealthMessage
+  | ChipsMessage;
 
 /** Several hosts' captures side by side: each host's steps and idle share, the slowest, the ops of all combined. */
 export interface ProfileHostsMessage {

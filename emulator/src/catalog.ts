@@ -4,7 +4,9 @@
  * workers as the real one would, which is what makes "run on every worker" testable on a laptop.
  */
 
-import { type AcceleratorInfo, type TpuGeneration } from '../../protocol/tpu-catalog';
+import { acceleratorInfo, type AcceleratorInfo, type TpuGeneration } from '../../protocol/tpu-catalog';
+import { TPU_CHIP_FACTS } from '../../protocol/tpu-metric-service';
+import type { ChipSpec } from './chip-activity';
 
 export { acceleratorByConfig, acceleratorInfo, acceleratorTypeNames, ACCELERATOR_TYPES } from '../../protocol/tpu-catalog';
 export type { AcceleratorInfo, TpuGeneration } from '../../protocol/tpu-catalog';
@@ -49,3 +51,10 @@ export const DEFAULT_ZONES: readonly string[] = Object.freeze(['us-central2-b', 
 
 /** Port the TPU runtime's gRPC endpoint listens on; the API reports it in networkEndpoints[].port. */
 export const WORKER_ENDPOINT_PORT = 8470;
+
+/** The chips on one worker of `type` and the HBM of each (a type the catalog lacks: 4 chips of 16 GiB, v5e's). */
+export function chipSpecFor(type: string): ChipSpec {
+  const info = acceleratorInfo(type);
+  const facts = TPU_CHIP_FACTS[info?.generation ?? 'V5LITE_POD'];
+  return { chips: info ? Math.max(1, Math.round(info.chips / info.workers)) : 4, hbmBytesPerChip: facts.hbmGiB * 2 ** 30 };
+}

@@ -10,6 +10,7 @@ import { lastSegment } from './names';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
 import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import type { LibtpuFault } from './libtpu-metrics';
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
@@ -23,6 +24,8 @@ export interface WorkerPool {
   removeNode(nodeId: string): Promise<void>;
   /** Keys from the node's metadata `ssh-keys` (optional: pools hosted elsewhere may not support it). */
   setNodeKeys?(nodeId: string, sshKeys: string): void;
+  /** Tests: a worker's libtpu metrics service down, slow or answering garbage (optional, as above). */
+  setLibtpuFault?(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void>;
   close(): Promise<void>;
 }
 export type WorkerPoolFactory = (opts: SshWorkerPoolOptions) => WorkerPool | Promise<WorkerPool>;
@@ -51,6 +54,8 @@ export interface EmulatorOptions {
   log?: (msg: string) => void;
   /** Replaces the SSH worker pool (tests); default: ssh-workers.ts's SshWorkerPool. */
   workerPool?: WorkerPoolFactory;
+  /** Port of every worker's libtpu metrics service, on the worker's own address (default 8431, as on a TPU VM; 0: none). */
+  libtpuMetricsPort?: number;
   /** Folders first on the workers' PATH; default: the project's venv (`$TPW_VENV`, else ~/.cache/tpu-workbench/venv) if it exists. */
   workerPathPrefix?: string[];
 }
@@ -173,6 +178,7 @@ export class Emulator {
       username,
       log: this.log,
       pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(),
+      libtpuMetricsPort: this.opts.libtpuMetricsPort,
       // A Compute Engine VM under OS Login lets in only the OS Login user with the keys imported through the API.
       osLogin: (nodeId) => this.computeValue?.osLoginFor(nodeId),
     });
@@ -276,6 +282,15 @@ export class Emulator {
     this.endpointValue = undefined;
     this.lockHeld = false;
     if (errors.length > 0) throw errors[0];
+  }
+
+  /**
+   * Tests: worker `index` of TPU VM `nodeId` (its short name; `ce-<name>` for a Compute Engine instance) gets a
+   * libtpu metrics service that is down, slow, or answers bytes that are no MetricResponse; undefined: well again.
+   */
+  async setLibtpuFault(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void> {
+    if (!this.pool?.setLibtpuFault) throw new EmulatorError('FAILED_PRECONDITION', 'This emulator\'s workers have no libtpu metrics services.');
+    await this.pool.setLibtpuFault(nodeId, index, fault);
   }
 
   /** Sandbox (the worker's HOME) of worker `index` of a node. */

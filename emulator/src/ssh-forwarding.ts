@@ -16,6 +16,13 @@ import type { Connection } from 'ssh2';
 export interface ForwardingContext {
   /** The worker's own address: stands in for the VM's loopback, so two workers can forward the same port. */
   workerAddress: string;
+  /**
+   * Whether the emulator itself serves `port` on the worker's address as a VM's own service on its loopback
+   * (libtpu's metrics, 8431): 'serving', 'down' (this worker's is not listening now), or undefined (not such a
+   * port). A forward to the loopback at such a port reaches this worker's service; while it is down, nothing, as on
+   * a VM, even if another emulator's worker on the same address listens there.
+   */
+  ownLoopbackService?: (port: number) => 'serving' | 'down' | undefined;
   /** True once the worker is shutting down: nothing new may start. */
   closing(): boolean;
   log(msg: string): void;
@@ -39,7 +46,12 @@ export function serveForwarding(conn: Connection, ctx: ForwardingContext): void 
         ctx.log(`direct-tcpip to ${info.destIP}:${info.destPort} refused: not an address of this machine`);
         return reject();
       }
-      const sock = net.connect({ host: address, port: info.destPort });
+      const own = isLoopback(address) ? ctx.ownLoopbackService?.(info.destPort) : undefined;
+      if (own === 'down') {
+        ctx.log(`direct-tcpip to ${info.destIP}:${info.destPort} refused: the worker's service there is down`);
+        return reject();
+      }
+      const sock = net.connect({ host: own ? ctx.workerAddress : address, port: info.destPort });
       track(sock);
       sock.once('error', (e: Error) => {
         ctx.log(`direct-tcpip to ${info.destIP}:${info.destPort}: ${e.message}`);

@@ -5,8 +5,12 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Server, utils, type AuthContext, type Connection, type ParsedKey, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { EmulatorError } from './errors';
+import { chipSpecFor } from './catalog';
+import { ChipActivity } from './chip-activity';
+import { LibtpuMetricsServer, type LibtpuFault } from './libtpu-metrics';
 import { serveForwarding } from './ssh-forwarding';
 import { ptyArgv, resizePty } from './ssh-pty';
+import { LIBTPU_METRICS_PORT } from '../../protocol/tpu-metric-service';
 
 /**
  * The emulator's workers: one SSH server per TPU worker, each on its own loopback address (Linux routes all
@@ -45,6 +49,8 @@ export interface SshWorkerPoolOptions {
   osLogin?: (nodeId: string) => { username: string; keys: string[] } | undefined;
   /** What every worker's programs also get from the "VM": where its metadata server and Cloud Storage are (vm-services.ts). */
   vmEnv?: () => Record<string, string>;
+  /** Port of each worker's libtpu metrics service on its own address (default 8431, as on a TPU VM; 0: none). */
+  libtpuMetricsPort?: number;
 }
 
 /** Time between SIGTERM and SIGKILL when a channel closes or a node goes away. */
@@ -60,6 +66,8 @@ interface Worker {
   children: Set<ChildProcess>;
   /** Set once shutdown began: no new programs may start (they would escape the kill sweep). */
   closing: boolean;
+  /** libtpu's runtime metrics service of this worker, when it could listen. */
+  libtpu?: LibtpuMetricsServer;
 }
 
 export class SshWorkerPool {
@@ -105,6 +113,38 @@ export class SshWorkerPool {
     });
     const addr = worker.server.address() as AddressInfo | null;
     if (addr) this.log(`worker ${key}: ssh listening on ${addr.address}:${addr.port}`);
+    await this.startLibtpu(worker);
+  }
+
+  /**
+   * The worker's libtpu metrics service. A port already taken there (another emulator on the same addresses)
+   * costs only the metrics: the worker itself works, and its chips read as not answering.
+   */
+  private async startLibtpu(w: Worker): Promise<void> {
+    const port = this.opts.libtpuMetricsPort ?? LIBTPU_METRICS_PORT;
+    if (port === 0) return;
+    const key = `${w.spec.nodeId}/${w.spec.index}`;
+    const activity = new ChipActivity(chipSpecFor(w.spec.acceleratorType), w.marker, MARKER_VAR);
+    try {
+      const server = await LibtpuMetricsServer.start(activity, w.spec.address, port, `${w.spec.nodeId}-w-${w.spec.index}`, (m) => this.log(`worker ${key}: ${m}`));
+      if (w.closing) await server.close();
+      else w.libtpu = server;
+    } catch (e) {
+      this.log(`worker ${key}: libtpu metrics service cannot listen on ${w.spec.address}:${port}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Whether `port` is one of the worker's own loopback services (on its address), and whether it listens now. */
+  private ownLoopbackService(w: Worker, port: number): 'serving' | 'down' | undefined {
+    if (port !== (this.opts.libtpuMetricsPort ?? LIBTPU_METRICS_PORT) || port === 0) return undefined;
+    return w.libtpu?.listening ? 'serving' : 'down';
+  }
+
+  /** Tests: makes worker `index` of `nodeId`'s libtpu metrics service go down, slow, or answer garbage (undefined: well again). */
+  async setLibtpuFault(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void> {
+    const w = this.workers.get(`${nodeId}/${index}`);
+    if (!w?.libtpu) throw new EmulatorError('NOT_FOUND', `Emulated worker ${index} of ${nodeId} has no libtpu metrics service.`);
+    await w.libtpu.setFault(fault);
   }
 
   /** Stops every worker of a node: closes its servers and connections and kills everything it started. */
@@ -127,6 +167,7 @@ export class SshWorkerPool {
 
   private async shutdownWorker(w: Worker): Promise<void> {
     w.closing = true;
+    await w.libtpu?.close();
     const closed = new Promise<void>((resolve) => w.server.close(() => resolve()));
     for (const c of w.connections) c.end();
     const groups = [...w.children].map((c) => c.pid).filter((p): p is number => typeof p === 'number');
@@ -147,7 +188,7 @@ export class SshWorkerPool {
     conn.on('authentication', (ctx) => this.authenticate(ctx, w.spec.nodeId));
     conn.on('ready', () => {
       conn.on('session', (accept) => this.onSession(w, accept(), { ip, port }));
-      serveForwarding(conn, { workerAddress: w.spec.address, closing: () => w.closing, log: (m) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: ${m}`) });
+      serveForwarding(conn, { workerAddress: w.spec.address, ownLoopbackService: (port) => this.ownLoopbackService(w, port), closing: () => w.closing, log: (m) => this.log(`worker ${w.spec.nodeId}/${w.spec.index}: ${m}`) });
     });
   }
 

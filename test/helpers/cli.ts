@@ -92,6 +92,8 @@ export interface EmulatorPod {
   readonly ws: string;
   tpw(...argv: string[]): Promise<CliResult>;
   writeRecipe(name: string, text: string): string;
+  /** The emulator itself (tests that inject faults into its workers). */
+  readonly emulator: Emulator;
 }
 
 /**
@@ -113,6 +115,10 @@ export function emulatorPodFixture(
     },
     get ws() {
       return ws;
+    },
+    get emulator() {
+      if (!emu) throw new Error('the emulator is not started yet');
+      return emu;
     },
     tpw: (...argv) => runTpw(ws, argv),
     writeRecipe: (name, text) => writeRecipeIn(ws, name, text),

@@ -22,7 +22,7 @@ function tpw(...argv: string[]): Promise<CliResult> {
   return runTpw(ws, argv);
 }
 
-async function until(fn: () => Promise<boolean>, what: string, timeoutMs = 8000): Promise<void> {
+async function until(fn: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await fn()) return;

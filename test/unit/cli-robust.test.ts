@@ -21,7 +21,7 @@ test('logs --follow ends with the message when a worker host key changed (no ret
   const knownHosts = path.join(pod.home, 'known_hosts');
   const original = fs.readFileSync(knownHosts, 'utf8');
   const lines = original.split('\n');
-  const at = lines.findIndex((l) => l.startsWith('[127.0.37.'));
+  const at = lines.findIndex((l) => l.startsWith(`[${testAddressPrefix(37)}.`));
   assert.ok(at >= 0, original);
   const keyFile = path.join(pod.home, 'other-host-key');
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', keyFile]);
@@ -29,11 +29,11 @@ test('logs --follow ends with the message when a worker host key changed (no ret
   lines[at] = `${lines[at].split(' ')[0]} ${type} ${blob}`;
   fs.writeFileSync(knownHosts, lines.join('\n'));
   try {
-    const t0 = Date.now();
-    const f = await spawnTpw(['logs', runId, '--follow'], { cwd: pod.ws, env: { TPW_HOME: pod.home }, timeoutMs: 12_000 });
-    assert.ok(Date.now() - t0 < 20_000, `took ${Date.now() - t0} ms`);
+    // It must end by itself: the timeout only guards against a hang, however busy the machine is.
+    const f = await spawnTpw(['logs', runId, '--follow'], { cwd: pod.ws, env: { TPW_HOME: pod.home }, timeoutMs: 300_000 });
     assert.notEqual(f.code, 0, f.stderr);
     assert.match(f.stderr, /has CHANGED/, f.stderr);
+    assert.doesNotMatch(f.stderr, /connection lost|resuming at byte/, 'no retry: a changed host key is final');
     assert.doesNotMatch(f.stderr, /MaxListenersExceeded/, f.stderr);
     assert.doesNotMatch(f.stderr, /^\s+at /m, 'no stack trace');
   } finally {

@@ -40,7 +40,7 @@ class RecordingPool implements WorkerPool {
   }
 }
 
-async function waitDone(state: EmulatorState, op: OperationJson, timeoutMs = 5000): Promise<OperationJson> {
+async function waitDone(state: EmulatorState, op: OperationJson, timeoutMs = 60_000): Promise<OperationJson> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const o = state.getOperation(op.name);

@@ -157,7 +157,11 @@ test('one slice preempted: the whole run is preempted, and resume recreates only
     await new Promise((res) => setTimeout(res, 100));
   }
   assert.equal(started.length, 1, 'the run started');
-  await new Promise((res) => setTimeout(res, 1500));
+  // Every worker says "up" in its run log before slice 1 goes away (however long that takes on a busy machine).
+  const logs = ['grp-0', 'grp-1'].flatMap((slice) => [0, 1].map((w) => path.join(emu.sandboxDir(slice, w), '.tpw', 'runs', started[0], 'log')));
+  for (const deadline = Date.now() + 120_000; !logs.every((l) => fs.existsSync(l) && fs.readFileSync(l, 'utf8').includes('up')); await new Promise((res) => setTimeout(res, 100))) {
+    assert.ok(Date.now() < deadline, `not every worker said up: ${logs.join(', ')}`);
+  }
   const pre = await emulatorRequest(ep, 'POST', `/emulator/v1/projects/${backend.project}/locations/${ZONE}/nodes/grp-1:preempt`);
   assert.equal(pre.status, 200);
   const r = await run;

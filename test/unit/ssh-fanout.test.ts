@@ -192,15 +192,14 @@ for (const make of [sshdFleet, emulatorFleet]) {
       const runId = newRunId('ff');
       const c = collector();
       const program = `if [ "$TPW_WORKER_INDEX" = 2 ]; then sleep 0.5; echo failing >&2; exit 3; fi; ${SLEEPER}`;
-      const t0 = Date.now();
       const result = await (await run(spec(runId, ['bash', '-c', program]), c.listener)).result;
       assert.equal(result.ok, false);
       assert.equal(result.cancelled, false);
       const w2 = result.workers[2];
       assert.deepEqual([w2.exitCode, w2.stopped], [3, false]);
       assert.equal(result.firstFailed, 2);
+      // Stopped, not run to completion: the others sleep 1000 s.
       for (const i of [0, 1, 3]) assert.equal(result.workers[i].stopped, true, `worker ${i} was stopped`);
-      assert.ok(Date.now() - t0 < 10_000, 'others did not run to completion');
       const summary = formatRunSummary(result);
       assert.match(summary, /0\/4 workers ok/);
       assert.match(summary, /w0=stopped w1=stopped w2=3 \(failed\) w3=stopped$/);

@@ -28,7 +28,7 @@ test('no test file listens on a fixed 127.0.N address that another could use at 
     const rel = path.relative(ROOT, file);
     if (PURE_STRINGS.has(rel) || rel === 'helpers/loopback.ts') continue;
     fs.readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-      if (/['"`[]127\.0\.[1-9]\d*(\.\d+)?['"`\]]/.test(line)) offenders.push(`${rel}:${i + 1}: ${line.trim()}`);
+      if (/['"`[]127\.0\.[1-9]\d*(\.\d*)?['"`\]]/.test(line)) offenders.push(`${rel}:${i + 1}: ${line.trim()}`);
     });
   }
   assert.deepEqual(offenders, [], 'use testAddressPrefix(N) from test/helpers/loopback.ts');

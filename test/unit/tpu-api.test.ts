@@ -105,13 +105,11 @@ describe('CloudTpuApi over @google-cloud/tpu v2 against the emulator', () => {
 
   it('stops waiting when the signal aborts, while the operation goes on', async () => {
     const ac = new AbortController();
-    const t0 = Date.now();
     const p = api.createNode(
       { project: 'local-project', zone: ZONE, nodeId: 'aborted', acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' },
       { signal: ac.signal, onProgress: () => ac.abort() },
     );
     await assert.rejects(p, isErr('CANCELLED', /aborted/));
-    assert.ok(Date.now() - t0 < 1000);
     const already = new AbortController();
     already.abort();
     await assert.rejects(api.listNodes('local-project', ZONE, already.signal), (e) => isTpwError(e, 'CANCELLED'));

@@ -40,7 +40,7 @@ let ep: EmulatorEndpoint;
 let api: CloudTpuApi;
 const emulatorCall = (method: string, urlPath: string, body?: unknown) => call(ep, method, urlPath, body);
 
-async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 8000): Promise<QueuedResource> {
+async function waitForQr(zone: string, name: string, want: QueuedResourceStateName, timeoutMs = 120_000): Promise<QueuedResource> {
   const deadline = Date.now() + timeoutMs;
   let last: QueuedResource | undefined;
   while (Date.now() < deadline) {
@@ -391,7 +391,7 @@ describe('queued resources survive an emulator restart', () => {
       e2 = new Emulator({ ...opts, capacityFaults: [] });
       const a2 = emulatorTpuApi(await e2.start());
       try {
-        const deadline = Date.now() + 5000;
+        const deadline = Date.now() + 120_000;
         let state = '';
         while (Date.now() < deadline && state !== 'ACTIVE') {
           state = (await a2.listQueuedResources(P, Z))[0]?.state ?? 'absent';

@@ -5,6 +5,7 @@
  */
 import './style.css';
 import type { HostToWebview, WebviewToHost } from '../../protocol/run-view-messages';
+import { ChipsView } from './chips';
 import { el } from './dom';
 import { LogView } from './logs/view';
 import { MetricsView, parseStepLine } from './metrics';
@@ -18,11 +19,12 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
-type Tab = 'logs' | 'metrics' | 'profiles';
+type Tab = 'logs' | 'metrics' | 'chips' | 'profiles';
 const saved = (vscode.getState() ?? {}) as { tab?: Tab };
 
 const logs = new LogView({ copy: (text) => vscode.postMessage({ type: 'copy', text }), save: (text) => vscode.postMessage({ type: 'saveLogs', text }) });
 const metrics = new MetricsView();
+const chips = new ChipsView();
 const profiles = new ProfileView({
   open: (id) => vscode.postMessage({ type: 'openProfile', id }),
   exportTrace: (id) => vscode.postMessage({ type: 'exportTrace', id }),
@@ -37,9 +39,9 @@ const state = el('span', 'run-state');
 state.setAttribute('role', 'status');
 const tabs = el('div', 'tabs');
 tabs.setAttribute('role', 'tablist');
-const panels: Record<Tab, HTMLElement> = { logs: logs.root, metrics: metrics.root, profiles: profiles.root };
+const panels: Record<Tab, HTMLElement> = { logs: logs.root, metrics: metrics.root, chips: chips.root, profiles: profiles.root };
 const tabButtons = new Map<Tab, HTMLButtonElement>();
-const order: Tab[] = ['logs', 'metrics', 'profiles'];
+const order: Tab[] = ['logs', 'metrics', 'chips', 'profiles'];
 for (const t of order) {
   const b = el('button', 'tab');
   b.type = 'button';
@@ -51,7 +53,8 @@ for (const t of order) {
   // Arrow keys move between tabs (WAI-ARIA tabs pattern).
   b.addEventListener('keydown', (e) => {
     const i = order.indexOf(t);
-    const next = e.key === 'ArrowRight' ? order[(i + 1) % 3] : e.key === 'ArrowLeft' ? order[(i + 2) % 3] : undefined;
+    const n = order.length;
+    const next = e.key === 'ArrowRight' ? order[(i + 1) % n] : e.key === 'ArrowLeft' ? order[(i + n - 1) % n] : undefined;
     if (next) {
       select(next);
       tabButtons.get(next)?.focus();
@@ -122,11 +125,15 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       profiles.setHosts(msg);
       break;
     case 'health':
-      profiles.setHealth(msg.findings, msg.worker);
+      profiles.setHealth(msg.findings, msg.worker, msg.source);
+      break;
+    case 'chips':
+      chips.update(msg.workers);
+      metrics.addChips(msg.workers);
       break;
   }
 });
 
 // Test and benchmark hook: the harness reads these (a webview has no other way to expose state).
-(window as unknown as { tpwRunView: unknown }).tpwRunView = { logs, metrics, profiles, select };
+(window as unknown as { tpwRunView: unknown }).tpwRunView = { logs, metrics, chips, profiles, select };
 vscode.postMessage({ type: 'ready' });

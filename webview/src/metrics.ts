@@ -2,16 +2,22 @@
  * Live metrics charts (uPlot): loss, learning rate, step time, tokens/s, MFU and memory, one series per
  * worker. Drag to zoom, double-click to reset, hover for the readout (uPlot's legend). Records come from the
  * trainer's `step …` log lines as they stream, and from metrics.jsonl when the host sends it (which wins).
+ * The chips' duty cycle and HBM (libtpu's, per worker: the mean over its chips and their sum) join them on the
+ * same step axis: each reading is charted at the step its worker's trainer had logged last.
  */
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { workerTotals, type WorkerChips } from '../../protocol/chip-readings';
 import type { MetricRecord } from '../../protocol/metrics-record';
 import { CHARTED_METRICS, type ChartedMetric } from './charted-metrics';
 import { el, fmtNum } from './dom';
 
 export { parseStepLine } from './stepline';
 
-type Key = ChartedMetric;
+/** The chips' series, from libtpu rather than the trainer's record. */
+type ChipKey = 'duty_cycle' | 'hbm';
+type Key = ChartedMetric | ChipKey;
+type ChipValues = Record<ChipKey, number>;
 
 const STYLE: Record<Key, { title: string; fmt: (v: number) => string }> = {
   loss: { title: 'Loss', fmt: (v) => v.toFixed(4) },
@@ -20,8 +26,11 @@ const STYLE: Record<Key, { title: string; fmt: (v: number) => string }> = {
   tokens_per_s: { title: 'Tokens / s', fmt: fmtNum },
   mfu: { title: 'MFU', fmt: (v) => `${(v * 100).toFixed(1)}%` },
   mem_bytes: { title: 'Memory', fmt: (v) => `${fmtNum(v)}B` },
+  duty_cycle: { title: 'Duty cycle (chips)', fmt: (v) => `${v.toFixed(1)}%` },
+  hbm: { title: 'HBM (chips)', fmt: (v) => `${fmtNum(v)}B` },
 };
-const CHARTS = CHARTED_METRICS.map((key) => ({ key, ...STYLE[key] }));
+const CHIP_KEYS: readonly ChipKey[] = ['duty_cycle', 'hbm'];
+const CHARTS = [...CHARTED_METRICS, ...CHIP_KEYS].map((key) => ({ key, ...STYLE[key] }));
 
 function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
@@ -33,6 +42,8 @@ const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca70
 export class MetricsView {
   readonly root = el('div', 'metrics');
   private readonly byWorker = new Map<number, Map<number, MetricRecord>>();
+  /** Worker → step → the chips' reading charted at that step. */
+  private readonly chipsByWorker = new Map<number, Map<number, ChipValues>>();
   private readonly plots = new Map<Key, uPlot>();
   private readonly empty = el('p', 'empty');
   private seriesWorkers: number[] = [];
@@ -60,6 +71,27 @@ export class MetricsView {
       m.set(r.step, { ...m.get(r.step), ...r });
     }
     this.schedule();
+  }
+
+  /** Chip readings, each at the latest step its worker logged (readings before the first step are not charted). */
+  addChips(workers: readonly WorkerChips[]): void {
+    let added = false;
+    for (const w of workers) {
+      const totals = workerTotals(w);
+      const steps = this.byWorker.get(w.worker);
+      if (!totals || !steps || steps.size === 0) continue;
+      const step = Math.max(...steps.keys());
+      let m = this.chipsByWorker.get(w.worker);
+      if (!m) this.chipsByWorker.set(w.worker, (m = new Map()));
+      m.set(step, { duty_cycle: totals.dutyCyclePct, hbm: totals.hbmUsedBytes });
+      added = true;
+    }
+    if (added) this.schedule();
+  }
+
+  private value(worker: number, step: number, key: Key): unknown {
+    if (key === 'duty_cycle' || key === 'hbm') return this.chipsByWorker.get(worker)?.get(step)?.[key];
+    return this.byWorker.get(worker)?.get(step)?.[key];
   }
 
   /** Charts are drawn only while the tab is visible: uPlot needs a laid-out width. */
@@ -97,7 +129,7 @@ export class MetricsView {
     this.seriesWorkers = workers;
     for (const c of CHARTS) {
       const ys = workers.map((w) => steps.map((s) => {
-        const v = this.byWorker.get(w)?.get(s)?.[c.key];
+        const v = this.value(w, s, c.key);
         return typeof v === 'number' && Number.isFinite(v) ? v : null;
       }));
       const data: uPlot.AlignedData = [steps, ...ys];

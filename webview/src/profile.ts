@@ -124,10 +124,12 @@ export class ProfileView {
     this.body.replaceChildren();
   }
 
-  setHealth(findings: HealthFinding[], worker?: number): void {
+  /** A worker's findings from `source`, in place of that source's earlier ones for the worker. */
+  setHealth(findings: HealthFinding[], worker?: number, source: 'xla-metrics' | 'chips' = 'xla-metrics'): void {
     this.health.hidden = false;
     const list = el('ul');
     list.dataset.worker = String(worker ?? 0);
+    list.dataset.source = source;
     for (const f of findings) {
       const li = el('li', `finding ${f.severity}`);
       const title = el('strong');
@@ -137,7 +139,7 @@ export class ProfileView {
       li.append(title, detail);
       list.append(li);
     }
-    this.health.querySelector(`ul[data-worker="${worker ?? 0}"]`)?.remove();
+    this.health.querySelector(`ul[data-worker="${worker ?? 0}"][data-source="${source}"]`)?.remove();
     this.health.append(list);
   }
 

@@ -12,6 +12,7 @@ import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
 import { downCommand, execCommand, launchCommand } from './task-commands';
 import { logsCommand, resumeCommand, runsCommand, stopCommand } from './runs-commands';
+import { topCommand } from './top-command';
 import { vmAddKey, vmCost, vmCreate, vmLifecycle, vmList, vmTypes, vmZones } from './vm-commands';
 
 export interface OptionSpec {
@@ -233,6 +234,23 @@ export const COMMANDS: readonly CommandSpec[] = [
     options: { follow: { type: 'boolean', short: 'f', description: 'Follow until the run ends (Ctrl-C stops following, not the run)' } },
     globals: BACKEND_SSH,
     run: logsCommand,
+  },
+  {
+    name: 'top',
+    usage: 'RUN [--once | --json] [--interval SECONDS]',
+    summary: "Every worker's TPU chips (duty cycle, HBM, queue) from libtpu, refreshed",
+    details: [
+      "Reads libtpu's runtime metrics service (localhost:8431 on each worker, as tpu-info does) through the run's SSH connections, with tpu-info's metric names and units.",
+      'A worker that cannot be read is named with why (not answering over SSH, no program with libtpu loaded, a timeout, a bad reply). Exit 1 with --once when no worker could be read.',
+      RUN_ARG,
+    ],
+    options: {
+      once: { type: 'boolean', description: 'Print one table and exit' },
+      json: { type: 'boolean', description: 'Print one reading of every worker as JSON and exit' },
+      interval: { type: 'string', arg: 'SECONDS', description: 'Time between refreshes (default 2)' },
+    },
+    globals: BACKEND_SSH,
+    run: topCommand,
   },
   { name: 'stop', usage: 'RUN', summary: 'Stop a run on every worker', details: [`Sends ${stopSignals("the run's")}.`, RUN_ARG], globals: BACKEND_SSH, run: stopCommand },
   {

@@ -33,6 +33,12 @@ export function useEmulator(): boolean {
   return project() === undefined;
 }
 
+/** Seconds a chip may idle while its trainer is training before the run view's Health notes it. */
+export function chipIdleNoteSeconds(): number {
+  const v = section().get<number>('chips.idleNoteSeconds');
+  return typeof v === 'number' && v > 0 ? v : 30;
+}
+
 export function failFast(): boolean {
   return section().get<boolean>('run.failFast') ?? true;
 }

@@ -29,6 +29,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFe
     started: (runId, source) => {
       view.aliasRunId(runId);
       live ??= liveMetrics(ctx, view, runId, source);
+      view.watchChips(source);
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
     onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),

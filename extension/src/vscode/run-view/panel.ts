@@ -9,9 +9,12 @@ import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-m
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
 import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
+import { chipIdleNoteSeconds } from '../config';
 import type { Ctx } from '../ctx';
+import { ChipsWatch } from './chips';
 import { runViewHtml } from './html';
 import { findCaptures, outputDir, readMetricsJsonl } from './local';
+import type { RunSource } from './remote';
 
 /** Log lines are sent in batches: one postMessage per line would flood the IPC on 64 chatty workers. */
 const FLUSH_MS = 100;
@@ -52,6 +55,7 @@ export class RunViewPanel implements vscode.Disposable {
   private readonly analyses = new CaptureAnalyses((file, background) => this.parser().analyze(file, background), { onEvent: (e) => this.onAnalysis(e) });
   private disposed = false;
   private readonly aliases: string[] = [];
+  private chips: ChipsWatch | undefined;
 
   /** Shows (or reveals) the panel of `info.runId`. */
   static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column: vscode.ViewColumn = vscode.ViewColumn.Beside): RunViewPanel {
@@ -112,6 +116,7 @@ export class RunViewPanel implements vscode.Disposable {
   }
 
   setStatus(state: RunStatus, summary?: string): void {
+    this.chips?.onStatus(state);
     this.flush();
     this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
   }
@@ -122,7 +127,17 @@ export class RunViewPanel implements vscode.Disposable {
   }
 
   setMetrics(records: MetricRecord[]): void {
+    this.chips?.onMetrics(records);
     this.post({ type: 'metrics', records });
+  }
+
+  /** The Chips tab: every worker's chips read from libtpu while this panel is open (once per panel). */
+  watchChips(source: RunSource): void {
+    if (this.disposed || this.chips) return;
+    this.chips = new ChipsWatch(source, (m) => this.post(m), {
+      idleNoteSeconds: chipIdleNoteSeconds(),
+      log: (m) => this.ctx.log.info(`run view ${this.info.runId}: ${m}`),
+    });
   }
 
   /**
@@ -310,6 +325,7 @@ export class RunViewPanel implements vscode.Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.chips?.dispose();
     this.analyses.cancel();
     if (this.timer) clearTimeout(this.timer);
     for (const id of [this.info.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);

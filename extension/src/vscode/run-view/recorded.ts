@@ -33,6 +33,7 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
   // The extension's connections (one per worker) for everything this panel reads: the log watch, live
   // metrics, then artifacts.
   const live = active ? liveMetrics(ctx, view, rec.runId, source) : undefined;
+  view.watchChips(source);
   await follow();
   await live?.stop();
   if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId, source);
