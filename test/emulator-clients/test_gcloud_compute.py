@@ -58,6 +58,7 @@ def gcloud(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory) -> Gclo
         "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE": f"{base}/compute/v1/",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_OSLOGIN": f"{base}/",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU": f"{base}/",
     }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -160,6 +161,23 @@ def test_dry_run_slice_commands_run_unchanged_and_make_what_tpw_makes(emulator: 
     listed = {n["name"].rsplit("/", 1)[-1]: n for n in json.loads(tpw(emulator, "vm", "list", "--json").stdout)}
     assert listed[name]["acceleratorType"] == listed[f"{name}-t"]["acceleratorType"] == "tpu7x-16"
     assert len(listed[name]["networkEndpoints"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "verb"),
+    [("gcc-tpu", ["--type", "v6e-8", "--spot"], "tpus tpu-vm create"),
+     ("gcc-qr", ["--type", "v5litepod-16", "--slices", "2"], "tpus queued-resources create")],
+)
+def test_dry_run_cloud_tpu_commands_run_unchanged(emulator: Emulator, gcloud: Gcloud, name: str, flags: list[str],
+                                                 verb: str) -> None:
+    """Types of the Cloud TPU API: the `gcloud compute tpus …` line the dry run prints makes the VM (or the queued
+    resource of a multislice group) that tpw would."""
+    (line,) = dry_run(emulator, name, flags)
+    assert line.startswith(f"gcloud compute {verb} {name} ")
+    ok(gcloud(*shlex.split(line)))
+    listed = {n["name"].rsplit("/", 1)[-1]: n for n in json.loads(tpw(emulator, "vm", "list", "--json").stdout)}
+    made = [n for k, n in listed.items() if k == name or k.startswith(f"{name}-")]
+    assert made and all(n["acceleratorType"] == flags[1] for n in made), listed.keys()
 
 
 def test_lists_without_a_zone_filter_and_page(emulator: Emulator, gcloud: Gcloud) -> None:
