@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `tpw` command on node: a thin launcher for the bundled CLI (build it with `npm run build`). bin/tpw runs it,
-// or runs dist/tpw-profile for `tpw profile` where that native build exists.
+// or runs dist/tpw-profile for `tpw profile` where that native build exists (not in a .vsix: there `tpw profile`
+// runs the same analysis as WebAssembly, dist/profile.wasm, from the small dist/profile-cli.js).
 const path = require('node:path');
 const fs = require('node:fs');
 const bundle = path.join(__dirname, '..', 'dist', 'cli.js');
@@ -20,12 +21,6 @@ function full() {
 // It answers undefined for anything it does not take (--help, a bad flag), which the full CLI then handles.
 const profile = path.join(__dirname, '..', 'dist', 'profile-cli.js');
 if (process.argv[2] === 'profile' && fs.existsSync(profile)) {
-  // A short-lived process decoding a capture: V8 would compile the decoder's hot functions with its optimizing
-  // compiler after a few thousand events, recompiling some as later events take other paths, and on a capture
-  // of a few MB that compiling costs more CPU than it saves (BENCHMARKS.md, `profiles-real`). A larger
-  // interrupt budget makes V8 wait for ~15× more work first: small captures finish on baseline code, big ones
-  // are still optimized early in the run. Process-wide, so set here and not in the shared core code.
-  require('node:v8').setFlagsFromString('--interrupt-budget=1000000');
   const fast = require(profile);
   fast.exitQuietlyOnClosedPipe(process.stdout);
   fast.exitQuietlyOnClosedPipe(process.stderr);

@@ -1,11 +1,15 @@
 /**
  * Every message between the extension host and the run view (a webview), as one typed union per direction.
- * Both sides import this file, so a change to a message is a compile error on both. The profile summaries that
- * core/profiles produces for the view are here too.
+ * Both sides import this file, so a change to a message is a compile error on both. What a capture's analysis
+ * gives the view is declared once, in the analysis's Rust (native/profile/src/output/types.rs), and generated
+ * into profile-summary.generated.ts.
  */
 import type { WorkerChips } from './chip-readings';
 import type { MetricRecord } from './metrics-record';
+import type { ProfileHosts, ProfileSummary } from './profile-summary.generated';
 import type { RunStatus, WorkerStatus } from './run-status';
+
+export type * from './profile-summary.generated';
 
 export interface LogLinesMessage {
   type: 'logLines';
@@ -50,95 +54,6 @@ export interface ProfileCapture {
 export interface ProfileListMessage {
   type: 'profiles';
   captures: ProfileCapture[];
-}
-
-export interface StepBreakdown {
-  /** 1-based index of the step within the capture. */
-  index: number;
-  startUs: number;
-  totalUs: number;
-  compileUs: number;
-  executeUs: number;
-  transferUs: number;
-  /** Host work in torch_xla that is none of the above (lazy tracing, graph building). */
-  hostUs: number;
-  /** The rest of the step: the Python thread outside torch_xla (data loading, logging, idle). */
-  otherUs: number;
-}
-
-export interface OpRow {
-  /** The XLA program's id (exact decimal digits; '' when the capture names none). */
-  program: string;
-  name: string;
-  category: string;
-  module: string;
-  count: number;
-  selfUs: number;
-  totalUs: number;
-  flops: number;
-  bytes: number;
-  /** FLOPs per byte of memory traffic (0 when the capture gives no bytes), and what bounds it on this chip. */
-  intensity: number;
-  /** As xprof's bound_by ('Unknown': the op has neither FLOPs nor bytes); '' where there is no roofline (no TPU). */
-  boundBy: '' | 'Compute' | 'HBM' | 'Unknown';
-}
-
-/** What ran where: the devices of the capture and how busy they were. */
-export interface ProfileOverview {
-  hardware: 'TPU' | 'GPU' | 'CPU';
-  /** As xprof's overview names it ('TPU v6 Lite', 'Nvidia GPU (Hopper)', 'AMD GPU - gfx942'); '' on CPU. */
-  deviceType: string;
-  deviceCount: number;
-  hostCount: number;
-  /** Peak dense TFLOP/s and HBM GB/s of one chip (the capture's figures, else core/profiles/chips.ts); 0: unknown. */
-  peakTflops: number;
-  hbmGBs: number;
-  /** Summed over devices: time an op ran, and the span from each device's first op to its last. */
-  busyUs: number;
-  activeUs: number;
-  /** 100 × (1 − busy ÷ active); 0 when nothing ran. */
-  idlePercent: number;
-  /**
-   * Where the steps came from: a device's Steps line, the device work that step annotations group (xprof's step
-   * grouping: jax.profiler.StepTraceAnnotation), the host's XLA dispatches, or none.
-   */
-  stepSource: 'device' | 'annotations' | 'host' | 'none';
-}
-
-export interface TimelineLine {
-  plane: string;
-  name: string;
-  /** Events sorted by start; times in µs from the capture's first event. */
-  start: Float64Array;
-  dur: Float64Array;
-  /** Index into ProfileSummary.timeline.names. */
-  name_: Int32Array;
-  /** Nesting depth (0 = outermost), for drawing nested events as rows. */
-  depth: Uint8Array;
-}
-
-/**
- * Device kernels that named an HLO op their program's HLO does not hold, left out of the op table as xprof leaves
- * them out: XLA names the CUDA command buffer (`command_buffer_1`) on every kernel it ran inside one.
- */
-export interface UnattributedKernels {
-  count: number;
-  selfUs: number;
-  /** The op names they gave, with the number of kernels under each. */
-  names: Record<string, number>;
-}
-
-export interface ProfileSummary {
-  hosts: string[];
-  planes: { name: string; lines: number; events: number }[];
-  eventCount: number;
-  spanUs: number;
-  steps: StepBreakdown[];
-  ops: OpRow[];
-  unattributedKernels: UnattributedKernels;
-  overview: ProfileOverview;
-  timeline: { names: string[]; lines: TimelineLine[] };
-  warnings: string[];
 }
 
 export interface ProfileMessage {
@@ -190,15 +105,9 @@ export type HostToWebview =
   | HealthMessage
   | ChipsMessage;
 
-/** Several hosts' captures side by side: each host's steps and idle share, the slowest, the ops of all combined. */
-export interface ProfileHostsMessage {
+/** Several hosts' captures side by side (ProfileHosts: each host's steps and idle share, the slowest, the ops of all). */
+export interface ProfileHostsMessage extends ProfileHosts {
   type: 'profileHosts';
-  hosts: { host: string; location: string; steps: number; avgStepUs: number; idlePercent: number; busyUs: number }[];
-  /** The host with the longest average step (when more than one has steps). */
-  slowest: string | undefined;
-  ops: OpRow[];
-  /** Captures that could not be read, each with why. */
-  errors: string[];
 }
 
 export interface ReadyMessage {

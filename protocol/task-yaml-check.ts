@@ -1,4 +1,4 @@
-import { isScalar, parseDocument, visit } from 'yaml';
+import { isScalar, LineCounter, parseDocument, visit } from 'yaml';
 import { MAX_NUM_NODES, RESOURCE_FIELDS, SKYPILOT_CLOUDS, TASK_FIELDS, TPU_FAMILIES, type FileMount, type TaskProblem, type TaskSpec } from './task-yaml-spec';
 
 /**
@@ -41,14 +41,34 @@ function pyStr(v: unknown): string | undefined {
 
 /** Parses YAML as PyYAML (which SkyPilot uses) reads it: YAML 1.1, so `yes`/`on` are booleans; a repeated key is refused, as SkyPilot refuses it. */
 export function readYaml(text: string): { value?: unknown; error?: string } {
-  const doc = parseDocument(text, { version: '1.1' });
+  // The yaml package's own check of repeated keys compares each key with every earlier one: 100,000 `envs`
+  // took minutes. It is done here instead, with a set per mapping.
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { version: '1.1', uniqueKeys: false, lineCounter: lines });
   if (doc.errors.length > 0) return { error: doc.errors[0].message.split('\n')[0].replace(/:\s*$/, '') };
-  // The yaml package's 1.1 float also matches a lone "." (`workdir: .`), which PyYAML reads as a string.
+  let repeated: string | undefined;
   visit(doc, {
+    // The yaml package's 1.1 float also matches a lone "." (`workdir: .`), which PyYAML reads as a string.
     Scalar(_key, node) {
       if (isScalar(node) && typeof node.value === 'number' && typeof node.source === 'string' && !/[0-9]|inf|nan/i.test(node.source)) node.value = node.source;
     },
+    Map(_key, node) {
+      const seen = new Map<string, number>();
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : JSON.stringify(pair.key);
+        if (key === '<<') continue;
+        const line = isScalar(pair.key) && pair.key.range ? lines.linePos(pair.key.range[0]).line : 0;
+        const first = seen.get(key);
+        if (first !== undefined) {
+          repeated = `Map keys must be unique: "${key.slice(0, 80)}" at line ${line} (also at line ${first})`;
+          return visit.BREAK;
+        }
+        seen.set(key, line);
+      }
+      return undefined;
+    },
   });
+  if (repeated !== undefined) return { error: repeated };
   return { value: doc.toJS({ maxAliasCount: 1000 }) as unknown };
 }
 

@@ -8,12 +8,13 @@
 #   bash scripts/python-env.sh >/dev/null && . scripts/env.sh && bash recipes/tiny-llama.sh
 # TPU Workbench appends output_dir=... and profile_dir=... to the command.
 #
-# It runs torch_xla on CPU (PJRT_DEVICE=CPU), so the demo exercises the same XLA
-# code path as a TPU; on a real TPU VM set PJRT_DEVICE=TPU and raise the sizes.
+# device=auto takes the native path, the code a TPU runs: TorchTPU on a TPU VM (one
+# process per TPU device), plain PyTorch on CPU. On CPU (the emulator's workers)
+# nproc_per_node=2 starts two processes per worker, which shard the model with FSDP2
+# over gloo as a TPU host's devices would; every worker of every slice joins one
+# torch.distributed world (TPU_WORKER_HOSTNAMES, MEGASCALE_*). On a TPU VM, drop
+# nproc_per_node (one process per device) and raise the sizes.
 
-export PJRT_DEVICE=CPU
-# XLA:CPU: run each op on one thread; several workers already share the cores.
-export XLA_FLAGS="--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 # Read by libtpu only (ignored on CPU): overlap collectives with compute on TPU.
 export LIBTPU_INIT_ARGS="--xla_tpu_enable_async_collective_fusion=true --xla_tpu_overlap_compute_collective_tc=true"
 export OMP_NUM_THREADS=1
@@ -23,6 +24,8 @@ export PYTHONPATH="trainer${PYTHONPATH:+:$PYTHONPATH}"
 
 python3 -m tpu_trainer.train \
     model=tiny-llama \
+    device=auto \
+    nproc_per_node=2 \
     max_steps=20 \
     global_batch_size=8 \
     block_size=64 \

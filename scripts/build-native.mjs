@@ -1,8 +1,9 @@
-// dist/tpw-profile: `tpw profile` as a native executable, built by cargo from native/profile (a Rust port of
-// the profile analysis, held to the node CLI's bytes by test/unit/cli-profile-native.test.ts). bin/tpw runs it
-// for `tpw profile`, because node's own start is longer than reading most captures.
+// The profile analysis (native/profile, Rust), built twice by cargo: dist/tpw-profile, `tpw profile` as a native
+// executable (bin/tpw runs it: node's own start is longer than reading most captures), and dist/profile.wasm, the
+// same crate as WebAssembly for the extension's profile worker and `node bin/tpw.js profile` (it goes into the
+// .vsix, so one package works on every platform).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CRATE = path.join(ROOT, 'native', 'profile');
 export const NATIVE_PROFILE = path.join(ROOT, 'dist', 'tpw-profile');
+export const PROFILE_WASM = path.join(ROOT, 'dist', 'profile.wasm');
+export const WASM_TARGET = 'wasm32-unknown-unknown';
 
 /** cargo: $CARGO, else the PATH's, else rustup's default place (a non-login shell may not have it on the PATH). */
 function cargoBinary() {
@@ -17,29 +20,36 @@ function cargoBinary() {
   return candidates.find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
 }
 
-/**
- * Builds dist/tpw-profile (cargo only recompiles what changed: a no-op build takes a fraction of a second).
- * Without cargo any old executable is removed, so that bin/tpw runs `tpw profile` on node rather than a stale
- * build; returns whether the executable is there. Throws when cargo fails (a compile error must not pass for
- * "no cargo").
- */
-export function buildNativeProfile({ log = console.log } = {}) {
-  const cargo = cargoBinary();
-  if (!cargo) {
-    rmSync(NATIVE_PROFILE, { force: true });
-    log('[build] no cargo (Rust) here: dist/tpw-profile not built; bin/tpw runs `tpw profile` on node');
-    return false;
-  }
-  const targetDir = path.join(CRATE, 'target');
-  const args = ['build', '--release', '--locked', '--quiet', '--manifest-path', path.join(CRATE, 'Cargo.toml'), '--target-dir', targetDir];
-  // From the crate's folder, so that cargo reads its .cargo/config.toml (the static build).
-  const r = spawnSync(cargo, args, { encoding: 'utf8', cwd: CRATE });
-  if (r.status !== 0) throw new Error(`${cargo} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}`);
-  const built = path.join(targetDir, 'release', 'tpw-profile');
+/** Copied beside, then renamed over: a `tpw profile` running meanwhile never sees half a file. */
+function install(built, target) {
   if (!existsSync(built)) throw new Error(`cargo reported success but ${built} is missing`);
-  // Copied beside, then renamed over: a `tpw profile` running meanwhile never sees half a file.
-  const tmp = `${NATIVE_PROFILE}.tmp-${process.pid}`;
+  const tmp = `${target}.tmp-${process.pid}`;
   copyFileSync(built, tmp);
-  renameSync(tmp, NATIVE_PROFILE);
-  return true;
+  renameSync(tmp, target);
+}
+
+function cargo(bin, args) {
+  // From the crate's folder, so that cargo reads its .cargo/config.toml (the static native build).
+  const r = spawnSync(bin, args, { encoding: 'utf8', cwd: CRATE });
+  if (r.status !== 0) {
+    const missingTarget = /target may not be installed|can't find crate for `(core|std)`/.test(r.stderr ?? '');
+    const hint = missingTarget ? `\nThe ${WASM_TARGET} target is missing: run \`rustup target add ${WASM_TARGET}\` (scripts/setup.sh does).` : '';
+    throw new Error(`${bin} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}${hint}`);
+  }
+}
+
+/**
+ * Builds dist/tpw-profile and dist/profile.wasm (cargo only recompiles what changed: a no-op build takes a fraction
+ * of a second). The analysis exists nowhere else, so a machine without cargo cannot build the product: that throws,
+ * as a compile error does.
+ */
+export function buildNativeProfile() {
+  const bin = cargoBinary();
+  if (!bin) throw new Error('cargo (Rust 1.82 or later, with the wasm32-unknown-unknown target) is needed to build the profile analysis: see CONTRIBUTING.md');
+  const targetDir = path.join(CRATE, 'target');
+  const common = ['--release', '--locked', '--quiet', '--manifest-path', path.join(CRATE, 'Cargo.toml'), '--target-dir', targetDir];
+  cargo(bin, ['build', ...common, '--bin', 'tpw-profile']);
+  install(path.join(targetDir, 'release', 'tpw-profile'), NATIVE_PROFILE);
+  cargo(bin, ['rustc', ...common, '--lib', '--target', WASM_TARGET, '--crate-type', 'cdylib']);
+  install(path.join(targetDir, WASM_TARGET, 'release', 'tpw_profile.wasm'), PROFILE_WASM);
 }

@@ -2,15 +2,29 @@
 // the extension host (node, cjs, `vscode` external), the CLI, the language server, and the webview (browser).
 import * as esbuild from 'esbuild';
 import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
 import { buildNativeProfile } from './build-native.mjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
+/** `--outdir DIR`: the bundles go there instead of dist/ (a test builds the production bundles apart). */
+const outdir = argValue('--outdir') ?? 'dist';
+/** `--only cli,compute`: just those bundles (named by their file in dist/, without `.js`). */
+const only = argValue('--only')?.split(',');
+
+function argValue(flag) {
+  const i = process.argv.indexOf(flag);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
 
 const common = {
   bundle: true,
   sourcemap: production ? false : 'linked',
   minify: production,
+  // Minifying renames classes, and libraries we bundle test a class by its name: protobufjs's int64 values
+  // reach proto3-json-serializer, which converts a value only when `value.constructor.name === 'Long'`, so every
+  // Compute Engine create failed in the package with "toProto3JSON: don't know how to convert value 100".
+  keepNames: production,
   logLevel: 'warning',
 };
 
@@ -89,7 +103,7 @@ const targets = [
     target: 'node20',
   },
   {
-    // Profile parsing runs on a worker thread of the extension host (see core/profiles/parse.ts).
+    // The profile analysis (dist/profile.wasm) runs on a worker thread of the extension host (core/profiles/parse.ts).
     ...common,
     entryPoints: ['extension/src/core/profiles/worker.ts'],
     outfile: 'dist/profile-worker.js',
@@ -107,10 +121,13 @@ const targets = [
   },
 ];
 
-mkdirSync('dist', { recursive: true });
-const contexts = await Promise.all(targets.map((t) => esbuild.context(t)));
+const chosen = targets
+  .filter((t) => !only || only.includes(path.basename(t.outfile, '.js')))
+  .map((t) => ({ ...t, outfile: path.join(outdir, path.basename(t.outfile)) }));
+mkdirSync(outdir, { recursive: true });
+const contexts = await Promise.all(chosen.map((t) => esbuild.context(t)));
 if (watch) {
-  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow.
+  // Built once: its sources are Rust (native/profile), which the bundles' watchers do not follow (rerun the build).
   buildNativeProfile();
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');
@@ -118,6 +135,8 @@ if (watch) {
   const started = Date.now();
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  const native = buildNativeProfile();
-  console.log(`[build] ${targets.length} bundles${native ? ' and dist/tpw-profile' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
+  // The native builds are dist/'s alone (bin/tpw and the bundles find them there).
+  const native = outdir === 'dist' && !only;
+  if (native) buildNativeProfile();
+  console.log(`[build] ${chosen.length} bundles${native ? ', dist/tpw-profile and dist/profile.wasm' : ''} in ${Date.now() - started} ms${production ? ' (production)' : ''}`);
 }

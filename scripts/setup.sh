@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what TPU Workbench needs on a fresh Debian machine, and nothing twice:
 #   (no flag)  what the product and the demo run: git and tar (workspace sync), node_modules (npm ci), the
-#              trainer's Python venv (scripts/python-env.sh), and the bundles in dist/ (with dist/tpw-profile,
-#              which needs Rust's cargo);
+#              trainer's Python venv (scripts/python-env.sh), Rust's wasm32-unknown-unknown target, and the bundles in
+#              dist/ (with the profile analysis, dist/tpw-profile and dist/profile.wasm, which need Rust's cargo);
 #   --test     also what only the tests need (`npm test` passes it): OpenSSH's server (the tests' real sshd),
 #              gdb, rsync and pssh (peers), Debian chromium and code-server 4.100.3 (VS Code 1.100) for the
 #              end-to-end tests. (--e2e is the same, kept for old notes.)
@@ -41,18 +41,25 @@ if [ ! -f node_modules/.tpw-lock-"$lock_hash" ]; then
 fi
 
 # --- Python venv for the trainer --------------------------------------------------------------------
-bash scripts/python-env.sh >/dev/null
+# The demo's set-up gets the trainer's runtime only; --test adds its extras, the test clients, the checks and the
+# venvs beside it (torch_xla's, SkyPilot's): scripts/python-env.sh says what each is.
+TPW_PYTHON_ENV=$([ $e2e = 1 ] && echo all || echo runtime) bash scripts/python-env.sh >/dev/null
 
 # --- code-server for the end-to-end tests -----------------------------------------------------------
 if [ $e2e = 1 ]; then
   bash scripts/install-code-server.sh "$TPW_CACHE/code-server"
 fi
 
-# --- Rust, for the native `tpw profile` (native/profile) ------------------------------------------------
-# Not installed here (rustup's toolchains are per user); without it the build leaves dist/tpw-profile out and
-# bin/tpw runs `tpw profile` on node, but `npm run test:native` and the unit suite's native tests fail.
+# --- Rust, for the profile analysis (native/profile: dist/tpw-profile and dist/profile.wasm) ---------------------
+# Rust itself is not installed here (rustup's toolchains are per user), but the build needs it: the analysis exists
+# only in Rust. Its WebAssembly target is added when rustup is there.
+rustup=$(command -v rustup || { [ -x "$HOME/.cargo/bin/rustup" ] && echo "$HOME/.cargo/bin/rustup"; } || true)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-  say "no cargo: install Rust 1.82 or later (rustup, with clippy and rustfmt) for the native tpw profile and its tests"
+  say "no cargo: install Rust 1.82 or later (rustup, with clippy and rustfmt); the build needs it for the profile analysis"
+elif [ -n "$rustup" ]; then
+  "$rustup" target list --installed | grep -qx wasm32-unknown-unknown || "$rustup" target add wasm32-unknown-unknown
+else
+  say "no rustup: make sure this Rust has the wasm32-unknown-unknown target (the build makes dist/profile.wasm with it)"
 fi
 
 # --- bundles ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it (`npm test`): set-up (idempotent; what only tests need is installed here, not by the
 # demo), one build, then the suites — type-check, lint, unit (core, CLI, the emulator, SSH against real sshd),
-# language server over JSON-RPC, the run view in headless Chromium, the native `tpw profile` (rustfmt, clippy,
+# language server over JSON-RPC, the run view in headless Chromium, the profile analysis (Rust: rustfmt, clippy,
 # cargo test), the Python checks (ruff, mypy), the trainer (pytest, torch on CPU), Google's Python clients against
 # the emulator, and end to end in real VS Code (code-server + headless Chromium).
 #

@@ -45,20 +45,38 @@ case $suite in
   lsp) runner=(--test-concurrency="$jobs"); node_suite test/lsp/*.test.ts ;;
   webview) build; runner=(--test-concurrency=2); node_suite test/webview/*.test.ts ;;
   e2e) build; runner=(--test-concurrency=1); node_suite test/e2e/*.e2e.ts ;;
-  # The native `tpw profile` (Rust): formatted, lint-free, its tests. OPTIONs go to `cargo test`.
+  # The profile analysis (Rust): formatted, lint-free on both targets (native, and WebAssembly, whose host
+  # interface only that target compiles), its tests. OPTIONs go to `cargo test`.
   native)
     cargo=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
     # From the crate's folder: cargo reads its .cargo/config.toml from there (the build the CLI runs).
     cd native/profile
     "$cargo" fmt --check
     "$cargo" clippy --release --all-targets --locked -q -- -D warnings
+    "$cargo" clippy --release --lib --target wasm32-unknown-unknown --locked -q -- -D warnings
     exec "$cargo" test --release --locked ${opts[@]+"${opts[@]}"} ;;
+  # The trainer: its venv runs every test but the torch_xla (legacy) ones, which run in $TPW_VENV-xla (torch_xla
+  # pins torch 2.9; the trainer's venv has torch 2.11 for TorchTPU). pytest's exit 5 (nothing selected: a file
+  # of only one kind) counts as none run there; the last line adds up both runs.
   trainer)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
-    exec python3 -m pytest -q ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
-  # The fast tier's trainer tests: modules that start no process (test/trainer/conftest.py marks the others slow).
+    log=$(mktemp); trap 'rm -f "$log"' EXIT
+    status=0
+    python3 -m pytest -q -m "not xla" ${opts[@]+"${opts[@]}"} "${files[@]}" | tee "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
+    xla_python="$TPW_VENV-xla/bin/python"
+    if [ -x "$xla_python" ]; then
+      "$xla_python" -m pytest -q -p no:cacheprovider -m xla ${opts[@]+"${opts[@]}"} "${files[@]}" | tee -a "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
+    else
+      echo "trainer: the torch_xla venv $TPW_VENV-xla is missing (bash scripts/python-env.sh makes it)" >&2
+      status=1
+    fi
+    sum() { grep -E '[0-9]+ (passed|failed).* in [0-9.]+s' "$log" | grep -oE "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
+    echo "trainer: $(sum passed) passed, $(sum failed) failed"
+    exit $status ;;
+  # The fast tier's trainer tests: modules that start no process (test/trainer/conftest.py marks the others slow),
+  # in the trainer's venv (the torch_xla tests all start processes, so none is fast).
   trainer-fast)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
-    exec python3 -m pytest -q -m 'not slow' ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
+    exec python3 -m pytest -q -m 'not slow and not xla' ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
   *) echo "usage: bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-fast|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
 esac

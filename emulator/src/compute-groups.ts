@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 import { shapeFromTopology } from '../../protocol/tpu-machine-types';
 import { EmulatorError } from './errors';
-import { BASE, checkName, newId, notFound, now, singleHostType, tpuMachineType, type ComputeState, type InstanceJson, type Json, type OperationJson } from './compute-state';
+import { BASE, checkInstanceBody, checkName, newId, notFound, now, singleHostType, tpuMachineType, type InstanceJson, type Json, type OperationJson } from './compute-resources';
+import type { ComputeState } from './compute-state';
 import { ApiError } from './types';
 
 /**
@@ -22,6 +23,7 @@ export class ComputeGroups {
     const link = `${BASE}/projects/${project}/global/instanceTemplates/${name}`;
     if (this.templates.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/global/instanceTemplates/${name}' already exists`);
     const props = (body.properties ?? {}) as Json;
+    checkInstanceBody(props, 'resource.properties');
     tpuMachineType(props.machineType);
     this.templates.set(link, { ...body, kind: 'compute#instanceTemplate', id: newId(), selfLink: link, creationTimestamp: now() });
     return this.cs.done(this.cs.newOp(project, {}, 'insert', link));
@@ -111,9 +113,14 @@ export class ComputeGroups {
         throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.targetSize': ${targetSize}. Accelerator topology '${topology}' needs exactly ${vms} VMs.`, { reason: 'invalid' });
       }
     }
+    // Its instances are named `<base>-<4 hex>`: a base that is no resource name would put their sandboxes anywhere.
+    const base = body.baseInstanceName === undefined ? name : body.baseInstanceName;
+    if (typeof base !== 'string' || !/^[a-z](?:[-a-z0-9]{0,56}[a-z0-9])?$/.test(base)) {
+      throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.baseInstanceName': '${String(base).slice(0, 80)}'. Must be a match of regex '[a-z](?:[-a-z0-9]{0,56}[a-z0-9])?'`, { reason: 'invalid' });
+    }
     const record: Json = {
       kind: 'compute#instanceGroupManager', id: newId(), name, selfLink: link, creationTimestamp: now(),
-      zone: `${BASE}/projects/${project}/zones/${zone}`, baseInstanceName: String(body.baseInstanceName ?? name),
+      zone: `${BASE}/projects/${project}/zones/${zone}`, baseInstanceName: base,
       instanceTemplate: String(template.selfLink), targetSize, resourcePolicies: body.resourcePolicies ?? {},
       instanceGroup: `${BASE}/projects/${project}/zones/${zone}/instanceGroups/${name}`,
       // Emulator bookkeeping (not part of the API's answer): the slice's type and members.
@@ -222,15 +229,23 @@ export class ComputeGroups {
       const props = (this.templates.get(String(mig.instanceTemplate))?.properties ?? {}) as Json;
       const mt = tpuMachineType(props.machineType);
       const made: InstanceJson[] = [];
-      for (let k = members.length; k < target; k++) {
-        const name = `${String(mig.baseInstanceName)}-${crypto.randomBytes(2).toString('hex')}`;
-        const inst = this.cs.makeInstance(project, zone, name, mt.name, { ...props, name });
-        // Compute Engine marks a MIG's instances with the MIG that made them.
-        inst.metadata.items.push({ key: 'created-by', value: `projects/${project}/zones/${zone}/instanceGroupManagers/${String(mig.name)}` });
-        made.push(inst);
+      try {
+        for (let k = members.length; k < target; k++) {
+          const name = `${String(mig.baseInstanceName)}-${crypto.randomBytes(2).toString('hex')}`;
+          const inst = this.cs.makeInstance(project, zone, name, mt.name, { ...props, name });
+          // Compute Engine marks a MIG's instances with the MIG that made them.
+          inst.metadata.items.push({ key: 'created-by', value: `projects/${project}/zones/${zone}/instanceGroupManagers/${String(mig.name)}` });
+          made.push(inst);
+        }
+        members.push(...made.map((i) => i.selfLink));
+        await this.cs.bringUp(members.map((l) => this.cs.instances.get(l)).filter((i): i is InstanceJson => !!i), acceleratorType, made);
+      } catch (e) {
+        // A slice is atomic: what this attempt made goes again (its addresses too, or a resize past the
+        // emulator's 254 addresses would leave none for anything else), and the failure is the MIG's.
+        for (const inst of made) await this.cs.discard(inst);
+        mig._members = members.filter((l) => !made.some((i) => i.selfLink === l));
+        mig._failed = (e as Error).message;
       }
-      members.push(...made.map((i) => i.selfLink));
-      await this.cs.bringUp(members.map((l) => this.cs.instances.get(l)).filter((i): i is InstanceJson => !!i), acceleratorType, made);
     } finally {
       mig._busy = false;
       this.cs.env.save();

@@ -1,10 +1,32 @@
 import * as crypto from 'node:crypto';
-import { familyInfo, machineTypeInfo } from '../../protocol/tpu-machine-types';
-import { RESOURCE_ID_PATTERN } from './names';
+import { checkLabels, checkMetadataItems } from './labels-metadata';
+import { computeInstanceKey } from './names';
 import { osLoginGoverns } from './os-login-rule';
 import { ComputeGroups } from './compute-groups';
 import { EMULATOR_ACCOUNT, OsLoginState } from './os-login';
 import { ApiError } from './types';
+import {
+  BASE,
+  checkInstanceBody,
+  checkName,
+  fingerprint,
+  instanceParts,
+  interrupted,
+  metadataItems,
+  newId,
+  notFound,
+  now,
+  scopePath,
+  singleHostType,
+  tpuMachineType,
+  type InstanceJson,
+  type InstanceWorker,
+  type Json,
+  type MetadataJson,
+  type OperationJson,
+} from './compute-resources';
+
+export type { InstanceJson, InstanceWorker, Json, OperationJson } from './compute-resources';
 
 /**
  * The emulator's Compute Engine resources (compute/v1 REST JSON): TPU VM instances, instance templates,
@@ -13,53 +35,6 @@ import { ApiError } from './types';
  * (its `compute` field). Every RUNNING instance has one SSH worker, brought up by the emulator's hooks before
  * the instance is reported RUNNING and taken down before it is reported TERMINATED or gone.
  */
-
-export type InstanceStatus = 'PROVISIONING' | 'STAGING' | 'RUNNING' | 'STOPPING' | 'TERMINATED';
-export type Json = Record<string, unknown>;
-
-export interface InstanceJson extends Json {
-  kind: 'compute#instance';
-  id: string;
-  name: string;
-  zone: string;
-  machineType: string;
-  status: InstanceStatus;
-  selfLink: string;
-  creationTimestamp: string;
-  networkInterfaces: ({ name: string; network: string; networkIP: string } & Json)[];
-  metadata: { kind: 'compute#metadata'; fingerprint: string; items: { key: string; value: string }[] };
-  scheduling: Json;
-  labels: Record<string, string>;
-}
-
-export interface OperationJson extends Json {
-  kind: 'compute#operation';
-  id: string;
-  name: string;
-  operationType: string;
-  targetLink: string;
-  status: 'PENDING' | 'RUNNING' | 'DONE';
-  progress: number;
-  insertTime: string;
-  selfLink: string;
-  zone?: string;
-  region?: string;
-  endTime?: string;
-  error?: { errors: { code: string; message: string }[] };
-  httpErrorStatusCode?: number;
-  httpErrorMessage?: string;
-}
-
-/** Where a worker of an instance sits in its slice (the SSH pool's view). */
-export interface InstanceWorker {
-  /** Key of the instance's SSH worker and sandbox: "ce-<instance>". */
-  key: string;
-  index: number;
-  address: string;
-  /** Every worker address of the slice, in worker order. */
-  hostnames: string[];
-  acceleratorType: string;
-}
 
 export interface ComputeHooks {
   instanceUp?(inst: InstanceJson, worker: InstanceWorker): Promise<void>;
@@ -92,9 +67,6 @@ interface Saved {
   osLogin?: unknown;
 }
 
-type MetadataJson = InstanceJson['metadata'];
-
-export const BASE = 'https://compute.googleapis.com/compute/v1';
 const MAX_DONE_OPS = 200;
 
 export class ComputeState {
@@ -109,15 +81,19 @@ export class ComputeState {
   hooks: ComputeHooks = {};
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
+  private readonly pendingInserts: { op: OperationJson; inst: InstanceJson }[] = [];
 
   constructor(readonly env: ComputeEnv, saved?: unknown) {
     const s = (saved && typeof saved === 'object' ? saved : {}) as Partial<Saved>;
     this.groups = new ComputeGroups(this);
     this.osLogin = new OsLoginState(s.osLogin);
     if (s.projectMetadata) this.projectMetadata = s.projectMetadata;
+    const pendingLinks = new Set((s.operations ?? []).filter((o) => o.status !== 'DONE' && o.operationType === 'insert').map((o) => o.targetLink));
     for (const i of s.instances ?? []) {
-      // A transition the previous emulator left half-way is finished now, as its timer would have.
-      if (i.status === 'PROVISIONING' || i.status === 'STAGING') i.status = 'RUNNING';
+      // A transition the previous emulator left half-way is finished now, as its timer would have; an insert it
+      // accepted but never brought up stays PROVISIONING until resumeInserts().
+      const pending = i.status === 'PROVISIONING' && pendingLinks.has(i.selfLink) && !(s.workers ?? {})[i.selfLink];
+      if (!pending && (i.status === 'PROVISIONING' || i.status === 'STAGING')) i.status = 'RUNNING';
       if (i.status === 'STOPPING') i.status = 'TERMINATED';
       this.instances.set(i.selfLink, i);
     }
@@ -126,8 +102,18 @@ export class ComputeState {
     for (const m of s.migs ?? []) this.groups.migs.set(String(m.selfLink), m);
     for (const p of s.policies ?? []) this.groups.policies.set(String(p.selfLink), p);
     for (const o of s.operations ?? []) {
-      if (o.status !== 'DONE') Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
       this.operations.set(o.selfLink, o);
+      if (o.status === 'DONE') continue;
+      const inst = this.instances.get(o.targetLink);
+      if (o.operationType === 'insert' && inst?.status === 'PROVISIONING' && !this.workers.has(inst.selfLink)) {
+        // Accepted before the previous emulator ended: the instance is brought up by resumeInserts().
+        this.pendingInserts.push({ op: o, inst });
+      } else if (/\/instances\/[^/]+$/.test(o.targetLink)) {
+        // Its effect may be half done; the operation must not claim it was done.
+        Object.assign(o, interrupted(o));
+      } else {
+        Object.assign(o, { status: 'DONE', progress: 100, endTime: now() });
+      }
     }
   }
 
@@ -169,33 +155,90 @@ export class ComputeState {
     return i;
   }
 
-  /** instances.insert: validated now, the VM RUNNING (with its worker) when the operation is done. */
+  /**
+   * instances.insert: validated now, and the instance exists from the moment the insert is accepted
+   * (PROVISIONING), in the state file before the answer goes out, as on Compute Engine: of concurrent inserts of
+   * one name one wins and the others get 409, and an emulator killed right after still has it (resumeInserts).
+   * RUNNING, with its worker, when the operation is done; an insert that fails leaves nothing.
+   */
   insertInstance(project: string, zone: string, body: Json): OperationJson {
     const name = checkName(body.name, 'instance');
     const link = `${BASE}/projects/${project}/zones/${zone}/instances/${name}`;
     if (this.instances.has(link)) throw new ApiError('ALREADY_EXISTS', `The resource 'projects/${project}/zones/${zone}/instances/${name}' already exists`);
     const mt = tpuMachineType(body.machineType);
-    const op = this.newOp(project, { zone }, 'insert', link);
+    checkInstanceBody(body);
     const shape = singleHostType(mt.name);
-    const capacity = this.env.capacityExhausted(zone, shape);
-    this.later(() => {
-      if (capacity) return this.fail(op, 'ZONE_RESOURCE_POOL_EXHAUSTED', 503, `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Try a different zone, or try again later.`);
-      const inst = this.makeInstance(project, zone, name, mt.name, body);
-      return this.bringUp([inst], shape).then(() => this.finish(op));
+    const inst = this.makeInstance(project, zone, name, mt.name, body);
+    const op = this.newOp(project, { zone }, 'insert', link);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      this.forget(inst);
     });
+    this.scheduleInsert(op, inst, shape, this.env.capacityExhausted(zone, shape));
     return op;
+  }
+
+  /** Inserts the previous emulator accepted and never finished: brought up now (call once the hooks are set). */
+  resumeInserts(): void {
+    for (const { op, inst } of this.pendingInserts.splice(0)) {
+      this.scheduleInsert(op, inst, singleHostType(inst.machineType.slice(inst.machineType.lastIndexOf('/') + 1)), false);
+    }
+  }
+
+  private scheduleInsert(op: OperationJson, inst: InstanceJson, shape: string, capacity: boolean): void {
+    const { project, zone } = instanceParts(inst.selfLink);
+    this.later(
+      async () => {
+        if (capacity) {
+          await this.discard(inst);
+          return this.fail(op, 'ZONE_RESOURCE_POOL_EXHAUSTED', 503, `The zone 'projects/${project}/zones/${zone}' does not have enough resources available to fulfill the request. Try a different zone, or try again later.`);
+        }
+        await this.bringUp([inst], shape);
+        this.finish(op);
+      },
+      { op, undo: () => this.discard(inst) },
+    );
+  }
+
+  /** A failed create leaves nothing: no worker, no sandbox, no instance, no addresses. */
+  /** @internal compute-groups.ts */
+  async discard(inst: InstanceJson): Promise<void> {
+    const w = this.workers.get(inst.selfLink);
+    if (w) await this.hooks.instanceDown?.(inst, w, 'delete');
+    this.forget(inst);
+  }
+
+  private forget(inst: InstanceJson): void {
+    this.instances.delete(inst.selfLink);
+    this.workers.delete(inst.selfLink);
+    this.env.release(inst.selfLink);
+  }
+
+  /**
+   * Writes the state now (before the caller answers); when that fails (a full disk), `undo` takes the change
+   * back and the request gets the error instead of an acceptance the next start would not know.
+   */
+  private commit(undo: () => void): void {
+    try {
+      this.env.save();
+    } catch (e) {
+      undo();
+      throw e;
+    }
   }
 
   deleteInstance(project: string, zone: string, name: string, opType = 'delete'): OperationJson {
     const inst = this.getInstance(project, zone, name);
     const op = this.newOp(project, { zone }, opType, inst.selfLink);
-    this.later(async () => {
-      await this.takeDown(inst, 'delete');
-      this.instances.delete(inst.selfLink);
-      this.workers.delete(inst.selfLink);
-      this.env.release(inst.selfLink);
-      this.finish(op);
-    });
+    this.commit(() => this.operations.delete(op.selfLink));
+    this.later(
+      async () => {
+        await this.takeDown(inst, 'delete');
+        this.forget(inst);
+        this.finish(op);
+      },
+      { op },
+    );
     return op;
   }
 
@@ -203,12 +246,20 @@ export class ComputeState {
     const inst = this.getInstance(project, zone, name);
     if (inst.status !== 'RUNNING' && inst.status !== 'TERMINATED') throw new ApiError('FAILED_PRECONDITION', `The instance 'projects/${project}/zones/${zone}/instances/${name}' is ${inst.status} and cannot be stopped now.`, { reason: 'resourceNotReady' });
     const op = this.newOp(project, { zone }, 'stop', inst.selfLink);
+    const before = inst.status;
     if (inst.status === 'RUNNING') inst.status = 'STOPPING';
-    this.later(async () => {
-      await this.takeDown(inst, 'stop');
-      inst.status = 'TERMINATED';
-      this.finish(op);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      inst.status = before;
     });
+    this.later(
+      async () => {
+        await this.takeDown(inst, 'stop');
+        inst.status = 'TERMINATED';
+        this.finish(op);
+      },
+      { op },
+    );
     return op;
   }
 
@@ -220,13 +271,21 @@ export class ComputeState {
       return op;
     }
     inst.status = 'STAGING';
-    this.later(async () => {
-      const w = this.workerOf(inst);
-      if (w) await this.hooks.instanceUp?.(inst, w);
-      inst.status = 'RUNNING';
-      inst.lastStartTimestamp = now();
-      this.finish(op);
+    this.commit(() => {
+      this.operations.delete(op.selfLink);
+      inst.status = 'TERMINATED';
     });
+    this.later(
+      async () => {
+        const w = this.workerOf(inst);
+        if (w) await this.hooks.instanceUp?.(inst, w);
+        inst.status = 'RUNNING';
+        inst.lastStartTimestamp = now();
+        this.finish(op);
+      },
+      // A VM whose worker cannot come back is left stopped, as Compute Engine leaves one it cannot start.
+      { op, undo: () => void (inst.status = 'TERMINATED') },
+    );
     return op;
   }
 
@@ -235,7 +294,7 @@ export class ComputeState {
     if (body.fingerprint !== inst.metadata.fingerprint) {
       throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
     }
-    inst.metadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    inst.metadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: checkMetadataItems(body.items, 'items') };
     const w = this.workerOf(inst);
     if (w) this.hooks.metadataChanged?.(inst, w);
     const op = this.newOp(project, { zone }, 'setMetadata', inst.selfLink);
@@ -249,6 +308,7 @@ export class ComputeState {
     if (body.labelFingerprint !== undefined && body.labelFingerprint !== (inst.labelFingerprint ?? fingerprintOf(inst.labels))) {
       throw new ApiError('FAILED_PRECONDITION', `Labels fingerprint either invalid or resource labels have changed`, { reason: 'conditionNotMet', http: 412 });
     }
+    checkLabels(body.labels, 'labels');
     inst.labels = { ...((body.labels as Record<string, string> | undefined) ?? {}) };
     inst.labelFingerprint = fingerprintOf(inst.labels);
     this.env.save();
@@ -286,7 +346,7 @@ export class ComputeState {
     if (body.fingerprint !== undefined && body.fingerprint !== this.projectMetadata.fingerprint) {
       throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
     }
-    this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems(body.items) };
+    this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: checkMetadataItems(body.items, 'items') };
     this.hooks.projectMetadataChanged?.();
     const op = this.newOp(project, {}, 'setCommonInstanceMetadata', `${BASE}/projects/${project}`);
     this.finish(op);
@@ -361,7 +421,7 @@ export class ComputeState {
   async bringUp(slice: InstanceJson[], acceleratorType: string, fresh: InstanceJson[] = slice): Promise<void> {
     const hostnames = slice.map((i) => i.networkInterfaces[0].networkIP);
     for (const [index, inst] of slice.entries()) {
-      const worker: InstanceWorker = { key: `ce-${inst.name}`, index, address: hostnames[index], hostnames, acceleratorType };
+      const worker: InstanceWorker = { key: this.workers.get(inst.selfLink)?.key ?? computeInstanceKey(inst.selfLink), index, address: hostnames[index], hostnames, acceleratorType };
       this.workers.set(inst.selfLink, worker);
       // TPU VMs carry their worker number in their metadata, which runtimes read to find their rank.
       inst.metadata.items = [...inst.metadata.items.filter((x) => x.key !== 'agent-worker-number'), { key: 'agent-worker-number', value: String(index) }];
@@ -408,72 +468,43 @@ export class ComputeState {
   }
 
   private fail(op: OperationJson, code: string, http: number, message: string): void {
-    Object.assign(op, { error: { errors: [{ code, message }] }, httpErrorStatusCode: http, httpErrorMessage: http === 503 ? 'SERVICE UNAVAILABLE' : 'BAD REQUEST' });
+    const httpErrorMessage = http === 503 ? 'SERVICE UNAVAILABLE' : http >= 500 ? 'INTERNAL SERVER ERROR' : 'BAD REQUEST';
+    Object.assign(op, { error: { errors: [{ code, message }] }, httpErrorStatusCode: http, httpErrorMessage });
     this.finish(op);
   }
 
-  /** Runs `fn` after the operation delay; a failure is logged (the operation stays RUNNING only if fn never finished it). */
+  /**
+   * Runs `fn` after the operation delay. A failure is logged and, when `fn` belongs to an operation that it did
+   * not finish, `undo` runs and the operation ends with the error: no operation stays RUNNING forever, and no
+   * failure (a full disk included) escapes to crash the emulator.
+   */
   /** @internal compute-groups.ts */
-  later(fn: () => Promise<void> | void): void {
+  later(fn: () => Promise<void> | void, on?: { op: OperationJson; undo?: () => Promise<void> | void }): void {
     const t = setTimeout(() => {
       this.timers.delete(t);
       Promise.resolve()
         .then(fn)
+        .catch(async (e: Error) => {
+          this.env.log(`compute: ${e.message}`);
+          if (!on || on.op.status === 'DONE') return;
+          await Promise.resolve()
+            .then(on.undo)
+            .catch((u: Error) => this.env.log(`compute: undoing ${on.op.operationType} of ${on.op.targetLink}: ${u.message}`));
+          this.fail(on.op, 'INTERNAL_ERROR', 500, `The ${on.op.operationType} of ${on.op.targetLink} failed: ${e.message}`);
+        })
         .catch((e: Error) => this.env.log(`compute: ${e.message}`))
-        .finally(() => this.env.save());
+        .finally(() => this.saveQuietly());
     }, this.env.opDelayMs);
     this.timers.add(t);
   }
-}
 
-export function scopePath(scope: { zone?: string; region?: string }): string {
-  if (scope.zone) return `zones/${scope.zone}`;
-  if (scope.region) return `regions/${scope.region}`;
-  return 'global';
-}
-
-export function checkName(v: unknown, what: string): string {
-  const name = typeof v === 'string' ? v : '';
-  if (!name) throw new ApiError('INVALID_ARGUMENT', `Required field 'resource.name' not specified (${what}).`, { reason: 'required' });
-  if (!RESOURCE_ID_PATTERN.test(name)) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.name': '${name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'`, { reason: 'invalid' });
-  return name;
-}
-
-/** A machine type URL, partial URL or name → a TPU machine type the emulator serves; 400 otherwise. */
-export function tpuMachineType(v: unknown): { name: string; family: string; chips: number } {
-  const raw = typeof v === 'string' ? v : '';
-  const name = raw.slice(raw.lastIndexOf('/') + 1);
-  const mt = machineTypeInfo(name);
-  if (!mt) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'resource.machineType': '${raw}'. Machine type with name '${name}' does not exist in zone (the local emulator serves TPU machine types only).`, { reason: 'invalid' });
-  return mt;
-}
-
-/** The accelerator type of one VM of `machineType` (tpu7x-standard-4t → tpu7x-8). */
-export function singleHostType(machineType: string): string {
-  const mt = machineTypeInfo(machineType);
-  const f = mt ? familyInfo(mt.family) : undefined;
-  return mt && f ? `${f.family}-${mt.chips * f.suffixPerChip}` : machineType;
-}
-
-export function metadataItems(v: unknown): { key: string; value: string }[] {
-  if (!Array.isArray(v)) return [];
-  return v.filter((x): x is { key: string; value: string } => !!x && typeof (x as Json).key === 'string').map((x) => ({ key: x.key, value: String(x.value ?? '') }));
-}
-
-export function notFound(resource: string): ApiError {
-  return new ApiError('NOT_FOUND', `The resource '${resource}' was not found`, { reason: 'notFound' });
-}
-
-export function newId(): string {
-  return (BigInt.asUintN(63, crypto.randomBytes(8).readBigUInt64BE()) || 1n).toString();
-}
-
-export function fingerprint(): string {
-  return crypto.randomBytes(8).toString('base64');
-}
-
-export function now(): string {
-  return new Date().toISOString();
+  private saveQuietly(): void {
+    try {
+      this.env.save();
+    } catch (e) {
+      this.env.log(`compute: the state was not written: ${(e as Error).message}`);
+    }
+  }
 }
 
 /**

@@ -6,10 +6,11 @@ import * as path from 'node:path';
 import { EmulatorError } from './errors';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
-import { lastSegment } from './names';
+import { tpuNodeKey } from './names';
+import { setOrphanSandboxesAside } from './sandboxes';
 import { DEFAULT_ZONES } from './catalog';
 import { ComputeState, type InstanceJson, type InstanceWorker } from './compute-state';
-import { endpointFile, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
+import { endpointFile, isAlive, isSameProcess, ownIdentity, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import type { LibtpuFault } from './libtpu-metrics';
 import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
@@ -171,7 +172,7 @@ export class Emulator {
     await services.listen();
     this.servicesValue = services;
     this.pool = await (this.opts.workerPool ?? defaultPool)({
-      vmEnv: () => services.workerEnv(),
+      vmEnv: (spec) => services.workerEnv(spec.address),
       port: sshPort,
       hostKey: keys.hostKey,
       authorizedKey: keys.clientPublicKey,
@@ -186,7 +187,7 @@ export class Emulator {
       nodeUp: (n) => this.nodeUp(n),
       nodeDown: (n, r) => this.nodeDown(n, r),
       // "Add my key to this VM": metadata ssh-keys reach every worker of the node, as the guest agent does.
-      metadataChanged: (n) => this.pool?.setNodeKeys?.(lastSegment(n.name), n.metadata?.['ssh-keys'] ?? ''),
+      metadataChanged: (n) => this.pool?.setNodeKeys?.(tpuNodeKey(n.name), n.metadata?.['ssh-keys'] ?? ''),
     });
     const d = this.opts.opDelayMs;
     const compute = new ComputeState(
@@ -223,6 +224,7 @@ export class Emulator {
       if (w) await this.instanceUp(inst, w).catch((e: Error) => this.log(`worker of ${inst.name} did not start: ${e.message}`));
     }
     compute.groups.resumeAll();
+    compute.resumeInserts();
 
     // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
     const token = crypto.randomBytes(32).toString('base64url');
@@ -307,7 +309,7 @@ export class Emulator {
   private async nodeUp(node: NodeJson): Promise<void> {
     const pool = this.pool;
     if (!pool) throw new Error('emulator not started');
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     try {
       for (const [index, ep] of node.networkEndpoints.entries()) {
         const sandboxDir = this.sandboxDir(nodeId, index);
@@ -322,12 +324,14 @@ export class Emulator {
           sandboxDir,
           acceleratorType: node.acceleratorType,
         };
+        await this.servicesValue?.addWorker(nodeId, spec.address);
         await pool.addWorker(spec);
       }
       pool.setNodeKeys?.(nodeId, node.metadata?.['ssh-keys'] ?? '');
       this.log(`workers of ${node.name} up: ${node.networkEndpoints.map((e) => e.ipAddress).join(', ')}`);
     } catch (e) {
       await pool.removeNode(nodeId).catch(() => undefined);
+      await this.servicesValue?.removeVm(nodeId).catch(() => undefined);
       throw e;
     }
   }
@@ -339,10 +343,12 @@ export class Emulator {
     const sandboxDir = this.sandboxDir(w.key, w.index);
     fs.mkdirSync(sandboxDir, { recursive: true, mode: 0o700 });
     try {
+      await this.servicesValue?.addWorker(w.key, w.address);
       await pool.addWorker({ nodeId: w.key, index: w.index, address: w.address, hostnames: w.hostnames, sandboxDir, acceleratorType: w.acceleratorType });
       pool.setNodeKeys?.(w.key, sshKeysOf(inst, this.computeValue?.projectMetadata));
     } catch (e) {
       await pool.removeNode(w.key).catch(() => undefined);
+      await this.servicesValue?.removeVm(w.key).catch(() => undefined);
       throw e;
     }
     this.log(`worker ${w.index} of ${inst.name} up: ${w.address}`);
@@ -350,39 +356,23 @@ export class Emulator {
 
   private async instanceDown(inst: InstanceJson, w: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void> {
     await this.pool?.removeNode(w.key);
+    await this.servicesValue?.removeVm(w.key);
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', w.key), { recursive: true, force: true });
     this.log(`worker of ${inst.name} down (${reason})`);
   }
 
   private async nodeDown(node: NodeJson, reason: NodeDownReason): Promise<void> {
-    const nodeId = lastSegment(node.name);
+    const nodeId = tpuNodeKey(node.name);
     await this.pool?.removeNode(nodeId);
+    await this.servicesValue?.removeVm(nodeId);
     // A deleted VM loses its disk; a stopped or preempted one keeps it.
     if (reason === 'delete') fs.rmSync(path.join(this.dir, 'workers', nodeId), { recursive: true, force: true });
     this.log(`workers of ${node.name} down (${reason})`);
   }
 
-  /**
-   * Sandboxes of nodes the state does not know (after `--reset-state`, or a state restored from before their
-   * node was created) hold someone's runs and checkpoints: they are moved to workers-orphaned/, never deleted.
-   */
+  /** Sandboxes the state does not know are set aside (sandboxes.ts). */
   private setOrphanSandboxesAside(nodes: NodeJson[], instanceKeys: string[] = []): void {
-    const keep = new Set([...nodes.map((n) => lastSegment(n.name)), ...instanceKeys]);
-    const root = path.join(this.dir, 'workers');
-    let entries: string[] = [];
-    try {
-      entries = fs.readdirSync(root);
-    } catch {
-      return;
-    }
-    const aside = path.join(this.dir, 'workers-orphaned');
-    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    for (const e of entries.filter((x) => !keep.has(x))) {
-      fs.mkdirSync(aside, { recursive: true, mode: 0o700 });
-      const to = path.join(aside, `${e}-${stamp}`);
-      fs.renameSync(path.join(root, e), to);
-      this.log(`the state has no node "${e}": its sandbox is kept in ${to}`);
-    }
+    setOrphanSandboxesAside(this.dir, nodes.map((n) => n.name), instanceKeys, this.log);
   }
 
   /**
@@ -440,7 +430,7 @@ export function lockOwner(file: string, verifiedOnly = false): number | undefine
   const pid = o?.pid;
   if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
   const procStart = typeof o?.procStart === 'string' ? o.procStart : '';
-  if (verifiedOnly && procStart === '') return undefined;
+  if (procStart === '') return verifiedOnly || !isAlive(pid) ? undefined : pid;
   const cmdline = Array.isArray(o?.cmdline) ? o.cmdline.map(String) : [];
   return isSameProcess(pid, procStart, cmdline) === 'same' ? pid : undefined;
 }

@@ -52,6 +52,24 @@ export function lastSegment(resourceName: string): string {
   return i < 0 ? resourceName : resourceName.slice(i + 1);
 }
 
+/**
+ * Where a VM's workers live: their SSH servers, their sandboxes (`workers/<key>/w<i>`), their metadata server.
+ * Google scopes a node's id and an instance's name to its project and zone, and a Cloud TPU node and a Compute
+ * Engine instance are different resources even when named alike, so the key holds all of that: the same name
+ * in two zones, or a node `ce-x` beside an instance `x`, never share (or delete) each other's sandbox.
+ */
+export function tpuNodeKey(nodeName: string): string {
+  const { project, zone, node } = nodeNameParts(nodeName);
+  return `tpu/${project}/${zone}/${node}`;
+}
+
+/** An instance's key from its selfLink (`…/projects/{p}/zones/{z}/instances/{name}`): `compute/{p}/{z}/{name}`. */
+export function computeInstanceKey(selfLink: string): string {
+  const m = /\/projects\/([^/]+)\/zones\/([^/]+)\/instances\/([^/]+)$/.exec(selfLink);
+  if (!m) throw new Error(`not a Compute Engine instance link: ${selfLink}`);
+  return `compute/${m[1]}/${m[2]}/${m[3]}`;
+}
+
 /** The parts of `projects/{project}/locations/{zone}/nodes/{node}`; throws on anything else. */
 export function nodeNameParts(name: string): { project: string; zone: string; node: string } {
   const parts = name.split('/');

@@ -1,4 +1,5 @@
 import * as crypto from 'node:crypto';
+import { checkLabels, checkMetadataMap } from './labels-metadata';
 import { RESOURCE_ID_PATTERN } from './names';
 import { acceleratorInfo, acceleratorTypeNames, runtimeVersionProblem, WORKER_ENDPOINT_PORT, type AcceleratorInfo } from './catalog';
 import { acceleratorConfigOf, networkConfigFor } from './node-config';
@@ -25,6 +26,8 @@ export function checkNodeSpec(nodeId: string | undefined, input: CreateNodeInput
   }
   const runtimeProblem = runtimeVersionProblem(accel, input.runtimeVersion ?? '');
   if (runtimeProblem) throw new ApiError('INVALID_ARGUMENT', runtimeProblem);
+  checkLabels(input.labels, 'labels');
+  checkMetadataMap(input.metadata, 'metadata');
   const sc = input.schedulingConfig ?? {};
   if (sc.reserved && (sc.spot || sc.preemptible)) {
     throw new ApiError('INVALID_ARGUMENT', 'schedulingConfig: "reserved" cannot be combined with "spot" or "preemptible".');

@@ -183,7 +183,8 @@ export class RestServer {
         const answers: BatchResponse[] = [];
         for (const p of parts) {
           const inner = new URL(p.target, 'http://emulator');
-          const r = await this.dispatch(p.method, inner, async () => parseJsonBody(p.body));
+          const r = await this.dispatch(p.method, inner, async () => parseJsonBody(p.body), res);
+          if (!r) return; // the client left
           answers.push({ contentId: p.contentId, status: r.status, body: r.body });
           this.log(`  batch ${p.method} ${inner.pathname}${inner.search} -> ${r.status}`);
         }
@@ -191,7 +192,8 @@ export class RestServer {
         res.writeHead(200, { 'content-type': out.contentType, 'content-length': Buffer.byteLength(out.body) });
         res.end(out.body);
       } else {
-        const r = await this.dispatch(method, url, () => readJson(req));
+        const r = await this.dispatch(method, url, () => readJson(req), res);
+        if (!r) return; // the client left
         status = r.status;
         if (r.status === 401) res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
         send(res, r.status, r.body);
@@ -206,8 +208,9 @@ export class RestServer {
     this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
   }
 
-  /** One call: routed, its body read, faults applied, handled; the answer or the error as Google words it. */
-  private async dispatch(method: string, url: URL, readBody: () => Promise<Record<string, unknown>>): Promise<{ status: number; body: unknown }> {
+  /** One call: routed, its body read, faults applied, handled; the answer or the error as Google words it
+   * (undefined when the client behind `res` left during the injected latency). */
+  private async dispatch(method: string, url: URL, readBody: () => Promise<Record<string, unknown>>, res: http.ServerResponse): Promise<{ status: number; body: unknown } | undefined> {
     try {
       const route = this.routes.find((r) => r.verb === method && r.re.test(url.pathname));
       const match = route ? route.re.exec(url.pathname) : null;
@@ -218,7 +221,9 @@ export class RestServer {
       const isCompute = url.pathname.startsWith('/compute/v1/');
       const isApi = /^\/v[12]\//.test(url.pathname) || isCompute;
       if (isApi) {
-        if (this.faults.latencyMs > 0) await new Promise((r) => setTimeout(r, this.faults.latencyMs));
+        // Injected latency stands for the network: a client that gives up during it never reaches the API, and
+        // its wait ends with it (so an abandoned request leaves no timer behind).
+        if (this.faults.latencyMs > 0 && !(await delayUnlessGone(res, this.faults.latencyMs))) return;
         this.faults.inject(route.rpc, isCompute ? COMPUTE_SERVICE : undefined);
       }
       const ctx: Ctx = {
@@ -506,4 +511,19 @@ function encodeEnums(v: unknown): unknown {
   }
   if (typeof o.sourceDisk === 'string' && typeof o.mode === 'string') out.mode = DISK_MODE[o.mode] ?? 0;
   return out;
+}
+
+/** Waits `ms`; false (at once) if the client closes the connection first. */
+function delayUnlessGone(res: http.ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const gone = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', gone);
+      resolve(true);
+    }, ms);
+    res.once('close', gone);
+  });
 }

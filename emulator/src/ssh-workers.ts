@@ -48,7 +48,7 @@ export interface SshWorkerPoolOptions {
    */
   osLogin?: (nodeId: string) => { username: string; keys: string[] } | undefined;
   /** What every worker's programs also get from the "VM": where its metadata server and Cloud Storage are (vm-services.ts). */
-  vmEnv?: () => Record<string, string>;
+  vmEnv?: (spec: WorkerSpec) => Record<string, string>;
   /** Port of each worker's libtpu metrics service on its own address (default 8431, as on a TPU VM; 0: none). */
   libtpuMetricsPort?: number;
 }
@@ -307,7 +307,7 @@ export class SshWorkerPool {
         TPU_ACCELERATOR_TYPE: spec.acceleratorType,
         SSH_CONNECTION: `${peer.ip} ${peer.port} ${spec.address} ${this.opts.port}`,
         SSH_CLIENT: `${peer.ip} ${peer.port} ${this.opts.port}`,
-        ...(this.opts.vmEnv?.() ?? {}),
+        ...(this.opts.vmEnv?.(spec) ?? {}),
         ...sessionEnv,
         [MARKER_VAR]: w.marker,
       },

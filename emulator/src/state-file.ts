@@ -43,6 +43,30 @@ const NodeSchema = z
 const OperationSchema = z
   .object({ name: z.string(), done: z.boolean(), metadata: z.object({ target: z.string(), verb: z.string() }).passthrough() })
   .passthrough();
+// Compute Engine's part (compute-state.ts reads these fields; the rest passes through).
+const ComputeLinkSchema = z.string().regex(/^https:\/\/compute\.googleapis\.com\/compute\/v1\/projects\/[^/]+\//, 'not a Compute Engine link');
+const ComputeSchema = z
+  .object({
+    instances: z.array(
+      z
+        .object({
+          name: z.string(),
+          selfLink: ComputeLinkSchema,
+          status: z.string(),
+          machineType: z.string(),
+          networkInterfaces: z.array(z.object({ networkIP: z.string() }).passthrough()).min(1),
+          metadata: z.object({ items: z.array(z.object({ key: z.string(), value: z.string() }).passthrough()) }).passthrough(),
+        })
+        .passthrough(),
+    ),
+    workers: z.record(z.string(), z.object({ key: z.string(), index: z.number().int(), address: z.string(), hostnames: z.array(z.string()), acceleratorType: z.string() }).passthrough()),
+    templates: z.array(z.object({ selfLink: ComputeLinkSchema }).passthrough()),
+    migs: z.array(z.object({ selfLink: ComputeLinkSchema, targetSize: z.number(), _members: z.array(z.string()) }).passthrough()),
+    policies: z.array(z.object({ selfLink: ComputeLinkSchema }).passthrough()),
+    operations: z.array(z.object({ selfLink: z.string(), status: z.string(), targetLink: z.string(), operationType: z.string() }).passthrough()),
+  })
+  .partial()
+  .passthrough();
 const StateFileSchema = z.object({
   version: z.number(),
   sshPort: z.number().int().optional(),
@@ -50,7 +74,7 @@ const StateFileSchema = z.object({
   operations: z.array(OperationSchema),
   addresses: z.record(z.string(), z.string()),
   queuedResources: z.array(z.unknown()).optional(),
-  compute: z.unknown().optional(),
+  compute: ComputeSchema.optional(),
 });
 
 export function stateFile(dir: string): string {
@@ -195,11 +219,17 @@ function writeDurably(file: string, text: string): void {
   fs.rmSync(file, { force: true });
   const fd = fs.openSync(file, 'wx', 0o600);
   try {
-    fs.writeSync(fd, text);
+    // write() may take fewer bytes than asked (a disk filling up): the rest goes on until all of it is there.
+    const data = Buffer.from(text);
+    for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at);
     fs.fsyncSync(fd);
-  } finally {
+  } catch (e) {
+    // A full disk: the half-written copy goes, so it neither fills the disk further nor is ever read.
     fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw e;
   }
+  fs.closeSync(fd);
 }
 
 /** Makes a rename durable; some platforms cannot open a folder for that, and there it is skipped. */

@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
-import { lastSegment, nodeNameParts, type NodeState } from './names';
+import { checkLabels, checkMetadataMap } from './labels-metadata';
+import { nodeNameParts, type NodeState } from './names';
 import { readStateFile, STATE_VERSION, writeStateFile, type StateFile } from './state-file';
 import type { AcceleratorInfo } from './catalog';
 import { withNodeConfigs } from './node-config';
@@ -167,12 +168,8 @@ export class EmulatorState {
   validateCreate(parent: string, nodeIdArg: string | undefined, input: CreateNodeInput): { name: string; nodeId: string; accel: AcceleratorInfo } {
     const { nodeId, accel } = checkNodeSpec(nodeIdArg, input);
     const name = `${parent}/nodes/${nodeId}`;
+    // A node id is unique within its zone only (names.ts tpuNodeKey keeps two zones' workers apart).
     if (this.nodes.has(name)) throw new ApiError('ALREADY_EXISTS', `Resource '${name}' already exists`);
-    // Workers' sandboxes and SSH servers are keyed by node id, so the emulator keeps ids unique across zones.
-    const clash = [...this.nodes.values()].find((n) => lastSegment(n.name) === nodeId);
-    if (clash) {
-      throw new ApiError('ALREADY_EXISTS', `Resource '${name}' cannot be created: the local emulator already has a node "${nodeId}" (${clash.name}); node ids must be unique across its zones.`);
-    }
     return { name, nodeId, accel };
   }
 
@@ -181,21 +178,25 @@ export class EmulatorState {
     const addresses = this.allocate(name, accel.workers);
     const node = newNode(name, parent, accel, input, addresses);
     this.nodes.set(name, node);
-    return this.beginOperation('create', node);
+    // A create that cannot be recorded (a full disk) leaves nothing behind: no CREATING node, no addresses.
+    return this.beginOperation('create', node, () => {
+      this.nodes.delete(name);
+      this.releaseAddresses(name);
+    });
   }
 
   beginStop(name: string): OperationJson {
     const node = this.getNode(name);
     this.requireState(node, ['READY'], 'stop');
     node.state = 'STOPPING';
-    return this.beginOperation('stop', node);
+    return this.beginOperation('stop', node, () => void (node.state = 'READY'));
   }
 
   beginStart(name: string): OperationJson {
     const node = this.getNode(name);
     this.requireState(node, ['STOPPED'], 'start');
     node.state = 'STARTING';
-    return this.beginOperation('start', node);
+    return this.beginOperation('start', node, () => void (node.state = 'STOPPED'));
   }
 
   beginDelete(name: string): OperationJson {
@@ -223,8 +224,8 @@ export class EmulatorState {
     if (updateMask.length === 0 || bad.length > 0) {
       throw new ApiError('INVALID_ARGUMENT', `updateMask must name fields among metadata, labels, description (got ${updateMask.join(',') || 'none'}).`);
     }
-    if (updateMask.includes('metadata')) node.metadata = { ...(patch.metadata ?? {}) };
-    if (updateMask.includes('labels')) node.labels = { ...(patch.labels ?? {}) };
+    if (updateMask.includes('metadata')) node.metadata = checkMetadataMap(patch.metadata, 'metadata');
+    if (updateMask.includes('labels')) node.labels = checkLabels(patch.labels, 'labels');
     if (updateMask.includes('description')) node.description = patch.description;
     if (updateMask.includes('metadata')) this.hooks.metadataChanged?.(node);
     const op = this.newOperation('update', node);
@@ -273,7 +274,13 @@ export class EmulatorState {
       operations: [...this.operations.values()],
       addresses: Object.fromEntries(this.addresses),
     };
-    writeStateFile(this.opts.dir, data);
+    try {
+      writeStateFile(this.opts.dir, data);
+    } catch (e) {
+      // The file on disk is the last complete generation (writes are atomic); the caller answers with this.
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new ApiError('UNAVAILABLE', `The local emulator cannot write its state in ${this.opts.dir} (${code === 'ENOSPC' ? 'no space left on the device' : (e as Error).message}); nothing was changed. Free some space and retry.`);
+    }
   }
 
   private requireState(node: NodeJson, allowed: NodeState[], verb: string): void {
@@ -341,13 +348,21 @@ export class EmulatorState {
     return op;
   }
 
-  private beginOperation(verb: OperationVerb, node: NodeJson): OperationJson {
+  /** Records the operation (and the change the caller made) before it is answered; `undo` takes that change back when it cannot be. */
+  private beginOperation(verb: OperationVerb, node: NodeJson, undo?: () => void): OperationJson {
     const op = this.newOperation(verb, node);
-    this.save();
+    try {
+      this.save();
+    } catch (e) {
+      this.operations.delete(op.name);
+      undo?.();
+      throw e;
+    }
     this.log(`${verb} ${node.name}: ${op.name}`);
     const timer = setTimeout(() => {
       this.timers.delete(op.name);
-      void this.withNodeLock(node.name, () => this.complete(op));
+      // Nothing a transition throws (a full disk while it records its end) may reach the event loop.
+      this.withNodeLock(node.name, () => this.complete(op)).catch((e: Error) => this.log(`${verb} ${node.name}: ${e.message}`));
     }, this.delays[verb]);
     this.timers.set(op.name, timer);
     return op;

@@ -1,8 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
-import type * as net from 'node:net';
+import * as net from 'node:net';
 import * as path from 'node:path';
+import { peerUid } from './peer-uid';
 import { guardRequest } from './rest-guard';
 
 /**
@@ -12,10 +13,16 @@ import { guardRequest } from './rest-guard';
  * download). One loopback HTTP server; the emulated workers find it through gcloud's and google-auth's own
  * overrides (workerEnv), where a real VM has metadata.google.internal and storage.googleapis.com.
  *
- * Buckets are folders: object `a/b.txt` of bucket `bkt` is the file `<dir>/bkt/a/b.txt`. The metadata server
- * answers only requests carrying `Metadata-Flavor: Google` (as the real one), from a loopback Host, never a
- * browser; Cloud Storage only the token the metadata server hands out (not the emulator's REST token, which a
- * worker must never hold: it can put SSH keys on every worker).
+ * Buckets are folders: object `a/b.txt` of bucket `bkt` is the file `<dir>/bkt/a/b.txt`; a symlink is no object,
+ * so nothing outside the folders is ever served. Who may ask:
+ *  - only this user's processes (the emulated workers run as it): the peer's socket is looked up in
+ *    /proc/net/tcp, which names its owner, and any other user is refused (403). Loopback ports are open to
+ *    every local user; a token handed to whoever asks would let any of them read the owner's buckets.
+ *  - each VM asks at an address of its own (its first worker's, as a real VM reaches its own metadata server),
+ *    so the metadata server knows which VM asks and hands it that VM's service-account token, which dies with
+ *    the VM; Cloud Storage takes only such a token (never the emulator's REST token, which can put SSH keys on
+ *    every worker) and reads the buckets of the VM's project.
+ *  - metadata requests need `Metadata-Flavor: Google` (as the real server), a loopback Host, and no browser.
  */
 
 export interface VmServicesOptions {
@@ -41,48 +48,85 @@ function crc32c(data: Buffer): string {
   return out.toString('base64');
 }
 
+/** A VM the services know: where it asks, and its service account's token. */
+interface Vm {
+  vmId: string;
+  token: string;
+  /** Its own listening addresses (one per worker address), each `address:port`. */
+  listeners: Map<string, { server: net.Server; port: number }>;
+}
+
 export class VmServices {
-  private server: http.Server | undefined;
-  private portValue = 0;
-  /** The VM service account's access token, new at each start. */
-  private readonly token = crypto.randomBytes(32).toString('base64url');
+  private readonly http = http.createServer((req, res) => this.handle(req, res));
+  private readonly vms = new Map<string, Vm>();
+  /** sha256 of a token → its VM (looked up by digest: no token is compared by its bytes). */
+  private readonly byToken = new Map<string, Vm>();
+  private readonly byAddress = new Map<string, Vm>();
+  private readonly owner = process.getuid?.();
 
   constructor(private readonly opts: VmServicesOptions) {}
 
-  async listen(): Promise<number> {
+  /** Makes the buckets' folder. Nothing listens until a VM is added. */
+  listen(): Promise<void> {
     fs.mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
-    const server = http.createServer((req, res) => this.handle(req, res));
-    this.server = server;
+    return Promise.resolve();
+  }
+
+  /** Listens at `address` (a worker's) for VM `vmId`, which gets a token of its own with the first address. */
+  async addWorker(vmId: string, address: string): Promise<void> {
+    let vm = this.vms.get(vmId);
+    if (!vm) {
+      vm = { vmId, token: crypto.randomBytes(32).toString('base64url'), listeners: new Map() };
+      this.vms.set(vmId, vm);
+      this.byToken.set(digest(vm.token), vm);
+    }
+    if (vm.listeners.has(address)) return;
+    const server = net.createServer((sock) => this.http.emit('connection', sock));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, this.opts.host, () => resolve());
+      server.listen(0, address, () => resolve());
     });
-    this.portValue = (server.address() as net.AddressInfo).port;
-    return this.portValue;
+    vm.listeners.set(address, { server, port: (server.address() as net.AddressInfo).port });
+    this.byAddress.set(address, vm);
+  }
+
+  /** The VM is gone (deleted, stopped, preempted): its addresses stop answering and its token is void. */
+  async removeVm(vmId: string): Promise<void> {
+    const vm = this.vms.get(vmId);
+    if (!vm) return;
+    this.vms.delete(vmId);
+    this.byToken.delete(digest(vm.token));
+    for (const [address, l] of vm.listeners) {
+      this.byAddress.delete(address);
+      await new Promise<void>((resolve) => l.server.close(() => resolve()));
+    }
   }
 
   async close(): Promise<void> {
-    const s = this.server;
-    this.server = undefined;
-    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const id of [...this.vms.keys()]) await this.removeVm(id);
+    this.http.close();
   }
 
   /**
-   * What every emulated worker's programs get so that gcloud (and Python's google-auth) on the "VM" use this
-   * server: the metadata server's address (GCE_METADATA_ROOT for gcloud, GCE_METADATA_HOST for google-auth) and
-   * Cloud Storage's endpoint (gcloud's api_endpoint_overrides/storage property).
+   * What a worker's programs get so that gcloud (and Python's google-auth) on the "VM" use this server: the
+   * metadata server's address (GCE_METADATA_ROOT for gcloud, GCE_METADATA_HOST for google-auth) and Cloud
+   * Storage's endpoint (gcloud's api_endpoint_overrides/storage property), at the worker's own address.
    */
-  workerEnv(): Record<string, string> {
-    const at = `${this.opts.host}:${this.portValue}`;
+  workerEnv(address: string): Record<string, string> {
+    const l = this.byAddress.get(address)?.listeners.get(address);
+    if (!l) return {};
+    const at = `${address}:${l.port}`;
     return { GCE_METADATA_ROOT: at, GCE_METADATA_HOST: at, GCE_METADATA_IP: at, CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE: `http://${at}/storage/v1/` };
   }
 
-  private baseUrl(): string {
-    return `http://${this.opts.host}:${this.portValue}`;
-  }
-
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const url = new URL(req.url ?? '/', 'http://vm-services');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://vm-services');
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
     const send = (code: number, body: string | Buffer, type: string, headers: Record<string, string> = {}) => {
       res.writeHead(code, { 'Content-Type': type, 'Metadata-Flavor': 'Google', ...headers });
       res.end(body);
@@ -90,27 +134,36 @@ export class VmServices {
     const json = (code: number, body: unknown) => send(code, JSON.stringify(body), 'application/json; charset=UTF-8');
     const fail = (code: number, message: string, reason: string) => json(code, { error: { code, message, errors: [{ message, reason, domain: 'global' }] } });
     try {
+      const uid = peerUid(req.socket);
+      if (this.owner !== undefined && uid !== this.owner) {
+        return fail(403, `The emulated VMs' metadata server and Cloud Storage answer only the emulator's own user (uid ${this.owner}), not uid ${uid ?? 'unknown'}.`, 'forbidden');
+      }
+      const local = req.socket.localAddress ?? '';
+      // Token check aside, the same loopback-Host and no-browser rules as the REST API.
+      const refused = guardRequest(req, { token: '', port: () => req.socket.localPort ?? 0, host: local });
+      if (refused && refused.status !== 'UNAUTHENTICATED') return fail(403, refused.message, 'forbidden');
       if (url.pathname.startsWith('/computeMetadata/v1/')) {
-        // Token check aside, the same loopback-Host and no-browser rules as the REST API.
-        const refused = guardRequest(req, { token: '', port: () => this.portValue, host: this.opts.host });
-        if (refused && refused.status !== 'UNAUTHENTICATED') return fail(403, refused.message, 'forbidden');
         if (req.headers['metadata-flavor'] !== 'Google') return fail(403, 'Missing Metadata-Flavor: Google header.', 'forbidden');
-        const answer = this.metadata(url.pathname.slice('/computeMetadata/v1'.length), url.searchParams);
+        const vm = this.byAddress.get(local);
+        if (!vm) return fail(404, `No emulated VM has the address ${local}.`, 'notFound');
+        const answer = this.metadata(vm, url.pathname.slice('/computeMetadata/v1'.length), url.searchParams);
         if (answer === undefined) return send(404, 'Not found', 'text/html');
         return typeof answer === 'string' ? send(200, answer, 'application/text') : json(200, answer);
       }
-      const refused = guardRequest(req, { token: this.token, port: () => this.portValue, host: this.opts.host });
-      if (refused) return fail(refused.status === 'UNAUTHENTICATED' ? 401 : 403, refused.message, refused.status === 'UNAUTHENTICATED' ? 'required' : 'forbidden');
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+      const vm = m ? this.byToken.get(digest(m[1])) : undefined;
+      if (!vm) return fail(401, m ? 'The access token is not that of an emulated VM that still exists.' : 'Anonymous caller does not have storage.objects.get access.', 'required');
       if (req.method !== 'GET') return fail(405, `This emulator's Cloud Storage is read-only (${req.method} ${url.pathname}).`, 'methodNotAllowed');
-      this.storage(url, send, json, fail);
+      this.storage(url, `http://${local}:${req.socket.localPort ?? 0}`, send, json, fail);
     } catch (e) {
+      if (e instanceof BadObjectName) return fail(400, e.message, 'invalid');
       this.opts.log?.(`vm-services: ${req.method} ${url.pathname}: ${(e as Error).message}`);
       fail(500, (e as Error).message, 'backendError');
     }
   }
 
   /** The metadata paths gcloud reads on a VM; a string answers as text, anything else as JSON. */
-  private metadata(p: string, q: URLSearchParams): unknown {
+  private metadata(vm: Vm, p: string, q: URLSearchParams): unknown {
     const sa = SERVICE_ACCOUNT(this.opts.project);
     const numeric = String(parseInt(crypto.createHash('sha256').update(this.opts.project).digest('hex').slice(0, 10), 16));
     if (p === '/project/project-id') return this.opts.project;
@@ -123,11 +176,12 @@ export class VmServices {
     if (m[2] === 'email') return sa;
     if (m[2] === 'scopes') return `${SCOPE}\n`;
     if (m[2] === 'aliases') return 'default\n';
-    return { access_token: this.token, expires_in: 3599, token_type: 'Bearer' };
+    return { access_token: vm.token, expires_in: 3599, token_type: 'Bearer' };
   }
 
   private storage(
     url: URL,
+    base: string,
     send: (code: number, body: string | Buffer, type: string, headers?: Record<string, string>) => void,
     json: (code: number, body: unknown) => void,
     fail: (code: number, message: string, reason: string) => void,
@@ -135,10 +189,11 @@ export class VmServices {
     const list = /^\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
     const one = /^\/(?:download\/)?storage\/v1\/b\/([^/]+)\/o\/(.+)$/.exec(url.pathname);
     const bucketOnly = /^\/storage\/v1\/b\/([^/]+)$/.exec(url.pathname);
-    const bucket = decodeURIComponent((list ?? one ?? bucketOnly)?.[1] ?? '');
+    const bucket = decodeName((list ?? one ?? bucketOnly)?.[1] ?? '', 'bucket name');
     if (!bucket) return fail(404, `Not a Cloud Storage JSON API path: ${url.pathname}.`, 'notFound');
     const root = path.join(this.opts.dir, bucket);
-    if (!/^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$/.test(bucket) || !fs.statSync(root, { throwIfNoEntry: false })?.isDirectory()) {
+    // lstat: a bucket folder that is a symlink is no bucket (it would lead anywhere).
+    if (!/^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$/.test(bucket) || !fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory()) {
       return fail(404, 'The specified bucket does not exist.', 'notFound');
     }
     if (bucketOnly) return json(200, { kind: 'storage#bucket', id: bucket, name: bucket, location: 'US', storageClass: 'STANDARD' });
@@ -151,23 +206,53 @@ export class VmServices {
         const rest = name.slice(prefix.length);
         const cut = delimiter ? rest.indexOf(delimiter) : -1;
         if (delimiter && cut >= 0) prefixes.add(prefix + rest.slice(0, cut + delimiter.length));
-        else items.push(objectResource(this.baseUrl(), bucket, name, path.join(root, name)));
+        else items.push(objectResource(base, bucket, name, path.join(root, name)));
       }
       return json(200, { kind: 'storage#objects', ...(items.length ? { items } : {}), ...(prefixes.size ? { prefixes: [...prefixes].sort() } : {}) });
     }
-    const name = decodeURIComponent(one?.[2] ?? '');
+    const name = decodeName(one?.[2] ?? '', 'object name');
     const file = path.join(root, name);
-    // An object name that climbs out of its bucket (`..`) or names a folder is no object.
-    const inside = path.relative(root, file);
-    if (!name || inside.startsWith('..') || path.isAbsolute(inside) || !fs.statSync(file, { throwIfNoEntry: false })?.isFile()) {
-      return fail(404, `No such object: ${bucket}/${name}`, 'notFound');
-    }
-    const meta = objectResource(this.baseUrl(), bucket, name, file);
+    if (!name || !isObjectFile(root, file)) return fail(404, `No such object: ${bucket}/${name}`, 'notFound');
+    const meta = objectResource(base, bucket, name, file);
     if (url.searchParams.get('alt') === 'media') {
       return send(200, fs.readFileSync(file), 'application/octet-stream', { 'x-goog-hash': `crc32c=${meta.crc32c},md5=${meta.md5Hash}`, 'x-goog-generation': meta.generation });
     }
     json(200, meta);
   }
+}
+
+function digest(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('base64');
+}
+
+class BadObjectName extends Error {}
+
+/** A name from the URL: a bad `%` escape or a NUL is the client's error (400), as Cloud Storage answers it. */
+function decodeName(raw: string, what: string): string {
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    throw new BadObjectName(`The ${what} "${raw.slice(0, 100)}" has a malformed %-escape.`);
+  }
+  if (name.includes('\0')) throw new BadObjectName(`The ${what} contains a NUL character, which Cloud Storage does not allow.`);
+  return name;
+}
+
+/**
+ * Whether `file` is a regular file under `root` reached through no symlink at all: an object name that climbs
+ * out (`..`), names a folder, or passes through a link (one to /etc/shadow, say) is no object.
+ */
+function isObjectFile(root: string, file: string): boolean {
+  const inside = path.relative(root, file);
+  if (inside === '' || inside.startsWith('..') || path.isAbsolute(inside)) return false;
+  let at = root;
+  for (const part of inside.split(path.sep)) {
+    at = path.join(at, part);
+    const st = fs.lstatSync(at, { throwIfNoEntry: false });
+    if (!st || st.isSymbolicLink()) return false;
+  }
+  return fs.lstatSync(file).isFile();
 }
 
 /** Every file under `root` as an object name (`a/b.txt`), sorted as Cloud Storage lists them. */

@@ -1,6 +1,6 @@
 /**
  * The TPU Workbench language server: connection wiring only. The features live as pure functions in service/:
- * flags.ts (LIBTPU_INIT_ARGS / XLA_FLAGS), overrides.ts (hydra overrides after the trainer command) and
+ * flags.ts (LIBTPU_INIT_ARGS / XLA_FLAGS), recipe-env.ts (the TORCH_TPU_* variables a recipe may export), overrides.ts (hydra overrides after the trainer command) and
  * hydra-yaml.ts (the config tree's YAML files), task-yaml.ts (SkyPilot task YAML); hydra/model.ts loads the trainer's schema and config tree.
  */
 import * as path from 'node:path';
@@ -21,6 +21,7 @@ import { flagCompletion, flagDiagnostics, flagHover, quickFixes } from './servic
 import { configCompletion, configDefinition, configDiagnostics, configHover } from './service/hydra-yaml';
 import { completeOverrideLine } from './service/override-line';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
+import { recipeEnvCompletion, recipeEnvDiagnostics, recipeEnvHover } from './service/recipe-env';
 import { taskCompletion, taskDiagnostics, taskHover } from './service/task-yaml';
 import { CompleteOverridesRequest } from '../../protocol/language-server-requests';
 
@@ -150,7 +151,7 @@ connection.onCompletion((params): CompletionList | null =>
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
     const m = modelFor(doc.uri);
-    return forClient(flagCompletion(doc, params.position) ?? overrideCompletion(m, doc, params.position) ?? configCompletion(m, doc, params.position) ?? taskCompletion(doc, params.position));
+    return forClient(flagCompletion(doc, params.position) ?? recipeEnvCompletion(doc, params.position) ?? overrideCompletion(m, doc, params.position) ?? configCompletion(m, doc, params.position) ?? taskCompletion(doc, params.position));
   }),
 );
 
@@ -166,7 +167,7 @@ connection.onHover((params) =>
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
     const m = modelFor(doc.uri);
-    return flagHover(doc, params.position) ?? overrideHover(m, doc, params.position) ?? configHover(m, doc, params.position) ?? taskHover(doc, params.position);
+    return flagHover(doc, params.position) ?? recipeEnvHover(doc, params.position) ?? overrideHover(m, doc, params.position) ?? configHover(m, doc, params.position) ?? taskHover(doc, params.position);
   }),
 );
 
@@ -190,6 +191,7 @@ export function validate(doc: TextDocument): Diagnostic[] {
   const model = modelFor(doc.uri);
   return [
     ...safely('flag diagnostics', [], () => flagDiagnostics(doc)),
+    ...safely('recipe variable diagnostics', [], () => recipeEnvDiagnostics(doc)),
     ...safely('override diagnostics', [], () => overrideDiagnostics(model, doc)),
     ...safely('config diagnostics', [], () => configDiagnostics(model, doc)),
     ...safely('task YAML diagnostics', [], () => taskDiagnostics(doc)),

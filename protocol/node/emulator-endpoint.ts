@@ -166,11 +166,13 @@ export function ownIdentity(): { procStart: string; cmdline: string[] } {
 
 /**
  * Whether `pid` is still the process that recorded `procStart` and `cmdline`. Where /proc cannot say (another
- * OS, or nothing was recorded), a live pid counts as the same process.
+ * OS), a live pid counts as the same process; where it can, a blank start time counts as another.
  */
 export function isSameProcess(pid: number, procStart: string, cmdline: string[]): 'same' | 'other' | 'gone' {
   if (!isAlive(pid)) return 'gone';
-  if (procStart === '') return 'same';
+  // Only a machine without /proc records no start time; on one with /proc a blank one cannot be checked, and a
+  // pid that cannot be checked is never taken for the emulator (stop would signal whatever has it now).
+  if (procStart === '') return fs.existsSync('/proc/self/stat') ? 'other' : 'same';
   const now = processIdentity(pid);
   if (!now) return fs.existsSync('/proc/self/stat') ? 'gone' : 'same';
   const sameArgv = now.cmdline.length === cmdline.length && now.cmdline.every((a, i) => a === cmdline[i]);

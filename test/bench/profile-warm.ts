@@ -1,12 +1,12 @@
 /**
  * The run view's path for one capture, in one process as the extension host keeps it: ProfileParser.analyze
- * (on this thread up to INLINE_MAX_BYTES, on the worker bundle above), first call and the median of further
- * calls. With --warm-up, the parser's warm-up (what the run view starts when it opens) runs first, timed on its
- * own, so the first call is the first capture opened in a run view that had warmed up. With --prefetched, what
- * the run view does instead since it prefetches (core/profiles/prefetch.ts): the capture is listed, analyzed in
- * the background (on the worker thread), and then opened: the open is timed (a lookup), and so is the open plus
- * a structured clone of the message the panel posts (about what handing it to the webview copies). Prints one
- * JSON line. Used by profiles_real_bench.py.
+ * (the WebAssembly analysis: on this thread up to INLINE_MAX_BYTES, on the worker bundle above), first call and
+ * the median of further calls. With --warm-up, the parser is readied first (what the run view starts when it
+ * opens: the module compiled, the worker started with it), timed on its own, so the first call is the first
+ * capture opened in a run view that had opened a moment before. With --prefetched, what the run view does when it
+ * lists a capture (core/profiles/prefetch.ts): the capture is analyzed in the background (on the worker thread),
+ * and then opened: the open is timed (a lookup), and so is the open plus a structured clone of the message the
+ * panel posts (about what handing it to the webview copies). Prints one JSON line. Used by profiles_real_bench.py.
  *
  *   node --import tsx test/bench/profile-warm.ts FILE [REPS] [--warm-up | --prefetched]
  *
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   let warmUpMs = 0;
   if (warmUp) {
     const t = performance.now();
-    parser.warmUp();
+    await parser.ready();
     warmUpMs = performance.now() - t;
   }
   const times: number[] = [];

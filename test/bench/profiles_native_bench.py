@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`tpw profile` as users run it (bin/tpw: the native executable, dist/tpw-profile, built by cargo from
-native/profile) against the node CLI and against xprof-rs's server (cold), on the real captures and on captures of
+native/profile) against the same analysis as WebAssembly (`node bin/tpw.js profile`, as a .vsix runs it) and
+against xprof-rs's server (cold), on the real captures and on captures of
 growing size written at run time by repeating a real one (the TPU v6e-4 capture and the JAX TE fused-attention GPU
 capture, as profiles_real_bench.py does).
 
@@ -9,9 +10,9 @@ capture, as profiles_real_bench.py does).
 Each rep runs every command once, in turn, as its own process; wall time and peak RSS from wait4:
 - bin/tpw: `bin/tpw profile FILE --json --top 0` (the shell launcher and the native executable's start included),
   with TPW_NODE naming no file, so that a capture handed to node would fail the bench rather than be timed as ours.
-- node: `node bin/tpw.js profile FILE --json --top 0` (node's start included).
+- node: `node bin/tpw.js profile FILE --json --top 0` (node's start included): dist/profile.wasm.
 - xprof-rs: its server started on a log dir holding the capture, one hlo_stats request, stopped.
-Every command's output must be the node CLI's, byte for byte (xprof-rs aside).
+Both builds' outputs must be the same bytes (xprof-rs aside).
 """
 import argparse
 import json

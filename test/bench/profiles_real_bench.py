@@ -8,15 +8,15 @@ table is checked against the single capture's: every op's count and self time N 
 
 Each rep runs every command once, in turn (so load changes hit all of them alike), as its own process; wall
 time and the process's peak RSS come from wait4 (what /usr/bin/time reports):
-- ours, CLI: `bin/tpw profile FILE --json --top 0`, as a user runs it: the native `tpw profile` (dist/tpw-profile),
-  a Rust port of the analysis since stop 26 (profiles_native_bench.py compares it with node and xprof-rs).
-- ours, in the extension host: ProfileParser.analyze in a process that keeps it (profile-warm.ts, bundled with
-  esbuild as the extension is, so that module boundaries cost what they cost in dist/extension.js): the first
-  call, and the median of 5 more; no process start (the extension host is running already). And the first call
-  after the parser's warm-up (what the run view runs when it opens: core/profiles/warm-up.ts), in a process of
-  its own, with the warm-up's own time noted. And, in a third process, the run view as it is now: the capture
-  listed, analyzed in the background (CaptureAnalyses, on the worker thread), then opened: the click's wait (a
-  lookup) and that plus a structured clone of the message the panel posts.
+- ours, CLI: `bin/tpw profile FILE --json --top 0`, as a user runs it: the native `tpw profile` (dist/tpw-profile,
+  the analysis built natively; profiles_native_bench.py compares it with its WebAssembly build and xprof-rs).
+- ours, in the extension host: ProfileParser.analyze (the analysis built as WebAssembly, dist/profile.wasm) in a
+  process that keeps it (profile-warm.ts, bundled with esbuild as the extension is): the first call, and the median
+  of 5 more; no process start (the extension host is running already). And the first call after the parser was
+  readied (what the run view does when it opens: the module compiled and the worker started), in a process of its
+  own, with the readying's own time noted. And, in a third process, the run view's prefetch: the capture listed,
+  analyzed in the background (CaptureAnalyses, on the worker thread), then opened: the click's wait (a lookup) and
+  that plus a structured clone of the message the panel posts.
 - xprof (PyPI xprof): `xspace_to_tool_data([FILE], 'hlo_stats', {'use_saved_result': False})` on a private copy
   (xprof caches per directory), Python's start and imports included.
 - xprof-rs (PyPI xprof-rs): the server, cold: `xprof-rs --logdir DIR` started, one hlo_stats request, stopped

@@ -131,9 +131,8 @@ function profileBench(): Record<string, number> | undefined {
     writeFileSync(big, Buffer.concat(Array.from({ length: n }, () => one)));
   }
   // Ours runs as the extension runs it: ProfileParser.analyze → the bundled profile worker (dist/profile-worker.js
-  // is this same esbuild bundle), which streams the file (on one thread below four cores; above, chunks of planes
-  // taken in turn by it and its helper threads). Plain node, no tsx: its on-the-fly TypeScript compile is a
-  // dev-only cost.
+  // is this same esbuild bundle) running the analysis (dist/profile.wasm), which reads the file a window at a time.
+  // Plain node, no tsx: its on-the-fly TypeScript compile is a dev-only cost.
   const dir = path.join(tmpdir(), 'tpw-bench-profile');
   const workerJs = path.join(dir, 'profile-worker.js');
   const script = path.join(dir, 'drive.js');
@@ -143,7 +142,7 @@ function profileBench(): Record<string, number> | undefined {
     ...bundle,
     stdin: {
       contents: `import { ProfileParser } from './extension/src/core/profiles/parse';
-const parser = new ProfileParser(process.argv[2]);
+const parser = new ProfileParser(process.argv[2], { wasmFile: process.argv[4] });
 const t = performance.now();
 void parser.analyze(process.argv[3]).then((s) => {
   console.log(JSON.stringify({ ms: performance.now() - t, events: s.eventCount, ops: s.ops.length, steps: s.steps.length, timelineLines: s.timeline.lines.length }));
@@ -162,7 +161,7 @@ void parser.analyze(process.argv[3]).then((s) => {
   const reps = Number(process.env.BENCH_PROFILE_REPS ?? 3);
   const out = path.join(repo, 'test-artifacts/bench/runview-profile.json');
   mkdirSync(path.dirname(out), { recursive: true });
-  const cmds = [`ours=${shJoin(['node', script, workerJs, big])}`];
+  const cmds = [`ours=${shJoin(['node', script, workerJs, big, path.join(repo, 'dist/profile.wasm')])}`];
   if (withPeer) cmds.push(`xprof=${shJoin([py, '-c', conv, big])}`);
   const fileMB = statSync(big).size / 1e6;
   console.log(`\n### Profiles: stream + analyze ${fileMB.toFixed(0)} MB xplane.pb\n`);

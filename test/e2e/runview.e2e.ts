@@ -1,7 +1,8 @@
 /**
  * The run view inside real VS Code (code-server): "TPU: Open Run View", then a real torch_xla profile opened
  * from the Profiles tab through VS Code's own file dialog, parsed in the background by the extension host's
- * worker thread (dist/profile-worker.js) as soon as it is listed, and rendered in the webview when clicked.
+ * worker thread (dist/profile-worker.js, running dist/profile.wasm) as soon as it is listed, and rendered in the
+ * webview when clicked.
  * Run after `npm run build`:
  *
  *   node --import tsx --test test/e2e/runview.e2e.ts
@@ -12,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, FrameLocator } from 'playwright-core';
-import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
+import { profileWasm } from '../helpers/profiles';
 import { REPO } from './code-server';
 import type { ProcessTracker } from './processes';
 import { ARTIFACTS, openVsCode, requireBuilt, teardown, testEnv, testRoot, VENV } from './session';
@@ -28,7 +29,7 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
   let xplane: string;
 
   before(async () => {
-    requireBuilt('extension.js', 'profile-worker.js');
+    requireBuilt('extension.js', 'profile-worker.js', 'profile.wasm');
     let workspace: string;
     ({ root, home, workspace, procs } = testRoot('runview'));
     fs.mkdirSync(path.join(workspace, 'recipes'));
@@ -83,8 +84,8 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
     const categories = await view().locator('.ops details summary').allTextContents();
     assert.ok(categories.some((t) => t.startsWith('dot')), `a dot category among: ${categories.join(' | ')}`);
     // The timeline's columns are views into a few shared buffers (slabs): each line must still arrive as its own
-    // events through VS Code's postMessage. Pick a line from the keyboard: its event count is a line's, from the file.
-    const lineLengths = new Set(decodeXSpace(fs.readFileSync(xplane)).planes.flatMap((p) => p.lines.map((l) => l.count)));
+    // events through VS Code's postMessage. Pick a line from the keyboard: its event count is a line's of the capture.
+    const lineLengths = new Set(profileWasm().analyze(xplane).timeline.lines.map((l) => l.start.length));
     await view().locator('.timeline canvas').focus();
     await wb.page.keyboard.press('ArrowDown');
     const readout = (await view().locator('.timeline .readout').textContent()) ?? '';

@@ -98,12 +98,13 @@ export interface EmulatorPod {
 
 /**
  * Registers before/after hooks that start an emulator (SSH workers on `addressPrefix`.x) under a fresh TPW_HOME
- * and create the 4-worker VM `pod`; the CLI tests that run recipes on it share this.
+ * and create the 4-worker VM `pod` (unless `opts.pod` is false); the CLI tests that run recipes on it share this.
  */
 export function emulatorPodFixture(
   label: string,
   addressPrefix: string,
   hooks: { before: (fn: () => Promise<void>) => void; after: (fn: () => Promise<void>) => void },
+  opts: { pod?: boolean } = {},
 ): EmulatorPod {
   let home = '';
   let ws = '';
@@ -130,6 +131,7 @@ export function emulatorPodFixture(
     const e = new Emulator({ dir: path.join(home, 'emulator'), opDelayMs: 30, addressPrefix });
     emu = e;
     await e.start();
+    if (opts.pod === false) return;
     const c = await pod.tpw('vm', 'create', 'pod', '--type', 'v5litepod-16');
     if (c.code !== 0) throw new Error(`creating the test VM failed: ${c.err.join('\n')}`);
   });

@@ -1,7 +1,7 @@
 import * as net from 'node:net';
 
 /**
- * A minimal Debug Adapter Protocol client: JSON messages over TCP, each preceded by a `Content-Length`
+ * A minimal Debug Adapter Protocol client: JSON messages over TCP or a unix socket, each preceded by a `Content-Length`
  * header (https://microsoft.github.io/debug-adapter-protocol/overview#base-protocol). Enough to drive a
  * debug adapter (debugpy) the way VS Code does: requests with responses matched by seq, events kept in order.
  */
@@ -35,8 +35,17 @@ export class DapClient {
   }
 
   static connect(port: number, host = '127.0.0.1'): Promise<DapClient> {
+    return DapClient.open(() => net.connect(port, host));
+  }
+
+  /** Over a unix socket (the local end of the product's debugger tunnel). */
+  static connectSocket(socketPath: string): Promise<DapClient> {
+    return DapClient.open(() => net.connect({ path: socketPath }));
+  }
+
+  private static open(connect: () => net.Socket): Promise<DapClient> {
     return new Promise((resolve, reject) => {
-      const sock = net.connect(port, host);
+      const sock = connect();
       sock.once('error', reject);
       sock.once('connect', () => {
         sock.off('error', reject);

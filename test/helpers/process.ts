@@ -77,3 +77,8 @@ export function runProgram(cmd: string, args: string[]): Promise<void> {
     child.once('exit', (code, sig) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ').slice(0, 200)} → ${code ?? sig}: ${err.trim().slice(0, 400)}`))));
   });
 }
+
+/** The process group a run folder's `pid` file names (its first field; the others identify the process). */
+export function recordedGroup(runDir: string): number {
+  return Number(fs.readFileSync(`${runDir}/pid`, 'utf8').trim().split(/\s+/)[0]);
+}

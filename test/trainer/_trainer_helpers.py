@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,9 +44,20 @@ def curve_run(output_dir: Path) -> list[float]:
     return [r["loss"] for r in read_metrics(output_dir)]
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on now (a rendezvous port for one test run)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
 def clean_env(**extra: str) -> dict:
     """Environment for trainer subprocesses: the checkout's package, no inherited XLA/TPU/multislice settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "TPU_", "LIBTPU", "MEGASCALE_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PJRT_", "XLA_", "TPU_", "LIBTPU", "MEGASCALE_", "TORCH_TPU_"))
+           and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "NNODES", "NODE_RANK", "TPW_LAUNCHED_RANK")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "trainer"), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     # Recipes call `python3`: make that this interpreter, as an activated venv would.

@@ -15,6 +15,10 @@ if str(TRAINER) not in sys.path:
     sys.path.insert(0, str(TRAINER))
 sys.path.insert(0, str(Path(__file__).parent))
 
+# Before any test module imports torch: the package turns torch's device-backend autoload off on a
+# machine without a TPU, so that an installed torch_tpu does not cost every test process seconds.
+import tpu_trainer  # noqa: E402, F401
+
 
 @pytest.fixture
 def sub_env():
@@ -31,6 +35,9 @@ _SLOW_SOURCE = ("subprocess", "mp.spawn", "torch.multiprocessing", "run_trainer"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: starts processes; left out of the fast tier (npm run test:fast)")
+    # torch_xla (device=xla, legacy) pins torch 2.9 and TorchTPU needs torch >= 2.11, so they live in two
+    # venvs: scripts/test-suite.sh runs `-m "not xla"` in the trainer's venv and `-m xla` in $TPW_VENV-xla.
+    config.addinivalue_line("markers", "xla: needs torch_xla; runs in the legacy venv ($TPW_VENV-xla)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -51,6 +51,17 @@ def test_only_the_xla_backend_imports_torch_xla():
     assert any(m.startswith("torch_xla") for m in imported_modules(XLA_MODULE))  # the scan sees imports at all
 
 
+def test_only_the_native_backend_imports_torch_tpu():
+    # torch_tpu's import costs seconds and claims the TPU: only backends/native.py may import it, for device=tpu.
+    native = PACKAGE / "backends" / "native.py"
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(m for m in imported_modules(path) if m.split(".")[0] == "torch_tpu")
+        for path in package_files() if path != native
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert "torch_tpu" in imported_modules(native)
+
+
 def test_nothing_imports_the_xla_backend_statically():
     # backends/__init__.py loads it by name only when device=xla is chosen, so plain CPU needs no torch_xla.
     offenders = [str(p.relative_to(PACKAGE)) for p in package_files()
@@ -85,6 +96,7 @@ def _resolve(dotted: str) -> object:
     raise ImportError(dotted)
 
 
+@pytest.mark.xla
 def test_wrapped_private_torch_xla_apis_still_exist():
     pytest.importorskip("torch_xla")  # a requirement of the suite; this names it if missing
     from tpu_trainer.backends import xla
@@ -98,6 +110,7 @@ def test_wrapped_private_torch_xla_apis_still_exist():
     assert missing == [], "torch_xla moved private APIs that backends/xla.py uses:\n" + "\n".join(missing)
 
 
+@pytest.mark.xla
 def test_every_private_torch_xla_name_used_is_listed():
     from tpu_trainer.backends import xla
 
@@ -128,6 +141,7 @@ print("seen", seen)
 """
 
 
+@pytest.mark.xla
 def test_flush_waits_for_xla_step_closures():
     # flush_step_closures reaches torch_xla's closure queue through private APIs: it must wait
     # for a closure still running, or records logged just before a checkpoint would be lost.

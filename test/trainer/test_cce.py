@@ -99,6 +99,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.xla
 def test_cce_on_xla_matches_naive():
     """The traced path (no reused buffers: XLA places them) on an XLA:CPU device, ragged last chunk included."""
     import json

@@ -29,6 +29,7 @@ def test_plain_cpu_records_fit_the_schema(tmp_path):
     assert all(r["device"] == "cpu" and r["compiles"] is None and r["mfu"] is None for r in records)
 
 
+@pytest.mark.xla
 def test_xla_cpu_records_fit_the_schema(tmp_path):
     """The torch_xla path (XLA:CPU) fills what plain CPU leaves null: the compile count."""
     env = clean_env(

@@ -111,14 +111,14 @@ def test_tpu7x_peak_is_half_a_chip_per_device(kind):
 def test_tpu7x_mfu_counts_every_device(monkeypatch):
     """The step meter's MFU on a TPU7x VM (8 devices) running at exactly its 4 chips' peak is 1."""
     from tpu_trainer import meter as meter_mod
-    from tpu_trainer.backends.eager import EagerBackend
+    from tpu_trainer.backends.native import NativeBackend
 
     clock = iter([100.0, 101.0])  # the meter's start, then the logged step one second later
     monkeypatch.setattr(meter_mod.time, "perf_counter", lambda: next(clock))
     fpt = flops_per_token(TINY, 64)
     tokens_per_step = 4 * TPU7X_CHIP_BF16 / fpt  # what 4 chips at peak get through in one second
-    m = meter_mod.StepMeter(EagerBackend(kind="TPU7x"), 0, int(tokens_per_step), fpt, peak_flops("TPU7x"),
-                            8, 0, lambda _: None)
+    m = meter_mod.StepMeter(NativeBackend(torch.device("cpu"), "TPU7x", "tpu"), 0, int(tokens_per_step), fpt,
+                            peak_flops("TPU7x"), 8, 0, lambda _: None)
     rec = m.prepare({"step": 1})
     assert rec["mfu"] == pytest.approx(1.0, rel=1e-9)
 

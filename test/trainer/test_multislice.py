@@ -74,9 +74,11 @@ def test_two_slices_of_two_train_as_one_slice_of_four(tmp_path):
 
 
 def _debug_size(line: str) -> list[str]:
-    """The recipe's overrides at debug size: its batch, sequence and step counts shrunk, the model's
-    dimensions overridden to tiny-llama's, synthetic tokens instead of wikitext (no network)."""
-    shrink = {"global_batch_size": "4", "block_size": "32", "max_steps": "3", "logging_steps": "1"}
+    """The recipe's overrides at debug size: its batch, sequence and step counts shrunk, its slice layout
+    (fsdp 64 x tensor 4 chips) shrunk to 2 CPU ranks per slice with the tensor axis kept (fsdp 1 x tensor 2),
+    the model's dimensions overridden to tiny-llama's, synthetic tokens instead of wikitext (no network)."""
+    shrink = {"global_batch_size": "4", "block_size": "32", "max_steps": "3", "logging_steps": "1",
+              "ici_mesh.fsdp": "1", "ici_mesh.tensor": "2"}
     out = []
     for token in shlex.split(line):
         key, _, value = token.partition("=")
@@ -84,7 +86,7 @@ def _debug_size(line: str) -> list[str]:
     return [*out, "model.hidden_size=64", "model.intermediate_size=172", "model.num_hidden_layers=2",
             "model.num_attention_heads=4", "model.num_key_value_heads=2", "model.vocab_size=256",
             "dataset=synthetic", "checkpoint.enabled=false", "num_threads=1", "device=cpu", "seed=3",
-            "distributed_timeout_s=120"]
+            "distributed_timeout_s=120", "nproc_per_node=2"]
 
 
 def test_the_405b_two_slice_recipe_trains_across_two_slices_at_debug_size(tmp_path):
@@ -92,7 +94,7 @@ def test_the_405b_two_slice_recipe_trains_across_two_slices_at_debug_size(tmp_pa
     args = _debug_size(line)
     cfg = compose(args)
     assert cfg.model.name == "llama-3.1-405b" and cfg.dcn_mesh.fsdp == 2 and cfg.model.num_hidden_layers == 2
-    assert cfg.ici_mesh.fsdp == 64 and cfg.ici_mesh.tensor == 4  # the recipe's slice layout, kept
+    assert cfg.ici_mesh.fsdp == 1 and cfg.ici_mesh.tensor == 2 and cfg.nproc_per_node == 2
 
     two = _run_group(tmp_path, [["127.0.0.2"], ["127.0.0.3"]], args)
     assert [r["step"] for r in two[0]] == [1, 2, 3]

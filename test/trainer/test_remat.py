@@ -30,6 +30,7 @@ def test_checkpointing_on_plain_torch(tmp_path):
 
 
 @pytest.mark.parametrize("remat", ["llama", "llama-scan"])
+@pytest.mark.xla
 def test_checkpointing_and_scan_on_xla(tmp_path, remat):
     base, _ = _losses(tmp_path, "none", [], xla=True)
     got, out = _losses(tmp_path, remat, [f"model/remat={remat}"], xla=True)
@@ -39,5 +40,5 @@ def test_checkpointing_and_scan_on_xla(tmp_path, remat):
 
 def test_offload_off_tpu_says_so(tmp_path):
     _, out = _losses(tmp_path, "offload", ["model/remat=llama-scan-offload"], xla=False)
-    assert "host offload needs a TPU; activations stay in cpu memory" in out
-    assert "scan is an XLA feature; plain PyTorch runs the layers in a loop" in out
+    assert "host offload is a torch_xla feature; activations stay in cpu memory" in out
+    assert "scan is a torch_xla feature; the layers run in a loop" in out

@@ -5,15 +5,23 @@ import subprocess
 import sys
 
 import pytest
-from torch_xla._internal import tpu as xla_tpu
 
 from _trainer_helpers import REPO, clean_env
 from tpu_trainer import runtime
 from tpu_trainer.metrics import peak_flops
 
 
+@pytest.fixture
+def xla_tpu():
+    """torch_xla's TPU module: imported here, in the legacy venv's tests only (the trainer's venv has no torch_xla)."""
+    from torch_xla._internal import tpu
+
+    return tpu
+
+
 @pytest.mark.parametrize("accel", ["tpu7x-8", "tpu7x-16", "tpu7x-256", "v6e-8", "v5p-128", "v5litepod-16", "v4-8"])
-def test_generation_agrees_with_torch_xla(monkeypatch, accel):
+@pytest.mark.xla
+def test_generation_agrees_with_torch_xla(monkeypatch, accel, xla_tpu):
     """torch_xla's own parser of TPU_ACCELERATOR_TYPE (the real thing) gives the generation number we imply."""
     monkeypatch.setattr(xla_tpu, "get_tpu_env", lambda: {"ACCELERATOR_TYPE": accel})
     gen = runtime.generation(accel)
@@ -22,12 +30,14 @@ def test_generation_agrees_with_torch_xla(monkeypatch, accel):
     assert runtime.is_tpu7x({"TPU_ACCELERATOR_TYPE": accel}) == (xla_tpu.version() == 7)
 
 
-def test_the_installed_torch_xla_knows_tpu7x():
+@pytest.mark.xla
+def test_the_installed_torch_xla_knows_tpu7x(xla_tpu):
     assert runtime.TPU7X_PCI_DEVICE_ID in xla_tpu._TPU_PCI_DEVICE_IDS
     assert runtime.check({"TPU_ACCELERATOR_TYPE": "tpu7x-8"}, "2.9.0", xla_tpu._TPU_PCI_DEVICE_IDS) == []
 
 
-def test_an_older_torch_xla_on_tpu7x_is_named():
+@pytest.mark.xla
+def test_an_older_torch_xla_on_tpu7x_is_named(xla_tpu):
     older = [i for i in xla_tpu._TPU_PCI_DEVICE_IDS if i != runtime.TPU7X_PCI_DEVICE_ID]
     problems = runtime.check({"TPU_ACCELERATOR_TYPE": "tpu7x-8"}, "2.5.1", older)
     assert len(problems) == 1
@@ -40,6 +50,7 @@ def test_mfu_peak_from_the_tpu7x_accelerator_type():
     assert peak_flops("tpu7x-8") == 2307e12 / 2
 
 
+@pytest.mark.xla
 def test_the_trainer_refuses_an_unknown_tpu7x_before_starting(tmp_path):
     """The check runs where the XLA backend is chosen: a torch_xla without TPU7x, made so by removing its
     id for this process only, stops the run with the sentence (no TPU here, so nothing else could say it)."""

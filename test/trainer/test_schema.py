@@ -36,7 +36,7 @@ def test_schema_content():
 
     for key in config_keys():  # every key the trainer accepts is described
         assert "description" in lookup(key), key
-    assert props["device"]["enum"] == ["auto", "xla", "cpu"]
+    assert props["device"]["enum"] == ["auto", "tpu", "cuda", "cpu", "xla"]
     assert props["max_steps"] == {**props["max_steps"], "type": "integer", "default": 100, "minimum": 1}
     assert props["profile_dir"]["type"] == ["string", "null"]
     assert props["output_dir"]["default"].startswith("outputs/${now:")

@@ -74,6 +74,7 @@ print(json.dumps({"desc": desc, "spmd": backend.spmd, "devices": backend.num_dev
 """
 
 
+@pytest.mark.xla
 def test_spmd_shardings_on_a_cpu_mesh():
     env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
     out = subprocess.run([sys.executable, "-c", SPMD_PROBE], cwd=REPO, env=env, capture_output=True, text=True,
@@ -91,6 +92,7 @@ def test_spmd_shardings_on_a_cpu_mesh():
 
 
 @pytest.mark.parametrize("mesh", [["ici_mesh.fsdp=4"], ["ici_mesh.fsdp=2", "ici_mesh.tensor=2", "model/remat=llama"]])
+@pytest.mark.xla
 def test_sharded_training_matches_one_device(tmp_path, mesh):
     common = ["model=tiny-llama", "max_steps=4", "logging_steps=1", "global_batch_size=8", "block_size=64",
               "checkpoint.enabled=false", "seed=7", "optimizer.lr=1e-2", "num_threads=1"]
@@ -99,7 +101,7 @@ def test_sharded_training_matches_one_device(tmp_path, mesh):
         out = tmp_path / name
         env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=devices)
         proc = subprocess.run([sys.executable, "-m", "tpu_trainer.train", *common, *extra, f"output_dir={out}"],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
         runs[name] = [r["loss"] for r in read_metrics(out)]
         if name == "mesh":
@@ -108,13 +110,14 @@ def test_sharded_training_matches_one_device(tmp_path, mesh):
     assert runs["mesh"] == pytest.approx(runs["one"], rel=2e-4)
 
 
+@pytest.mark.xla
 def test_tiny_mixtral_trains_on_an_expert_parallel_mesh(tmp_path):
     env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
     args = ["model=tiny-mixtral", "ici_mesh.fsdp=2", "ici_mesh.expert=2", "max_steps=20", "logging_steps=5",
             "global_batch_size=8", "block_size=64", "optimizer.lr=1e-2", "checkpoint.enabled=false",
             "num_threads=1", f"output_dir={tmp_path}"]
     proc = subprocess.run([sys.executable, "-m", "tpu_trainer.train", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=400)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "mesh data=1 fsdp=2 tensor=1 expert=2 sharding mixtral-fsdp-ep" in proc.stdout
     rows = read_metrics(tmp_path)

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from _trainer_helpers import REPO, clean_env
+
+pytestmark = pytest.mark.xla
 
 WORKER = Path(__file__).parent / "spmd_ckpt_worker.py"
 
@@ -13,7 +17,7 @@ WORKER = Path(__file__).parent / "spmd_ckpt_worker.py"
 def _run(mode, mesh, ckpt, out):
     env = clean_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="4")
     p = subprocess.run([sys.executable, str(WORKER), mode, mesh, str(ckpt), str(out)], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     return json.loads(Path(out).read_text())
 

@@ -107,6 +107,7 @@ def test_profile_duration_bounds_the_capture_in_time(tmp_path):
     assert matmuls(short) > 0 and matmuls(short) * 3 < matmuls(long), (matmuls(short), matmuls(long))
 
 
+@pytest.mark.xla
 def test_failed_xla_run_still_writes_the_metrics_report(tmp_path):
     from _trainer_helpers import clean_env, run_trainer
 

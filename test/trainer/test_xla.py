@@ -8,6 +8,8 @@ import pytest
 from _trainer_helpers import clean_env, read_metrics, run_trainer, tiny_config
 from tpu_trainer.train import train
 
+pytestmark = pytest.mark.xla
+
 ARGS = ["max_steps=5", "logging_steps=1", "global_batch_size=4", "block_size=32", "optimizer.lr=1e-2",
         "scheduler.warmup_steps=10", "num_threads=1"]
 

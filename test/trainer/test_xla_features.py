@@ -6,6 +6,8 @@ import pytest
 from _trainer_helpers import clean_env, read_metrics, run_trainer, tiny_config
 from tpu_trainer.train import train
 
+pytestmark = pytest.mark.xla
+
 COMMON = ["global_batch_size=4", "block_size=32", "num_threads=1", "logging_steps=1", "optimizer=muon",
           "optimizer.lr=1e-2", "loss=cut_cross_entropy", "loss.chunk_elems=10240", "scheduler.name=constant",
           "scheduler.warmup_steps=0"]

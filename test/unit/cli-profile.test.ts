@@ -8,11 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { test } from 'node:test';
+import { before, test } from 'node:test';
 import { profileMain } from '../../extension/src/cli/profile-main';
 import { runTpw } from '../helpers/cli';
+import { freshProfileCli, REAL as real } from '../helpers/profiles';
 
-const real = path.resolve(__dirname, '../fixtures/profiles/real');
+before(freshProfileCli);
 
 interface JsonOp { program: string; name: string; category: string; count: number; self_us: number; total_us: number; flops: number; bytes: number }
 interface JsonOut { device: { device_count: number; device_type: string; host_count: number }; steps: { total_us: number }[]; ops: JsonOp[]; hosts?: { host: string; avg_step_us: number }[] }
@@ -116,13 +117,13 @@ test('node bin/tpw.js profile: a reader that closes the pipe early ends it quiet
   const piped = spawnSync('bash', ['-o', 'pipefail', '-c', `node "${repo}/bin/tpw.js" profile "${file}" --json --top 0 | head -c 20 >/dev/null`], { encoding: 'utf8' });
   assert.equal(piped.status, 0, piped.stderr);
   assert.doesNotMatch(piped.stderr, /EPIPE|Error/);
-  // A copy of bin/ with only the profile bundles answers `profile`, and names the missing bundle otherwise; its
-  // bin/tpw, with no dist/tpw-profile beside it, runs node.
+  // A copy of bin/ with only the profile bundle and the analysis (as a .vsix has them, without the native build)
+  // answers `profile`, and names the missing bundle otherwise; its bin/tpw, with no dist/tpw-profile, runs node.
   const copy = mkdtempSync(path.join(tmpdir(), 'tpw-profile-only-'));
   mkdirSync(path.join(copy, 'bin'));
   mkdirSync(path.join(copy, 'dist'));
   for (const f of ['tpw', 'tpw.js']) copyFileSync(path.join(repo, 'bin', f), path.join(copy, 'bin', f));
-  for (const f of ['profile-cli.js', 'profile-worker.js']) copyFileSync(path.join(repo, 'dist', f), path.join(copy, 'dist', f));
+  for (const f of ['profile-cli.js', 'profile.wasm']) copyFileSync(path.join(repo, 'dist', f), path.join(copy, 'dist', f));
   const alone = spawnSync('node', [path.join(copy, 'bin', 'tpw.js'), 'profile', file, '--json', '--top', '1'], { encoding: 'utf8' });
   assert.equal(alone.status, 0, alone.stderr);
   assert.equal((JSON.parse(alone.stdout) as JsonOut).ops.length, 1);

@@ -54,3 +54,12 @@ test('a reader that closes after one line ends tpw quietly (exit 0, no stack tra
     assert.doesNotMatch(stderr, /EPIPE|^\s+at /m, stderr);
   }
 });
+
+test('a bad TPW_SSH_PROXY_COMMAND is a sentence naming the variable, not a JSON parse error', async () => {
+  for (const bad of ['ssh -W %h:%p bastion', '"ssh"', '[]', '[1, 2]']) {
+    const r = await spawnTpw(['vm', 'list'], { cwd: pod.ws, env: { TPW_HOME: pod.home, TPW_SSH_PROXY_COMMAND: bad } });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^tpw: TPW_SSH_PROXY_COMMAND must be a JSON array of strings \(an argv, e\.g\. '\["ssh", "-W", "%h:%p", "bastion"\]'\), not /m, `${bad}: ${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /^\s+at |Unexpected token|SyntaxError/m, r.stderr);
+  }
+});

@@ -5,6 +5,7 @@
  * stop leaves nothing alive, fail-fast, and start failures stop what did start.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -16,7 +17,7 @@ import { isTpwError } from '../../extension/src/core/errors';
 import { attachRun, downloadRunLogs, startDetached, stopDetached, type RunSpec } from '../../extension/src/core/run/engine';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { groupAlive, waitFor } from '../helpers/process';
+import { groupAlive, recordedGroup, waitFor } from '../helpers/process';
 import { freePort, startSshd, type SshdInstance } from '../helpers/sshd';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-detached-'));
@@ -77,7 +78,7 @@ for (const make of [sshdFleet, emulatorFleet]) {
       stopGraceMs: 1000,
       ...extra,
     });
-    const pgidOf = (i: number, runId: string) => Number(fs.readFileSync(path.join(fleet.runDir(i, runId), 'pid'), 'utf8').trim());
+    const pgidOf = (i: number, runId: string) => recordedGroup(fleet.runDir(i, runId));
 
     before(async () => {
       fleet = await make();
@@ -190,6 +191,40 @@ for (const make of [sshdFleet, emulatorFleet]) {
       assert.ok(lines.includes('1:boom'), 'stderr is in the log');
       for (const i of [0, 2]) assert.equal(result.workers[i].stopped, true);
       for (const w of fleet.workers) assert.equal(groupAlive(pgidOf(w.index, runId)), false);
+    });
+
+    it('a pid the run recorded that now names another program is never signalled by stop', async () => {
+      // The run's group is killed outright (no exit_code, as after an OOM kill or a reboot), and its number is
+      // then "reused": the pid file names an unrelated process group of this user, as it would after wraparound.
+      const runId = newRunId('reused');
+      await startDetached(spec(runId, 'sleep 1000'), conns, { runsRoot: fleet.runsRoot });
+      const dir = fleet.runDir(0, runId);
+      const [, started, ...cmd] = fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim().split(' ');
+      assert.match(started, /^\d+$/, 'the pid file holds the start time');
+      assert.ok(cmd.length > 0, 'and a checksum of the command line');
+      for (const w of fleet.workers) process.kill(-pgidOf(w.index, runId), 'SIGKILL');
+      await waitFor(() => fleet.workers.every((w) => !groupAlive(pgidOf(w.index, runId))), 10_000, 'the run killed');
+      const bystander = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+      try {
+        assert.ok(bystander.pid);
+        fs.writeFileSync(path.join(dir, 'pid'), `${bystander.pid} ${started} ${cmd.join(' ')}\n`);
+        await stopDetached(runId, [fleet.workers[0]], conns, { runsRoot: fleet.runsRoot, graceMs: 500 });
+        assert.equal(groupAlive(bystander.pid), true, 'the unrelated process group was signalled');
+      } finally {
+        bystander.kill('SIGKILL');
+      }
+    });
+
+    it('a program that replaces PATH still has its env file removed and its exit code recorded', async () => {
+      for (const [argv, code] of [[['/bin/bash', '-c', 'echo "PATH=$PATH"; exit 3'], 3], [['bash', '-c', 'exit 0'], 127]] as const) {
+        const runId = newRunId('path');
+        await startDetached(spec(runId, '', { argv: [...argv], env: { PATH: '/nonexistent', HF_TOKEN: 'hf_secret' } }), conns, { runsRoot: fleet.runsRoot });
+        const lines: string[] = [];
+        const result = await attachRun(runId, fleet.workers, conns, { onLine: (_w, _s, l) => lines.push(l) }, { runsRoot: fleet.runsRoot }).result;
+        assert.deepEqual(result.workers.map((w) => w.exitCode), fleet.workers.map(() => code), lines.join('\n'));
+        for (const w of fleet.workers) assert.equal(fs.existsSync(path.join(fleet.runDir(w.index, runId), 'env')), false, `worker ${w.index} kept the env file`);
+        if (code === 3) assert.ok(lines.every((l) => l === 'PATH=/nonexistent'), lines.join('\n'));
+      }
     });
 
     it('an unwritable runs folder is a start error naming the worker and the folder', async () => {

@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { emulatorStatus, startEmulatorDaemon, stopEmulatorDaemon } from '../../emulator/src/daemon';
+import { tpuNodeKey } from '../../emulator/src/names';
 import { Emulator, type WorkerPool } from '../../emulator/src/emulator';
 import { endpointFile, type EmulatorEndpoint } from '../../protocol/node/emulator-endpoint';
 import { readEmulatorEndpoint } from '../../extension/src/core/local-emulator';
@@ -41,7 +42,7 @@ async function folderWithNode(): Promise<{ dir: string; checkpoint: string }> {
     const op = emu.state.beginCreate(P, 'keep', { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' });
     for (let i = 0; i < 500 && !emu.state.getOperation(op.name).done; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(emu.state.getNode(`${P}/nodes/keep`).state, 'READY');
-    const checkpoint = path.join(emu.sandboxDir('keep', 0), 'ckpt', 'step-100.pt');
+    const checkpoint = path.join(emu.sandboxDir(tpuNodeKey(`${P}/nodes/keep`), 0), 'ckpt', 'step-100.pt');
     fs.mkdirSync(path.dirname(checkpoint), { recursive: true });
     fs.writeFileSync(checkpoint, 'weights');
     return { dir, checkpoint };
@@ -128,7 +129,7 @@ describe('an unusable state file', () => {
     }
     const orphaned = fs.readdirSync(path.join(dir, 'workers-orphaned'));
     assert.equal(orphaned.length, 1);
-    assert.match(orphaned[0], /^keep-/);
+    assert.match(orphaned[0], /^tpu_local-project_[a-z0-9-]+_keep-/);
     assert.equal(fs.readFileSync(path.join(dir, 'workers-orphaned', orphaned[0], 'w0', 'ckpt', 'step-100.pt'), 'utf8'), 'weights');
     assert.equal(fs.readFileSync(fs.readdirSync(dir).filter((f) => f.startsWith('state.json.reset-')).map((f) => path.join(dir, f))[0], 'utf8'), 'garbage');
   });
@@ -197,6 +198,12 @@ describe('the endpoint file', () => {
       // A lock of an older version names only the pid: not enough to signal it either.
       fs.writeFileSync(path.join(dir, 'emulator.lock'), String(sleeper.pid), { mode: 0o600 });
       assert.equal(await stopEmulatorDaemon({ dir, timeoutMs: 500 }), false);
+      // Nor an endpoint file whose start time is blank, on a machine with /proc (where every emulator records one).
+      fs.writeFileSync(endpointFile(dir), JSON.stringify({ ...stale, procStart: '' }), { mode: 0o600 });
+      assert.equal(readEmulatorEndpoint(dir), undefined);
+      const blank: string[] = [];
+      assert.equal(await stopEmulatorDaemon({ dir, notice: (m) => blank.push(m), timeoutMs: 500 }), false);
+      assert.match(blank.join('\n'), /Removed the stale endpoint file .*no process was signalled/);
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(sleeper.exitCode, null);
       assert.equal(sleeper.signalCode, null);

@@ -14,6 +14,8 @@ import { EmulatorError } from '../../emulator/src/errors';
 import { testAddressPrefix } from '../helpers/loopback';
 
 const P = 'projects/local-project/locations/us-central2-b';
+/** The key of node `keeper`'s workers and sandbox (emulator/src/names.ts tpuNodeKey). */
+const KEEPER = 'tpu/local-project/us-central2-b/keeper';
 const tmpDirs: string[] = [];
 function tmp(): string {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-state-'));
@@ -129,11 +131,10 @@ describe('EmulatorState', () => {
       );
       await waitDone(state, create(state, 'dup'));
       assert.throws(() => create(state, 'dup'), (e: ApiError) => e.status === 'ALREADY_EXISTS');
-      // Same id in another zone: the emulator keys sandboxes by node id.
-      assert.throws(
-        () => state.beginCreate('projects/local-project/locations/us-east5-b', 'dup', { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' }),
-        (e: ApiError) => e.status === 'ALREADY_EXISTS' && e.message.includes('unique'),
-      );
+      // The same id in another zone is another node, as on Cloud TPU (ids are unique per zone).
+      const other = state.beginCreate('projects/local-project/locations/us-east5-b', 'dup', { acceleratorType: 'v4-8', runtimeVersion: 'tpu-ubuntu2204-base' });
+      await waitDone(state, other);
+      assert.equal(state.getNode('projects/local-project/locations/us-east5-b/nodes/dup').state, 'READY');
     } finally {
       await state.close();
     }
@@ -209,11 +210,11 @@ describe('Emulator restart', () => {
     await waitDone(e1.state, create(e1.state, 'keeper', 'v4-16'));
     await waitDone(e1.state, create(e1.state, 'sleeper', 'v4-8'));
     await waitDone(e1.state, e1.state.beginStop(`${P}/nodes/sleeper`));
-    assert.deepEqual(pool1.workers.get('keeper')?.map((w) => w.address), [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
-    assert.equal(pool1.workers.get('keeper')?.[1].sandboxDir, path.join(dir, 'workers', 'keeper', 'w1'));
-    assert.ok(fs.existsSync(path.join(dir, 'workers', 'keeper', 'w1')));
-    assert.deepEqual(pool1.workers.get('keeper')?.[0].hostnames, [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
-    assert.equal(pool1.workers.has('sleeper'), false);
+    assert.deepEqual(pool1.workers.get(KEEPER)?.map((w) => w.address), [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
+    assert.equal(pool1.workers.get(KEEPER)?.[1].sandboxDir, path.join(dir, 'workers', KEEPER, 'w1'));
+    assert.ok(fs.existsSync(path.join(dir, 'workers', KEEPER, 'w1')));
+    assert.deepEqual(pool1.workers.get(KEEPER)?.[0].hostnames, [`${testAddressPrefix(8)}.1`, `${testAddressPrefix(8)}.2`]);
+    assert.equal(pool1.workers.has('tpu/local-project/us-central2-b/sleeper'), false);
     await e1.stop();
     assert.equal(pool1.closed, true);
     assert.equal(fs.existsSync(endpointFile(dir)), false);
@@ -226,7 +227,7 @@ describe('Emulator restart', () => {
       assert.equal(fs.readFileSync(path.join(dir, 'keys', 'ssh_host_ed25519_key'), 'utf8'), hostKey);
       assert.equal(e2.state.getNode(`${P}/nodes/keeper`).state, 'READY');
       assert.equal(e2.state.getNode(`${P}/nodes/sleeper`).state, 'STOPPED');
-      assert.deepEqual(pool2.events, [`add keeper/0@${testAddressPrefix(8)}.1`, `add keeper/1@${testAddressPrefix(8)}.2`]);
+      assert.deepEqual(pool2.events, [`add ${KEEPER}/0@${testAddressPrefix(8)}.1`, `add ${KEEPER}/1@${testAddressPrefix(8)}.2`]);
     } finally {
       await e2.stop();
     }
@@ -239,7 +240,7 @@ describe('Emulator restart', () => {
     try {
       await waitDone(e1.state, create(e1.state, 'real', 'v4-16'));
       const out = await sshExec(`${testAddressPrefix(5)}.2`, ep1.sshPort, ep1.username, ep1.clientKeyPath, 'echo kept > marker.txt && echo "$TPU_WORKER_ID $TPU_WORKER_HOSTNAMES $HOME"');
-      assert.equal(out.trim(), `1 ${testAddressPrefix(5)}.1,${testAddressPrefix(5)}.2 ${path.join(dir, 'workers', 'real', 'w1')}`);
+      assert.equal(out.trim(), `1 ${testAddressPrefix(5)}.1,${testAddressPrefix(5)}.2 ${path.join(dir, 'workers', 'tpu/local-project/us-central2-b/real', 'w1')}`);
     } finally {
       await e1.stop();
     }

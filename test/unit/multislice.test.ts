@@ -3,8 +3,9 @@
  * create NAME --slices 2` makes one queued resource with multisliceParams, whose slices NAME-0 and NAME-1 the
  * emulator creates as Cloud TPU names them; `tpw run --vm NAME` runs on every worker of both slices with
  * `[s1w0]` prefixes and the MEGASCALE_* variables; the real trainer (torch on CPU, gloo) trains across the
- * two slices exactly as on one slice of four workers; one slice preempted ends the whole run as preempted, and
- * `tpw resume` recreates that slice only.
+ * two slices exactly as on one slice of four workers; the sample recipe runs two ranks per worker (the native
+ * path, as on a TPU host); one slice preempted ends the whole run as preempted, and `tpw resume` recreates that
+ * slice only.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -12,6 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { runTpw, type CliResult } from '../helpers/cli';
+import { freePort } from '../helpers/sshd';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { Emulator } from '../../emulator/src/emulator';
@@ -126,9 +128,10 @@ function losses(out: string[]): Map<string, string[]> {
 
 test('the trainer on 2 slices of 2 workers (dcn_mesh.data=2) trains exactly as on 1 slice of 4 workers', async () => {
   assert.equal((await cli('vm', 'create', 'quad', '--type', 'v4-32')).code, 0);
-  const two = await cli('run', 'recipes/train.sh', '--vm', 'grp', '--', 'dcn_mesh.data=2');
+  // The rendezvous port on worker 0, free on this machine (torch's store listens on every address).
+  const two = await cli('run', 'recipes/train.sh', '--vm', 'grp', '--', 'dcn_mesh.data=2', `coordinator_port=${await freePort()}`);
   assert.equal(two.code, 0, [...two.out, ...two.err].join('\n'));
-  const one = await cli('run', 'recipes/train.sh', '--vm', 'quad');
+  const one = await cli('run', 'recipes/train.sh', '--vm', 'quad', '--', `coordinator_port=${await freePort()}`);
   assert.equal(one.code, 0, [...one.out, ...one.err].join('\n'));
   const byTwo = losses(two.out);
   const byOne = losses(one.out);
@@ -138,6 +141,22 @@ test('the trainer on 2 slices of 2 workers (dcn_mesh.data=2) trains exactly as o
   assert.equal(ref?.length, 3, one.out.join('\n'));
   for (const seq of [...byTwo.values(), ...byOne.values()]) assert.deepEqual(seq, ref);
   assert.match(two.out.join('\n'), /slice 1\/2 \(gloo\)/);
+});
+
+test('the sample recipe runs the native path: two CPU ranks per worker, one world over every worker', async () => {
+  // The recipe as "Run on TPU" runs it: device=auto picks plain PyTorch here, nproc_per_node=2 starts two ranks on
+  // each of the VM's 2 workers, and the 4 ranks shard the model with FSDP2 over gloo as a TPU host's devices would.
+  fs.copyFileSync(path.join(__dirname, '..', '..', 'recipes', 'tiny-llama.sh'), path.join(ws, 'recipes', 'tiny-llama.sh'));
+  assert.equal((await cli('vm', 'create', 'pair', '--type', 'v4-16')).code, 0);
+  const r = await cli('run', 'recipes/tiny-llama.sh', '--vm', 'pair', '--', 'max_steps=2', 'logging_steps=1', 'distributed_timeout_s=120', `coordinator_port=${await freePort()}`);
+  const text = [...r.out, ...r.err].join('\n');
+  assert.equal(r.code, 0, text);
+  assert.match(text, /\[w0\] mesh data=1 fsdp=4 tensor=1 expert=1 .* rank 0\/4 \(gloo\)/);
+  assert.match(text, /\[w1\] mesh data=1 fsdp=4 tensor=1 expert=1 .* rank 2\/4 \(gloo\)/);
+  const by = losses(r.out);
+  assert.deepEqual([...by.keys()].sort(), ['w0', 'w1']);
+  assert.equal(by.get('w0')?.length, 2, text);
+  assert.deepEqual(by.get('w1'), by.get('w0')); // one world: every worker logs the mean over all 4 ranks
 });
 
 test('one slice preempted: the whole run is preempted, and resume recreates only that slice', async () => {

@@ -8,22 +8,18 @@ import { copyFileSync, mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { buildSync } from 'esbuild';
 import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { CaptureAnalyses, captureKey, summaryBytes, type AnalysisEvent, type CaptureJob } from '../../extension/src/core/profiles/prefetch';
-import { ProfileFormatError } from '../../extension/src/core/profiles/xplane';
+import { ProfileFormatError } from '../../extension/src/core/profiles/wasm-host';
+import { profileWorker, REAL } from '../helpers/profiles';
 
-const repo = path.resolve(__dirname, '../..');
-const REAL = path.join(repo, 'test/fixtures/profiles/real');
 const TPU = path.join(REAL, 'tpu-v6e-4-inference.xplane.pb');
 const GPU = path.join(REAL, 'jax-te-fused-attn.xplane.pb');
 const TF = path.join(REAL, 'tf-8gpu-multi-worker.xplane.pb');
 
+// The parser's worker (worker_threads) runs the analysis that profileWorker() builds (cargo): a slow-tier file.
 const tmp = mkdtempSync(path.join(tmpdir(), 'tpw-prefetch-'));
-// Worker threads do not get tsx's loader: the worker runs from a bundle, as in the extension.
-const workerJs = path.join(tmp, 'profile-worker.js');
-buildSync({ entryPoints: [path.join(repo, 'extension/src/core/profiles/worker.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: workerJs, logLevel: 'warning' });
-const parser = new ProfileParser(workerJs);
+const parser = new ProfileParser(profileWorker());
 
 /** A local capture as the run view makes its job: keyed by path, size and mtime now. */
 function job(file: string): CaptureJob & { fetched: number } {

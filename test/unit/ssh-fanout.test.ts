@@ -20,7 +20,7 @@ import { attachRun, formatRunSummary, prefixLine, startDetached, type AttachHand
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import { LineSplitter, execCollect } from '../../extension/src/core/ssh/exec';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
-import { groupAlive, processesWithEnv, waitFor } from '../helpers/process';
+import { groupAlive, processesWithEnv, recordedGroup, waitFor } from '../helpers/process';
 import { freePort, startSshd, sshdAvailable, type SshdInstance } from '../helpers/sshd';
 import { testAddressPrefix } from '../helpers/loopback';
 
@@ -102,7 +102,7 @@ function assertNothingSurvives(fleet: Fleet, runId: string): void {
   for (const w of fleet.workers) {
     const pidFile = path.join(fleet.runDir(w.index, runId), 'pid');
     if (!fs.existsSync(pidFile)) continue; // never started there
-    const pgid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    const pgid = recordedGroup(fleet.runDir(w.index, runId));
     assert.ok(pgid > 1, `pid file of worker ${w.index} holds a pgid`);
     assert.equal(groupAlive(pgid), false, `process group ${pgid} of worker ${w.index} is gone`);
   }

@@ -209,6 +209,32 @@ test('gs:// file_mounts are copied on every host by the real gcloud, from the em
   for (const [rank, name] of ['head', 'worker1', 'worker2', 'worker3'].entries()) assert.ok(r.out.includes(`(${name}, rank=${rank}) a=alpha b=beta files=2 one=not under data/`), r.out.join('\n'));
 });
 
+test('setup runs again when a gs:// mount\'s content changed, not only its name', { skip: !hasGcloud && 'gcloud is not installed on this machine' }, async () => {
+  const bucket = path.join(storageDir(path.join(pod.home, 'emulator')), 'tpw-setup-bucket');
+  fs.mkdirSync(bucket, { recursive: true });
+  fs.writeFileSync(path.join(bucket, 'vocab.txt'), 'v1\n');
+  write('gs-setup.yaml', 'resources: {accelerators: tpu-v5litepod-16}\nfile_mounts: {~/vocab: gs://tpw-setup-bucket}\nsetup: echo "setup saw $(cat ~/vocab/vocab.txt)"\nrun: echo ran\n');
+  const first = await tpw('launch', 'gs-setup.yaml', '-c', 'tl');
+  assert.equal(first.code, 0, first.err.join('\n'));
+  assert.ok(first.out.some((l) => l.endsWith('setup saw v1')), first.out.join('\n'));
+  const same = await tpw('launch', 'gs-setup.yaml', '-c', 'tl');
+  assert.match(same.err.join('\n'), /Setup: unchanged since it last ran on every host/);
+  fs.writeFileSync(path.join(bucket, 'vocab.txt'), 'v2\n');
+  const changed = await tpw('launch', 'gs-setup.yaml', '-c', 'tl');
+  assert.equal(changed.code, 0, changed.err.join('\n'));
+  assert.doesNotMatch(changed.err.join('\n'), /Setup: unchanged/);
+  assert.ok(changed.out.some((l) => l.endsWith('setup saw v2')), changed.out.join('\n'));
+});
+
+test('--secret K=V works but warns that other users can read it; the help says so', async () => {
+  const r = await tpw('launch', 'task.yaml', '--dry-run', '--secret', 'MY_SECRET=visible-in-ps');
+  assert.equal(r.code, 0, r.err.join('\n'));
+  assert.match(r.err.join('\n'), /Warning: --secret MY_SECRET=… puts the value in tpw's command line, which every user of this machine can read \(ps, \/proc\): export MY_SECRET and pass --secret MY_SECRET instead\./);
+  assert.doesNotMatch([...r.out, ...r.err].join('\n'), /visible-in-ps/);
+  const help = await tpw('launch', '--help');
+  assert.match(help.out.join('\n'), /K=V works but other local users can read V in `ps`/);
+});
+
 test('down deletes the VM', async () => {
   const r = await tpw('down', 'tl');
   assert.equal(r.code, 0, r.err.join('\n'));

@@ -194,3 +194,15 @@ test('TPU7x: SkyPilot\'s tpu-tpu7x-8 (tpu- + the Cloud TPU type) is the Cloud TP
   assert.deepEqual(r.problems, []);
   assert.equal(r.task?.acceleratorType, 'tpu7x-8');
 });
+
+test('100,000 envs are read, and a repeated key still refused, without going quadratic', { timeout: 60_000 }, () => {
+  // The timeout only guards against the quadratic check that took minutes here; a linear read takes seconds.
+  const lines = ['resources: {accelerators: tpu-v5litepod-8}', 'envs:'];
+  for (let i = 0; i < 100_000; i++) lines.push(`  V${i}: value${i}`);
+  const parsed = parseTaskYaml([...lines, 'run: echo "$V99999"'].join('\n'));
+  assert.deepEqual(parsed.problems, []);
+  assert.equal(Object.keys(parsed.task?.envs ?? {}).length, 100_000);
+  assert.equal(parsed.task?.envs.V99999, 'value99999');
+  const repeated = parseTaskYaml([...lines, '  V5: again', 'run: echo'].join('\n'));
+  assert.match(repeated.problems.map((p) => p.message).join('\n'), /Map keys must be unique: "V5" at line 100003 \(also at line 8\)/);
+});

@@ -203,11 +203,11 @@ describe('error paths', () => {
       const t0 = Date.now();
       await api.listNodes(P, Z);
       assert.ok(Date.now() - t0 >= 290, `took ${Date.now() - t0} ms`);
+      // A wait of ten minutes: only the abort can end the call within the test's run.
+      emu.rest.setLatency(600_000);
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 50);
-      const t1 = Date.now();
       await assert.rejects(api.listNodes(P, Z, ac.signal), (e) => isTpwError(e, 'CANCELLED'));
-      assert.ok(Date.now() - t1 < 250, `abort took ${Date.now() - t1} ms`);
     } finally {
       emu.rest.clearFaults();
     }

@@ -12,10 +12,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import { analyzeXSpace } from '../../extension/src/core/profiles/analyze';
-import { hostsMessage } from '../../extension/src/core/profiles/hosts';
-import { decodeXSpace } from '../../extension/src/core/profiles/xplane';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
+import { profileWasm } from '../helpers/profiles';
 import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
 
 const rows = (page: Page): Promise<string[]> => page.$$eval('.log-rows .row:not([hidden])', (els) => els.map((e) => e.textContent ?? ''));
@@ -107,7 +105,7 @@ describe('run view webview (built bundle, headless Chromium)', () => {
     await post(page, { type: 'runState', runId: 'run-test', state: 'running', workers: 4 });
   });
 
-  it('keeps a million lines virtual: few DOM rows, fast scroll frames', async () => {
+  it('keeps a million lines virtual: few DOM rows wherever it is scrolled', async () => {
     const t = await page.evaluate(() => {
       const view = (window as unknown as { tpwRunView: { logs: { append(w: number, l: string[]): void; render(): void; store: { length: number } } } }).tpwRunView.logs;
       const t0 = performance.now();
@@ -119,18 +117,20 @@ describe('run view webview (built bundle, headless Chromium)', () => {
       const ingest = performance.now() - t0;
       const scroller = document.querySelector('.log-scroller') as HTMLElement;
       const frames: number[] = [];
+      let dom = 0;
       for (let k = 0; k < 60; k++) {
         scroller.scrollTop = (scroller.scrollHeight * k) / 60;
         const f0 = performance.now();
         view.render();
         frames.push(performance.now() - f0);
+        dom = Math.max(dom, document.querySelectorAll('.log-rows .row').length);
       }
       frames.sort((a, b) => a - b);
-      return { ingest, p95: frames[Math.floor(frames.length * 0.95)], lines: view.store.length, dom: document.querySelectorAll('.log-rows .row').length };
+      return { ingest, p95: frames[Math.floor(frames.length * 0.95)], lines: view.store.length, dom };
     });
     assert.ok(t.lines >= 1_000_000);
-    assert.ok(t.dom < 100, `only on-screen rows exist (${t.dom})`);
-    assert.ok(t.p95 < 16, `scroll frame p95 ${t.p95.toFixed(2)} ms`);
+    assert.ok(t.dom < 100, `only on-screen rows exist, at every scroll position (${t.dom})`);
+    // How fast is for test/bench/runview.bench.ts to say; printed here for the record only.
     console.log(`# 1M lines: ingest ${t.ingest.toFixed(0)} ms, scroll render p95 ${t.p95.toFixed(2)} ms`);
     await page.screenshot({ path: path.join(artifacts, 'logs-1m.png') });
   });
@@ -195,7 +195,7 @@ describe('profile views from a real torch_xla capture', () => {
     const dir = path.join(out, 'profile/plugins/profile');
     const run = readdirSync(dir)[0];
     const file = path.join(dir, run, readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);
-    const summary = analyzeXSpace(decodeXSpace(readFileSync(file)));
+    const summary = profileWasm().analyze(file);
     await page.click('#tab-profiles');
     await post(page, { type: 'profiles', captures: [{ id: 'c1', label: `w0 · ${run}`, worker: 0, location: file }] });
     assert.equal(await page.getAttribute('.captures button', 'data-ready'), 'false');
@@ -263,21 +263,21 @@ describe('profile views from a real torch_xla capture', () => {
 
   it('real TPU and TensorFlow captures: the overview, the roofline column, and what an op-less capture holds', async () => {
     const real = path.join(repo, 'test/fixtures/profiles/real');
-    const tpu = analyzeXSpace(decodeXSpace(readFileSync(path.join(real, 'tpu-v6e-4-inference.xplane.pb'))));
+    const tpu = profileWasm().analyze(path.join(real, 'tpu-v6e-4-inference.xplane.pb'));
     await postProfile(page, 'c1', tpu);
     await page.waitForSelector('.overview p');
     assert.match((await page.textContent('.overview p')) ?? '', /^4 × TPU v6 Lite on 1 host: devices ran ops .+ \(13\.4% idle\)\. Peak 918 TFLOP\/s, 1638 GB\/s HBM per chip\.$/);
     assert.match((await page.textContent('.steps p')) ?? '', /No steps: .* 17 ops ran; see the op profile\./);
     const heads = await page.$$eval('.ops details[open] th', (t) => t.map((e) => e.textContent));
     assert.deepEqual(heads.slice(-2), ['FLOP/byte', 'bound by']);
-    const tf = analyzeXSpace(decodeXSpace(readFileSync(path.join(real, 'tf-8gpu-multi-worker.xplane.pb'))));
+    const tf = profileWasm().analyze(path.join(real, 'tf-8gpu-multi-worker.xplane.pb'));
     await postProfile(page, 'c1', tf);
     await page.waitForSelector('.ops p.muted');
     assert.match((await page.textContent('.ops p.muted')) ?? '', /^No XLA ops ran on a device in this capture\. It holds [\d,. k]+ events: \/host:CPU \(/);
     assert.equal(await page.$$eval('.steps tbody tr', (r) => r.length), 1, "one step, from the devices' Steps lines");
     await page.screenshot({ path: path.join(artifacts, 'profile-real-tf.png'), fullPage: true });
     // H200, CUDA command buffers on: 8 annotated steps, and instead of an op table, what the kernels named and the flag.
-    const graphs = analyzeXSpace(decodeXSpace(readFileSync(path.join(real, 'h200-jax-transformer.xplane.pb'))));
+    const graphs = profileWasm().analyze(path.join(real, 'h200-jax-transformer.xplane.pb'));
     await postProfile(page, 'c1', graphs);
     await page.waitForSelector('.ops p.muted');
     assert.match((await page.textContent('.overview p')) ?? '', /^1 × Nvidia GPU \(Hopper\) on 1 host:/);
@@ -295,8 +295,8 @@ describe('profile views from a real torch_xla capture', () => {
     await post(page, { type: 'profiles', captures: [{ id: 'h0', label: 'w0', worker: 0, location: trainer }, { id: 'h1', label: 'w1', worker: 1, location: tfFile }] });
     await page.click('text=Compare hosts (2)');
     assert.deepEqual((await posted(page)).at(-1), { type: 'compareProfiles', ids: ['h0', 'h1'] });
-    const hosts = [trainer, tfFile].map((file) => ({ file, summary: analyzeXSpace(decodeXSpace(readFileSync(file))) }));
-    const m = hostsMessage(hosts);
+    const hosts = [trainer, tfFile].map((file) => ({ file, summary: profileWasm().analyze(file) }));
+    const m = profileWasm().hosts([trainer, tfFile]);
     const avg = (k: number) => hosts[k].summary.steps.reduce((a, st) => a + st.totalUs, 0) / hosts[k].summary.steps.length;
     const slowest = avg(0) > avg(1) ? m.hosts[0].host : m.hosts[1].host;
     assert.equal(m.slowest, slowest);

@@ -22,10 +22,15 @@ By backend:
                 Async: the state is copied to host memory on the training thread
                 (the only time training is blocked; the host buffers are reused, so
                 after the first save it is one memcpy) and written by a worker thread.
-  sharded       (XLA SPMD) the backend's ShardedCheckpointing: planners that write
-                each device's shards and reshard on load to whatever mesh the model
-                has now (torch_xla's SPMDSavePlanner / SPMDLoadPlanner over a gloo
-                process group). Async saves copy the shards to host memory first.
+  sharded       the backend's ShardedCheckpointing: planners that write each device's
+                shards and reshard on load to whatever mesh the model has now. Native
+                (FSDP2 / DTensor over several ranks): DCP's default planners over a gloo
+                group of the checkpoint's own, every rank writing its shards of one
+                checkpoint and rank 0 committing it, so the checkpoint.dir must be one
+                that every host sees (one host, gs://..., a shared filesystem); it loads
+                onto another world size or mesh too. XLA SPMD: torch_xla's
+                SPMDSavePlanner / SPMDLoadPlanner over a gloo process group. Async saves
+                copy the shards to host memory first.
   XLA (1 device) tensors are moved to the host and saved as plain torch.
 """
 
@@ -142,9 +147,11 @@ class Checkpointer:
         """Write `state` as step `step`. Returns once the training loop may change the live tensors."""
         t0 = time.perf_counter()
         self.wait()  # one save in flight at a time; also commits the previous one
-        self._remove_incomplete()
+        if self.sharded is None or self.sharded.coordinator:  # one rank tidies a directory all ranks share
+            self._remove_incomplete()
         if self.sharded is not None:
             save_planner, _ = self.sharded.planners()
+            self.sharded.barrier()  # no rank writes into step_N.tmp before the tidying above is done
             if blocking or not self.cfg.async_save:
                 self._write(step, state, save_planner)
                 self._prune()
@@ -183,21 +190,24 @@ class Checkpointer:
 
     def _write(self, step: int, state: dict[str, Any], planner: Any) -> int:
         final = self._dir(step)
+        group = self.sharded.process_group() if self.sharded is not None else None
+        commits = self.sharded is None or self.sharded.coordinator
         if _is_local(self.root):
             tmp = _local_path(final) + ".tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            dcp.save(state, storage_writer=dcp.FileSystemWriter(tmp), planner=planner, no_dist=planner is None)
-            self._mark(tmp, step)
-            shutil.rmtree(_local_path(final), ignore_errors=True)
-            Path(tmp).rename(_local_path(final))
+            dcp.save(state, storage_writer=dcp.FileSystemWriter(tmp), planner=planner, process_group=group,
+                     no_dist=planner is None)
+            # DCP returns on every rank once rank 0 has written the metadata, i.e. after every rank's shards.
+            if commits:
+                self._mark(tmp, step)
+                shutil.rmtree(_local_path(final), ignore_errors=True)
+                Path(tmp).rename(_local_path(final))
         else:
             from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
 
-            if self.fs.exists(final):
-                self.fs.rm(final, recursive=True)
             dcp.save(state, storage_writer=FsspecWriter(f"{self.root}/step_{step:08d}"), planner=planner,
-                     no_dist=planner is None)
-            self._mark(final, step)
+                     process_group=group, no_dist=planner is None)
+            if commits:
+                self._mark(final, step)
         return step
 
     def _mark(self, directory: str, step: int) -> None:
@@ -220,10 +230,13 @@ class Checkpointer:
         self._prune()
 
     def _prune(self) -> None:
+        if self.sharded is not None and not self.sharded.coordinator:
+            return
         for step in self.complete_steps()[: -self.cfg.keep]:
             self.fs.rm(self._dir(step), recursive=True)
 
     def _remove_incomplete(self) -> None:
+        # A step's leftovers (a killed save's step_N.tmp, or a marker-less step_N on an object store).
         for entry in self.fs.ls(self.base, detail=False):
             name = entry.rstrip("/").rsplit("/", 1)[-1]
             if (name.endswith(".tmp") and name.startswith("step_")) or (
@@ -241,7 +254,7 @@ class Checkpointer:
         if self.sharded is not None:
             _, load_planner = self.sharded.planners()
             reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)
-            dcp.load(state, storage_reader=reader, planner=load_planner)
+            dcp.load(state, storage_reader=reader, planner=load_planner, process_group=self.sharded.process_group())
             return state
         host = _to_host(state, clone=True)
         reader = dcp.FileSystemReader(_local_path(url)) if _is_local(url) else _fsspec_reader(url)

@@ -275,21 +275,33 @@ class TrainConfig:
     )
     distributed: str = opt(
         "auto",
-        "Multi-host data parallelism without a TPU pod runtime (e.g. the emulator's workers on CPU): `gloo` "
+        "How hosts join. tpu/cuda/cpu: `auto` and `gloo` join every host of TPU_WORKER_HOSTNAMES (and of every "
+        "slice of MEGASCALE_NUM_SLICES) into one torch.distributed world; `off`: every host trains alone. "
+        "xla: multi-host data parallelism without a TPU pod runtime (e.g. the emulator's workers on CPU): `gloo` "
         "joins the hosts of TPU_WORKER_HOSTNAMES in one gloo process group (rank TPU_WORKER_ID, rendezvous "
         "on the first host) and averages gradients and losses over it; with MEGASCALE_NUM_SLICES (multislice) "
         "the hosts of every slice join, slice-major, at MEGASCALE_COORDINATOR_ADDRESS's host; `auto`: gloo "
         "when there are several hosts and the device is not a TPU; `off`: every host trains alone.",
         enum=["auto", "gloo", "off"],
     )
-    coordinator_port: int = opt(8476, "TCP port of the gloo rendezvous on the first host (of slice 0).", minimum=1)
+    coordinator_port: int = opt(
+        29500, "TCP port of the rendezvous on the first host (of slice 0): MASTER_PORT on the native path "
+        "(torchrun's and TorchTPU's default), the gloo rendezvous of device=xla's hosts.", minimum=1)
     distributed_timeout_s: int = opt(180, "How long workers wait for each other to join (seconds).", minimum=1)
     device: str = opt(
         "auto",
-        "`xla`: torch_xla (PJRT_DEVICE picks TPU/CPU); `cpu`: plain PyTorch; "
-        "`auto`: xla when torch_xla imports and PJRT_DEVICE is set, else cpu.",
-        enum=["auto", "xla", "cpu"],
+        "`tpu`: TorchTPU (torch_tpu), one process per TPU device; `cuda`: one process per GPU (nccl); `cpu`: "
+        "plain PyTorch (gloo between processes); `xla`: torch_xla, legacy (PJRT_DEVICE picks TPU/CPU); `auto`: "
+        "xla when PJRT_DEVICE is set and torch_xla is installed, else tpu where a TPU and torch_tpu exist, "
+        "cuda where a GPU exists, else cpu.",
+        enum=["auto", "tpu", "cuda", "cpu", "xla"],
     )
+    nproc_per_node: int = opt(
+        0, "Processes (ranks) per host on tpu/cuda/cpu: 0 starts one per local device (TPU devices, GPUs; one on "
+        "CPU). More than one CPU process per host shards the model over them with gloo, as a TPU host's devices.",
+        minimum=0)
+    compile: bool = opt(
+        False, "torch.compile each decoder layer (tpu/cuda/cpu; TorchTPU's compiler on TPU, inductor elsewhere).")
     num_threads: int = opt(
         0, "torch intra-op threads (0 keeps torch's default). Use 1 when several workers share a host.", minimum=0
     )

@@ -1,5 +1,8 @@
-"""Data parallelism across hosts over a gloo process group, for multi-host runs
-without a TPU pod runtime: the emulator's workers (each a process on loopback,
+"""The hosts and slices of a run, and how the ranks act as one group.
+
+NativeRanks (at the end) is the native path's group: one process per device, FSDP2 inside.
+The rest is the torch_xla (legacy) path's data parallelism across hosts over a gloo process
+group, for multi-host runs without a TPU pod runtime: the emulator's workers (each a process on loopback,
 told TPU_WORKER_ID and TPU_WORKER_HOSTNAMES like a TPU VM's workers) or CPU hosts.
 
 Every rank draws the same global batch and trains on its own rows of it; after
@@ -24,9 +27,10 @@ this module then stays off.
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -57,33 +61,33 @@ class Slices:
     coordinator: str | None = None  # host of slice 0's worker 0 (MEGASCALE_COORDINATOR_ADDRESS without the port)
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+def env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
     if not raw:
         return default
     if not raw.isdigit():
-        raise ConfigError(f"{name}={raw!r} is not a whole number (the TPU runtime sets it for multislice runs)")
+        raise ConfigError(f"{name}={raw!r} is not a whole number (the TPU runtime sets it)")
     return int(raw)
 
 
-def _host_of(address: str) -> str:
+def host_of(address: str) -> str:
     """'10.0.0.2:8080' -> '10.0.0.2'; '[::1]:8080' -> '::1'; a bare host stays as it is."""
     if address.startswith("["):
         return address[1:].split("]", 1)[0]
     return address.rsplit(":", 1)[0] if address.count(":") == 1 else address
 
 
-def slices() -> Slices:
+def slices(env: Mapping[str, str] = os.environ) -> Slices:
     """This host's slice from MEGASCALE_NUM_SLICES / MEGASCALE_SLICE_ID / MEGASCALE_COORDINATOR_ADDRESS."""
-    count = _env_int("MEGASCALE_NUM_SLICES", 1)
-    index = _env_int("MEGASCALE_SLICE_ID", 0)
+    count = env_int(env, "MEGASCALE_NUM_SLICES", 1)
+    index = env_int(env, "MEGASCALE_SLICE_ID", 0)
     if count < 1:
         raise ConfigError("MEGASCALE_NUM_SLICES=0: a multislice run has at least one slice")
     if index >= count:
         raise ConfigError(f"MEGASCALE_SLICE_ID={index} is not an index into the {count} slices of "
                           f"MEGASCALE_NUM_SLICES")
-    address = os.environ.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
-    return Slices(count, index, _host_of(address) if address else None)
+    address = env.get("MEGASCALE_COORDINATOR_ADDRESS", "").strip()
+    return Slices(count, index, host_of(address) if address else None)
 
 
 def dcn_slices(dcn: MeshConfig) -> int:
@@ -124,6 +128,10 @@ class DataParallel:
         """This rank's rows of the global batch."""
         per = global_batch // self.world
         return slice(self.rank * per, (self.rank + 1) * per)
+
+    def report(self, loss: torch.Tensor) -> torch.Tensor:
+        """The loss to log: `average` returned the group's mean already."""
+        return loss
 
     def average(self, grads: Iterable[torch.Tensor | None], loss: torch.Tensor) -> torch.Tensor:
         """Average the gradients in place and return the averaged loss, in one all-reduce.
@@ -220,3 +228,52 @@ def setup(mode: str, worker: int, is_tpu_runtime: bool, port: int, timeout_s: in
 
 def _loopback_ifname(host: str) -> str | None:
     return "lo" if host.startswith("127.") or host in ("localhost", "::1") else None
+
+
+class NativeRanks(DataParallel):
+    """The ranks of the native path (backends/native.py), seen as the loop sees a group: FSDP2 has
+    averaged the gradients already, so `average` leaves them; the loss logged is the mean over
+    every rank; stop and resume decisions go over the backend's gloo control group."""
+
+    def __init__(self, backend: "NativeLike"):
+        super().__init__(rank=backend.rank, world=backend.num_devices, slices=slices().count,
+                         slice_index=slices().index)
+        self.backend = backend
+
+    def rows(self, global_batch: int) -> slice:
+        return self.backend.rows(global_batch)
+
+    def average(self, grads: Iterable[torch.Tensor | None], loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    def report(self, loss: torch.Tensor) -> torch.Tensor:
+        return self.backend.mean_over_ranks(loss)
+
+    def any(self, flag: bool) -> bool:
+        return self.backend.any(flag)
+
+    def agree(self, value: int, what: str) -> None:
+        self.backend.agree(value, what)
+
+    def describe(self) -> str:
+        where = f" slice {self.slice_index}/{self.slices}" if self.slices > 1 else ""
+        return f"rank {self.rank}/{self.world}{where} ({self.backend.pg_backend})"
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class NativeLike(Protocol):
+    """What NativeRanks needs of backends/native.py's NativeBackend (not imported here: it imports torch_tpu lazily)."""
+
+    rank: int
+    num_devices: int
+
+    @property
+    def pg_backend(self) -> str: ...
+
+    def rows(self, global_batch: int) -> slice: ...
+    def mean_over_ranks(self, value: torch.Tensor) -> torch.Tensor: ...
+    def any(self, flag: bool) -> bool: ...
+    def agree(self, value: int, what: str) -> None: ...
+    def close(self) -> None: ...

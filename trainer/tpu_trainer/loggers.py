@@ -68,13 +68,17 @@ class StepLogger:
     def __init__(self, out_dir: Path, cfg: LoggingConfig, backend: Backend, run_config: dict[str, Any],
                  keep_until_step: int = 0,
                  prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 after: Callable[[dict[str, Any]], None] | None = None):
+                 after: Callable[[dict[str, Any]], None] | None = None, enabled: bool = True):
         # prepare: fills the fields known only once the step has run (timing, memory);
         # after: the stdout line and divergence check. Both run where the values are on the host.
-        self.backend = backend
+        # enabled=False: a rank that is not its host's leader writes nothing (the leader's loss is the ranks' mean).
+        self.backend, self.enabled = backend, enabled
         self.prepare, self.after = prepare, after
-        self.writers: list[Any] = [MetricsWriter(out_dir / "metrics.jsonl", keep_until_step=keep_until_step)]
+        self.writers: list[Any] = []
         self.disabled: list[str] = []
+        if not enabled:
+            return
+        self.writers.append(MetricsWriter(out_dir / "metrics.jsonl", keep_until_step=keep_until_step))
         if cfg.tensorboard:
             self._optional("tensorboard", lambda: TensorBoardWriter(out_dir / "tb"))
         if cfg.wandb:
@@ -91,7 +95,8 @@ class StepLogger:
 
     def log(self, record: dict[str, Any]) -> None:
         """Write `record`; tensor values are read on the host only when that costs no sync."""
-        self.backend.add_step_closure(self._emit, (record,))
+        if self.enabled:
+            self.backend.add_step_closure(self._emit, (record,))
 
     def _emit(self, record: dict[str, Any]) -> None:
         rec = {k: _plain(v) for k, v in record.items()}

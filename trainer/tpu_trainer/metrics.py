@@ -43,6 +43,7 @@ PEAK_FLOPS = {
     "tpuv7": 2307e12,  # "TPU v7"
     "a100": 312e12,
     "h100": 989e12,
+    "h200": 989e12,  # the H100's tensor cores with more memory: 989 TFLOP/s dense bf16 (SXM)
 }
 
 # Devices per chip where a chip is more than one device to the runtime: each TPU7x chip's two
@@ -67,7 +68,7 @@ def _table_key(kind: str) -> str | None:
     k = normalize_kind(kind)
     # Longest key first so 'tpuv5lite' wins over 'tpuv5'.
     for key in sorted(PEAK_FLOPS, key=len, reverse=True):
-        if k.startswith(key) or (key in ("a100", "h100") and key in k):
+        if k.startswith(key) or (key in ("a100", "h100", "h200") and key in k):
             return key
     return None
 

@@ -84,6 +84,7 @@ gloo (distributed.py).
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -92,12 +93,14 @@ from typing import Any
 
 import torch
 
-from . import backends
+from . import backends, launch
 from . import data as data_lib
 from . import distributed as dist_lib
 from .backends import Backend
+from .backends.native import NativeBackend, check_batch_split, refuse_without
 from .checkpoint import Checkpointer, capture, restore
 from .config import ConfigError, TrainConfig, register_configs, resolve_aliases, validate
+from .hardware import local_tpus
 from .loggers import StepLogger
 from .losses import LossFn, build_loss
 from .meter import StepMeter
@@ -110,12 +113,14 @@ from .preemption import PREEMPTED_EXIT_CODE, PreemptionWatcher
 from .profiler import Profiler
 from .schedules import build_scheduler
 from .schema import CONFIG_DIR
+from .sharding import resolve_mesh
 
 
 def log(msg: str) -> None:
     # flush on every line: stdout is a file or pipe under TPU Workbench, and the
-    # run view tails it live.
-    print(msg, flush=True)
+    # run view tails it live. One process per host speaks (backends.host_leader).
+    if backends.host_leader():
+        print(msg, flush=True)
 
 
 @dataclass
@@ -152,7 +157,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     run.backend.sync()  # materialise params and optimizer state on the device before the first step
     meter, profiler = start_metering(run)
     logger = StepLogger(run.out_dir, cfg.logging, run.backend, dataclasses.asdict(cfg),
-                        keep_until_step=run.start_step, prepare=meter.prepare, after=meter.after)
+                        keep_until_step=run.start_step, prepare=meter.prepare, after=meter.after,
+                        enabled=backends.host_leader())
     t_start = time.perf_counter()
     status = "ok"
     try:
@@ -184,34 +190,42 @@ def setup(cfg: TrainConfig) -> Run:
         # each spawning a thread per core thrash the caches and the scheduler.
         torch.set_num_threads(cfg.num_threads)
     worker = dist_lib.worker_id()
-    backend = backends.select(cfg.device)
+    backend = backends.select(cfg.device, timeout_s=cfg.distributed_timeout_s)
     mesh = backend.build_mesh(cfg.ici_mesh, cfg.dcn_mesh)
     backend.check_batch(cfg.global_batch_size, cfg.model.sharding)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for note in notes:
         log(note)
-    dp = dist_lib.setup(cfg.distributed, worker, backend.is_tpu, cfg.coordinator_port, cfg.distributed_timeout_s,
-                        cfg.global_batch_size, cfg.dcn_mesh)
-    # This process's rows of each global batch: its share under gloo data parallelism,
-    # its host's share of an SPMD pod (Backend.to_device assembles the global batch).
-    batch, hosts, host = cfg.global_batch_size, backend.num_hosts, backend.host_index
-    rows = dp.rows(batch) if dp.active else slice(host * batch // hosts, (host + 1) * batch // hosts)
+    batch = cfg.global_batch_size
+    dp: dist_lib.DataParallel
+    if isinstance(backend, NativeBackend):
+        # Without a TPU runtime's slice index the slices are those MEGASCALE_NUM_SLICES names, as under gloo.
+        dist_lib.check_dcn(cfg.dcn_mesh, dist_lib.slices(), gloo=True)
+        dp = dist_lib.NativeRanks(backend)
+        rows = dp.rows(batch)  # this rank's place along data x fsdp
+    else:
+        dp = dist_lib.setup(cfg.distributed, worker, backend.is_tpu, cfg.coordinator_port, cfg.distributed_timeout_s,
+                            batch, cfg.dcn_mesh)
+        # This process's rows of each global batch: its share under gloo data parallelism,
+        # its host's share of an SPMD pod (Backend.to_device assembles the global batch).
+        hosts, host = backend.num_hosts, backend.host_index
+        rows = dp.rows(batch) if dp.active else slice(host * batch // hosts, (host + 1) * batch // hosts)
 
     # Build and initialise on the host, then move: the init is then bit-identical
-    # on CPU and XLA for a given seed (and on every host).
+    # on CPU and XLA for a given seed (and on every host and rank, whatever the mesh).
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model)
     n_params = count_params(model)
     model.to(backend.device)
-    parallelize(model, backend, cfg.model)
+    loss_fn = build_loss(cfg.loss)
+    parallelize(model, backend, cfg.model, loss_fn, compile=cfg.compile)
     model.train()
     optimizer = build_optimizer(model, cfg.optimizer)
     init_state(optimizer)
     scheduler = build_scheduler(optimizer, cfg.scheduler, cfg.max_steps)
     batches = data_lib.batches(cfg.data, cfg.model.vocab_size, cfg.global_batch_size, cfg.block_size, cfg.seed,
                                cfg.dataset_name, cfg.dataset_config_name, log)
-    loss_fn = build_loss(cfg.loss)
     ckpt = None
     if cfg.checkpoint.enabled or cfg.resume != "none":
         ckpt = Checkpointer(cfg.checkpoint, cfg.checkpoint.dir or str(out_dir / "checkpoints"),
@@ -255,7 +269,8 @@ def start_metering(run: Run) -> tuple[StepMeter, Profiler]:
     if run.resumed_from:
         log(f"resumed from {run.resumed_from} at step {run.start_step}")
     meter = StepMeter(backend, run.worker, cfg.global_batch_size * cfg.block_size,
-                      flops_per_token(cfg.model, cfg.block_size), peak, backend.num_devices * run.dp.world,
+                      flops_per_token(cfg.model, cfg.block_size), peak,
+                      run.dp.world * (backend.num_devices if backend.spmd else 1),
                       run.start_step, log)
     return meter, profiler
 
@@ -300,7 +315,7 @@ def train_step(run: Run, logger: StepLogger, step: int) -> tuple[torch.Tensor, t
     lr = run.optimizer.param_groups[0]["lr"]  # a Python float: reading it costs no sync
     params = [p for p in model.parameters() if p.requires_grad]
 
-    loss = run.loss_fn(model.hidden_states(inputs), model.lm_head.weight, targets)
+    loss = model(inputs, targets)  # the model's loss_fn (parallelize.apply_loss)
     loss.backward()
     loss = run.dp.average((p.grad for p in params), loss)  # no-op on one host
     grad_norm = clip_gradients(params, cfg.optimizer)
@@ -311,7 +326,7 @@ def train_step(run: Run, logger: StepLogger, step: int) -> tuple[torch.Tensor, t
         # Device tensors go to the logger as they are: on XLA it registers a step closure
         # that the next sync hands to torch_xla's closure thread, which reads the values
         # once the device has run the step; the host never waits.
-        logger.log({"step": step, "loss": loss.detach(), "lr": lr,
+        logger.log({"step": step, "loss": run.dp.report(loss.detach()), "lr": lr,
                     "grad_norm": None if grad_norm is None else grad_norm.detach()})
     return loss, grad_norm
 
@@ -346,7 +361,8 @@ def summarise(run: Run, status: str, wall: float, meter: StepMeter, profiler: Pr
     report = run.backend.write_report(run.out_dir / "xla_metrics.txt")
     if report:
         summary["xla_metrics"] = str(report)
-    (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if backends.host_leader():
+        (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     log(
         "summary "
         + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items() if v is not None)
@@ -362,6 +378,34 @@ def exit_for(status: str, step: int) -> None:
         raise SystemExit(PREEMPTED_EXIT_CODE)
     if status == "diverged":
         raise SystemExit(f"loss is not finite at step {step}; stopping")
+
+
+def launch_ranks(cfg: TrainConfig) -> int | None:
+    """On the native path with several local devices: start one rank per device with the launch
+    contract (launch.py) and return the host's exit code. None: this process is the (only) rank;
+    with one device per host it joins the other hosts itself, with the contract in its environment."""
+    device = backends.resolve(cfg.device)
+    if device == "xla" or launch.is_launched_rank():
+        return None
+    if device == "tpu":
+        refuse_without(device)  # one line, before any rank starts
+    nproc = cfg.nproc_per_node or launch.local_devices(device)
+    env = dict(os.environ)
+    if cfg.distributed == "off":  # every host trains alone
+        env = {k: v for k, v in env.items() if k not in ("TPU_WORKER_HOSTNAMES", "TPU_WORKER_ID")
+               and not k.startswith("MEGASCALE_")}
+    dist_lib.check_dcn(cfg.dcn_mesh, dist_lib.slices(env), gloo=True)
+    plan = launch.launch_env(env, device, nproc, cfg.coordinator_port, local_tpus())
+    if plan.world == 1:
+        return None
+    # What would stop every rank once they have met, said before any rank waits for the others.
+    ici, dcn = resolve_mesh(cfg.ici_mesh, cfg.dcn_mesh, plan.world)
+    check_batch_split(cfg.global_batch_size, ici[0] * dcn[0] * ici[1] * dcn[1])
+    if nproc == 1:
+        os.environ.update({**plan.common, **plan.ranks[0]})
+        return None
+    # The ranks compose the same config; output_dir's default has a timestamp, so pass the resolved one.
+    return launch.run_ranks(plan, [*sys.argv[1:], f"output_dir={cfg.output_dir}"], env)
 
 
 def _hydra_entry() -> None:
@@ -387,6 +431,9 @@ def _hydra_entry() -> None:
             print(f"config error: {where + ': ' if where else ''}{first}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
         try:
+            code = launch_ranks(obj)
+            if code is not None:
+                raise SystemExit(code)
             train(obj)
         except ConfigError as e:
             print(f"config error: {e}", file=sys.stderr, flush=True)

@@ -3,7 +3,6 @@
  * timeline, Chrome trace export, and the health panel built from the torch_xla metrics report.
  */
 import type { HealthFinding, OpRow, ProfileCapture, ProfileHostsMessage, ProfileSummary, StepBreakdown } from '../../protocol/run-view-messages';
-import { NO_STEPS_NOTE, STEP_SOURCE, unattributedNote } from '../../protocol/profile-notes';
 import { hostsSection } from './profile-hosts';
 import { button, el, fmtNum, fmtUs } from './dom';
 import { Timeline } from './timeline';
@@ -186,11 +185,11 @@ export class ProfileView {
     const steps: StepBreakdown[] = s.steps;
     const sec = el('section', 'steps');
     const h = el('h2');
-    h.textContent = s.overview.stepSource === 'none' ? 'Step time' : `Step time (${STEP_SOURCE[s.overview.stepSource]})`;
+    h.textContent = s.overview.stepSource === 'none' ? 'Step time' : `Step time (${s.notes.steps})`;
     sec.append(h);
     if (!steps.length) {
       const p = el('p', 'muted');
-      p.textContent = `${NO_STEPS_NOTE} ${s.ops.length ? `${s.ops.length} ops ran; see the op profile.` : this.holds(s)}`;
+      p.textContent = `${s.notes.steps} ${s.ops.length ? `${s.ops.length} ops ran; see the op profile.` : this.holds(s)}`;
       sec.append(p);
       return sec;
     }
@@ -230,7 +229,7 @@ export class ProfileView {
     const ops = this.summary?.ops ?? [];
     if (!ops.length && this.summary) {
       const p = el('p', 'muted');
-      p.textContent = unattributedNote(this.summary.unattributedKernels, fmtUs) || `No XLA ops ran on a device in this capture. ${this.holds(this.summary)}`;
+      p.textContent = this.summary.notes.unattributed || `No XLA ops ran on a device in this capture. ${this.holds(this.summary)}`;
       sec.append(p);
       return sec;
     }
@@ -253,7 +252,7 @@ export class ProfileView {
       sec.append(d);
     }
     if (sorted[0]) (sec.querySelector('details') as HTMLDetailsElement).open = true;
-    const note = this.summary ? unattributedNote(this.summary.unattributedKernels, fmtUs) : '';
+    const note = this.summary?.notes.unattributed ?? '';
     if (note) {
       const p = el('p', 'muted');
       p.textContent = note;

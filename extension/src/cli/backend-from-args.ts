@@ -1,4 +1,5 @@
 import { openBackend, type Backend } from '../core/backend';
+import { TpwError } from '../core/errors';
 import type { GlobalOptions } from './context';
 
 /**
@@ -10,9 +11,17 @@ export function openCliBackend(g: GlobalOptions, onNotice: (m: string) => void =
   const zones = g.zone ? [g.zone] : envZones;
   // Bastion / IAP for real VMs: TPW_SSH_PROXY_JUMP=user@host[:port], TPW_SSH_PROXY_COMMAND='["prog","arg",...]'.
   let command: string[] | undefined;
-  if (process.env.TPW_SSH_PROXY_COMMAND) {
-    const v: unknown = JSON.parse(process.env.TPW_SSH_PROXY_COMMAND);
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new Error('TPW_SSH_PROXY_COMMAND must be a JSON array of strings (an argv).');
+  const raw = process.env.TPW_SSH_PROXY_COMMAND;
+  if (raw) {
+    let v: unknown;
+    try {
+      v = JSON.parse(raw);
+    } catch {
+      v = undefined;
+    }
+    if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'string')) {
+      throw new TpwError('INVALID_ARGUMENT', `TPW_SSH_PROXY_COMMAND must be a JSON array of strings (an argv, e.g. '["ssh", "-W", "%h:%p", "bastion"]'), not ${JSON.stringify(raw.slice(0, 80))}.`);
+    }
     command = v as string[];
   }
   const sshProxy = { jump: process.env.TPW_SSH_PROXY_JUMP || undefined, command };

@@ -14,18 +14,21 @@ import { positionalsUpTo, requireArg, UsageError, type CommandContext } from './
  */
 
 /** `--env K=V` as given, `--env K` from this process's environment (as `sky launch` reads them). */
+function listOf(values: unknown): string[] {
+  const list: unknown[] = values === undefined ? [] : Array.isArray(values) ? values : [values];
+  return list.filter((x): x is string => typeof x === 'string');
+}
+
 function resolvePairs(values: unknown, flag: '--env' | '--secret'): Record<string, string> {
   const out: Record<string, string> = {};
-  const list = values === undefined ? [] : Array.isArray(values) ? values : [values];
-  for (const item of list) {
-    if (typeof item !== 'string') continue;
+  for (const item of listOf(values)) {
     const eq = item.indexOf('=');
     const key = eq < 0 ? item : item.slice(0, eq);
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new UsageError(`${flag} "${eq < 0 ? item : `${key}=…`}": ${key || 'the name'} is not a variable name`);
     if (eq >= 0) out[key] = item.slice(eq + 1);
     else {
       const v = process.env[key];
-      if (v === undefined) throw new UsageError(`${flag} ${key}: ${key} is not set in your environment (set it, or pass ${flag} ${key}=VALUE)`);
+      if (v === undefined) throw new UsageError(`${flag} ${key}: ${key} is not set in your environment (export it, then pass ${flag} ${key} again)`);
       out[key] = v;
     }
   }
@@ -46,6 +49,10 @@ export function execCommand(ctx: CommandContext): Promise<number> {
 async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPath: string, cluster: string | undefined): Promise<number> {
   const envOverrides = resolvePairs(ctx.values.env, '--env');
   const secretOverrides = resolvePairs(ctx.values.secret, '--secret');
+  for (const item of listOf(ctx.values.secret).filter((x) => x.includes('='))) {
+    const key = item.slice(0, item.indexOf('='));
+    ctx.err(`Warning: --secret ${key}=… puts the value in tpw's command line, which every user of this machine can read (ps, /proc): export ${key} and pass --secret ${key} instead.`);
+  }
   const backend = await openCliBackend(ctx.globals);
   const interrupt = stopOnInterrupt(ctx, 'Stopping on every host');
   try {

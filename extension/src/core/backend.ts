@@ -113,7 +113,7 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
     throw new TpwError('EMULATOR_NOT_RUNNING', 'The local TPU emulator is not running: start it with `tpw emulator start` (or "TPU: Start Local Emulator").');
   }
   const privateKey = fs.readFileSync(endpoint.clientKeyPath);
-  const compute = new ComputeTpuProvider(emulatorComputeClients(endpoint));
+  const compute = new ComputeTpuProvider(emulatorComputeClients(endpoint, dir));
   const api = withComputeSlices(emulatorTpuApi(endpoint), compute);
   const osLogin = emulatorOsLogin(endpoint);
   const osLoginUser = osLoginUsers(compute, osLogin, endpoint.project, opts.onNotice);

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { attachDebugpyToRun } from '../core/debug/attach-pid';
-import { attachConfiguration, debugPort, debugRunEnv, forwardDebugpy, prepareDebugpy, TPU_DEBUG_TYPE, waitForDebugpy, type DebugPlan } from '../core/debug/debugpy';
+import { attachConfiguration, debugRunEnv, forwardDebugpy, prepareDebugpy, TPU_DEBUG_TYPE, waitForDebugpy, type DebugPlan } from '../core/debug/debugpy';
 import { describeError, TpwError } from '../core/errors';
 import { isActive, listRuns, loadRun, remoteWorkspaceDir, workersOfRecord, type RunRecord } from '../core/run/engine';
 import type { ConnectionManager } from '../core/ssh/connection';
@@ -12,15 +12,15 @@ import type { RunManager } from './run';
 import { RunItem } from './runs-tree';
 
 /**
- * "Debug on TPU" and "Attach Debugger": a VS Code debug session on a worker's Python, through a forwarded
- * port on the run's SSH connection, with the synced workspace mapped to the local folder.
+ * "Debug on TPU" and "Attach Debugger": a VS Code debug session on a worker's Python, through a unix socket
+ * forwarded over the run's SSH connection (core/debug/debugpy.ts), with the synced workspace mapped to the
+ * local folder. Neither end is a TCP port: only this user reaches the debugger, on the workstation and on the VM.
  *
- * The session's type is our own `tpu-debugpy`, not the Python Debugger extension's `debugpy`: debugpy's
- * listening socket (debugpy.listen() on the worker) is itself a Debug Adapter Protocol server, its adapter, so
- * VS Code talks to it directly as a DebugAdapterServer — which is all ms-python.debugpy does for an
- * attach-by-connect configuration. Using ours always means one path to test, no dependency on another
- * extension being installed (or allowed: code-server and some editors cannot install it), and the same
- * attach arguments (pathMappings, justMyCode) reaching the same adapter.
+ * The session's type is our own `tpu-debugpy`, not the Python Debugger extension's `debugpy`: the worker's
+ * listener (pydevd, debugpy's debugger, core/debug/worker-python.ts) is itself a Debug Adapter Protocol
+ * server, so VS Code talks to it directly as a DebugAdapterNamedPipeServer (a unix socket). Using ours always
+ * means one path to test, no dependency on another extension being installed (or allowed: code-server and some
+ * editors cannot install it), and the same attach arguments (pathMappings, justMyCode) reaching the same adapter.
  */
 
 /** Registers the adapter of the `tpu-debugpy` type: the local end of a tunnel to a worker's debugpy. */
@@ -28,13 +28,11 @@ export function registerTpuDebugAdapter(ctx: Ctx): void {
   ctx.own(
     vscode.debug.registerDebugAdapterDescriptorFactory(TPU_DEBUG_TYPE, {
       createDebugAdapterDescriptor(session) {
-        const connect = (session.configuration as { connect?: { host?: unknown; port?: unknown } }).connect;
-        const port = Number(connect?.port);
-        if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-          throw new TpwError('INVALID_ARGUMENT', `Debug configuration "${session.name}" needs "connect": { "port": N } naming the local port of a debugpy tunnel (use "Debug on TPU" or "Attach Debugger" to make one).`);
+        const socket = (session.configuration as { socket?: unknown }).socket;
+        if (typeof socket !== 'string' || !path.isAbsolute(socket)) {
+          throw new TpwError('INVALID_ARGUMENT', `Debug configuration "${session.name}" needs "socket": the local end of a tunnel to a worker's debugger (use "Debug on TPU" or "Attach Debugger" to make one).`);
         }
-        const host = typeof connect?.host === 'string' ? connect.host : '127.0.0.1';
-        return new vscode.DebugAdapterServer(port, host);
+        return new vscode.DebugAdapterNamedPipeServer(socket);
       },
     }),
   );
@@ -47,20 +45,20 @@ export function registerTpuDebugAdapter(ctx: Ctx): void {
 async function startSession(
   ctx: Ctx,
   conns: ConnectionManager,
-  opts: { w: WorkerTarget; port: number; name: string; folder: vscode.WorkspaceFolder | undefined; localRoot: string; home: string; stopped?: AbortSignal },
+  opts: { w: WorkerTarget; socket: string; name: string; folder: vscode.WorkspaceFolder | undefined; localRoot: string; home: string; stopped?: AbortSignal },
 ): Promise<void> {
-  const forward = await forwardDebugpy(conns, opts.w, opts.port);
-  const config = attachConfiguration({ name: opts.name, localPort: forward.localPort, workspaceRoot: opts.localRoot, remoteWorkspace: remoteWorkspaceDir(opts.localRoot), home: opts.home });
+  const forward = await forwardDebugpy(conns, opts.w, opts.socket);
+  const config = attachConfiguration({ name: opts.name, localSocket: forward.localSocket, workspaceRoot: opts.localRoot, remoteWorkspace: remoteWorkspaceDir(opts.localRoot), home: opts.home });
   const ended = ctx.own(
     vscode.debug.onDidTerminateDebugSession((s) => {
-      if (s.type === TPU_DEBUG_TYPE && (s.configuration as { connect?: { port?: number } }).connect?.port === forward.localPort) {
+      if (s.type === TPU_DEBUG_TYPE && (s.configuration as { socket?: string }).socket === forward.localSocket) {
         ended.dispose();
         void forward.close();
       }
     }),
   );
   opts.stopped?.addEventListener('abort', () => void forward.close(), { once: true });
-  ctx.log.info(`debug: ${config.name} on localhost:${forward.localPort} (remote root ${config.pathMappings[0].remoteRoot})`);
+  ctx.log.info(`debug: ${config.name} through ${forward.localSocket} (remote root ${config.pathMappings[0].remoteRoot})`);
   const started = await vscode.debug.startDebugging(opts.folder, { ...config });
   if (!started) {
     ended.dispose();
@@ -81,16 +79,15 @@ export async function debugOnTpu(ctx: Ctx, runs: RunManager, recipeArg: unknown,
   const conns = ctx.connections(backend);
   const homes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Debug on TPU: preparing debugpy on the workers…' }, () => prepareDebugpy(conns, chosen));
   const vm = shortName(node.name);
-  const attach = (stopped: AbortSignal): void => {
+  const attach = (runId: string, stopped: AbortSignal): void => {
     chosen.forEach((w, i) => {
       void (async () => {
-        const port = debugPort(plan, w.index);
-        await waitForDebugpy(conns, w, port, { signal: stopped, ended: () => stopped.aborted });
-        await startSession(ctx, conns, { w, port, name: `Debug on TPU: ${vm} w${w.index}`, folder, localRoot: folder.uri.fsPath, home: homes[i], stopped });
+        const listener = await waitForDebugpy(conns, w, runId, { signal: stopped, ended: () => stopped.aborted });
+        await startSession(ctx, conns, { w, socket: listener.socket, name: `Debug on TPU: ${vm} w${w.index}`, folder, localRoot: folder.uri.fsPath, home: homes[i], stopped });
       })().catch((e: unknown) => ctx.showError('Debug on TPU failed', e instanceof Error ? e : new Error(describeError(e))));
     });
   };
-  await runs.run(recipeArg, node, false, [], { ...debugRunEnv(plan), onStarted: (_runId, stopped) => attach(stopped) });
+  await runs.run(recipeArg, node, false, [], { ...debugRunEnv(plan), onStarted: (runId, stopped) => attach(runId, stopped) });
 }
 
 /**
@@ -113,9 +110,9 @@ export async function attachDebugger(ctx: Ctx, arg: unknown): Promise<void> {
     await prepareDebugpy(conns, [w]);
     return attachDebugpyToRun(conns, w, rec.runId);
   });
-  ctx.log.info(`debug: debugpy attached to pid ${attached.pid} on ${label} (port ${attached.port}, ${attached.via === 'sudo' ? 'with sudo' : 'as the login user'})`);
+  ctx.log.info(`debug: debugger in pid ${attached.pid} on ${label} (${attached.socket}, ${attached.via === 'sudo' ? 'with sudo' : attached.via === 'already' ? 'already there' : 'as the login user'})`);
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file' && path.resolve(f.uri.fsPath) === path.resolve(rec.workspaceRoot));
-  await startSession(ctx, conns, { w, port: attached.port, name: `Attach: ${label}`, folder, localRoot: rec.workspaceRoot, home: attached.home });
+  await startSession(ctx, conns, { w, socket: attached.socket, name: `Attach: ${label}`, folder, localRoot: rec.workspaceRoot, home: attached.home });
 }
 
 async function pickActiveRun(): Promise<RunRecord | undefined> {

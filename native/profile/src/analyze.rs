@@ -1,25 +1,26 @@
-//! From an XSpace to what `tpw profile` prints: step-time breakdown, op table and overview (a port of
-//! analyze.ts's Analyzer and mergePartials, without the timeline, which the command does not show). One pass
-//! over the lines: each line is put in start order once, and the same walk computes nesting depth, device-busy
-//! intervals and the host's step intervals; op statistics, device stats and step grouping see each line too.
+//! From an XSpace to its summary: step-time breakdown, op table, overview, and (for the run view) the timeline.
+//! One pass over the lines: each line is put in start order once, and the same walk computes nesting depth,
+//! device-busy intervals, the host's step intervals and the timeline's columns; op statistics, device stats and
+//! step grouping see each line too.
 
-use crate::decode::{decode_planes, scan_xspace, Fail, Layout};
+use crate::decode::{decode_planes, scan_xspace, Layout};
 use crate::devices::{device_steps, overview_of, DevicePartial, DeviceStats};
 use crate::intervals::IntervalUnion;
-use crate::jsmath::{js_cmp, js_max, js_min};
-use crate::mapped::Capture;
 use crate::op_stats::{merge_ops, OpPartial, OpStats};
+use crate::output::notes::{steps_note, unattributed_note};
+use crate::output::types::{PlaneSummary, ProfileNotes, ProfileSummary, StepSource, Timeline, UnattributedKernels};
+use crate::source::{Fault, ReadAt, Window};
 use crate::step_groups::{group_steps, GroupCollector, GroupPartial};
 use crate::steps::{kind_of, step_breakdown, Kind, StepIntervals};
-use crate::view::{LineView, PlaneSummary, PlaneView, ProfileSummary, SpaceInfo, UnattributedKernels, XSpaceVisitor};
+use crate::timeline::{TimelineCollector, TimelineSink, TIMELINE_MAX_EVENTS};
+use crate::view::{LineView, PlaneView, SpaceInfo, XSpaceVisitor};
 
 /// Device lines whose events are not op executions (their spans would count a device busy twice or wrongly).
 fn not_busy_line(name: &str) -> bool {
     matches!(name, "XLA Modules" | "Async XLA Ops" | "XLA TraceMe" | "Steps")
 }
 
-#[derive(Default)]
-pub struct Analyzer {
+pub struct Analyzer<'s> {
     event_count: usize,
     t0: f64,
     t1: f64,
@@ -37,9 +38,10 @@ pub struct Analyzer {
     kind_of_key: Vec<i8>,
     order: Vec<u32>,
     depth_end: Vec<f64>,
+    timeline: Option<TimelineCollector<'s>>,
 }
 
-/// What the analyzer saw, ready to be merged into a summary.
+/// What an analyzer saw, ready to be merged into a summary.
 pub struct Partial {
     pub event_count: usize,
     pub t0: f64,
@@ -53,16 +55,32 @@ pub struct Partial {
     pub busy: Vec<f64>,
     pub host_busy: Vec<f64>,
     pub groups: GroupPartial,
+    /// The timeline's names, where it collected one (None: none asked for, or past its limit).
+    pub timeline: Option<Vec<String>>,
 }
 
-impl Analyzer {
-    pub fn new() -> Self {
-        Analyzer { t0: f64::INFINITY, t1: f64::NEG_INFINITY, ..Default::default() }
-    }
-
-    /// An analyzer for a share of the planes that begins after a TPU plane (see GroupCollector::after_tpu_plane).
-    pub fn after_tpu_plane() -> Self {
-        Analyzer { groups: GroupCollector::after_tpu_plane(), ..Self::new() }
+impl<'s> Analyzer<'s> {
+    /// `timeline`: where the timeline's lines go (none: no timeline). `after_tpu`: this analyzer's planes follow a
+    /// TPU plane it does not see (another thread's share of a capture).
+    pub fn new(timeline: Option<&'s mut dyn TimelineSink>, after_tpu: bool) -> Self {
+        Analyzer {
+            event_count: 0,
+            t0: f64::INFINITY,
+            t1: f64::NEG_INFINITY,
+            ops: OpStats::default(),
+            devices: DeviceStats::default(),
+            groups: if after_tpu { GroupCollector::after_tpu_plane() } else { GroupCollector::new() },
+            line_busy: vec![],
+            planes: vec![],
+            host_index: None,
+            step_iv: StepIntervals::default(),
+            busy: IntervalUnion::new(),
+            host_busy: IntervalUnion::new(),
+            kind_of_key: vec![],
+            order: vec![],
+            depth_end: vec![],
+            timeline: timeline.map(TimelineCollector::new),
+        }
     }
 
     pub fn partial(mut self) -> Partial {
@@ -78,6 +96,7 @@ impl Analyzer {
             busy: self.busy.result(),
             host_busy: self.host_busy.result(),
             groups: self.groups.partial(),
+            timeline: self.timeline.map(TimelineCollector::names),
         }
     }
 
@@ -85,32 +104,20 @@ impl Analyzer {
     /// when already so.
     fn sort_line(&mut self, l: &LineView) -> bool {
         let (o, d, n) = (&l.offset_ps, &l.duration_ps, l.count);
-        let mut sorted = true;
-        for i in 1..n {
-            if !(o[i - 1] < o[i] || (o[i - 1] == o[i] && d[i - 1] >= d[i])) {
-                sorted = false;
-                break;
-            }
-        }
-        if sorted {
+        if (1..n).all(|i| o[i - 1] < o[i] || (o[i - 1] == o[i] && d[i - 1] >= d[i])) {
             return false;
         }
         self.order.clear();
         self.order.extend(0..n as u32);
         self.order.sort_by(|&a, &b| {
             let (a, b) = (a as usize, b as usize);
-            let x = o[a] - o[b];
-            if x != 0.0 && !x.is_nan() {
-                js_cmp(x)
-            } else {
-                js_cmp(d[b] - d[a])
-            }
+            o[a].total_cmp(&o[b]).then(d[b].total_cmp(&d[a]))
         });
         true
     }
 
-    fn kind_of_meta(&mut self, p: &PlaneView, meta_id: i32) -> Kind {
-        let info = p.meta.get(&(meta_id as i64));
+    fn kind_of_meta(&mut self, p: &PlaneView, meta_id: i64) -> Kind {
+        let info = p.meta.get(&meta_id);
         let key = info.map_or(-1, |i| i.key);
         if key >= 0 && (key as usize) < self.kind_of_key.len() && self.kind_of_key[key as usize] >= 0 {
             return KINDS[self.kind_of_key[key as usize] as usize];
@@ -128,7 +135,7 @@ impl Analyzer {
 
 const KINDS: [Kind; 6] = [Kind::None, Kind::Marker, Kind::Compile, Kind::Execute, Kind::Transfer, Kind::Host];
 
-impl XSpaceVisitor for Analyzer {
+impl XSpaceVisitor for Analyzer<'_> {
     fn plane(&mut self, p: &PlaneView) {
         self.planes.push(PlaneSummary { name: p.name.clone(), lines: p.line_count, events: 0 });
         if self.host_index.is_none() && p.name.starts_with("/host:CPU") {
@@ -148,6 +155,11 @@ impl XSpaceVisitor for Analyzer {
             last.events += n;
         }
         self.event_count += n;
+        if self.event_count > TIMELINE_MAX_EVENTS {
+            if let Some(t) = self.timeline.take() {
+                t.drop_all();
+            }
+        }
         let ordered = self.sort_line(l);
         let is_host = self.host_index == Some(p.index);
         let device = p.name.starts_with("/device:");
@@ -160,6 +172,10 @@ impl XSpaceVisitor for Analyzer {
         let (mut t0, mut t1) = (self.t0, self.t1);
         let order = std::mem::take(&mut self.order);
         let mut depth_end = std::mem::take(&mut self.depth_end);
+        let mut timeline = self.timeline.take();
+        if let Some(t) = timeline.as_mut() {
+            t.begin_line(n);
+        }
         for k in 0..n {
             let i = if ordered { order[k] as usize } else { k };
             let off = l.offset_ps[i];
@@ -175,11 +191,10 @@ impl XSpaceVisitor for Analyzer {
             d_top += 1;
             let s_us = (l.timestamp_ns + off / 1000.0) / 1000.0;
             let e_us = s_us + dur / 1e6;
-            if s_us < t0 {
-                t0 = s_us;
-            }
-            if e_us > t1 {
-                t1 = e_us;
+            t0 = t0.min(s_us);
+            t1 = t1.max(e_us);
+            if let Some(t) = timeline.as_mut() {
+                t.event(p, l.meta_id[i], s_us, dur / 1e6, depth as u8);
             }
             if is_host {
                 let kind = self.kind_of_meta(p, l.meta_id[i]);
@@ -193,9 +208,7 @@ impl XSpaceVisitor for Analyzer {
             }
             // Busy intervals, merged along the line (events come in start order).
             if s_us <= busy_e {
-                if e_us > busy_e {
-                    busy_e = e_us;
-                }
+                busy_e = busy_e.max(e_us);
             } else {
                 if !busy_e.is_nan() {
                     let u = if device { &mut self.busy } else { &mut self.host_busy };
@@ -209,6 +222,10 @@ impl XSpaceVisitor for Analyzer {
                 busy_e = e_us;
             }
         }
+        if let Some(t) = timeline.as_mut() {
+            t.end_line(&p.name, if l.display_name.is_empty() { &l.name } else { &l.display_name });
+        }
+        self.timeline = timeline;
         self.order = order;
         self.depth_end = depth_end;
         if busy_on {
@@ -223,9 +240,7 @@ impl XSpaceVisitor for Analyzer {
             u.end_run();
         }
         if !self.line_busy.is_empty() {
-            let lb = std::mem::take(&mut self.line_busy);
-            self.devices.busy_run(&lb);
-            self.line_busy = lb;
+            self.devices.busy_run(&self.line_busy);
             self.line_busy.clear();
         }
         self.devices.line(l);
@@ -236,25 +251,24 @@ impl XSpaceVisitor for Analyzer {
     }
 }
 
-/// The summary of partials that cover consecutive planes, in plane order (analyze.ts mergePartials, without the
-/// timeline). Op times are summed in picoseconds (whole numbers, exact) and made µs once, and unions do not
-/// depend on the order of their runs: the summary is the same however the planes were split.
-pub fn summarize(parts: Vec<Partial>, info: SpaceInfo) -> ProfileSummary {
+/// The summary of partials that cover consecutive planes, in plane order, and the capture's first event (µs,
+/// which the timeline's starts are relative to). `timeline_asked`: a timeline was collected (unless past its
+/// limit). Op times are summed exactly and made µs once, and unions do not depend on the order of their runs: the
+/// summary is the same however the planes were split.
+pub fn summarize(parts: Vec<Partial>, info: SpaceInfo, timeline_asked: bool) -> (ProfileSummary, f64) {
     let mut event_count = 0;
     let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut planes = vec![];
     let mut host: Option<usize> = None;
     for (k, p) in parts.iter().enumerate() {
         event_count += p.event_count;
-        t0 = js_min(t0, p.t0);
-        t1 = js_max(t1, p.t1);
+        t0 = t0.min(p.t0);
+        t1 = t1.max(p.t1);
         if let Some(h) = p.host {
             if host.is_none_or(|best| h < parts[best].host.unwrap_or(usize::MAX)) {
                 host = Some(k);
             }
         }
-    }
-    for p in &parts {
         planes.extend(p.planes.iter().cloned());
     }
     if !t0.is_finite() {
@@ -262,36 +276,28 @@ pub fn summarize(parts: Vec<Partial>, info: SpaceInfo) -> ProfileSummary {
         t1 = 0.0;
     }
     let mut unattributed = UnattributedKernels::default();
-    let op_parts: Vec<OpPartial> = parts.iter().map(|p| p.ops.clone()).collect();
+    let op_parts: Vec<&OpPartial> = parts.iter().map(|p| &p.ops).collect();
     let mut ops = merge_ops(&op_parts, Some(&mut unattributed));
     let any_device = parts.iter().any(|p| !p.busy.is_empty());
-    let busy = if parts.len() == 1 {
-        if any_device {
-            parts[0].busy.clone()
-        } else {
-            parts[0].host_busy.clone()
-        }
-    } else {
-        let mut u = IntervalUnion::new();
-        for p in &parts {
-            u.push_run(if any_device { &p.busy } else { &p.host_busy });
-        }
-        u.result()
-    };
+    let mut u = IntervalUnion::new();
+    for p in &parts {
+        u.push_run(if any_device { &p.busy } else { &p.host_busy });
+    }
+    let busy = u.result();
     // Steps as xprof finds them: a device's own Steps line first, else the device work step annotations group
     // (GPU), else the host's program dispatches (torch_xla).
     let step_lines: Vec<Vec<f64>> = parts.iter().flat_map(|p| p.devices.steps.iter().cloned()).collect();
-    let device_windows = !step_lines.is_empty();
-    let groups: Vec<GroupPartial> = parts.iter().map(|p| p.groups.clone()).collect();
-    let grouped = if device_windows { None } else { group_steps(&groups, &busy) };
-    let raw = if device_windows {
-        device_steps(&step_lines, &busy)
-    } else if let Some(g) = grouped.clone() {
-        g
+    let groups: Vec<&GroupPartial> = parts.iter().map(|p| &p.groups).collect();
+    let (raw, step_source) = if !step_lines.is_empty() {
+        (device_steps(&step_lines, &busy), StepSource::Device)
+    } else if let Some(g) = group_steps(&groups, &busy) {
+        (g, StepSource::Annotations)
     } else if let Some(h) = host {
-        step_breakdown(&parts[h].step_iv, &busy)
+        let s = step_breakdown(&parts[h].step_iv, &busy);
+        let source = if s.is_empty() { StepSource::None } else { StepSource::Host };
+        (s, source)
     } else {
-        vec![]
+        (vec![], StepSource::None)
     };
     let steps: Vec<_> = raw
         .into_iter()
@@ -300,20 +306,21 @@ pub fn summarize(parts: Vec<Partial>, info: SpaceInfo) -> ProfileSummary {
             s
         })
         .collect();
-    let step_source = if device_windows {
-        "device"
-    } else if grouped.is_some() {
-        "annotations"
-    } else if !steps.is_empty() {
-        "host"
-    } else {
-        "none"
-    };
     let devices: Vec<&DevicePartial> = parts.iter().map(|p| &p.devices).collect();
     let overview = overview_of(&devices, info.hostnames.len().max(1), &mut ops, step_source);
     let mut warnings = info.errors.clone();
     warnings.extend(info.warnings.iter().cloned());
-    ProfileSummary {
+    let timeline = match parts.as_slice() {
+        [one] => one.timeline.clone(),
+        _ => None,
+    };
+    if timeline_asked && timeline.is_none() {
+        warnings.push(format!(
+            "The capture has {event_count} events; the timeline shows none above {TIMELINE_MAX_EVENTS}. Export the Chrome trace to see them in Perfetto."
+        ));
+    }
+    let notes = ProfileNotes { steps: steps_note(step_source), unattributed: unattributed_note(&unattributed) };
+    let summary = ProfileSummary {
         hosts: info.hostnames,
         planes,
         event_count,
@@ -322,8 +329,11 @@ pub fn summarize(parts: Vec<Partial>, info: SpaceInfo) -> ProfileSummary {
         ops,
         unattributed_kernels: unattributed,
         overview,
+        notes,
+        timeline: Timeline { names: timeline.unwrap_or_default() },
         warnings,
-    }
+    };
+    (summary, t0)
 }
 
 /// Plane ranges for `threads` threads: consecutive planes, about the same number of bytes each.
@@ -343,67 +353,47 @@ fn chunks(layout: &Layout, threads: usize) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// Below this many bytes a capture is analyzed on one thread (starting others costs more than they save).
-const MIN_BYTES_PER_THREAD: usize = 2 << 20;
+/// Read windows: the top-level scan reads little at a time (plane headers); the decoder reads a plane or a line.
+const SCAN_WINDOW: usize = 4 << 10;
+pub const DECODE_WINDOW: usize = 8 << 20;
 
-/// How many threads analyze a capture of `size` bytes: TPW_THREADS when set (tests, benches), else the cores
-/// this process may use, at most one per 2 MiB and at most 8.
-fn threads_for(size: usize) -> usize {
-    let set = std::env::var("TPW_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    set.unwrap_or_else(|| cores.min(8).min(size / MIN_BYTES_PER_THREAD).max(1))
+/// The capture's summary and first event (µs), with its timeline's lines handed to `timeline` as they are made.
+/// Read through `src` a window at a time (the WebAssembly build: its host reads the file).
+pub fn analyze_reader(
+    src: &dyn ReadAt,
+    timeline: Option<&mut dyn TimelineSink>,
+    window: usize,
+) -> Result<(ProfileSummary, f64), Fault> {
+    let layout = scan_xspace(&mut Window::reading(src, SCAN_WINDOW))?;
+    let asked = timeline.is_some();
+    let mut a = Analyzer::new(timeline, false);
+    decode_planes(&mut Window::reading(src, window), &layout, 0..layout.planes.len(), &mut a, &mut |_, _| {})?;
+    Ok(summarize(vec![a.partial()], layout.info, asked))
 }
 
-fn analyze_range(
+/// The summary of a capture held in memory (the native build maps the file), its planes split over `threads`
+/// threads; `release(start, end)` is told of each plane's bytes once they are decoded. No timeline.
+pub fn analyze_bytes(
     buf: &[u8],
-    layout: &Layout,
-    range: std::ops::Range<usize>,
-    capture: &Capture,
-) -> Result<Partial, Fail> {
-    let mut a = if layout.tpu_before(range.start) { Analyzer::after_tpu_plane() } else { Analyzer::new() };
-    decode_planes(buf, layout, range, &mut a, &mut |s, e| capture.release(s, e))?;
-    Ok(a.partial())
-}
-
-/// Why a capture has no summary.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ProfileError {
-    /// What to tell the user (it names the file), as the node CLI words it.
-    Say(String),
-    /// Unreadable, or corrupt inside a plane: the node CLI words the message (an fs error's text, or the offset
-    /// of the fault, which this decoder does not track).
-    HandOff,
-}
-
-/// Analyzes the capture `file`, its planes split over threads when it is big (threads_for). A panic (a fault
-/// in this port that some capture reaches) hands the capture to the node CLI too, rather than failing it.
-pub fn analyze_file(file: &str) -> Result<ProfileSummary, ProfileError> {
-    std::panic::catch_unwind(|| analyze_file_unguarded(file)).unwrap_or(Err(ProfileError::HandOff))
-}
-
-fn analyze_file_unguarded(file: &str) -> Result<ProfileSummary, ProfileError> {
-    let capture = Capture::open(file).map_err(|_| ProfileError::HandOff)?;
-    let buf = capture.bytes();
-    let say = |e: Fail| match e {
-        Fail::Say(m) => ProfileError::Say(format!("{file}: {m}")),
-        Fail::HandOff => ProfileError::HandOff,
+    threads: usize,
+    release: &(dyn Fn(usize, usize) + Sync),
+) -> Result<ProfileSummary, Fault> {
+    let layout = scan_xspace(&mut Window::whole(buf))?;
+    let ranges = chunks(&layout, threads.clamp(1, layout.planes.len()));
+    let run = |r: std::ops::Range<usize>| -> Result<Partial, Fault> {
+        let mut a = Analyzer::new(None, layout.tpu_before(r.start));
+        decode_planes(&mut Window::whole(buf), &layout, r, &mut a, &mut |s, e| release(s, e))?;
+        Ok(a.partial())
     };
-    let layout = scan_xspace(buf).map_err(say)?;
-    let ranges = chunks(&layout, threads_for(buf.len()).min(layout.planes.len()));
-    let parts: Vec<Result<Partial, Fail>> = if ranges.len() == 1 {
-        vec![analyze_range(buf, &layout, 0..layout.planes.len(), &capture)]
+    let parts: Vec<Result<Partial, Fault>> = if ranges.len() == 1 {
+        ranges.into_iter().map(run).collect()
     } else {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = ranges
-                .into_iter()
-                .map(|r| {
-                    let (layout, capture) = (&layout, &capture);
-                    scope.spawn(move || analyze_range(buf, layout, r, capture))
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(Err(Fail::HandOff))).collect()
+            let handles: Vec<_> = ranges.into_iter().map(|r| scope.spawn(move || run(r))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         })
     };
-    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>().map_err(say)?;
-    Ok(summarize(parts, layout.info))
+    // The first fault in file order, whichever thread met it.
+    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(summarize(parts, layout.info, false).0)
 }

@@ -1,9 +1,11 @@
-//! Peak compute and memory bandwidth of accelerators, for the roofline of the op table (a port of
-//! extension/src/core/profiles/chips.ts): an op's operational intensity (FLOPs per byte of HBM traffic) against
-//! the chip's ridge point (peak FLOP/s ÷ HBM bandwidth) says whether memory or compute bounds it.
+//! Peak compute and memory bandwidth of accelerators, for the roofline of the op table: an op's operational
+//! intensity (FLOPs per byte of HBM traffic) against the chip's ridge point (peak FLOP/s ÷ HBM bandwidth) says
+//! whether memory or compute bounds it.
 //!
 //! A capture's own plane stats win when present; this table fills in what is missing. Figures are per chip,
 //! dense bf16, from the vendors' published specifications (TPU7x's 4,614 TFLOP/s is FP8, half of it bf16).
+
+use crate::output::types::BoundBy;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ChipPeaks {
@@ -21,9 +23,7 @@ const fn chip(name: &'static str, peak_tflops: f64, hbm_gbs: f64) -> ChipPeaks {
     ChipPeaks { name, peak_tflops, hbm_gbs }
 }
 
-/// The TS table's regexes, each an alternation of plain substrings matched case-insensitively (ASCII only:
-/// a JS /i regex without the u flag never folds a non-ASCII character onto an ASCII one). `TPU ?7x` is
-/// spelled out as its two alternatives, and so on. First match wins.
+/// Each chip by the substrings that name it in a device type, matched ignoring ASCII case; first match wins.
 const CHIPS: &[(&[&str], ChipPeaks)] = &[
     (&["tpu7x", "tpu 7x", "ironwood"], chip("TPU7x (Ironwood)", 2307.0, 7370.0)),
     (&["tpu v6lite", "tpu v6 lite", "tpu v6e", "tpu v6 e", "trillium"], chip("TPU v6e (Trillium)", 918.0, 1640.0)),
@@ -51,23 +51,27 @@ pub fn chip_peaks(device_type: &str) -> Option<ChipPeaks> {
 
 /// "Compute" or "HBM" as xprof's bound_by reads. An op with neither FLOPs nor bytes the capture knows of (a
 /// Pallas kernel: XLA has no cost model for tpu_custom_call) uses no resource at all: "Unknown".
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN must fail `> 0`, as in the TS.
-pub fn bound_by(flops: f64, bytes: f64, peak_tflops: f64, hbm_gbs: f64) -> &'static str {
-    // Negated comparisons, as the TS writes them: NaN fails `> 0` and so takes this branch.
-    if !(bytes > 0.0) || !(peak_tflops > 0.0) || !(hbm_gbs > 0.0) {
+pub fn bound_by(flops: f64, bytes: f64, peak_tflops: f64, hbm_gbs: f64) -> BoundBy {
+    if bytes <= 0.0
+        || peak_tflops <= 0.0
+        || hbm_gbs <= 0.0
+        || bytes.is_nan()
+        || peak_tflops.is_nan()
+        || hbm_gbs.is_nan()
+    {
         return if flops > 0.0 {
-            "Compute"
+            BoundBy::Compute
         } else if bytes > 0.0 {
-            "HBM"
+            BoundBy::Hbm
         } else {
-            "Unknown"
+            BoundBy::Unknown
         };
     }
     let ridge = (peak_tflops * 1e12) / (hbm_gbs * 1e9);
     if flops / bytes >= ridge {
-        "Compute"
+        BoundBy::Compute
     } else {
-        "HBM"
+        BoundBy::Hbm
     }
 }
 
@@ -110,16 +114,16 @@ mod tests {
 
     #[test]
     fn bound_by_cases() {
-        assert_eq!(bound_by(0.0, 0.0, 918.0, 1640.0), "Unknown");
-        assert_eq!(bound_by(10.0, 0.0, 918.0, 1640.0), "Compute");
-        assert_eq!(bound_by(0.0, 10.0, 0.0, 1640.0), "HBM");
-        assert_eq!(bound_by(0.0, 10.0, 918.0, f64::NAN), "HBM");
-        assert_eq!(bound_by(f64::NAN, f64::NAN, 918.0, 1640.0), "Unknown");
+        assert_eq!(bound_by(0.0, 0.0, 918.0, 1640.0), BoundBy::Unknown);
+        assert_eq!(bound_by(10.0, 0.0, 918.0, 1640.0), BoundBy::Compute);
+        assert_eq!(bound_by(0.0, 10.0, 0.0, 1640.0), BoundBy::Hbm);
+        assert_eq!(bound_by(0.0, 10.0, 918.0, f64::NAN), BoundBy::Hbm);
+        assert_eq!(bound_by(f64::NAN, f64::NAN, 918.0, 1640.0), BoundBy::Unknown);
         // Ridge of v6e: 918e12 / 1640e9 ≈ 559.76 FLOP/B.
-        assert_eq!(bound_by(560.0, 1.0, 918.0, 1640.0), "Compute");
-        assert_eq!(bound_by(559.0, 1.0, 918.0, 1640.0), "HBM");
+        assert_eq!(bound_by(560.0, 1.0, 918.0, 1640.0), BoundBy::Compute);
+        assert_eq!(bound_by(559.0, 1.0, 918.0, 1640.0), BoundBy::Hbm);
         // Exactly at the ridge: compute (>=). 2000e12 / 1000e9 = 2000.
-        assert_eq!(bound_by(2000.0, 1.0, 2000.0, 1000.0), "Compute");
-        assert_eq!(bound_by(0.0, 1.0, 918.0, 1640.0), "HBM");
+        assert_eq!(bound_by(2000.0, 1.0, 2000.0, 1000.0), BoundBy::Compute);
+        assert_eq!(bound_by(0.0, 1.0, 918.0, 1640.0), BoundBy::Hbm);
     }
 }

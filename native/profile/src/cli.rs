@@ -1,17 +1,13 @@
-//! `tpw profile FILE|DIR [--json] [--top N]`: a port of extension/src/cli/profile-main.ts and profile-command.ts,
-//! with protocol/profile-notes.ts. The output must be the node CLI's, byte for byte; whatever this executable
-//! does not take (--help, a bad flag, an unreadable directory, a capture it cannot read) goes to node, which
-//! answers it as the full CLI does.
+//! `tpw profile FILE|DIR [--json] [--top N]`: a capture's overview, steps and op table in a terminal or CI. A
+//! directory is every `*.xplane.pb` under it (one per host of a run, or the sessions of a log directory): each
+//! host's overview and step time side by side, the slowest named, and the op table of all of them combined. The
+//! native executable and the WebAssembly build (`node bin/tpw.js profile`) run this same code; they differ only
+//! in how they reach files (Files).
 
-use crate::analyze::ProfileError;
-use crate::hosts::{combine_hosts, HostProfile};
-use crate::jsfmt::{
-    cmp_utf16, is_integer, num_to_string, string_to_number, stringify, to_fixed, utf16_len, utf16_prefix, Json,
-};
-use crate::view::{ProfileSummary, UnattributedKernels};
-use std::collections::HashMap;
-use std::fs;
-use std::path::Path;
+use crate::hosts::{combine_hosts, Combined, HostProfile};
+use crate::output::json::{literals, record, to_json, Json, ToJson};
+use crate::output::notes::{us, NO_STEPS_NOTE};
+use crate::output::types::{Hardware, ProfileSummary, UnattributedKernels};
 
 mod args;
 #[cfg(test)]
@@ -19,147 +15,234 @@ mod tests;
 
 pub use args::{parse_args, ProfileArgs};
 
-/// How an invocation ended.
+/// What is at a path, without following a symbolic link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    File,
+    Dir,
+    Other,
+}
+
+/// How the command reaches files: the native build through the OS, the WebAssembly build through its host.
+pub trait Files {
+    /// What `path` is (following a link given as the target itself); None where nothing is.
+    fn kind(&self, path: &str) -> Option<Entry>;
+    /// A directory's entries: name and kind; Err: why it cannot be read, in words.
+    fn list(&self, dir: &str) -> Result<Vec<(String, Entry)>, String>;
+    /// The capture's summary (no timeline), or the sentence that says why not, naming the file.
+    fn analyze(&self, path: &str) -> Result<ProfileSummary, String>;
+}
+
+/// What an invocation printed, and its exit status.
 #[derive(Debug, PartialEq)]
-pub enum Answer {
-    /// Its output is in `out` / `err`; the process exits with this status.
-    Exit(i32),
-    /// Not for this executable: the node CLI answers the whole invocation.
-    ToNode,
-    /// A capture could not be analyzed: node answers the whole invocation with its own message; where there is
-    /// no node, this line (`tpw: …`) goes to stderr and the status is 1.
-    AnalysisFailed(String),
+pub struct Output {
+    pub code: i32,
+    pub out: String,
+    pub err: String,
+}
+
+/// `tpw profile ARGV`; None where the argv is not the command's to answer (--help, an unknown flag): the full CLI
+/// answers those, with the help and usage words of its command table.
+pub fn profile_main(argv: &[String], files: &dyn Files) -> Option<Output> {
+    let args = parse_args(argv)?;
+    let mut out = String::new();
+    Some(match profile_command(&args, files, &mut out) {
+        Ok(()) => Output { code: 0, out, err: String::new() },
+        Err(Fail::Usage(m)) => Output { code: 2, out, err: format!("tpw profile: {m}; see tpw profile --help\n") },
+        Err(Fail::Say(m)) => Output { code: 1, out, err: format!("tpw: {m}\n") },
+    })
 }
 
 enum Fail {
     Usage(String),
-    Tpw(String),
-    ToNode,
-    Analysis(String),
+    Say(String),
 }
 
-/// profileMain: the command on argv with `analyze` for the analysis; lines go to `out` / `err`.
-pub fn profile_main<F>(argv: &[String], analyze: F, out: &mut String, err: &mut String) -> Answer
-where
-    F: FnMut(&str) -> Result<ProfileSummary, ProfileError>,
-{
-    let Some(args) = parse_args(argv) else {
-        return Answer::ToNode;
-    };
-    match profile_command(&args, analyze, out) {
-        Ok(()) => Answer::Exit(0),
-        Err(Fail::Usage(m)) => {
-            err.push_str(&format!("tpw profile: {m}; see tpw profile --help\n"));
-            Answer::Exit(2)
-        }
-        Err(Fail::Tpw(m)) => {
-            err.push_str(&format!("tpw: {}\n", describe(&m, "TpwError")));
-            Answer::Exit(1)
-        }
-        Err(Fail::ToNode) => Answer::ToNode,
-        Err(Fail::Analysis(m)) => Answer::AnalysisFailed(format!("tpw: {}", describe(&m, "TpwError"))),
-    }
-}
-
-/// describeError: an error's first line, or its name when that is empty.
-fn describe<'a>(message: &'a str, name: &'a str) -> &'a str {
-    match message.split('\n').next() {
-        Some(l) if !l.is_empty() => l,
-        _ => name,
-    }
-}
-
-/// `path.join(dir, name)` (POSIX) for a non-empty dir and a file name: '.' and '..' resolved by text (not by
-/// the file system), slashes collapsed.
-fn path_join(a: &str, b: &str) -> String {
-    let p = format!("{a}/{b}");
-    let absolute = p.starts_with('/');
-    let mut segs: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if segs.last().is_some_and(|s| *s != "..") {
-                    segs.pop();
-                } else if !absolute {
-                    segs.push("..");
-                }
-            }
-            s => segs.push(s),
-        }
-    }
-    let body = segs.join("/");
-    if absolute {
-        format!("/{body}")
-    } else if body.is_empty() {
-        ".".to_owned()
+/// `dir/name`.
+fn join(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
     } else {
-        body
+        format!("{dir}/{name}")
     }
 }
 
-/// The captures named by `target`: the file itself, or every *.xplane.pb under the directory (regular files
-/// only: symbolic links are neither followed nor counted, as readdirSync's Dirents tell), sorted as JS sorts.
-fn captures_of(target: &str) -> Result<Vec<String>, Fail> {
-    let Ok(meta) = fs::metadata(target) else {
-        return Err(Fail::Tpw(format!("There is no file or directory {target}.")));
-    };
-    if !meta.is_dir() {
-        return Ok(vec![target.to_owned()]);
+/// The captures named by `target`: the file itself, or every *.xplane.pb under the directory (regular files only:
+/// symbolic links are neither followed nor counted), sorted.
+fn captures_of(target: &str, files: &dyn Files) -> Result<Vec<String>, Fail> {
+    match files.kind(target) {
+        None => Err(Fail::Say(format!("There is no file or directory {target}."))),
+        Some(Entry::Dir) => {
+            let mut found = Vec::new();
+            walk(target, files, &mut found)?;
+            found.sort();
+            if found.is_empty() {
+                return Err(Fail::Say(format!("The directory {target} holds no *.xplane.pb capture.")));
+            }
+            Ok(found)
+        }
+        Some(_) => Ok(vec![target.to_owned()]),
     }
-    let mut found = Vec::new();
-    walk(Path::new(target), target, &mut found)?;
-    found.sort_by(|a, b| cmp_utf16(a, b));
-    if found.is_empty() {
-        return Err(Fail::Tpw(format!("The directory {target} holds no *.xplane.pb capture.")));
-    }
-    Ok(found)
 }
 
-/// `parent` names `dir` as node's Dirent.parentPath would; a directory that cannot be read, or a name that is not
-/// UTF-8 (node would report or mangle it), sends the invocation to node.
-fn walk(dir: &Path, parent: &str, found: &mut Vec<String>) -> Result<(), Fail> {
-    let entries = fs::read_dir(dir).map_err(|_| Fail::ToNode)?;
-    for e in entries {
-        let e = e.map_err(|_| Fail::ToNode)?;
-        let ty = e.file_type().map_err(|_| Fail::ToNode)?;
-        let name = e.file_name();
-        let name = name.to_str().ok_or(Fail::ToNode)?;
-        if ty.is_dir() {
-            walk(&e.path(), &path_join(parent, name), found)?;
-        } else if ty.is_file() && name.ends_with(".xplane.pb") {
-            found.push(path_join(parent, name));
+fn walk(dir: &str, files: &dyn Files, found: &mut Vec<String>) -> Result<(), Fail> {
+    let entries = files.list(dir).map_err(|why| Fail::Say(format!("Cannot read the directory {dir}: {why}.")))?;
+    for (name, kind) in entries {
+        match kind {
+            Entry::Dir => walk(&join(dir, &name), files, found)?,
+            Entry::File if name.ends_with(".xplane.pb") => found.push(join(dir, &name)),
+            _ => {}
         }
     }
     Ok(())
 }
 
-fn us(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{} s", to_fixed(x / 1e6, 2))
-    } else if x >= 1e3 {
-        format!("{} ms", to_fixed(x / 1e3, 2))
-    } else {
-        format!("{} µs", to_fixed(x, 1))
-    }
-}
-
-/// pad / lpad to n UTF-16 code units, as JS's `length` counts.
+/// Pads to n characters.
 fn pad(s: &str, n: usize) -> String {
-    let l = utf16_len(s);
-    if l >= n {
-        s.to_owned()
-    } else {
-        format!("{s}{}", " ".repeat(n - l))
-    }
+    format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())))
 }
 
 fn lpad(s: &str, n: usize) -> String {
-    let l = utf16_len(s);
-    if l >= n {
-        s.to_owned()
-    } else {
-        format!("{}{s}", " ".repeat(n - l))
+    format!("{}{s}", " ".repeat(n.saturating_sub(s.chars().count())))
+}
+
+fn profile_command(args: &ProfileArgs, files: &dyn Files, out: &mut String) -> Result<(), Fail> {
+    if args.positionals.len() > 1 {
+        return Err(Fail::Usage(format!("unexpected argument \"{}\"", args.positionals[1])));
+    }
+    let target = match args.positionals.first() {
+        Some(t) if !t.is_empty() => t,
+        _ => return Err(Fail::Usage("missing FILE or DIR (a .xplane.pb capture, or a directory of them)".into())),
+    };
+    let top = match &args.top {
+        None => 20,
+        Some(t) => {
+            t.trim().parse::<usize>().map_err(|_| Fail::Usage(format!("--top must be a whole number, not \"{t}\"")))?
+        }
+    };
+    let mut hosts = vec![];
+    for file in captures_of(target, files)? {
+        let summary = files.analyze(&file).map_err(Fail::Say)?;
+        hosts.push(HostProfile { file, summary });
+    }
+    let all = combine_hosts(&hosts);
+    let shown = if top == 0 { all.ops.len() } else { top.min(all.ops.len()) };
+    if args.json {
+        out.push_str(&to_json(&JsonOutput { all: &all, shown, several: hosts.len() > 1 }, 1));
+        out.push('\n');
+        return Ok(());
+    }
+    text(&all, &hosts, shown, out);
+    Ok(())
+}
+
+literals! {
+    /// What bounds an op, in `--json` (null where there is no roofline).
+    Bound { Compute = "Compute", Hbm = "HBM", Unknown = "Unknown" }
+}
+
+record! {
+    /// `--json`'s device.
+    JsonDevice {
+        hardware: Hardware = "hardware",
+        device_type: String = "device_type",
+        device_count: usize = "device_count",
+        host_count: usize = "host_count",
+        peak_tflops: f64 = "peak_tflops",
+        hbm_gbs: f64 = "hbm_gbs",
+        busy_percent: f64 = "busy_percent",
+    }
+}
+
+record! {
+    /// `--json`'s op.
+    JsonOp {
+        program: String = "program",
+        name: String = "name",
+        category: String = "category",
+        count: u64 = "count",
+        self_us: f64 = "self_us",
+        total_us: f64 = "total_us",
+        flops: f64 = "flops",
+        bytes: f64 = "bytes",
+        bound_by: Option<Bound> = "bound_by",
+    }
+}
+
+record! {
+    /// `--json`'s host (with a directory of captures).
+    JsonHost {
+        host: String = "host",
+        file: String = "file",
+        steps: usize = "steps",
+        avg_step_us: f64 = "avg_step_us",
+        idle_percent: f64 = "idle_percent",
+    }
+}
+
+/// `tpw profile --json`: {device, steps, ops} and, for a directory of captures, hosts.
+struct JsonOutput<'a> {
+    all: &'a Combined,
+    shown: usize,
+    several: bool,
+}
+
+impl ToJson for JsonOutput<'_> {
+    fn write(&self, j: &mut Json) {
+        let d = &self.all.device;
+        j.begin('{');
+        j.field(
+            "device",
+            &JsonDevice {
+                hardware: d.hardware,
+                device_type: d.device_type.clone(),
+                device_count: d.device_count,
+                host_count: d.host_count,
+                peak_tflops: d.peak_tflops,
+                hbm_gbs: d.hbm_gbs,
+                busy_percent: d.busy_percent,
+            },
+        );
+        // The run view's steps, under snake_case names.
+        j.key("steps");
+        j.begin('[');
+        for s in &self.all.steps {
+            j.item();
+            s.write_alt(j);
+        }
+        j.end(']');
+        let ops: Vec<JsonOp> = (self.all.ops[..self.shown].iter())
+            .map(|o| JsonOp {
+                program: o.program.clone(),
+                name: o.name.clone(),
+                category: o.category.clone(),
+                count: o.count,
+                self_us: o.self_us,
+                total_us: o.total_us,
+                flops: o.flops,
+                bytes: o.bytes,
+                bound_by: match o.bound_by.as_str() {
+                    "Compute" => Some(Bound::Compute),
+                    "HBM" => Some(Bound::Hbm),
+                    "Unknown" => Some(Bound::Unknown),
+                    _ => None,
+                },
+            })
+            .collect();
+        j.field("ops", &ops);
+        if self.several {
+            let hosts: Vec<JsonHost> = (self.all.hosts.iter())
+                .map(|h| JsonHost {
+                    host: h.host.clone(),
+                    file: h.location.clone(),
+                    steps: h.steps,
+                    avg_step_us: h.avg_step_us,
+                    idle_percent: h.idle_percent,
+                })
+                .collect();
+            j.field("hosts", &hosts);
+        }
+        j.end('}');
     }
 }
 
@@ -168,120 +251,23 @@ fn line(out: &mut String, s: &str) {
     out.push('\n');
 }
 
-fn profile_command<F>(args: &ProfileArgs, mut analyze: F, out: &mut String) -> Result<(), Fail>
-where
-    F: FnMut(&str) -> Result<ProfileSummary, ProfileError>,
-{
-    if args.positionals.len() > 1 {
-        return Err(Fail::Usage(format!("unexpected argument \"{}\"", args.positionals[1])));
-    }
-    let target = match args.positionals.first() {
-        Some(t) if !t.is_empty() => t,
-        _ => return Err(Fail::Usage("missing FILE or DIR (a .xplane.pb capture, or a directory of them)".into())),
-    };
-    let files = captures_of(target)?;
-    let top = args.top.as_deref().map_or(20.0, string_to_number);
-    if !is_integer(top) || top < 0.0 {
-        let raw = args.top.as_deref().unwrap_or("undefined");
-        return Err(Fail::Usage(format!("--top must be a whole number, not \"{raw}\"")));
-    }
-    let mut hosts = Vec::with_capacity(files.len());
-    for file in files {
-        match analyze(&file) {
-            Ok(summary) => hosts.push(HostProfile { file, summary }),
-            // The node CLI's words (a TpwError naming the file), said here.
-            Err(ProfileError::Say(m)) => return Err(Fail::Tpw(m)),
-            // Node says what is wrong (an fs error's text, or where a plane is corrupt).
-            Err(ProfileError::HandOff) => {
-                return Err(Fail::Analysis(format!("{file}: the capture could not be read, or is corrupt")))
-            }
-        }
-    }
-    let all = combine_hosts(&hosts);
-    // top is a whole number ≥ 0 here (-0 included, which shows all as 0 does); `as` saturates.
-    let shown = if top == 0.0 { all.ops.len() } else { (top as usize).min(all.ops.len()) };
-    let ops = &all.ops[..shown];
-    if args.json {
-        let d = &all.device;
-        let device = Json::Obj(vec![
-            ("hardware", Json::Str(d.hardware)),
-            ("device_type", Json::Str(&d.device_type)),
-            ("device_count", Json::Num(d.device_count as f64)),
-            ("host_count", Json::Num(d.host_count as f64)),
-            ("peak_tflops", Json::Num(d.peak_tflops)),
-            ("hbm_gbs", Json::Num(d.hbm_gbs)),
-            ("busy_percent", Json::Num(d.busy_percent)),
-        ]);
-        let steps = all
-            .steps
-            .iter()
-            .map(|s| {
-                Json::Obj(vec![
-                    ("index", Json::Num(s.index as f64)),
-                    ("start_us", Json::Num(s.start_us)),
-                    ("total_us", Json::Num(s.total_us)),
-                    ("compile_us", Json::Num(s.compile_us)),
-                    ("execute_us", Json::Num(s.execute_us)),
-                    ("transfer_us", Json::Num(s.transfer_us)),
-                    ("host_us", Json::Num(s.host_us)),
-                    ("other_us", Json::Num(s.other_us)),
-                ])
-            })
-            .collect();
-        let op_rows = ops
-            .iter()
-            .map(|o| {
-                Json::Obj(vec![
-                    ("program", Json::Str(&o.program)),
-                    ("name", Json::Str(&o.name)),
-                    ("category", Json::Str(&o.category)),
-                    ("count", Json::Num(o.count)),
-                    ("self_us", Json::Num(o.self_us)),
-                    ("total_us", Json::Num(o.total_us)),
-                    ("flops", Json::Num(o.flops)),
-                    ("bytes", Json::Num(o.bytes)),
-                    ("bound_by", if o.bound_by.is_empty() { Json::Null } else { Json::Str(o.bound_by) }),
-                ])
-            })
-            .collect();
-        let mut fields = vec![("device", device), ("steps", Json::Arr(steps)), ("ops", Json::Arr(op_rows))];
-        if hosts.len() > 1 {
-            let rows = all
-                .hosts
-                .iter()
-                .map(|h| {
-                    Json::Obj(vec![
-                        ("host", Json::Str(&h.host)),
-                        ("file", Json::Str(&h.file)),
-                        ("steps", Json::Num(h.steps as f64)),
-                        ("avg_step_us", Json::Num(h.avg_step_us)),
-                        ("idle_percent", Json::Num(h.idle_percent)),
-                    ])
-                })
-                .collect();
-            fields.push(("hosts", Json::Arr(rows)));
-        }
-        line(out, &stringify(&Json::Obj(fields), 1));
-        return Ok(());
-    }
+fn text(all: &Combined, hosts: &[HostProfile], shown: usize, out: &mut String) {
     let d = &all.device;
+    let s = if d.host_count == 1 { "" } else { "s" };
+    let what = if d.device_type.is_empty() { d.hardware.as_str() } else { &d.device_type };
     line(
         out,
         &format!(
-            "{} × {} on {} host{}; devices busy {}% of their active time.",
-            d.device_count,
-            if d.device_type.is_empty() { d.hardware } else { &d.device_type },
-            d.host_count,
-            if d.host_count == 1 { "" } else { "s" },
-            to_fixed(d.busy_percent, 1),
+            "{} × {what} on {} host{s}; devices busy {:.1}% of their active time.",
+            d.device_count, d.host_count, d.busy_percent
         ),
     );
     if hosts.len() > 1 {
         line(out, "");
         line(out, &format!("{} {} {} {}", pad("HOST", 28), lpad("STEPS", 5), lpad("AVG STEP", 10), lpad("IDLE", 6)));
         for h in &all.hosts {
-            // `h.avg_step_us ? …`: 0 and NaN read as none.
-            let avg = if h.avg_step_us != 0.0 && !h.avg_step_us.is_nan() { us(h.avg_step_us) } else { "-".to_owned() };
+            let avg = if h.avg_step_us > 0.0 { us(h.avg_step_us) } else { "-".to_owned() };
+            let idle = format!("{:.1}%", h.idle_percent);
             line(
                 out,
                 &format!(
@@ -289,155 +275,80 @@ where
                     pad(&h.host, 28),
                     lpad(&h.steps.to_string(), 5),
                     lpad(&avg, 10),
-                    lpad(&format!("{}%", to_fixed(h.idle_percent, 1)), 6),
+                    lpad(&idle, 6)
                 ),
             );
         }
-        if let Some(s) = all.slowest.as_deref().filter(|s| !s.is_empty()) {
+        if let Some(s) = &all.slowest {
             line(out, &format!("Slowest host: {s}."));
         }
     }
     line(out, "");
-    if !all.steps.is_empty() {
-        let avg = all.steps.iter().fold(0.0, |a, s| a + s.total_us) / all.steps.len() as f64;
-        line(
-            out,
-            &format!("{} steps (from {}), average {}.", all.steps.len(), step_source_phrase(all.step_source), us(avg)),
-        );
-    } else {
+    if all.steps.is_empty() {
         line(out, NO_STEPS_NOTE);
+    } else {
+        let avg = all.steps.iter().map(|s| s.total_us).sum::<f64>() / all.steps.len() as f64;
+        let from = crate::output::notes::steps_note(all.step_source);
+        line(out, &format!("{} steps (from {from}), average {}.", all.steps.len(), us(avg)));
     }
     line(out, "");
-    let summaries = || hosts.iter().map(|h| &h.summary);
-    if ops.is_empty() {
-        let planes: Vec<_> = hosts.iter().flat_map(|h| &h.summary.planes).filter(|p| p.events > 0).collect();
-        let note = unattributed_note(&sum_unattributed(summaries()), us);
+    let note = crate::output::notes::unattributed_note(&sum_unattributed(hosts));
+    if shown == 0 {
         if !note.is_empty() {
             line(out, &note);
         } else {
+            let planes: Vec<_> = hosts.iter().flat_map(|h| &h.summary.planes).filter(|p| p.events > 0).collect();
             let listed: Vec<String> = planes.iter().take(8).map(|p| format!("{} ({})", p.name, p.events)).collect();
+            let these = if hosts.len() == 1 { "this capture" } else { "these captures" };
+            let more = if planes.len() > 8 { ", …" } else { "" };
+            let n = planes.len();
             line(
                 out,
                 &format!(
-                    "No XLA ops ran on a device in {}. It holds {} planes with events: {}{}.",
-                    if hosts.len() == 1 { "this capture" } else { "these captures" },
-                    planes.len(),
-                    listed.join(", "),
-                    if planes.len() > 8 { ", …" } else { "" },
+                    "No XLA ops ran on a device in {these}. It holds {n} planes with events: {}{more}.",
+                    listed.join(", ")
                 ),
             );
         }
-        return Ok(());
+        return;
     }
-    line(
-        out,
-        &format!(
-            "{} {} {} {} {} {}",
-            pad("OP", 36),
-            pad("CATEGORY", 18),
-            lpad("COUNT", 7),
-            lpad("SELF", 11),
-            lpad("TOTAL", 11),
-            lpad("BOUND", 7),
-        ),
-    );
-    for o in ops {
-        let name = if utf16_len(&o.name) > 36 { format!("{}…", utf16_prefix(&o.name, 35)) } else { o.name.clone() };
-        line(
-            out,
-            &format!(
-                "{} {} {} {} {} {}",
-                pad(&name, 36),
-                pad(&o.category, 18),
-                lpad(&num_to_string(o.count), 7),
-                lpad(&us(o.self_us), 11),
-                lpad(&us(o.total_us), 11),
-                lpad(if o.bound_by.is_empty() { "-" } else { o.bound_by }, 7),
-            ),
-        );
+    let head =
+        [pad("OP", 36), pad("CATEGORY", 18), lpad("COUNT", 7), lpad("SELF", 11), lpad("TOTAL", 11), lpad("BOUND", 7)];
+    line(out, &head.join(" "));
+    for o in &all.ops[..shown] {
+        let name = if o.name.chars().count() > 36 {
+            format!("{}…", o.name.chars().take(35).collect::<String>())
+        } else {
+            o.name.clone()
+        };
+        let bound = if o.bound_by.as_str().is_empty() { "-" } else { o.bound_by.as_str() };
+        let row = [
+            pad(&name, 36),
+            pad(&o.category, 18),
+            lpad(&o.count.to_string(), 7),
+            lpad(&us(o.self_us), 11),
+            lpad(&us(o.total_us), 11),
+            lpad(bound, 7),
+        ];
+        line(out, &row.join(" "));
     }
-    if ops.len() < all.ops.len() {
-        line(out, &format!("… {} more (--top 0 shows all).", all.ops.len() - ops.len()));
+    if shown < all.ops.len() {
+        line(out, &format!("… {} more (--top 0 shows all).", all.ops.len() - shown));
     }
-    let note = unattributed_note(&sum_unattributed(summaries()), us);
     if !note.is_empty() {
         line(out, &format!("\n{note}"));
     }
-    Ok(())
 }
 
-/// Where the steps came from, as a phrase ("… steps (from PHRASE)").
-pub fn step_source_phrase(source: &str) -> &'static str {
-    match source {
-        "device" => "the devices' Steps lines",
-        "annotations" => "step annotations: the device work under each, as xprof groups it",
-        "host" => "the host's program dispatches",
-        "none" => "nowhere",
-        _ => "undefined",
-    }
-}
-
-/// Why a capture has no steps: the three sources the analysis looks for, none found.
-pub const NO_STEPS_NOTE: &str =
-    "No steps: no device has a Steps line, no step annotation (jax.profiler.StepTraceAnnotation, or a TraceMe with \
-     step_num) groups the device work, and no host dispatched XLA programs step by step (ExecuteComputation).";
-
-/// A JS object's own keys that are array indices ("0", "17"; not "017", not ≥ 2^32 − 1) come first, ascending.
-fn array_index(key: &str) -> Option<u32> {
-    let b = key.as_bytes();
-    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) || (b[0] == b'0' && b.len() > 1) || b.len() > 10 {
-        return None;
-    }
-    let v: u64 = key.parse().ok()?;
-    (v < u32::MAX as u64).then_some(v as u32)
-}
-
-/// The unattributed kernels of several summaries (the hosts of one run) as one; names in the key order of the
-/// JS object the TS builds (array-index keys first, ascending; the rest as first seen).
-pub fn sum_unattributed<'a>(summaries: impl Iterator<Item = &'a ProfileSummary>) -> UnattributedKernels {
+/// The unattributed kernels of several hosts' captures, as one.
+fn sum_unattributed(hosts: &[HostProfile]) -> UnattributedKernels {
     let mut out = UnattributedKernels::default();
-    let mut at: HashMap<&str, usize> = HashMap::new();
-    for s in summaries {
-        let u = &s.unattributed_kernels;
+    for u in hosts.iter().map(|h| &h.summary.unattributed_kernels) {
         out.count += u.count;
         out.self_us += u.self_us;
-        for (n, c) in &u.names {
-            match at.get(n.as_str()) {
-                Some(&i) => out.names[i].1 += c,
-                None => {
-                    at.insert(n, out.names.len());
-                    out.names.push((n.clone(), 0.0 + c));
-                }
-            }
+        for (n, c) in &u.names.0 {
+            out.names.add(n, *c);
         }
     }
-    out.names.sort_by_key(|(n, _)| match array_index(n) {
-        Some(i) => (false, i),
-        None => (true, 0),
-    });
     out
-}
-
-/// What became of kernels that no op was charged for, and how to see them per op; '' when there were none.
-pub fn unattributed_note(u: &UnattributedKernels, fmt_us: impl Fn(f64) -> String) -> String {
-    if u.count == 0.0 || u.count.is_nan() {
-        return String::new();
-    }
-    let mut names: Vec<&(String, f64)> = u.names.iter().collect();
-    names.sort_by(|a, b| crate::jsmath::js_cmp(b.1 - a.1));
-    let listed: Vec<String> = names.iter().take(3).map(|(n, c)| format!("{n} ×{}", num_to_string(*c))).collect();
-    let listed = listed.join(", ") + if names.len() > 3 { ", …" } else { "" };
-    let command_buffers = names.iter().any(|(n, _)| n.starts_with("command_buffer"));
-    let mut s = format!(
-        "{} kernels ({}) named an HLO op that their program's HLO does not hold ({listed}), so, as in xprof, no op is charged for them.",
-        num_to_string(u.count),
-        fmt_us(u.self_us),
-    );
-    if command_buffers {
-        s.push_str(
-            " XLA ran them inside CUDA command buffers (CUDA graphs), and the capture names the buffer, not the ops in it. \
-             For per-op statistics, profile with XLA_FLAGS=--xla_gpu_enable_command_buffer= (each kernel then launched on its own).",
-        );
-    }
-    s
 }

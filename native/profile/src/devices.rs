@@ -1,19 +1,17 @@
-//! The devices of a capture for the overview (a port of devices.ts): their type and peak rates (from the
-//! planes' own stats), how busy each was, and the steps a device marks itself (a TPU's `Steps` line, which
-//! xprof takes step time from first).
+//! The devices of a capture for the overview: their type and peak rates (from the planes' own stats), how busy
+//! each was, and the steps a device marks itself (a TPU's `Steps` line, which xprof takes step time from first).
 
 use crate::chips::{bound_by, chip_peaks};
 use crate::intervals::IntervalUnion;
-use crate::jsfmt::{num_to_string as number_to_string, string_to_number};
-use crate::jsmath::js_min;
-use crate::view::{LineView, OpRow, PlaneView, ProfileOverview, StatValue, StepBreakdown};
+use crate::output::types::{BoundBy, Hardware, OpRow, ProfileOverview, StepBreakdown, StepSource};
+use crate::view::{LineView, PlaneView, StatValue};
 use crate::windows::window_steps;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
     pub name: String,
-    pub hardware: &'static str,
+    pub hardware: Hardware,
     pub device_type: String,
     pub peak_tflops: f64,
     pub hbm_gbs: f64,
@@ -30,12 +28,12 @@ pub struct DevicePartial {
 }
 
 /// `/device:TPU:0`, `/device:GPU:3` (not TPU_NON_CORE, SparseCore or custom planes): the hardware, if one.
-pub fn device_plane(name: &str) -> Option<&'static str> {
+pub fn device_plane(name: &str) -> Option<Hardware> {
     let rest = name.strip_prefix("/device:")?;
     let (hw, digits) = if let Some(d) = rest.strip_prefix("TPU:") {
-        ("TPU", d)
+        (Hardware::Tpu, d)
     } else if let Some(d) = rest.strip_prefix("GPU:") {
-        ("GPU", d)
+        (Hardware::Gpu, d)
     } else {
         return None;
     };
@@ -45,7 +43,7 @@ pub fn device_plane(name: &str) -> Option<&'static str> {
 fn num(v: Option<&StatValue>) -> f64 {
     let x = match v {
         Some(StatValue::Num(x)) => *x,
-        Some(StatValue::Str(s)) => string_to_number(s),
+        Some(StatValue::Str(s)) => s.trim().parse().unwrap_or(f64::NAN),
         None => f64::NAN,
     };
     if x.is_finite() {
@@ -55,10 +53,10 @@ fn num(v: Option<&StatValue>) -> f64 {
     }
 }
 
-/// String(x ?? fallback) of a plane stat.
+/// A plane stat as text.
 fn string_of(v: Option<&StatValue>) -> Option<String> {
     v.map(|v| match v {
-        StatValue::Num(x) => number_to_string(*x),
+        StatValue::Num(x) => x.to_string(),
         StatValue::Str(s) => s.clone(),
     })
 }
@@ -103,7 +101,7 @@ pub fn gpu_model_name(st: &HashMap<String, StatValue>) -> String {
             return format!("AMD GPU - {gfx}");
         }
         return if (9.0..=11.0).contains(&major) {
-            format!("AMD GPU - gfx-{}XX series", number_to_string(major))
+            format!("AMD GPU - gfx-{major}XX series")
         } else {
             "AMD GPU".to_string()
         };
@@ -125,7 +123,7 @@ impl DeviceStats {
         let Some(hardware) = device_plane(&p.name) else { return };
         let st = &p.stats;
         let device_type = string_of(st.get("device_type_string")).unwrap_or_else(|| {
-            if hardware == "GPU" {
+            if hardware == Hardware::Gpu {
                 gpu_model_name(st)
             } else {
                 "TPU".to_string()
@@ -200,10 +198,10 @@ impl DeviceStats {
 /// Steps from the devices' Steps lines: step k takes the window of the device whose step k was longest, as xprof
 /// takes the slowest core's (the devices' clocks need not agree, so windows are not merged).
 pub fn device_steps(per_device: &[Vec<f64>], busy: &[f64]) -> Vec<StepBreakdown> {
-    let n = per_device.iter().map(|w| w.len() as f64).fold(f64::INFINITY, js_min);
+    let n = per_device.iter().map(Vec::len).min().unwrap_or(0);
     let mut windows = vec![];
     let mut k = 0usize;
-    while ((k + 1) as f64) < n {
+    while k + 1 < n {
         let mut slowest = &per_device[0];
         for w in &per_device[1..] {
             if w[k + 1] - w[k] > slowest[k + 1] - slowest[k] {
@@ -222,7 +220,7 @@ pub fn overview_of(
     parts: &[&DevicePartial],
     host_count: usize,
     ops: &mut [OpRow],
-    step_source: &'static str,
+    step_source: StepSource,
 ) -> ProfileOverview {
     let devices: Vec<&DeviceInfo> = parts.iter().flat_map(|p| p.devices.iter()).collect();
     let first = devices.first();
@@ -232,13 +230,13 @@ pub fn overview_of(
     let hbm_gbs = first.map_or(0.0, |d| d.hbm_gbs);
     // Only on TPU, whose op events carry their FLOPs and bytes: a GPU op's come from XLA's cost analysis, which
     // this does not run, so it gets no roofline point rather than a wrong one.
-    let roofline = first.is_some_and(|d| d.hardware == "TPU");
+    let roofline = first.is_some_and(|d| d.hardware == Hardware::Tpu);
     for o in ops.iter_mut() {
         o.intensity = if o.bytes > 0.0 { o.flops / o.bytes } else { 0.0 };
-        o.bound_by = if roofline { bound_by(o.flops, o.bytes, peak_tflops, hbm_gbs) } else { "" };
+        o.bound_by = if roofline { bound_by(o.flops, o.bytes, peak_tflops, hbm_gbs) } else { BoundBy::None };
     }
     ProfileOverview {
-        hardware: first.map_or("CPU", |d| d.hardware),
+        hardware: first.map_or(Hardware::Cpu, |d| d.hardware),
         device_type: first.map_or(String::new(), |d| d.device_type.clone()),
         device_count: devices.len(),
         host_count,
@@ -257,8 +255,8 @@ mod tests {
 
     #[test]
     fn device_planes() {
-        assert_eq!(device_plane("/device:TPU:0"), Some("TPU"));
-        assert_eq!(device_plane("/device:GPU:12"), Some("GPU"));
+        assert_eq!(device_plane("/device:TPU:0"), Some(Hardware::Tpu));
+        assert_eq!(device_plane("/device:GPU:12"), Some(Hardware::Gpu));
         assert_eq!(device_plane("/device:TPU_NON_CORE:0"), None);
         assert_eq!(device_plane("/device:TPU:"), None);
     }

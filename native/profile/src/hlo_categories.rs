@@ -1,19 +1,15 @@
-//! HLO op categories from a program's serialized xla.HloProto (a port of
-//! extension/src/core/profiles/hlo-categories.ts), for captures whose ops carry no `hlo_category` stat (GPU:
-//! kernels name their HLO op, and the /host:metadata plane holds each program's HLO). xprof categorizes such
-//! ops with XLA's HloInstruction::ToCategory(); this applies the same rules to the instruction's opcode and
-//! fusion kind.
+//! HLO op categories from a program's serialized xla.HloProto, for captures whose ops carry no `hlo_category`
+//! stat (GPU: kernels name their HLO op, and the /host:metadata plane holds each program's HLO). xprof
+//! categorizes such ops with XLA's HloInstruction::ToCategory(); this applies the same rules to the instruction's
+//! opcode and fusion kind.
 //!
 //! Field numbers from xla/service/hlo.proto: HloProto.hlo_module (1); HloModuleProto.name (1),
 //! computations (3), id (5); HloComputationProto.instructions (2); HloInstructionProto.name (1), opcode (2),
 //! fusion_kind (11).
-//!
-//! The wire reading mirrors protobufjs's Reader (which the TS uses) where input is corrupt: which truncations
-//! fail, which are clamped (a string's length past the buffer), and which are read past a message's end.
 
 use std::sync::Arc;
 
-use crate::wire::{varint_decimal, Corrupt, Reader};
+use crate::wire::{Corrupt, Reader};
 
 pub(crate) use crate::intern::FastMap;
 
@@ -104,7 +100,7 @@ pub struct HloProgram {
     pub categories: Categories,
 }
 
-/// Corrupt input (where the TS throws).
+/// A program's HLO that cannot be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HloError;
 
@@ -116,7 +112,7 @@ impl From<Corrupt> for HloError {
 
 type R<T> = Result<T, HloError>;
 
-/// Absent field in an instruction (TS: key -1).
+/// Absent field in an instruction.
 const NONE: u32 = u32::MAX;
 
 /// Decodes what the op table needs of serialized HloProtos; anything else is skipped. One per analysis, for
@@ -135,60 +131,35 @@ impl HloDecoder {
         Self::default()
     }
 
-    /// Errs on corrupt input where the TS throws.
+    /// One program's HLO; corrupt bytes are an error.
     pub fn decode(&mut self, bytes: &[u8]) -> R<HloProgram> {
-        let mut r = Reader::new(bytes, 0, bytes.len());
+        let mut r = Reader::new(bytes, 0, 0, bytes.len());
         let mut out = HloProgram::default();
-        while r.pos < bytes.len() {
-            let tag = r.uint32()?;
-            if tag >> 3 == 1 && tag & 7 == 2 {
-                let end = r.end()?;
-                self.module(&mut r, end, &mut out)?;
-            } else {
-                r.skip_type(tag & 7, 0)?;
-            }
+        while let Some(mut module) = r.next_message(1)? {
+            self.module(&mut module, &mut out)?;
         }
         Ok(out)
     }
 
-    fn module(&mut self, r: &mut Reader, end: usize, out: &mut HloProgram) -> R<()> {
-        while r.pos < end {
-            let tag = r.uint32()?;
-            let field = tag >> 3;
-            if field == 1 && tag & 7 == 2 {
-                out.name = r.buffer_string()?;
-            } else if field == 3 && tag & 7 == 2 {
-                let e = r.end()?;
-                self.computation(r, e, out)?;
-            } else if field == 5 && tag & 7 == 0 {
-                let at = r.pos;
-                let v = r.varint64()?;
-                // Number.isSafeInteger(v) && v >= 0: past 2^53 a double is not the id, so its exact digits.
-                out.id = if (0.0..=9007199254740991.0).contains(&v) && v.fract() == 0.0 {
-                    (v as u64).to_string()
-                } else {
-                    varint_decimal(r.buf, at)?
-                };
-            } else {
-                r.skip_type(tag & 7, 0)?;
+    fn module(&mut self, r: &mut Reader, out: &mut HloProgram) -> R<()> {
+        while r.more() {
+            match r.tag()? {
+                (1, 2) => out.name = r.string()?,
+                (3, 2) => {
+                    let (s, e) = r.bytes()?;
+                    self.computation(&mut r.sub(s, e), out)?;
+                }
+                (5, 0) => out.id = r.varint()?.to_string(),
+                (_, wire) => r.skip(wire)?,
             }
         }
-        // A string clamped or a field read past the module's end: the TS goes back to the end all the same.
-        r.pos = end;
         Ok(())
     }
 
-    fn computation(&mut self, r: &mut Reader, end: usize, out: &mut HloProgram) -> R<()> {
-        while r.pos < end {
-            let tag = r.uint32()?;
-            if tag >> 3 == 2 && tag & 7 == 2 {
-                let e = r.end()?;
-                self.instruction(r, e, out)?;
-            } else {
-                r.skip_type(tag & 7, 0)?;
-            }
+    fn computation(&mut self, r: &mut Reader, out: &mut HloProgram) -> R<()> {
+        while let Some(mut instruction) = r.next_message(2)? {
+            self.instruction(&mut instruction, out)?;
         }
-        r.pos = end;
         Ok(())
     }
 
@@ -202,65 +173,22 @@ impl HloDecoder {
         k
     }
 
-    fn instruction(&mut self, r: &mut Reader, end: usize, out: &mut HloProgram) -> R<()> {
-        let buf = r.buf;
-        let len = buf.len();
+    fn instruction(&mut self, r: &mut Reader, out: &mut HloProgram) -> R<()> {
         let (mut name, mut opcode, mut kind) = (NONE, NONE, NONE);
-        // The TS reads one-byte tags, lengths and varints inline, bounded by the instruction's end; longer
-        // ones and other wire types through the Reader, bounded by the buffer's.
-        let mut pos = r.pos;
-        while pos < end {
-            let mut tag = buf[pos] as u32;
-            pos += 1;
-            if tag >= 0x80 {
-                r.pos = pos - 1;
-                tag = r.uint32()?;
-                pos = r.pos;
-            }
-            let wire = tag & 7;
-            if wire == 2 {
-                if pos >= len {
-                    // The TS reads the length as undefined and its position becomes NaN: interning a name,
-                    // opcode or kind then throws, any other field ends the loop as if at the end.
-                    if matches!(tag >> 3, 1 | 2 | 11) {
-                        return Err(HloError);
+        while r.more() {
+            match r.tag()? {
+                (f @ (1 | 2 | 11), 2) => {
+                    let (a, b) = r.bytes()?;
+                    let k = self.intern(&r.buf[a..b]);
+                    match f {
+                        1 => name = k,
+                        2 => opcode = k,
+                        _ => kind = k,
                     }
-                    pos = end;
-                    break;
                 }
-                let mut n = buf[pos] as usize;
-                pos += 1;
-                if n >= 0x80 {
-                    r.pos = pos - 1;
-                    n = r.uint32()? as usize;
-                    pos = r.pos;
-                }
-                let start = pos;
-                pos += n;
-                if pos > end {
-                    break;
-                }
-                match tag >> 3 {
-                    1 => name = self.intern(&buf[start..pos]),
-                    2 => opcode = self.intern(&buf[start..pos]),
-                    11 => kind = self.intern(&buf[start..pos]),
-                    _ => {}
-                }
-            } else if wire == 0 {
-                while pos < end && buf[pos] >= 0x80 {
-                    pos += 1;
-                }
-                pos += 1;
-            } else {
-                r.pos = pos;
-                r.skip_type(wire, 0)?;
-                pos = r.pos;
+                (_, wire) => r.skip(wire)?,
             }
         }
-        if pos > end {
-            return Err(HloError);
-        }
-        r.pos = end;
         if name == NONE || self.strings[name as usize].is_empty() {
             return Ok(());
         }
@@ -280,6 +208,7 @@ impl HloDecoder {
 }
 
 /// One program's HLO, decoded on its own (an HloDecoder shares its strings across the programs it decodes).
+#[cfg(test)]
 pub fn decode_hlo_program(bytes: &[u8]) -> Result<HloProgram, HloError> {
     HloDecoder::new().decode(bytes)
 }

@@ -1,8 +1,8 @@
-//! The captures of several hosts of one run side by side (a port of extension/src/core/profiles/hosts.ts): each
-//! host's step time and idle share, the slowest host named, and one op table for all (rows of the same program
-//! and op summed). Field names are those `tpw profile --json` prints.
+//! The captures of several hosts of one run side by side: each host's step time and idle share, the slowest host
+//! named, and one op table for all (rows of the same program and op summed). `tpw profile DIR` prints it, and the
+//! run view's "Compare hosts" shows it (ProfileHosts).
 
-use crate::view::{OpRow, ProfileSummary, StepBreakdown};
+use crate::output::types::{Hardware, HostRow, OpRow, ProfileHosts, ProfileSummary, StepBreakdown, StepSource};
 use std::collections::HashMap;
 
 pub struct HostProfile {
@@ -10,19 +10,10 @@ pub struct HostProfile {
     pub summary: ProfileSummary,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostRow {
-    pub host: String,
-    pub file: String,
-    pub steps: usize,
-    pub avg_step_us: f64,
-    pub idle_percent: f64,
-}
-
-/// The run's devices (`device` of `--json`, in its key order).
+/// The run's devices.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Device {
-    pub hardware: &'static str,
+    pub hardware: Hardware,
     pub device_type: String,
     pub device_count: usize,
     pub host_count: usize,
@@ -32,10 +23,10 @@ pub struct Device {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct CombinedProfile {
+pub struct Combined {
     pub device: Device,
-    /// The first host's step source other than 'none', else 'none'.
-    pub step_source: &'static str,
+    /// The first host's step source other than none.
+    pub step_source: StepSource,
     /// Step k of the run (index k + 1): its slowest host's step k.
     pub steps: Vec<StepBreakdown>,
     pub ops: Vec<OpRow>,
@@ -44,104 +35,79 @@ pub struct CombinedProfile {
     pub slowest: Option<String>,
 }
 
-/// `path.basename(p)` (POSIX): the part after the last '/', trailing slashes ignored.
-pub fn basename(p: &str) -> &str {
-    let t = p.trim_end_matches('/');
-    match t.rfind('/') {
-        Some(i) => &t[i + 1..],
-        None => t,
-    }
-}
-
 /// A host's name: what its capture says, else its file name without `.xplane.pb`.
 pub fn host_name(h: &HostProfile) -> String {
     match h.summary.hosts.first() {
         Some(n) if !n.is_empty() => n.clone(),
         _ => {
-            let b = basename(&h.file);
+            let b = h.file.trim_end_matches('/').rsplit('/').next().unwrap_or("");
             b.strip_suffix(".xplane.pb").unwrap_or(b).to_owned()
         }
     }
 }
 
-pub fn combine_hosts(hosts: &[HostProfile]) -> CombinedProfile {
+pub fn combine_hosts(hosts: &[HostProfile]) -> Combined {
     let rows: Vec<HostRow> = hosts
         .iter()
         .map(|h| {
             let s = &h.summary.steps;
             HostRow {
                 host: host_name(h),
-                file: h.file.clone(),
+                location: h.file.clone(),
                 steps: s.len(),
                 avg_step_us: if s.is_empty() {
                     0.0
                 } else {
-                    s.iter().fold(0.0, |a, st| a + st.total_us) / s.len() as f64
+                    s.iter().map(|st| st.total_us).sum::<f64>() / s.len() as f64
                 },
                 idle_percent: h.summary.overview.idle_percent,
+                busy_us: h.summary.overview.busy_us,
             }
         })
         .collect();
     let with_steps: Vec<&HostRow> = rows.iter().filter(|r| r.steps > 0).collect();
-    let slowest = if with_steps.len() > 1 {
-        let mut a = with_steps[0];
-        for &r in &with_steps[1..] {
-            if r.avg_step_us > a.avg_step_us {
-                a = r;
-            }
-        }
-        Some(a.host.clone())
-    } else {
-        None
-    };
+    let slowest = (with_steps.len() > 1)
+        .then(|| with_steps.iter().fold(with_steps[0], |a, &r| if r.avg_step_us > a.avg_step_us { r } else { a }))
+        .map(|r| r.host.clone());
     // Step k of the run lasts as long as its slowest host's step k (hosts wait for each other at the collectives).
     let n = hosts.iter().map(|h| h.summary.steps.len()).max().unwrap_or(0);
-    let mut steps = Vec::with_capacity(n);
-    for k in 0..n {
-        let mut at_k = hosts.iter().filter_map(|h| h.summary.steps.get(k));
-        let mut s = at_k.next().expect("some host has step k");
-        for b in at_k {
-            if b.total_us > s.total_us {
-                s = b;
-            }
-        }
-        steps.push(StepBreakdown { index: k + 1, ..s.clone() });
-    }
-    // Rows of the same program and op, in first-seen order (a JS Map keyed `${program}\0${name}`).
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let steps = (0..n)
+        .map(|k| {
+            let at_k = hosts.iter().filter_map(|h| h.summary.steps.get(k));
+            let s = at_k.fold(None::<&StepBreakdown>, |a, b| match a {
+                Some(a) if a.total_us >= b.total_us => Some(a),
+                _ => Some(b),
+            });
+            StepBreakdown { index: k + 1, ..s.cloned().unwrap_or_default() }
+        })
+        .collect();
+    // Rows of the same program and op, in first-seen order.
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut ops: Vec<OpRow> = Vec::new();
-    let mut key = String::new();
-    for h in hosts {
-        for o in &h.summary.ops {
-            key.clear();
-            key.push_str(&o.program);
-            key.push('\0');
-            key.push_str(&o.name);
-            match index.get(&key) {
-                Some(&i) => {
-                    let row = &mut ops[i];
-                    row.count += o.count;
-                    row.self_us += o.self_us;
-                    row.total_us += o.total_us;
-                    row.flops += o.flops;
-                    row.bytes += o.bytes;
-                }
-                None => {
-                    index.insert(key.clone(), ops.len());
-                    ops.push(o.clone());
-                }
+    for o in hosts.iter().flat_map(|h| &h.summary.ops) {
+        match index.get(&(o.program.clone(), o.name.clone())) {
+            Some(&i) => {
+                let row = &mut ops[i];
+                row.count += o.count;
+                row.self_us += o.self_us;
+                row.total_us += o.total_us;
+                row.flops += o.flops;
+                row.bytes += o.bytes;
+            }
+            None => {
+                index.insert((o.program.clone(), o.name.clone()), ops.len());
+                ops.push(o.clone());
             }
         }
     }
-    // sort((a, b) => b.selfUs - a.selfUs): stable; a NaN difference counts as equal.
-    ops.sort_by(|a, b| crate::jsmath::js_cmp(b.self_us - a.self_us));
+    ops.sort_by(|a, b| b.self_us.total_cmp(&a.self_us));
     let ov: Vec<_> = hosts.iter().map(|h| &h.summary.overview).collect();
     let first = ov.iter().find(|o| o.device_count > 0).or(ov.first()).copied();
-    let busy = ov.iter().fold(0.0, |a, o| a + o.busy_us);
-    let active = ov.iter().fold(0.0, |a, o| a + o.active_us);
-    CombinedProfile {
+    let busy: f64 = ov.iter().map(|o| o.busy_us).sum();
+    let active: f64 = ov.iter().map(|o| o.active_us).sum();
+    Combined {
         device: Device {
-            hardware: first.map_or("CPU", |o| o.hardware),
+            hardware: first.map_or(Hardware::Cpu, |o| o.hardware),
             device_type: first.map_or(String::new(), |o| o.device_type.clone()),
             device_count: ov.iter().map(|o| o.device_count).sum(),
             host_count: hosts.len(),
@@ -149,7 +115,7 @@ pub fn combine_hosts(hosts: &[HostProfile]) -> CombinedProfile {
             hbm_gbs: first.map_or(0.0, |o| o.hbm_gbs),
             busy_percent: if active > 0.0 { (100.0 * busy) / active } else { 0.0 },
         },
-        step_source: ov.iter().find(|o| o.step_source != "none").map_or("none", |o| o.step_source),
+        step_source: ov.iter().map(|o| o.step_source).find(|&s| s != StepSource::None).unwrap_or_default(),
         steps,
         ops,
         hosts: rows,
@@ -157,16 +123,22 @@ pub fn combine_hosts(hosts: &[HostProfile]) -> CombinedProfile {
     }
 }
 
+/// The run view's hosts side by side: the 200 ops with the most self time, and the captures that failed.
+pub fn hosts_message(hosts: &[HostProfile], errors: Vec<String>) -> ProfileHosts {
+    let c = combine_hosts(hosts);
+    ProfileHosts { hosts: c.hosts, slowest: c.slowest, ops: c.ops.into_iter().take(200).collect(), errors }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::ProfileOverview;
+    use crate::output::types::ProfileOverview;
 
     fn op(program: &str, name: &str, self_us: f64) -> OpRow {
         OpRow {
             program: program.into(),
             name: name.into(),
-            count: 1.0,
+            count: 1,
             self_us,
             total_us: self_us,
             flops: 2.0,
@@ -189,9 +161,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(basename("a/b.xplane.pb/"), "b.xplane.pb");
-        assert_eq!(basename("/"), "");
-        assert_eq!(basename("x"), "x");
         let h = host("dir/w1.xplane.pb", "", vec![], vec![], Default::default());
         assert_eq!(host_name(&h), "w1");
         let h = host("dir/w1.xplane.pb.xplane.pb", "", vec![], vec![], Default::default());
@@ -202,16 +171,9 @@ mod tests {
 
     #[test]
     fn combined() {
-        let cpu = ProfileOverview {
-            hardware: "CPU",
-            busy_us: 1.0,
-            active_us: 4.0,
-            idle_percent: 75.0,
-            step_source: "none",
-            ..Default::default()
-        };
+        let cpu = ProfileOverview { busy_us: 1.0, active_us: 4.0, idle_percent: 75.0, ..Default::default() };
         let tpu = ProfileOverview {
-            hardware: "TPU",
+            hardware: Hardware::Tpu,
             device_type: "TPU v6 Lite".into(),
             device_count: 4,
             peak_tflops: 918.0,
@@ -219,7 +181,7 @@ mod tests {
             busy_us: 3.0,
             active_us: 4.0,
             idle_percent: 25.0,
-            step_source: "device",
+            step_source: StepSource::Device,
             ..Default::default()
         };
         let a = host(
@@ -234,7 +196,7 @@ mod tests {
         assert_eq!(
             c.device,
             Device {
-                hardware: "TPU",
+                hardware: Hardware::Tpu,
                 device_type: "TPU v6 Lite".into(),
                 device_count: 4,
                 host_count: 2,
@@ -243,34 +205,22 @@ mod tests {
                 busy_percent: 50.0,
             }
         );
-        assert_eq!(c.step_source, "device");
-        assert_eq!(
-            c.hosts[0],
-            HostRow {
-                host: "a".into(),
-                file: "caps/a.xplane.pb".into(),
-                steps: 2,
-                avg_step_us: 20.0,
-                idle_percent: 75.0
-            }
-        );
+        assert_eq!(c.step_source, StepSource::Device);
+        assert_eq!((c.hosts[0].host.as_str(), c.hosts[0].steps, c.hosts[0].avg_step_us), ("a", 2, 20.0));
         assert_eq!(c.hosts[1].host, "hb");
         // Equal averages: the first stays the slowest.
         assert_eq!(c.slowest.as_deref(), Some("a"));
-        assert_eq!(c.steps.len(), 2);
         assert_eq!((c.steps[0].index, c.steps[0].total_us, c.steps[0].start_us), (1, 20.0, 1.0));
         assert_eq!((c.steps[1].index, c.steps[1].total_us), (2, 30.0));
         let names: Vec<_> = c.ops.iter().map(|o| (o.program.as_str(), o.name.as_str(), o.self_us, o.count)).collect();
-        assert_eq!(names, vec![("1", "y", 10.0, 2.0), ("1", "x", 5.0, 1.0), ("2", "x", 2.0, 1.0)]);
+        assert_eq!(names, vec![("1", "y", 10.0, 2), ("1", "x", 5.0, 1), ("2", "x", 2.0, 1)]);
         assert_eq!(c.ops[0].flops, 4.0);
     }
 
     #[test]
     fn empty() {
         let c = combine_hosts(&[]);
-        assert_eq!(c.device.hardware, "CPU");
-        assert_eq!(c.device.busy_percent, 0.0);
-        assert_eq!(c.step_source, "none");
+        assert_eq!((c.device.hardware, c.device.busy_percent, c.step_source), (Hardware::Cpu, 0.0, StepSource::None));
         assert!(c.steps.is_empty() && c.ops.is_empty() && c.slowest.is_none());
     }
 }

@@ -1,7 +1,7 @@
-//! Interning of UTF-8 strings straight from the capture's bytes (a port of intern.ts's Utf8Interner): a
-//! capture's strings repeat (each chip's plane names the same ops; hlo_op and hlo_module values repeat on every
-//! event), so a string is decoded once, and a key (its index) names it across all the planes of the file, which
-//! lets what is derived from a string be cached by key.
+//! Interning of UTF-8 strings straight from the capture's bytes: a capture's strings repeat (each chip's plane
+//! names the same ops; hlo_op and hlo_module values repeat on every event), so a string is decoded once, and a key
+//! (its index) names it across all the planes of the file, which lets what is derived from a string be cached by
+//! key.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -74,7 +74,7 @@ impl Interner {
         Self::default()
     }
 
-    /// The key of the UTF-8 bytes `b` (invalid sequences become U+FFFD; a leading BOM stays, as in the TS).
+    /// The key of the UTF-8 bytes `b` (invalid sequences become U+FFFD).
     pub fn intern(&mut self, b: &[u8]) -> i32 {
         if let Some(&k) = self.keys.get(b) {
             return k;

@@ -1,7 +1,7 @@
-//! The union of many intervals that arrive as sorted runs (a port of intervals.ts): the device-busy intervals
-//! of a capture, one run per XLine. Runs are merged pairwise as they come, as a merge sort merges its runs (the
-//! run below is kept more than twice as long as the one above it), so each interval takes part in O(log n)
-//! linear merges, and overlapping lines (threads of one device, planes of a repeated capture) stay short.
+//! The union of many intervals that arrive as sorted runs: the device-busy intervals of a capture, one run per
+//! XLine. Runs are merged pairwise as they come, as a merge sort merges its runs (the run below is kept more than
+//! twice as long as the one above it), so each interval takes part in O(log n) linear merges, and overlapping
+//! lines (threads of one device, planes of a repeated capture) stay short.
 
 #[derive(Default)]
 pub struct IntervalUnion {
@@ -116,6 +116,46 @@ impl IntervalUnion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The union of [s, e) pairs by one sort of them all: the reference. Touching intervals merge.
+    fn union_by_sort(mut pairs: Vec<(f64, f64)>) -> Vec<f64> {
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<f64> = vec![];
+        for (s, e) in pairs {
+            match out.last_mut() {
+                Some(last) if s <= *last => *last = last.max(e),
+                _ => out.extend([s, e]),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_union_of_runs_is_the_union_of_all() {
+        let mut seed: u32 = 7;
+        let mut rnd = |n: u32| {
+            seed = seed.wrapping_mul(1103515245).wrapping_add(12345);
+            seed % n
+        };
+        for trial in 0..300 {
+            let mut u = IntervalUnion::new();
+            let mut all = vec![];
+            for _ in 0..rnd(40) {
+                // A run as a line makes it: sorted, disjoint and not touching; some empty.
+                let mut t = rnd(50) as f64;
+                for _ in 0..rnd(if trial % 3 == 0 { 3 } else { 60 }) {
+                    let s = t + 1.0 + rnd(20) as f64;
+                    let e = s + rnd(15) as f64;
+                    u.push(s, e);
+                    all.push((s, e));
+                    t = e;
+                }
+                u.end_run();
+            }
+            assert_eq!(u.result(), union_by_sort(all), "trial {trial}");
+        }
+        assert!(IntervalUnion::new().result().is_empty());
+    }
 
     #[test]
     fn merges_runs_into_one_union() {

@@ -1,8 +1,9 @@
-//! `tpw profile` as a native executable. Modules are ports of extension/src/core/profiles (the run view's
-//! analysis) and extension/src/cli/profile-command.ts; test/unit/cli-profile-native.test.ts holds the two to the
-//! same bytes on every capture.
-// Loops index several columns at once, and `!(a < b)` is how the TypeScript treats NaN: both on purpose.
-#![allow(clippy::needless_range_loop, clippy::neg_cmp_op_on_partial_ord)]
+//! The profile analysis of TPU Workbench, the only one it has: an XSpace capture (`*.xplane.pb`) to its op table
+//! (xprof's hlo_stats), steps, overview, hosts side by side, the run view's timeline and a Chrome trace. Built
+//! natively for `tpw profile` (dist/tpw-profile) and as WebAssembly (dist/profile.wasm) for the extension's
+//! profile worker and `node bin/tpw.js profile`: one implementation, two targets.
+// Loops index several columns at once.
+#![allow(clippy::needless_range_loop)]
 pub mod analyze;
 pub mod chips;
 pub mod cli;
@@ -12,12 +13,20 @@ pub mod hlo_categories;
 pub mod hosts;
 pub mod intern;
 pub mod intervals;
-pub mod jsfmt;
-pub mod jsmath;
+#[cfg(unix)]
 pub mod mapped;
+#[cfg(unix)]
+pub mod native;
 pub mod op_stats;
+pub mod output;
+pub mod sample;
+pub mod source;
 pub mod step_groups;
 pub mod steps;
+pub mod timeline;
+pub mod trace;
 pub mod view;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 pub mod windows;
 pub mod wire;

@@ -1,4 +1,4 @@
-//! The op table by xprof's rules (a port of extension/src/core/profiles/op-stats.ts), one line at a time:
+//! The op table by xprof's rules, one line at a time:
 //! - Only device planes count. Host-side events that name an HLO op (a GPU runtime's kernel launches) are
 //!   launches, not executions. A capture with no device plane at all (XLA on CPU) falls back to the host's op
 //!   events; merge_ops drops those otherwise.
@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::hlo_categories::{Categories, FastMap, HloDecoder};
+use crate::hlo_categories::{Categories, FastMap};
 use crate::view::{EventInfo, LineView, PlaneView};
 
 mod merge;
@@ -24,7 +24,7 @@ mod rows;
 #[cfg(test)]
 mod tests;
 
-pub use merge::{add_js_key, merge_ops};
+pub use merge::merge_ops;
 pub use rows::{add_exact, exact_total, ACC_STRIDE};
 use rows::{pop, sorted_order, Rows, Scratch};
 
@@ -40,7 +40,7 @@ const NOT_OP_LINES: &[&str] = &[
     "SparseCore",
 ];
 
-/// The first index i such that `s[i..]` matches `(\.clone)?(\.\d+)*(\.clone)?$` (the TS strips that suffix).
+/// The first index i such that `s[i..]` matches `(\.clone)?(\.\d+)*(\.clone)?$` (an op's version suffix).
 fn version_suffix_start(s: &str) -> usize {
     /// `(\.\d+)*(\.clone)?` matches all of t. Greedy digits are exact here: what follows them must start
     /// with '.' or be the end.
@@ -131,7 +131,7 @@ pub struct OpPartial {
 }
 
 /// Metadata ids below this are cached in arrays.
-const CACHED_IDS: i32 = 1 << 24;
+const CACHED_IDS: i64 = 1 << 24;
 
 /// Collects the op table of the planes it visits (one analysis, or one thread's share of it). Its caches by
 /// string index assume every plane it sees indexes one string table (the decoder's, one per file).
@@ -140,7 +140,6 @@ pub struct OpStats {
     rows: Rows,
     hlo: FastMap<String, Arc<Categories>>,
     modules: FastMap<String, String>,
-    hlo_decoder: HloDecoder,
     is_device: bool,
     /// Row by metadata id on the current plane's XLA Ops line (TPU); -1: not resolved. With the metadata's
     /// FLOPs and bytes (finite, else 0).
@@ -153,7 +152,7 @@ pub struct OpStats {
     fb_plane: Vec<u32>,
     plane_no: u32,
     /// Row by (hlo_op key, program key), for kernels (GPU). Kept across planes: one OpStats sees planes of
-    /// one string table, whose indices stay valid (as the TS keeps it while the planes share a table).
+    /// one string table, whose indices stay valid.
     row_of_kernel: FastMap<i64, u32>,
     scratch: Scratch,
 }
@@ -176,22 +175,13 @@ impl OpStats {
         }
     }
 
-    /// The programs' HLO, from the metadata plane, in the TS's order of metadata ids (MetaTable iterates so:
-    /// the dense ids ascending, then the others as first set).
+    /// The programs' HLO, from the metadata plane.
     fn programs(&mut self, p: &PlaneView) {
-        for (id, info) in p.meta.iter() {
-            let Some(range) = &info.hlo_proto else { continue };
-            let Some(bytes) = p.bytes.get(range.clone()) else { continue };
-            // A program whose HLO cannot be read keeps its ops uncategorized rather than failing the capture.
-            let Ok(prog) = self.hlo_decoder.decode(bytes) else {
-                continue;
-            };
-            // JS String(id) of the id as a double.
-            let key = if prog.id.is_empty() { crate::jsfmt::num_to_string(id as f64) } else { prog.id };
+        for prog in &p.programs {
             if !prog.name.is_empty() {
-                self.modules.entry(key.clone()).or_insert(prog.name);
+                self.modules.entry(prog.key.clone()).or_insert_with(|| prog.name.clone());
             }
-            self.hlo.insert(key, Arc::new(prog.categories));
+            self.hlo.insert(prog.key.clone(), prog.categories.clone());
         }
     }
 
@@ -302,7 +292,7 @@ impl OpStats {
 
     fn module_names(&mut self, p: &PlaneView, l: &LineView) {
         for i in 0..l.count {
-            let Some(info) = p.meta.get(&(l.meta_id[i] as i64)) else {
+            let Some(info) = p.meta.get(&l.meta_id[i]) else {
                 continue;
             };
             if let Some((name, id)) = module_of(&info.name) {
@@ -312,12 +302,12 @@ impl OpStats {
     }
 
     /// The row of a TPU op by its metadata id, with the metadata's FLOPs and bytes; None: no such metadata.
-    fn tpu_row(&mut self, p: &PlaneView, meta_id: i32) -> Option<(u32, f64, f64)> {
+    fn tpu_row(&mut self, p: &PlaneView, meta_id: i64) -> Option<(u32, f64, f64)> {
         let m = meta_id as usize;
-        if meta_id >= 0 && m < self.row_of_meta.len() && self.row_of_meta[m] >= 0 {
+        if (0..CACHED_IDS).contains(&meta_id) && m < self.row_of_meta.len() && self.row_of_meta[m] >= 0 {
             return Some((self.row_of_meta[m] as u32, self.flops_of_meta[m], self.bytes_of_meta[m]));
         }
-        let info: &EventInfo = p.meta.get(&(meta_id as i64))?;
+        let info: &EventInfo = p.meta.get(&meta_id)?;
         let name = if info.display_name.is_empty() { &info.name } else { &info.display_name };
         let r = self.rows.row_for(
             info.program.as_deref().unwrap_or(""),
@@ -343,9 +333,9 @@ impl OpStats {
     }
 
     /// The metadata's FLOPs and bytes (finite, else 0; no metadata: 0), for kernels without their own stats.
-    fn meta_flops_bytes(&mut self, p: &PlaneView, meta_id: i32) -> (f64, f64) {
+    fn meta_flops_bytes(&mut self, p: &PlaneView, meta_id: i64) -> (f64, f64) {
         let look = |p: &PlaneView| {
-            let info = p.meta.get(&(meta_id as i64));
+            let info = p.meta.get(&meta_id);
             (finite_or_0(info.and_then(|i| i.flops)), finite_or_0(info.and_then(|i| i.bytes)))
         };
         if !(0..CACHED_IDS).contains(&meta_id) {
@@ -380,7 +370,7 @@ impl OpStats {
         let category = if cat_k >= 0 {
             &*s[cat_k as usize]
         } else {
-            p.meta.get(&(l.meta_id[i] as i64)).and_then(|info| info.category.as_deref()).unwrap_or("")
+            p.meta.get(&l.meta_id[i]).and_then(|info| info.category.as_deref()).unwrap_or("")
         };
         let op = &*s[op_k as usize];
         let name = match op.rfind("::") {
@@ -397,7 +387,7 @@ impl OpStats {
     }
 }
 
-/// `name(id)` of an XLA Modules event: the TS's /^(.*)\((\d+)\)$/ (`.` matches no line terminator).
+/// `name(id)` of an XLA Modules event (a name without line breaks, then the program id in parentheses).
 fn module_of(name: &str) -> Option<(&str, &str)> {
     let inner = name.strip_suffix(')')?;
     let digits = inner.bytes().rev().take_while(u8::is_ascii_digit).count();

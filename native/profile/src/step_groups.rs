@@ -1,6 +1,5 @@
-//! GPU steps as xprof finds them in a capture that has no Steps line: by grouping events under step annotations
-//! (a port of extension/src/core/profiles/step-groups.ts; its header gives the rules from XLA's group_events.cc
-//! and xprof's derived_timeline.cc / xplane_to_step_events.cc, and where this differs from xprof).
+//! GPU steps as xprof finds them in a capture that has no Steps line: by grouping events under step annotations,
+//! by the rules of XLA's group_events.cc and xprof's derived_timeline.cc / xplane_to_step_events.cc.
 //!
 //! In short: a host event with an `_r` stat is a root; roots, by level (higher first) then start, each take the
 //! next group id unless a root of their own level reaches them, and spread it to what they reach: events nested in
@@ -8,7 +7,7 @@
 //! events whose correlation_id is a launch's. On each device, events in start order take their group (or the last
 //! one seen); runs of one group make a span, and each group's step is its longest span over the devices.
 //!
-//! Kept compactly, as the TS keeps it: host nodes (events with a root or context stat), each launch as its
+//! Kept compactly: host nodes (events with a root or context stat), each launch as its
 //! correlation id and nearest node above it, and device events as spans (one per run of one correlation id).
 
 mod collect;
@@ -17,15 +16,15 @@ mod tests;
 
 pub use collect::{GroupCollector, GroupPartial};
 
-use crate::jsmath::js_max;
-use crate::view::StepBreakdown;
+use crate::output::types::StepBreakdown;
 use crate::windows::window_steps;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 /// The steps the partials' step annotations make (partials in plane order), or None where there are none: no
 /// root, or a capture grouped when written. `busy` (merged device-busy intervals, µs) gives each step's execute
 /// time.
-pub fn group_steps(parts: &[GroupPartial], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
+pub fn group_steps(parts: &[&GroupPartial], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
     if parts.iter().any(|p| p.grouped) || !parts.iter().any(|p| p.root_level.iter().any(|&r| r > 0.0)) {
         return None;
     }
@@ -60,78 +59,22 @@ pub fn group_steps(parts: &[GroupPartial], busy: &[f64]) -> Option<Vec<StepBreak
     steps_of_device_groups(plane, s, e, &g, busy)
 }
 
-/// The group of the last launch with each correlation id, by id (-1: none). CUPTI numbers its calls from 1, so
-/// ids are usually small integers: a table indexed by id, filled in launch order (the last one wins), where the
-/// largest id is not far past the number of launches; otherwise a binary search over the launches ordered by
-/// id, then by order.
-enum CorrGroups {
-    /// -2: no launch has this id (a launch's own group may be -1).
-    Table {
-        table: Vec<i32>,
-        max: f64,
-    },
-    Sorted {
-        corr: Vec<f64>,
-        lgroup: Vec<i32>,
-        by_corr: Vec<u32>,
-    },
-}
+/// The group of the last launch with each correlation id (the one its device events hang from), by id.
+struct CorrGroups(crate::intern::FastMap<u64, i32>);
 
 impl CorrGroups {
     fn new(corr: Vec<f64>, lgroup: Vec<i32>) -> Self {
-        let n = corr.len();
-        let mut max = 0.0;
-        let mut small = true;
-        for &c in &corr {
-            if !(c >= 0.0 && c <= 0x3fffffff as f64 && c == c.floor()) {
-                small = false;
-                break;
-            } else if c > max {
-                max = c;
-            }
+        let mut m = crate::intern::FastMap::default();
+        m.reserve(corr.len());
+        for (c, g) in corr.into_iter().zip(lgroup) {
+            m.insert(key_bits(c), g);
         }
-        if small && max <= (8 * n + 65536) as f64 {
-            let mut table = vec![-2; max as usize + 1];
-            for (&c, &g) in corr.iter().zip(&lgroup) {
-                table[c as usize] = g;
-            }
-            return CorrGroups::Table { table, max };
-        }
-        let by_corr = sorted_order(n, |a, b| {
-            let (a, b) = (a as usize, b as usize);
-            js_or(corr[a] - corr[b], a as f64 - b as f64)
-        });
-        CorrGroups::Sorted { corr, lgroup, by_corr }
+        CorrGroups(m)
     }
 
+    /// -1: no launch has this id.
     fn get(&self, c: f64) -> i32 {
-        match self {
-            CorrGroups::Table { table, max } => {
-                let g = if c >= 0.0 && c <= *max && c == c.floor() { table[c as usize] } else { -2 };
-                if g == -2 {
-                    -1
-                } else {
-                    g
-                }
-            }
-            CorrGroups::Sorted { corr, lgroup, by_corr } => {
-                // The last launch with id c (by_corr is by id, then by order): binary search past it.
-                let (mut lo, mut hi) = (0usize, corr.len());
-                while lo < hi {
-                    let mid = (lo + hi) >> 1;
-                    if corr[by_corr[mid] as usize] <= c {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                if lo > 0 && corr[by_corr[lo - 1] as usize] == c {
-                    lgroup[by_corr[lo - 1] as usize]
-                } else {
-                    -1
-                }
-            }
-        }
+        self.0.get(&key_bits(c)).copied().unwrap_or(-1)
     }
 }
 
@@ -142,8 +85,7 @@ struct Context {
     consumers: Vec<usize>,
 }
 
-/// A context's key half: JS keyed contexts by `${type}/${id}`, and String(x) tells doubles apart except for
-/// -0 and 0 (both "0"), so the key is the bits with -0 taken as 0 (NaN never gets here).
+/// A context's key half: the bits of its type or id, -0 taken as 0 (NaN never gets here).
 fn key_bits(x: f64) -> u64 {
     if x == 0.0 {
         0
@@ -161,13 +103,13 @@ fn context_of(by_key: &mut HashMap<(u64, u64), usize>, contexts: &mut Vec<Contex
 }
 
 /// The group of each host node (numbered across the partials in order), -1 for none.
-fn node_groups(parts: &[GroupPartial]) -> Vec<i32> {
+fn node_groups(parts: &[&GroupPartial]) -> Vec<i32> {
     let n: usize = parts.iter().map(|p| p.node_start.len()).sum();
     let mut level = Vec::with_capacity(n);
     let mut start = Vec::with_capacity(n);
     let mut parents: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    // In first-seen order (a JS Map's): it is the order children are added in.
+    // In first-seen order: it is the order children are added in.
     let mut contexts: Vec<Context> = Vec::new();
     let mut by_key: HashMap<(u64, u64), usize> = HashMap::new();
     for p in parts {
@@ -206,7 +148,7 @@ fn node_groups(parts: &[GroupPartial]) -> Vec<i32> {
     }
     let mut group = vec![-1i32; n];
     let mut roots: Vec<usize> = (0..n).filter(|&k| level[k] > 0.0).collect();
-    js_sort(&mut roots, |a, b| js_or(level[b] - level[a], start[a] - start[b]));
+    roots.sort_by(|&a, &b| level[b].total_cmp(&level[a]).then(start[a].total_cmp(&start[b])));
     let mut next = 0;
     // Sets as generation marks (one allocation, not one per root).
     let mut seen = Marks::new(n);
@@ -296,9 +238,9 @@ fn has_root_ancestor(
 fn steps_of_device_groups(plane: &[i32], s: &[f64], e: &[f64], g: &[i32], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
     let order = sorted_order(s.len(), |a, b| {
         let (a, b) = (a as usize, b as usize);
-        js_or(js_or(plane[a] as f64 - plane[b] as f64, s[a] - s[b]), e[b] - e[a])
+        plane[a].cmp(&plane[b]).then(s[a].total_cmp(&s[b])).then(e[b].total_cmp(&e[a]))
     });
-    // By group id (a JS Map whose keys were then sorted ascending; ids are small and dense).
+    // By group id (ids are small and dense).
     let groups = g.iter().map(|&x| x + 1).max().unwrap_or(0).max(0) as usize;
     let mut longest: Vec<Option<(f64, f64)>> = vec![None; groups];
     let mut at: Option<i32> = None;
@@ -324,7 +266,7 @@ fn steps_of_device_groups(plane: &[i32], s: &[f64], e: &[f64], g: &[i32], busy: 
             continue;
         }
         match &mut span {
-            Some(sp) if id == last => sp.1 = js_max(sp.1, e[k]),
+            Some(sp) if id == last => sp.1 = sp.1.max(e[k]),
             _ => {
                 close(&mut span, last);
                 span = Some((s[k], e[k]));
@@ -347,62 +289,12 @@ fn steps_of_device_groups(plane: &[i32], s: &[f64], e: &[f64], g: &[i32], busy: 
     }
 }
 
-/// Whether a JS comparator's result puts its second argument first (NaN counts as 0: no).
-fn after(c: f64) -> bool {
-    c > 0.0
-}
-
-/// JS `a || b` of two numbers: `b` where `a` is 0 or NaN.
-fn js_or(a: f64, b: f64) -> f64 {
-    if a == 0.0 || a.is_nan() {
-        b
-    } else {
-        a
-    }
-}
-
-/// 0 … n−1 in the order `cmp` gives; sorted only when not already so (ids and times mostly come in order).
-fn sorted_order(n: usize, mut cmp: impl FnMut(u32, u32) -> f64) -> Vec<u32> {
+/// 0 … n−1 in the order `cmp` gives (stable); sorted only when not already so (ids and times mostly come in
+/// order).
+pub(crate) fn sorted_order(n: usize, mut cmp: impl FnMut(u32, u32) -> Ordering) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n as u32).collect();
-    let sorted = (1..n as u32).all(|k| !after(cmp(k - 1, k)));
-    if !sorted {
-        js_sort(&mut order, cmp);
+    if !(1..n as u32).all(|k| cmp(k - 1, k) != Ordering::Greater) {
+        order.sort_by(|&a, &b| cmp(a, b));
     }
     order
-}
-
-/// A JS sort with a comparator (a result > 0 puts `b` first; NaN counts as 0), as V8 sorts a typed array: a
-/// top-down merge sort between two copies, stable. (For a consistent comparator any stable sort agrees, V8's
-/// TimSort for arrays included; this one also never panics on an inconsistent one.)
-fn js_sort<T: Copy>(v: &mut [T], mut cmp: impl FnMut(T, T) -> f64) {
-    let n = v.len();
-    if n < 2 {
-        return;
-    }
-    let mut work1 = v.to_vec();
-    let mut work2 = v.to_vec();
-    merge_sort(&mut work2, 0, n, &mut work1, &mut cmp);
-    v.copy_from_slice(&work1);
-}
-
-/// Sorts [from, to) of `source` into `target` (both hold the same elements there on entry).
-fn merge_sort<T: Copy>(source: &mut [T], from: usize, to: usize, target: &mut [T], cmp: &mut impl FnMut(T, T) -> f64) {
-    let middle = from + ((to - from) >> 1);
-    // Each level swaps the arrays' roles, so no range is copied between them.
-    if middle - from > 1 {
-        merge_sort(target, from, middle, source, cmp);
-    }
-    if to - middle > 1 {
-        merge_sort(target, middle, to, source, cmp);
-    }
-    let (mut left, mut right) = (from, middle);
-    for slot in &mut target[from..to] {
-        if left < middle && (right >= to || !after(cmp(source[left], source[right]))) {
-            *slot = source[left];
-            left += 1;
-        } else {
-            *slot = source[right];
-            right += 1;
-        }
-    }
 }

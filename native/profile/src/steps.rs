@@ -1,10 +1,9 @@
-//! Step-time breakdown from the host plane's intervals and the device-busy intervals (a port of steps.ts).
+//! Step-time breakdown from the host plane's intervals and the device-busy intervals.
 //! Steps are the windows between consecutive XLA program dispatches (ExecuteComputation / ExecuteReplicated):
 //! torch_xla's mark_step dispatches one program per step. StepMarker events are not boundaries, because
 //! execution is asynchronous: a step's program often starts after its marker ended.
 
-use crate::jsmath::{js_cmp, js_max, js_min};
-use crate::view::StepBreakdown;
+use crate::output::types::StepBreakdown;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -75,8 +74,8 @@ fn overlap(merged: &[f64], s: f64, e: f64) -> f64 {
     let mut total = 0.0;
     let mut k = lower_bound(merged, s, 2, 1) * 2;
     while k < merged.len() && merged[k] < e {
-        let a = js_max(s, merged[k]);
-        let b = js_min(e, merged[k + 1]);
+        let a = f64::max(s, merged[k]);
+        let b = f64::min(e, merged[k + 1]);
         if b > a {
             total += b - a;
         }
@@ -93,7 +92,7 @@ struct Sorted {
 fn sorted_kind(iv: &StepIntervals, kind: Kind) -> Sorted {
     let (s, e) = (&iv.s[kind as usize], &iv.e[kind as usize]);
     let mut order: Vec<usize> = (0..s.len()).collect();
-    order.sort_by(|&a, &b| js_cmp(s[a] - s[b]));
+    order.sort_by(|&a, &b| s[a].total_cmp(&s[b]));
     Sorted { s: order.iter().map(|&k| s[k]).collect(), e: order.iter().map(|&k| e[k]).collect() }
 }
 
@@ -101,7 +100,7 @@ fn sum(k: &Sorted, ws: f64, we: f64) -> f64 {
     let mut total = 0.0;
     let mut j = lower_bound(&k.s, ws, 1, 0);
     while j < k.s.len() && k.s[j] < we {
-        total += js_min(k.e[j], we) - k.s[j];
+        total += f64::min(k.e[j], we) - k.s[j];
         j += 1;
     }
     total
@@ -112,13 +111,13 @@ pub fn step_breakdown(iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
     // An execution dispatched before the capture's first StepMarker belongs to a step that began before it.
     let mut first_marker = f64::INFINITY;
     for &s in &iv.s[Kind::Marker as usize] {
-        first_marker = js_min(first_marker, s);
+        first_marker = f64::min(first_marker, s);
     }
-    let mut starts: Vec<f64> = iv.s[Kind::Execute as usize].iter().copied().filter(|&s| !(s < first_marker)).collect();
-    starts.sort_by(|a, b| js_cmp(a - b));
+    let mut starts: Vec<f64> = iv.s[Kind::Execute as usize].iter().copied().filter(|&s| s >= first_marker).collect();
+    starts.sort_by(f64::total_cmp);
     let mut last_end = if busy.is_empty() { 0.0 } else { busy[busy.len() - 1] };
     for &e in &iv.e[Kind::Execute as usize] {
-        last_end = js_max(last_end, e);
+        last_end = f64::max(last_end, e);
     }
     let compile = sorted_kind(iv, Kind::Compile);
     let execute = sorted_kind(iv, Kind::Execute);
@@ -129,12 +128,12 @@ pub fn step_breakdown(iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
         let ws = starts[k];
         let we = if k + 1 < starts.len() { starts[k + 1] } else { last_end };
         // The device's time is the union of HLO op intervals in the window (dispatch is asynchronous).
-        let execute_us = js_max(overlap(busy, ws, we), sum(&execute, ws, we));
+        let execute_us = f64::max(overlap(busy, ws, we), sum(&execute, ws, we));
         let compile_us = sum(&compile, ws, we);
         let transfer_us = sum(&transfer, ws, we);
         let total_us = we - ws;
         // Compile runs inside SyncTensorsGraphInternal: counted once, as compile.
-        let host_us = js_max(0.0, sum(&host, ws, we) - compile_us);
+        let host_us = f64::max(0.0, sum(&host, ws, we) - compile_us);
         steps.push(StepBreakdown {
             index: k + 1,
             start_us: ws,
@@ -143,7 +142,7 @@ pub fn step_breakdown(iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
             execute_us,
             transfer_us,
             host_us,
-            other_us: js_max(0.0, total_us - compile_us - execute_us - transfer_us - host_us),
+            other_us: f64::max(0.0, total_us - compile_us - execute_us - transfer_us - host_us),
         });
     }
     steps

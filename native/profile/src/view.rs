@@ -1,6 +1,6 @@
-//! The narrow view of an XSpace that the analysis consumes, one line at a time (a port of
-//! extension/src/core/profiles/view.ts). The decoder (decode.rs) fills one line's columns, hands them to the
-//! visitor, and reuses them for the next line.
+//! The narrow view of an XSpace that the analysis consumes, one line at a time: the decoder (decode.rs) fills
+//! one line's columns, hands them to the visitor, and reuses them for the next line. It keeps only the stats the
+//! analysis reads, so a capture decoded is a fraction of its size in memory.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,19 +26,33 @@ pub struct EventInfo {
     pub bytes: Option<f64>,
     /// The op's short name on TPU (`copy-start.4`); '' when absent.
     pub display_name: Arc<str>,
-    /// The program_id stat, as exact decimal digits (JS String(number) of a numeric value).
+    /// The program_id stat, as exact decimal digits.
     pub program: Option<String>,
-    /// Where the serialized xla.HloProto lies in PlaneView::bytes ("Hlo Proto" bytes stat; entries of the
-    /// /host:metadata plane): a range, not a copy (the programs are most of some GPU captures' bytes).
-    pub hlo_proto: Option<std::ops::Range<usize>>,
+}
+
+impl EventInfo {
+    /// An entry with a name only (most are).
+    pub fn plain(name: Arc<str>, key: i32) -> Self {
+        EventInfo { name, key, display_name: Arc::from(""), ..Default::default() }
+    }
+}
+
+/// A program's HLO, from the /host:metadata plane (an "Hlo Proto" stat of its metadata).
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    /// Its id as exact digits (the metadata id where the HLO names none).
+    pub key: String,
+    pub name: String,
+    /// Category by instruction name.
+    pub categories: std::sync::Arc<crate::hlo_categories::Categories>,
 }
 
 /// Event metadata by id.
 pub type MetaTable = IdTable<EventInfo>;
 
-/// A table keyed by XPlane metadata id (intern.ts's IdTable): a vector for the small dense ids XLA writes
-/// (counting from 1), so that a lookup per event is an index, and a map for any other id. It iterates as the TS
-/// does: dense ids ascending, then the others in the order they were first set.
+/// A table keyed by XPlane metadata id: a vector for the small dense ids XLA writes (counting from 1), so that a
+/// lookup per event is an index, and a map for any other id. It iterates dense ids ascending, then the others in
+/// the order they were first set.
 #[derive(Debug, Clone)]
 pub struct IdTable<T> {
     dense: Vec<Option<T>>,
@@ -70,7 +84,7 @@ impl<T> IdTable<T> {
         }
     }
 
-    /// Sets `id` (an id set before keeps its place in the iteration order, as a JS Map's key does).
+    /// Sets `id` (an id set before keeps its place in the iteration order).
     pub fn insert(&mut self, id: i64, v: T) {
         if (0..DENSE_IDS).contains(&id) {
             let i = id as usize;
@@ -89,25 +103,6 @@ impl<T> IdTable<T> {
     pub fn iter(&self) -> impl Iterator<Item = (i64, &T)> {
         let dense = self.dense.iter().enumerate().filter_map(|(i, v)| v.as_ref().map(|v| (i as i64, v)));
         dense.chain(self.sparse.iter().map(|(id, v)| (*id, v)))
-    }
-
-    pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.iter().map(|(_, v)| v)
-    }
-
-    pub fn len(&self) -> usize {
-        self.dense.iter().filter(|v| v.is_some()).count() + self.sparse.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl<T> std::ops::Index<&i64> for IdTable<T> {
-    type Output = T;
-    fn index(&self, id: &i64) -> &T {
-        self.get(id).expect("no entry for this id")
     }
 }
 
@@ -130,13 +125,13 @@ pub struct PlaneView<'a> {
     pub meta: MetaTable,
     /// The plane's own stats, by name.
     pub stats: HashMap<String, StatValue>,
+    /// The programs' HLO (entries of the /host:metadata plane).
+    pub programs: Vec<Program>,
     /// Interned strings; EventInfo::key and LineView::op/module/category/program index into it.
     pub strings: &'a [Arc<str>],
-    /// The capture's bytes, which EventInfo::hlo_proto ranges index.
-    pub bytes: &'a [u8],
 }
 
-/// Kinds of step-grouping stats (xevent.ts `Kept`, from Correlation on), in LineView::tag_kind.
+/// Kinds of step-grouping stats, in LineView::tag_kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Tag {
@@ -158,8 +153,7 @@ pub struct LineView {
     pub display_name: String,
     pub timestamp_ns: f64,
     pub count: usize,
-    /// Metadata id as JS's Int32Array kept it (ToInt32 of the id).
-    pub meta_id: Vec<i32>,
+    pub meta_id: Vec<i64>,
     /// Relative to timestamp_ns.
     pub offset_ps: Vec<f64>,
     pub duration_ps: Vec<f64>,
@@ -194,79 +188,30 @@ pub trait XSpaceVisitor {
     fn line(&mut self, p: &PlaneView, l: &LineView);
 }
 
-/// protocol/run-view-messages.ts StepBreakdown.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StepBreakdown {
-    pub index: usize,
-    pub start_us: f64,
-    pub total_us: f64,
-    pub compile_us: f64,
-    pub execute_us: f64,
-    pub transfer_us: f64,
-    pub host_us: f64,
-    pub other_us: f64,
-}
-
-/// protocol/run-view-messages.ts OpRow.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OpRow {
-    pub program: String,
-    pub name: String,
-    pub category: String,
-    pub module: String,
-    pub count: f64,
-    pub self_us: f64,
-    pub total_us: f64,
-    pub flops: f64,
-    pub bytes: f64,
-    pub intensity: f64,
-    /// '' | 'Compute' | 'HBM' | 'Unknown'.
-    pub bound_by: &'static str,
-}
-
-/// protocol/run-view-messages.ts ProfileOverview.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProfileOverview {
-    /// 'TPU' | 'GPU' | 'CPU'.
-    pub hardware: &'static str,
-    pub device_type: String,
-    pub device_count: usize,
-    pub host_count: usize,
-    pub peak_tflops: f64,
-    pub hbm_gbs: f64,
-    pub busy_us: f64,
-    pub active_us: f64,
-    pub idle_percent: f64,
-    /// 'device' | 'annotations' | 'host' | 'none'.
-    pub step_source: &'static str,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UnattributedKernels {
-    pub count: f64,
-    pub self_us: f64,
-    /// Op names with the number of kernels under each, in first-seen order (a JS object's key order; note
-    /// that JS puts integer-like keys first, ascending).
-    pub names: Vec<(String, f64)>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PlaneSummary {
-    pub name: String,
-    pub lines: usize,
-    pub events: usize,
-}
-
-/// protocol/run-view-messages.ts ProfileSummary, without the timeline (the CLI shows none).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProfileSummary {
-    pub hosts: Vec<String>,
-    pub planes: Vec<PlaneSummary>,
-    pub event_count: usize,
-    pub span_us: f64,
-    pub steps: Vec<StepBreakdown>,
-    pub ops: Vec<OpRow>,
-    pub unattributed_kernels: UnattributedKernels,
-    pub overview: ProfileOverview,
-    pub warnings: Vec<String>,
+impl LineView {
+    /// Empty, for the next line (the vectors keep their memory).
+    pub fn clear(&mut self) {
+        self.name.clear();
+        self.display_name.clear();
+        self.timestamp_ns = 0.0;
+        self.count = 0;
+        self.tag_count = 0;
+        self.meta_id.clear();
+        for v in [&mut self.op, &mut self.module, &mut self.category, &mut self.program] {
+            v.clear();
+        }
+        for v in [
+            &mut self.offset_ps,
+            &mut self.duration_ps,
+            &mut self.flops,
+            &mut self.bytes,
+            &mut self.dev_offset_ps,
+            &mut self.dev_duration_ps,
+            &mut self.tag_value,
+        ] {
+            v.clear();
+        }
+        self.tag_event.clear();
+        self.tag_kind.clear();
+    }
 }

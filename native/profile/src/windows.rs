@@ -1,7 +1,6 @@
-//! Steps of device windows (a port of windowSteps in extension/src/core/profiles/devices.ts).
+//! Steps of device windows: the busy time inside each window is execute, the rest idle.
 
-use crate::jsmath::{js_max, js_min};
-use crate::view::StepBreakdown;
+use crate::output::types::StepBreakdown;
 
 /// Steps of device windows (flat [start0, end0, ...], µs): the busy time inside each is execute, the rest idle.
 /// `busy` is flat merged intervals too; a trailing unpaired value of either is ignored.
@@ -14,8 +13,8 @@ pub fn window_steps(windows: &[f64], busy: &[f64]) -> Vec<StepBreakdown> {
         let mut execute_us = 0.0;
         let mut j = 0;
         while j + 1 < busy.len() {
-            let a = js_max(ws, busy[j]);
-            let b = js_min(we, busy[j + 1]);
+            let a = f64::max(ws, busy[j]);
+            let b = f64::min(we, busy[j + 1]);
             if b > a {
                 execute_us += b - a;
             }
@@ -29,7 +28,7 @@ pub fn window_steps(windows: &[f64], busy: &[f64]) -> Vec<StepBreakdown> {
             execute_us,
             transfer_us: 0.0,
             host_us: 0.0,
-            other_us: js_max(0.0, we - ws - execute_us),
+            other_us: f64::max(0.0, we - ws - execute_us),
         });
         k += 2;
     }
@@ -66,13 +65,9 @@ mod tests {
     }
 
     #[test]
-    fn other_never_negative_and_js_max_min() {
+    fn other_never_negative() {
         // A window that ends before it starts: total < 0, other clamped to 0.
         let s = window_steps(&[5.0, 3.0], &[]);
         assert_eq!((s[0].total_us, s[0].other_us), (-2.0, 0.0));
-        assert!(js_max(1.0, f64::NAN).is_nan() && js_min(f64::NAN, 1.0).is_nan());
-        assert!(js_max(-0.0, 0.0).is_sign_positive() && js_max(0.0, -0.0).is_sign_positive());
-        assert!(js_min(0.0, -0.0).is_sign_negative() && js_min(-0.0, 0.0).is_sign_negative());
-        assert_eq!((js_max(1.0, 2.0), js_min(1.0, 2.0)), (2.0, 1.0));
     }
 }

@@ -1,286 +1,213 @@
-//! Protocol-buffer wire reading as the TypeScript decoder does it (protobufjs's Reader and xplane.ts's varint
-//! helpers), so that the same bytes are accepted and rejected, and varints become the same doubles.
-//!
-//! Errors carry no detail: a capture this decoder rejects is handed to the node CLI, which words the message.
+//! Protocol-buffer wire reading with the capture's byte offsets kept: a reader over some bytes of the file
+//! knows where they start in it (`base`), so a fault names the byte it is at.
 
-/// A capture that is truncated or corrupt somewhere.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Corrupt;
+/// What is wrong at a place in the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A length or value runs past `end` (a file offset): past the end of its message, or of the file.
+    PastEnd { end: usize },
+    /// A tag with field number 0, or a wire type that does not exist (groups are not used by XSpace).
+    BadTag(u64),
+    /// Ten bytes without the end of a varint.
+    BadVarint,
+    /// A value no serializer writes (a metadata id that is not a whole number, a line bigger than memory).
+    BadValue(&'static str),
+}
+
+/// The capture is truncated or corrupt at file offset `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt {
+    pub at: usize,
+    pub kind: Kind,
+}
+
+impl Corrupt {
+    /// The sentence for the user (after `FILE: `), for a file of `size` bytes.
+    pub fn describe(&self, size: usize) -> String {
+        let at = self.at;
+        match self.kind {
+            Kind::PastEnd { end } if end > size => format!(
+                "the profile is truncated or corrupt: a field at byte {at} runs past the end of the file ({size} bytes)"
+            ),
+            Kind::PastEnd { .. } => {
+                format!("the profile is truncated or corrupt: a field at byte {at} runs past the end of its message")
+            }
+            Kind::BadTag(t) => format!("not a valid XSpace profile: invalid field tag {t} at byte {at}"),
+            Kind::BadVarint => format!("not a valid XSpace profile: invalid varint at byte {at}"),
+            Kind::BadValue(what) => format!("not a valid XSpace profile: {what} at byte {at}"),
+        }
+    }
+}
 
 pub type Res<T> = Result<T, Corrupt>;
 
-/// A varint as xplane.ts's varintAt reads it: exact below 2^53, above that a double; a ten-byte varint at or
-/// past 2^63 is an int64's two's complement, made negative. Returns (value, end). Bounds are the caller's
-/// (reads past `buf` end the varint, as `undefined` does in JS, then the caller's end check fails).
+/// A varint at buf[pos..] that must end before `end`: its value and where it ends. The error's place is `pos`
+/// (relative, for the caller to make absolute).
 #[inline(always)]
-pub fn varint_f64(buf: &[u8], pos: usize) -> Res<(f64, usize)> {
-    // One byte (tags, lengths, small ids: most varints) first.
-    if let Some(&b) = buf.get(pos) {
-        if b < 0x80 {
-            return Ok((b as f64, pos + 1));
+pub fn varint_at(buf: &[u8], pos: usize, end: usize) -> Result<(u64, usize), Kind> {
+    if pos < end {
+        let x = buf[pos];
+        if x < 0x80 {
+            return Ok((x as u64, pos + 1));
         }
-    }
-    // Up to eight bytes below 2^53 (ids, lengths, picosecond times): every partial sum of the JS is exact there,
-    // so the integer is the same double.
-    if pos + 8 <= buf.len() {
-        let mut v: u64 = 0;
-        for i in 0..8 {
-            let b = buf[pos + i];
-            v |= ((b & 0x7f) as u64) << (7 * i);
-            if b < 0x80 {
-                if v < 1 << 53 {
-                    return Ok((v as f64, pos + i + 1));
+        // Away from the end of the bytes (nearly always), ten can be read without a check each; where the varint
+        // ends is checked against `end` after.
+        if pos + 10 <= buf.len() {
+            let b = &buf[pos..pos + 10];
+            let mut v: u64 = (x & 0x7f) as u64;
+            for (i, &x) in b.iter().enumerate().skip(1) {
+                v |= ((x & 0x7f) as u64) << (7 * i);
+                if x < 0x80 {
+                    return if pos + i < end { Ok((v, pos + i + 1)) } else { Err(Kind::PastEnd { end: end + 1 }) };
                 }
-                break;
             }
+            return Err(Kind::BadVarint);
         }
     }
-    varint_f64_slow(buf, pos)
+    varint_slow(buf, pos, end)
 }
 
 #[cold]
-fn varint_f64_slow(buf: &[u8], pos: usize) -> Res<(f64, usize)> {
-    let b = byte(buf, pos);
-    if b < 0x80 {
-        return Ok((b as f64, pos + 1));
-    }
-    let mut v: u32 = (b & 0x7f) as u32;
-    let mut i = 1;
-    while i < 4 {
-        let b = byte(buf, pos + i);
-        v |= ((b & 0x7f) as u32) << (7 * i);
+fn varint_slow(buf: &[u8], pos: usize, end: usize) -> Result<(u64, usize), Kind> {
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        if pos + i >= end {
+            return Err(Kind::PastEnd { end: end + 1 });
+        }
+        let b = buf[pos + i];
+        v |= ((b & 0x7f) as u64).wrapping_shl(7 * i as u32);
         if b < 0x80 {
-            return Ok((v as f64, pos + i + 1));
+            return Ok((v, pos + i + 1));
         }
-        i += 1;
     }
-    // Bytes 5 to 10 scaled as doubles, as the JS does (the same roundings above 2^53).
-    let mut result = v as f64;
-    let mut scale = 268435456.0; // 2^28
-    for i in 4..10 {
-        let b = byte(buf, pos + i);
-        result += (b & 0x7f) as f64 * scale;
-        if b < 0x80 {
-            if i == 9 && result >= 9223372036854775808.0 {
-                result -= 18446744073709551616.0;
-            }
-            return Ok((result, pos + i + 1));
-        }
-        scale *= 128.0;
-    }
-    Err(Corrupt)
+    Err(Kind::BadVarint)
 }
 
-/// JS reads past the end give `undefined`, whose `& 0x7f` is 0 and `< 0x80` false... except that `undefined <
-/// 0x80` is false, so the varint goes on; the ten-byte limit then ends it. 0x80 reproduces that.
-#[inline(always)]
-fn byte(buf: &[u8], pos: usize) -> u8 {
-    if pos < buf.len() {
-        buf[pos]
-    } else {
-        0x80
-    }
-}
-
-/// The varint at `pos` as exact unsigned 64-bit decimal digits (xplane.ts varintDecimalAt).
-pub fn varint_decimal(buf: &[u8], mut pos: usize) -> Res<String> {
-    let mut v: u128 = 0;
-    let mut shift = 0;
-    while shift < 70 {
-        if pos >= buf.len() {
-            return Err(Corrupt);
-        }
-        let b = buf[pos];
-        pos += 1;
-        v |= ((b & 0x7f) as u128) << shift;
-        if b < 0x80 {
-            return Ok(((v & 0xffff_ffff_ffff_ffff) as u64).to_string());
-        }
-        shift += 7;
-    }
-    Err(Corrupt)
-}
-
-/// Whether a double is a "safe integer" (Number.isSafeInteger).
-#[inline(always)]
-pub fn is_safe_integer(x: f64) -> bool {
-    x.is_finite() && x.trunc() == x && x.abs() <= 9007199254740991.0
-}
-
-/// protobufjs's Reader over buf[..len]: position, end, and its reads.
+/// Reads the bytes buf[pos..end), which are the capture's bytes from file offset `base + 0`.
 pub struct Reader<'a> {
     pub buf: &'a [u8],
+    pub base: usize,
     pub pos: usize,
-    pub len: usize,
+    pub end: usize,
+    /// Where the field being read began (its tag): the place its faults are reported at.
+    field: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8], pos: usize, len: usize) -> Self {
-        Reader { buf, pos, len }
+    pub fn new(buf: &'a [u8], base: usize, pos: usize, end: usize) -> Self {
+        Reader { buf, base, pos, end, field: pos }
     }
 
-    /// Reader.uint32: a varint as an unsigned 32-bit value (a longer one's high bits dropped; up to ten bytes).
-    pub fn uint32(&mut self) -> Res<u32> {
-        let buf = self.buf;
-        if self.len - self.pos.min(self.len) < 5 {
-            if self.pos >= self.len {
-                return Err(Corrupt);
-            }
-            if buf[self.pos] >= 128 {
-                return self.uint32_near_end();
-            }
-        }
-        let mut value: u32 = 0;
-        for i in 0..4 {
-            let b = buf[self.pos];
-            value |= ((b & 127) as u32) << (7 * i);
-            self.pos += 1;
-            if b < 128 {
-                return Ok(value);
-            }
-        }
-        let b = buf[self.pos];
-        value |= ((b & 15) as u32) << 28;
-        self.pos += 1;
-        if b < 128 {
-            return Ok(value);
-        }
-        self.pos += 5;
-        if self.pos > self.len {
-            self.pos = self.len;
-            return Err(Corrupt);
-        }
-        Ok(value)
+    /// The same bytes, from pos to end.
+    pub fn sub(&self, pos: usize, end: usize) -> Reader<'a> {
+        Reader::new(self.buf, self.base, pos, end)
     }
 
-    /// protobufjs's readVarint32NearEnd path: byte by byte, checked against len.
-    fn uint32_near_end(&mut self) -> Res<u32> {
-        let mut value: u32 = 0;
-        let mut i = 0;
-        while i < 10 {
-            if self.pos >= self.len {
-                return Err(Corrupt);
-            }
-            let b = self.buf[self.pos];
-            self.pos += 1;
-            if i < 5 {
-                value |= ((b & 127) as u32).wrapping_shl(7 * i);
-            }
-            if b < 128 {
-                return Ok(value);
-            }
-            i += 1;
-        }
-        Err(Corrupt)
+    pub fn more(&self) -> bool {
+        self.pos < self.end
     }
 
-    /// xplane.ts varint64: a 64-bit varint as a double, past len an error.
-    pub fn varint64(&mut self) -> Res<f64> {
-        let (v, end) = varint_f64(self.buf, self.pos)?;
-        if end > self.len {
-            return Err(Corrupt);
-        }
-        self.pos = end;
+    /// A fault of the field being read.
+    pub fn fault(&self, kind: Kind) -> Corrupt {
+        Corrupt { at: self.base + self.field, kind: absolute(kind, self.base) }
+    }
+
+    /// A fault at relative position `pos`.
+    pub fn fault_at(&self, pos: usize, kind: Kind) -> Corrupt {
+        Corrupt { at: self.base + pos, kind: absolute(kind, self.base) }
+    }
+
+    #[inline]
+    pub fn varint(&mut self) -> Res<u64> {
+        let (v, after) = varint_at(self.buf, self.pos, self.end).map_err(|k| self.fault(k))?;
+        self.pos = after;
         Ok(v)
     }
 
-    pub fn double(&mut self) -> Res<f64> {
-        if self.pos + 8 > self.len {
-            return Err(Corrupt);
+    /// The next field's number and wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32).
+    #[inline]
+    pub fn tag(&mut self) -> Res<(u64, u8)> {
+        self.field = self.pos;
+        let t = self.varint()?;
+        let (field, wire) = (t >> 3, (t & 7) as u8);
+        if field == 0 || !matches!(wire, 0 | 1 | 2 | 5) {
+            return Err(self.fault(Kind::BadTag(t)));
         }
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.buf[self.pos..self.pos + 8]);
-        self.pos += 8;
-        Ok(f64::from_le_bytes(b))
+        Ok((field, wire))
     }
 
-    /// Reader.bytes: a length-delimited payload's range, checked against len.
+    /// A length-delimited payload: its range [start, end) in buf.
     pub fn bytes(&mut self) -> Res<(usize, usize)> {
-        let n = self.uint32()? as usize;
+        let n = self.varint()?;
         let start = self.pos;
-        let end = start + n;
-        if end > self.len {
-            return Err(Corrupt);
+        let end = start.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
+        if end > self.end {
+            return Err(self.fault(Kind::PastEnd { end }));
         }
         self.pos = end;
         Ok((start, end))
     }
 
-    /// A Node Buffer reader's string(): a length that runs past the end is cut short there, not an error.
-    pub fn buffer_string_range(&mut self) -> Res<(usize, usize)> {
-        let n = self.uint32()? as usize;
-        let start = self.pos;
-        let end = (start + n).min(self.len);
-        self.pos = end;
-        Ok((start, end))
-    }
-
-    /// The end of the length-delimited field whose length is at pos (pos moves past the length); past len an error.
-    pub fn end(&mut self) -> Res<usize> {
-        let end = self.uint32()? as usize + self.pos;
-        if end > self.len {
-            return Err(Corrupt);
+    /// The next length-delimited field numbered `field` (others are skipped): its payload's range; None at the end.
+    pub fn next_bytes(&mut self, field: u64) -> Res<Option<(usize, usize)>> {
+        while self.more() {
+            let (f, wire) = self.tag()?;
+            if (f, wire) == (field, 2) {
+                return self.bytes().map(Some);
+            }
+            self.skip(wire)?;
         }
-        Ok(end)
+        Ok(None)
     }
 
-    /// A Node Buffer reader's string(): cut short at len, not an error; invalid UTF-8 becomes U+FFFD.
-    pub fn buffer_string(&mut self) -> Res<String> {
-        let (a, b) = self.buffer_string_range()?;
+    /// The next message in field `field` (others are skipped), to read; None at the end.
+    pub fn next_message(&mut self, field: u64) -> Res<Option<Reader<'a>>> {
+        Ok(self.next_bytes(field)?.map(|(s, e)| self.sub(s, e)))
+    }
+
+    /// A length-delimited payload as text (invalid UTF-8 becomes U+FFFD).
+    pub fn string(&mut self) -> Res<String> {
+        let (a, b) = self.bytes()?;
         Ok(utf8(&self.buf[a..b]))
     }
 
-    pub fn skip(&mut self, n: usize) -> Res<()> {
-        if self.pos + n > self.len {
-            return Err(Corrupt);
+    fn fixed(&mut self, n: usize) -> Res<&'a [u8]> {
+        if self.pos + n > self.end {
+            return Err(self.fault(Kind::PastEnd { end: self.pos + n }));
         }
+        let b = &self.buf[self.pos..self.pos + n];
         self.pos += n;
-        Ok(())
+        Ok(b)
     }
 
-    /// Reader.skipType, groups included.
-    pub fn skip_type(&mut self, wire: u32, depth: u32) -> Res<()> {
-        if depth > 100 {
-            return Err(Corrupt);
-        }
+    pub fn double(&mut self) -> Res<f64> {
+        let b = self.fixed(8)?;
+        Ok(f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
+    /// Skips a value of wire type `wire`.
+    pub fn skip(&mut self, wire: u8) -> Res<()> {
         match wire {
-            0 => loop {
-                if self.pos >= self.len {
-                    return Err(Corrupt);
-                }
-                let b = self.buf[self.pos];
-                self.pos += 1;
-                if b & 128 == 0 {
-                    return Ok(());
-                }
-            },
-            1 => self.skip(8),
-            2 => {
-                let n = self.uint32()? as usize;
-                self.skip(n)
-            }
-            3 => loop {
-                let w = self.uint32()? & 7;
-                if w == 4 {
-                    return Ok(());
-                }
-                self.skip_type(w, depth + 1)?;
-            },
-            5 => self.skip(4),
-            _ => Err(Corrupt),
+            0 => self.varint().map(|_| ()),
+            1 => self.fixed(8).map(|_| ()),
+            2 => self.bytes().map(|_| ()),
+            5 => self.fixed(4).map(|_| ()),
+            _ => Err(self.fault(Kind::BadTag(wire as u64))),
         }
     }
 }
 
-/// UTF-8 bytes to a string as Node decodes them (invalid sequences become U+FFFD; a BOM is kept).
+/// A kind with its relative end made a file offset.
+fn absolute(kind: Kind, base: usize) -> Kind {
+    match kind {
+        Kind::PastEnd { end } => Kind::PastEnd { end: base + end },
+        k => k,
+    }
+}
+
+/// UTF-8 bytes to text (invalid sequences become U+FFFD).
 pub fn utf8(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// TextDecoder's default: as utf8(), with a leading BOM dropped.
-pub fn utf8_no_bom(b: &[u8]) -> String {
-    let b = b.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(b);
-    utf8(b)
 }
 
 #[cfg(test)]
@@ -288,38 +215,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn varints_as_the_js_reads_them() {
-        assert_eq!(varint_f64(&[0x96, 0x01], 0).unwrap(), (150.0, 2));
-        // 2^53 + 1 cannot be a double: rounds as the JS sum does.
-        let mut b = vec![];
-        let mut x: u64 = (1 << 53) + 1;
-        while x >= 0x80 {
-            b.push((x as u8) | 0x80);
-            x >>= 7;
-        }
-        b.push(x as u8);
-        let (v, _) = varint_f64(&b, 0).unwrap();
-        assert_eq!(v, 9007199254740992.0);
-        assert!(!is_safe_integer(v) || v == 9007199254740992.0);
-        assert_eq!(varint_decimal(&b, 0).unwrap(), "9007199254740993");
-        // int64 -2: ten bytes.
+    fn varints() {
+        assert_eq!(varint_at(&[0x96, 0x01], 0, 2), Ok((150, 2)));
         let neg = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
-        assert_eq!(varint_f64(&neg, 0).unwrap().0, 0.0); // 2^64 - 2 rounds to 2^64 as a double, less 2^64
-        assert_eq!(varint_decimal(&neg, 0).unwrap(), "18446744073709551614");
-        assert!(varint_f64(&[0x80, 0x80], 0).is_err());
+        assert_eq!(varint_at(&neg, 0, 10).map(|(v, _)| v as i64), Ok(-2));
+        assert_eq!(varint_at(&[0x80, 0x80], 0, 2), Err(Kind::PastEnd { end: 3 }));
+        assert_eq!(varint_at(&[0x80; 11], 0, 11), Err(Kind::BadVarint));
     }
 
     #[test]
-    fn reader_uint32_and_skips() {
-        let b = [0x08, 0x96, 0x01, 0x12, 0x02, 0x61, 0x62];
-        let mut r = Reader::new(&b, 0, b.len());
-        assert_eq!(r.uint32().unwrap(), 8);
-        r.skip_type(0, 0).unwrap();
-        assert_eq!(r.uint32().unwrap(), 0x12);
-        assert_eq!(r.bytes().unwrap(), (5, 7));
-        assert!(r.uint32().is_err());
-        let mut r = Reader::new(&b, 3, 6);
-        r.uint32().unwrap();
-        assert_eq!(r.buffer_string_range().unwrap(), (5, 6));
+    fn faults_name_file_offsets() {
+        // A string field (tag 0x12) claiming 5 bytes where 2 follow, in bytes that start at file offset 100.
+        let b = [0x08, 0x96, 0x01, 0x12, 0x05, 0x61, 0x62];
+        let mut r = Reader::new(&b, 100, 0, b.len());
+        assert_eq!(r.tag().unwrap(), (1, 0));
+        assert_eq!(r.varint().unwrap(), 150);
+        assert_eq!(r.tag().unwrap(), (2, 2));
+        let e = r.bytes().unwrap_err();
+        assert_eq!(e, Corrupt { at: 103, kind: Kind::PastEnd { end: 110 } });
+        assert_eq!(
+            e.describe(107),
+            "the profile is truncated or corrupt: a field at byte 103 runs past the end of the file (107 bytes)"
+        );
+        assert_eq!(
+            e.describe(200),
+            "the profile is truncated or corrupt: a field at byte 103 runs past the end of its message"
+        );
+        let mut r = Reader::new(&[0x0f], 7, 0, 1);
+        assert_eq!(r.tag().unwrap_err().describe(8), "not a valid XSpace profile: invalid field tag 15 at byte 7");
     }
 }

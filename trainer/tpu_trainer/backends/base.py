@@ -6,8 +6,7 @@ step, attention kernels and rematerialisation, the memory query and compile
 counter, the profiler, deferred reads of device values (step closures),
 preemption notices and sharded checkpoints. train.py, parallelize.py,
 checkpoint.py, loggers.py and preemption.py talk to this interface only, so a
-new framework (a native PyTorch TPU backend, say) is one new module beside
-eager.py and xla.py.
+new framework is one new module beside native.py and xla.py.
 
 The defaults here are what plain (eager) PyTorch does: nothing to trace, nothing
 to shard, values readable at once.
@@ -15,6 +14,7 @@ to shard, values readable at once.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -33,11 +33,18 @@ from ..model.llama import AttentionFn, LayerRunner, eager_attention, run_in_orde
 _NOTED: set[str] = set()
 
 
+def host_leader() -> bool:
+    """Whether this process speaks for its host: the only one, or local rank 0 of the ranks the
+    launcher started (the others train silently: one log, one metrics.jsonl per host)."""
+    return os.environ.get("LOCAL_RANK", "0") == "0"
+
+
 def note_once(msg: str) -> None:
-    """A log line printed once per process (fallbacks the user should know about, not every step)."""
+    """A log line printed once per host (fallbacks the user should know about, not every step)."""
     if msg not in _NOTED:
         _NOTED.add(msg)
-        print(msg, flush=True)
+        if host_leader():
+            print(msg, flush=True)
 
 
 PORTABLE_ATTENTION: dict[str, AttentionFn] = {"sdpa": sdpa_attention, "eager": eager_attention}
@@ -75,6 +82,19 @@ class ShardedCheckpointing(Protocol):
 
     def to_host(self, state: dict[str, Any]) -> dict[str, Any]:
         """A host-memory copy of every device's shards of `state`, for a write on another thread."""
+        ...
+
+    @property
+    def coordinator(self) -> bool:
+        """Whether this process commits a checkpoint (marks, renames, prunes) for every rank that wrote it."""
+        ...
+
+    def process_group(self) -> Any:
+        """The group DCP exchanges its plans over (None: the default group)."""
+        ...
+
+    def barrier(self) -> None:
+        """Wait for every process that writes the checkpoint (a no-op where each writes its own directory)."""
         ...
 
 
@@ -125,6 +145,11 @@ class Backend(ABC):
         Off SPMD the rules are still checked (a wrong-rank rule is a config error everywhere)."""
         return sh.param_specs([(n, tuple(p.shape)) for n, p in model.named_parameters()], sharding.parameters)
 
+    def device_mesh(self) -> Any:
+        """The torch DeviceMesh that parallelize.py applies FSDP2 and tensor parallelism over
+        (native backends with more than one rank); None where the framework shards itself (SPMD)."""
+        return None
+
     def check_batch(self, global_batch: int, sharding: ShardingConfig) -> None:
         """Raise ConfigError when the batch cannot be split over the mesh (SPMD only)."""
 
@@ -156,6 +181,10 @@ class Backend(ABC):
     @abstractmethod
     def layer_runner(self, remat: RematConfig) -> LayerRunner:
         """How the decoder layers run for `model.remat`: in order, checkpointed, scanned, offloaded."""
+
+    def compile_backend(self) -> str:
+        """torch.compile's backend for `compile=true`."""
+        return "inductor"
 
     # -- host reads, profiler, preemption, checkpoints ------------------------------
     def add_step_closure(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:

@@ -106,6 +106,16 @@ class SpmdCheckpointing(ShardedCheckpointing):
         out: dict[str, Any] = _sharded_cpu_state_dict(state)
         return out
 
+    @property
+    def coordinator(self) -> bool:
+        return True  # every host commits its own local directory, as torch_xla's CheckpointManager does
+
+    def process_group(self) -> Any:
+        return None
+
+    def barrier(self) -> None:
+        pass
+
 
 @dataclass
 class XlaBackend(Backend):
@@ -185,7 +195,7 @@ class XlaBackend(Backend):
             return super().to_device(batch, sharding)
         spec = xs.ShardingSpec(self.mesh, sh.input_spec(sharding), minibatch=self.num_hosts > 1)
         # torch_xla annotates the result as its internal arena type; it is the list of moved tensors.
-        moved: list[torch.Tensor] = xm.send_cpu_data_to_device(batch, self.device, spec)  # type: ignore[assignment]
+        moved: list[torch.Tensor] = xm.send_cpu_data_to_device(batch, self.device, spec)  # type: ignore[assignment, unused-ignore]
         return moved
 
     # -- kernels and rematerialisation ----------------------------------------------

@@ -10,15 +10,18 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.tensor import DTensor
 
 from ..config import LossConfig
+from ..model.llama import LossFn
 from .cut_cross_entropy import cut_cross_entropy, naive_linear_cross_entropy
-
-LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def _logits(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    # fp32 logits: the softmax of a large bf16 vocabulary loses too many bits.
+    # fp32 logits: the softmax of a large bf16 vocabulary loses too many bits. A weight split over
+    # tensor-parallel ranks (a DTensor) is gathered; its gradient goes back to each rank's shard.
+    if isinstance(weight, DTensor):
+        weight = weight.full_tensor()
     return F.linear(hidden, weight).float().reshape(-1, weight.shape[0])
 
 

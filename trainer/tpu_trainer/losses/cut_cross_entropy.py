@@ -22,12 +22,21 @@ torch_xla (the chunk loop unrolls into one static graph) and runs on CPU/CUDA.
 Vocab is not chunked: with the gradient fused into the forward, a vocab split
 would need a second pass for the logsumexp, i.e. a fourth matmul; the token
 chunk is sized from `chunk_elems` instead (0: automatic) so one chunk's logits stay small.
+
+Sharded vocabulary (tensor parallelism: lm_head's weight a DTensor split over its rows):
+each rank computes its vocabulary slice of every chunk's logits, and the row maxima,
+exp-sums, target logits and logit sums are completed with one all-reduce each over
+the tensor-parallel group, so the full logits exist nowhere; d h is summed over the
+group once, d W stays on its shard.
 """
 
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor, Shard
 
 # A chunk's logits buffer (logits, then probabilities, then d loss / d logits, in place) is the one
 # large buffer of the loss. Its size trades memory for time: every chunk reads and writes the whole fp32
@@ -45,11 +54,42 @@ def _chunk_rows(n_tokens: int, vocab: int, chunk_elems: int) -> int:
     return max(1, min(n_tokens, chunk_elems // max(1, vocab)))
 
 
+@dataclass(frozen=True)
+class VocabShard:
+    """The vocabulary rows [offset, offset + local rows) of lm_head's weight that this rank holds,
+    under tensor parallelism (a DTensor split on dim 0 over a 1-D mesh), and the group whose sums
+    and maxima complete a row's softmax. Tokens are the same on every rank of the group."""
+
+    offset: int
+    vocab: int
+    group: Any
+
+    @staticmethod
+    def of(weight: DTensor) -> "VocabShard | None":
+        """None unless the weight is split over the vocabulary on a 1-D mesh (then it is gathered instead)."""
+        if weight.device_mesh.ndim != 1 or tuple(weight.placements) != (Shard(0),):
+            return None
+        vocab, ways = weight.shape[0], weight.device_mesh.size()
+        per = -(-vocab // ways)  # DTensor's Shard(0) splits as torch.chunk does
+        return VocabShard(min(weight.device_mesh.get_local_rank() * per, vocab), vocab,
+                          weight.device_mesh.get_group())
+
+    def sum(self, t: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(t, group=self.group)
+        return t
+
+    def max(self, t: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+        return t
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, h: torch.Tensor, w: torch.Tensor, targets: torch.Tensor, ignore_index: int,
-                label_smoothing: float, z_loss: float, chunk_elems: int, need_grad: bool) -> torch.Tensor:
+                label_smoothing: float, z_loss: float, chunk_elems: int, need_grad: bool,
+                shard: VocabShard | None) -> torch.Tensor:
         n, v = h.shape[0], w.shape[0]
+        vocab = shard.vocab if shard else v
         wf = w.float()  # no copy when the weight is already fp32
         valid = targets != ignore_index
         # max(1, ...) so a batch of only ignored tokens gives 0 rather than NaN
@@ -71,13 +111,23 @@ class _LinearCrossEntropy(torch.autograd.Function):
             vc = valid[start:end]
             safe_t = torch.where(vc, tc, torch.zeros_like(tc))  # ignored rows gather index 0, then masked
             logits = torch.mm(hc, wf.t(), out=buf[: end - start]) if buf is not None else hc @ wf.t()
-            tgt_logit = logits.gather(1, safe_t[:, None]).squeeze(1)
-            mean_logit = logits.mean(dim=-1) if eps > 0 else None
+            if shard is None:
+                tgt_logit = logits.gather(1, safe_t[:, None]).squeeze(1)
+                mean_logit = logits.mean(dim=-1) if eps > 0 else None
+                row_max = logits.amax(dim=-1, keepdim=True)
+            else:
+                # This rank holds vocabulary rows [offset, offset + v): a target outside them contributes 0 here,
+                # and the other ranks' sums complete every per-row quantity.
+                mine = (safe_t >= shard.offset) & (safe_t < shard.offset + v)
+                safe_t = torch.where(mine, safe_t - shard.offset, torch.zeros_like(safe_t))
+                tgt_logit = shard.sum(logits.gather(1, safe_t[:, None]).squeeze(1) * mine)
+                mean_logit = shard.sum(logits.sum(dim=-1)) / vocab if eps > 0 else None
+                row_max = shard.max(logits.amax(dim=-1, keepdim=True))
+                vc_scatter = vc & mine
             # One exp pass serves both the loss and the gradient: probs = exp(logits - max) / sum,
             # computed in place so a chunk holds a single (rows x vocab) buffer.
-            row_max = logits.amax(dim=-1, keepdim=True)
             probs = logits.sub_(row_max).exp_()
-            sum_exp = probs.sum(dim=-1)
+            sum_exp = probs.sum(dim=-1) if shard is None else shard.sum(probs.sum(dim=-1))
             lse = row_max.squeeze(1) + sum_exp.log()
             loss = lse - tgt_logit
             if eps > 0:
@@ -94,13 +144,16 @@ class _LinearCrossEntropy(torch.autograd.Function):
             scale = vc.to(torch.float32) / n_valid
             probs.mul_(((1 + 2 * z_loss * lse) * scale / sum_exp)[:, None])
             if eps > 0:
-                probs.sub_((eps / v * scale)[:, None])
-            probs.scatter_add_(1, safe_t[:, None], (-(1 - eps) * scale)[:, None])
+                probs.sub_((eps / vocab * scale)[:, None])
+            hit = scale if shard is None else vc_scatter.to(torch.float32) / n_valid
+            probs.scatter_add_(1, safe_t[:, None], (-(1 - eps) * hit)[:, None])
             if eager:
                 torch.mm(probs, wf, out=dh[start:end])
             else:
                 dh[start:end] = probs @ wf
             dw.addmm_(probs.t(), hc)
+        if shard is not None and dh is not None:
+            dh = shard.sum(dh)  # each rank's part of dL/dh comes from its vocabulary rows
         ctx.save_for_backward(dh, dw)
         ctx.dtypes, ctx.used = (h.dtype, w.dtype), False
         return total / n_valid
@@ -115,7 +168,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         ctx.used = True
         # In place: a scaled copy of dW would be another (vocab x hidden) fp32 buffer at the peak.
         dh, dw = dh.mul_(grad_out), dw.mul_(grad_out)
-        return dh.to(ctx.dtypes[0]), dw.to(ctx.dtypes[1]), None, None, None, None, None, None
+        return dh.to(ctx.dtypes[0]), dw.to(ctx.dtypes[1]), None, None, None, None, None, None, None
 
 
 def cut_cross_entropy(
@@ -141,7 +194,13 @@ def cut_cross_entropy(
     h = hidden.reshape(-1, hidden.shape[-1])
     t = targets.reshape(-1)
     need_grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
-    return _LinearCrossEntropy.apply(h, weight, t, ignore_index, label_smoothing, z_loss, chunk_elems, need_grad)
+    shard = None
+    if isinstance(weight, DTensor):
+        shard = VocabShard.of(weight)
+        # to_local is differentiable: the shard's gradient becomes the DTensor weight's gradient.
+        weight = weight.to_local() if shard else weight.full_tensor()
+    return _LinearCrossEntropy.apply(h, weight, t, ignore_index, label_smoothing, z_loss, chunk_elems, need_grad,
+                                     shard)
 
 
 def naive_linear_cross_entropy(

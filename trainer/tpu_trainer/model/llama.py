@@ -29,6 +29,14 @@ from ..config import ModelConfig, RopeScalingConfig
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 # Runs the decoder layers: (layers, x, cos, sin) -> x.
 LayerRunner = Callable[[nn.ModuleList, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+# The training loss of (final hidden states, lm_head weight, targets) (tpu_trainer.losses).
+LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def cross_entropy_loss(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross entropy in float32: the model's default loss."""
+    logits = F.linear(hidden, weight).float()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def sdpa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -112,14 +120,16 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+        # Heads counted from the projections' width (-1), not the config: under tensor parallelism
+        # each rank holds a slice of the heads, and the model stays unaware of it.
+        q = self.q_proj(x).view(b, t, -1, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, -1, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, -1, self.head_dim).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if self.n_kv != self.n_heads:
+        if k.shape[1] != q.shape[1]:
             # GQA: each kv head serves n_heads/n_kv query heads. Expanding explicitly
             # (instead of SDPA's enable_gqa) keeps the op set that torch_xla lowers.
-            rep = self.n_heads // self.n_kv
+            rep = q.shape[1] // k.shape[1]
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         out = self.attention_fn(q, k, v)
@@ -205,6 +215,7 @@ class Llama(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_hidden_layers))
         self.run_layers: LayerRunner = run_in_order  # parallelize.py may swap in rematerialisation
+        self.loss_fn: LossFn = cross_entropy_loss  # parallelize.py sets the recipe's loss
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
@@ -234,11 +245,13 @@ class Llama(nn.Module):
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits [B, T, V] when targets is None, else the mean next-token cross entropy."""
-        logits = self.lm_head(self.hidden_states(tokens))
+        """Logits [B, T, V] when targets is None, else the training loss (`loss_fn`), which takes lm_head's
+        weight rather than logits so that a fused loss need not build them. Within the forward, so that
+        a wrapper that gathers parameters for the forward (FSDP) has gathered that weight too."""
+        hidden = self.hidden_states(tokens)
         if targets is None:
-            return logits
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+            return self.lm_head(hidden)
+        return self.loss_fn(hidden, self.lm_head.weight, targets)
 
 
 def count_params(model: nn.Module, exclude_embedding: bool = False) -> int:

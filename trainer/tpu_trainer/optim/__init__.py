@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.experimental import implicit_replication
 
 from ..config import OptimizerConfig
 from ..schedules import build_scheduler, lr_multiplier
@@ -64,9 +66,28 @@ def clip_gradients(params: Sequence[torch.Tensor], cfg: OptimizerConfig) -> torc
     """Clip by value, then by global norm; return the norm before norm clipping (a device tensor, no sync)."""
     if cfg.grad_clip_value > 0:
         torch.nn.utils.clip_grad_value_(params, cfg.grad_clip_value)
-    if cfg.grad_clip > 0:
+    if cfg.grad_clip <= 0:
+        return None
+    if not any(isinstance(p, DTensor) for p in params):
         return torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-    return None
+    return _clip_sharded(params, cfg.grad_clip)
+
+
+def _clip_sharded(params: Sequence[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Global-norm clipping of gradients that are DTensors on different meshes (FSDP2 with tensor
+    parallelism: 2-D sharded weights beside 1-D sharded norms), which torch's clip_grad_norm_ cannot
+    stack. Each gradient's norm is reduced over its own mesh; nothing is read on the host."""
+    grads = [p.grad for p in params if p.grad is not None]
+    squares = []
+    for g in grads:
+        n = torch.linalg.vector_norm(g, dtype=torch.float32)
+        squares.append((n.full_tensor() if isinstance(n, DTensor) else n) ** 2)
+    total = torch.stack(squares).sum().sqrt()
+    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    with implicit_replication():
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+    return total
 
 
 def init_state(opt: torch.optim.Optimizer) -> None:

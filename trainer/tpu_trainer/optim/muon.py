@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor, distribute_tensor
 from torch.optim.optimizer import ParamsT
 
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
@@ -39,6 +40,19 @@ def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.T
         gram = x @ x.mT
         x = a * x + (b * gram + c * gram @ gram) @ x
     return x.mT if transposed else x
+
+
+def orthogonalise(update: torch.Tensor, steps: int) -> torch.Tensor:
+    """newton_schulz of a matrix that may be sharded (a DTensor under FSDP2 / tensor parallelism).
+
+    The iteration needs the whole matrix (X X^T mixes every row), so a sharded one is gathered,
+    orthogonalised (every rank computes the same result from the same input), and each rank keeps
+    its own shard of it: the update is the single-device one, at the cost of one all-gather per
+    matrix and a replicated Newton-Schulz."""
+    if not isinstance(update, DTensor):
+        return newton_schulz(update, steps)
+    full = newton_schulz(update.full_tensor(), steps)
+    return distribute_tensor(full, update.device_mesh, update.placements, src_data_rank=None)
 
 
 class Muon(torch.optim.Optimizer):
@@ -84,7 +98,7 @@ class Muon(torch.optim.Optimizer):
             buf = self.state[p]["momentum_buffer"]
             buf.mul_(mom).add_(p.grad)
             update = p.grad.add(buf, alpha=mom)  # Nesterov: look one momentum step ahead
-            o = newton_schulz(update, group["ns_steps"]).to(p.dtype)
+            o = orthogonalise(update, group["ns_steps"]).to(p.dtype)
             scale = math.sqrt(max(1.0, p.shape[-2] / p.shape[-1]))
             if wd:
                 p.mul_(1 - lr * wd)

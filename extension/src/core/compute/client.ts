@@ -1,5 +1,5 @@
 import type * as compute from '@google-cloud/compute';
-import type { EmulatorEndpoint } from '../local-emulator';
+import { readEmulatorEndpoint, type EmulatorEndpoint } from '../local-emulator';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 
@@ -15,6 +15,12 @@ export type IInstanceGroupManager = compute.protos.google.cloud.compute.v1.IInst
  */
 export interface ComputeClients {
   readonly emulator: boolean;
+  /**
+   * For the local emulator: why the emulator these clients were made for is no longer the one answering
+   * ("stopped", "restarted (…)"), or undefined while it is. A restarted emulator listens on a new port with a new
+   * token, so a client still waiting on the old one would wait forever.
+   */
+  readonly emulatorGone?: () => string | undefined;
   readonly description: string;
   instances: compute.InstancesClient;
   templates: compute.InstanceTemplatesClient;
@@ -43,10 +49,11 @@ function computeLibrary(): typeof compute {
   return require('@google-cloud/compute') as typeof compute;
 }
 
-function makeClients(options: ClientOptions, emulator: boolean, description: string): ComputeClients {
+function makeClients(options: ClientOptions, emulator: boolean, description: string, emulatorGone?: () => string | undefined): ComputeClients {
   const lib = computeLibrary();
   const c = {
     emulator,
+    emulatorGone,
     description,
     instances: new lib.InstancesClient(options),
     templates: new lib.InstanceTemplatesClient(options),
@@ -96,7 +103,7 @@ export function emulatorBearerAuth(token: string): { getRequestHeaders(): Promis
  * `auth.fetch()` and `auth.getRequestHeaders()`: the emulator's bearer token is given through exactly those two,
  * so the client sends `Authorization: Bearer <token>` as it sends Google's access token.
  */
-export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>): ComputeClients {
+export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' | 'restPort' | 'token'>, dir?: string): ComputeClients {
   const auth = emulatorBearerAuth(endpoint.token);
   const options = {
     apiEndpoint: endpoint.host,
@@ -104,7 +111,29 @@ export function emulatorComputeClients(endpoint: Pick<EmulatorEndpoint, 'host' |
     protocol: 'http',
     auth: auth as unknown as NonNullable<ClientOptions>['auth'],
   } as ClientOptions;
-  return makeClients(options, true, `local emulator (${endpoint.host}:${endpoint.restPort})`);
+  // Watched only where the caller says which endpoint file the clients were made from.
+  const gone = (folder: string) => (): string | undefined => {
+    let now: EmulatorEndpoint | undefined;
+    try {
+      now = readEmulatorEndpoint(folder);
+    } catch {
+      now = undefined;
+    }
+    if (now?.token === endpoint.token) return undefined;
+    return now ? `restarted (it now runs as pid ${now.pid}, REST port ${now.restPort})` : 'stopped';
+  };
+  return makeClients(options, true, `local emulator (${endpoint.host}:${endpoint.restPort})`, dir === undefined ? undefined : gone(dir));
+}
+
+/** What a call waiting on an emulator that went away ends with: what happened, and how to finish or clean up. */
+export function emulatorGoneError(why: string, ctx: ComputeCallContext): TpwError {
+  const where = `${ctx.project}${ctx.zone ? `/${ctx.zone}` : ''}`;
+  const restart = why === 'stopped' ? 'start it again with `tpw emulator start`; then ' : '';
+  return new TpwError(
+    'UNAVAILABLE',
+    `The local emulator ${why} while TPU Workbench waited to ${ctx.verb} ${ctx.what} in ${where}: ${restart}\`tpw vm list\` shows where ${ctx.what} stands ` +
+      `(what the emulator had accepted is kept in its state); run the same command again to finish, or delete it with \`tpw vm delete\` to clean up.`,
+  );
 }
 
 /** What a failure was about, for the message. */

@@ -1,7 +1,7 @@
 import { TpwError, isTpwError } from '../errors';
 import type { OperationProgress, WaitOptions } from '../tpu/api';
 import type { NodeState } from '../tpu/models';
-import { computeError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
+import { computeError, emulatorGoneError, operationError, type ComputeCallContext, type ComputeClients, type IInstance, type IOperation } from './client';
 import { osLoginEnabledOn, parseBool } from './os-login-policy';
 import { instanceSlice, isTpu, metadataOf, provisioningDetails, shortName, sleep, workersOf } from './slice-view';
 import { familyInfo, machineTypeInfo, resolveSliceShape, type TpuSliceShape } from './tpu-machine-types';
@@ -88,6 +88,9 @@ export const BOOT_DISK_GB = 100;
 const POLL_MS = 500;
 /** Metadata Compute Engine keeps per VM of a slice; a slice-wide metadata update leaves them as they are. */
 const PER_VM_KEYS = ['agent-worker-number', 'created-by', 'instance-template'];
+
+/** How often a call to the local emulator checks that the emulator it was made for still runs. */
+const EMULATOR_CHECK_MS = 1000;
 
 export class ComputeTpuProvider {
   constructor(readonly clients: ComputeClients) {}
@@ -297,7 +300,7 @@ export class ComputeTpuProvider {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (opts.signal?.aborted) throw new TpwError('CANCELLED', `Stopped waiting for TPU slice "${name}"; it is being created in ${project}/${zone}.`);
-      const slice = await this.migSlice(project, zone, name);
+      const slice = await this.migSlice(project, zone, name, undefined, ctx);
       if (!slice) throw new TpwError('NOT_FOUND', `TPU slice "${name}" in ${project}/${zone} is gone while it was being created.`);
       opts.onProgress?.({ operationName: `${name}: ${slice.status}`, done: slice.state === 'READY' });
       if (slice.lastError) {
@@ -356,8 +359,9 @@ export class ComputeTpuProvider {
     return this.getSlice(project, zone, name);
   }
 
-  private async migSlice(project: string, zone: string, name: string, byLink?: Map<string, IInstance>): Promise<ComputeSlice | undefined> {
-    const ctx = this.ctx('get', `TPU slice "${name}"`, project, zone);
+  /** `outer`: the call this read is part of (a create waiting for its VMs), for what a failure says. */
+  private async migSlice(project: string, zone: string, name: string, byLink?: Map<string, IInstance>, outer?: ComputeCallContext): Promise<ComputeSlice | undefined> {
+    const ctx = outer ?? this.ctx('get', `TPU slice "${name}"`, project, zone);
     const [mig] = await this.call(ctx, () => this.clients.migs.get({ project, zone, instanceGroupManager: name }));
     const [template] = await this.call(ctx, () => this.clients.templates.get({ project, instanceTemplate: shortName(mig.instanceTemplate ?? '') }));
     const mt = machineTypeInfo(shortName(template.properties?.machineType ?? ''));
@@ -451,10 +455,27 @@ export class ComputeTpuProvider {
   }
 
   private async call<T>(ctx: ComputeCallContext, fn: () => Promise<T>): Promise<T> {
+    const gone = this.clients.emulatorGone;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await fn();
+      if (!gone) return await fn();
+      // The client retries a refused connection for minutes: the endpoint file says sooner that the emulator it
+      // talks to is gone.
+      const watch = new Promise<never>((_, reject) => {
+        timer = setInterval(() => {
+          const why = gone();
+          if (why) reject(emulatorGoneError(why, ctx));
+        }, EMULATOR_CHECK_MS);
+        timer.unref();
+      });
+      return await Promise.race([fn(), watch]);
     } catch (e) {
+      // Whatever the call failed with, an emulator that went away is the cause to report.
+      const why = gone?.();
+      if (why) throw emulatorGoneError(why, ctx);
       throw computeError(e, ctx);
+    } finally {
+      if (timer) clearInterval(timer);
     }
   }
 }

@@ -3,94 +3,73 @@ import { TpwError } from '../errors';
 import type { EnvValue } from '../run/engine';
 import type { ConnectionManager } from '../ssh/connection';
 import { execCollect } from '../ssh/exec';
-import { PortForward } from '../ssh/port-forward';
+import { SocketForward } from '../ssh/port-forward';
 import { bashCommand } from '../ssh/quote';
+import { RUN_GROUP_SH, runDirWord } from '../ssh/run-dir';
 import type { WorkerTarget } from '../ssh/types';
+import { INJECTOR, LISTENER, SITECUSTOMIZE } from './worker-python';
 
 /**
- * "Debug on TPU": the run's Python process on the chosen workers starts debugpy, listening on the worker's
- * loopback only, and waits for the debugger; the debugger reaches it through a PortForward over the run's
- * own SSH connection, so no port is opened on the VM.
+ * "Debug on TPU": the run's Python process on the chosen workers listens for the debugger on a unix socket in a
+ * 0700 folder, so only the run's user can reach it (worker-python.ts says how and why not `debugpy.listen()`),
+ * and the debugger reaches it through a unix socket of this machine's user forwarded over the run's own SSH
+ * connection (a `direct-streamlocal` channel): no port is opened on the VM or on the workstation.
  *
- * debugpy is started by a sitecustomize module in a folder of our own put first on the run's PYTHONPATH:
+ * The listener is started by a sitecustomize module in a folder of our own put first on the run's PYTHONPATH:
  * any recipe's `python3 -m ...` gets it without its command being rewritten, and the module removes its
- * variable from the environment so the processes the trainer starts do not try to listen on the same port.
+ * variable from the environment so the processes the trainer starts do not listen too.
  */
 
-/** The folder on each worker holding our sitecustomize.py (a shell word: expands on the worker). */
+/** The folder on each worker holding our Python modules (a shell word: expands on the worker). */
 export const DEBUGPY_DIR = '"$HOME/.tpw/debugpy"';
-
-/** The first worker's port; worker N listens on BASE + N (an emulator's workers share one loopback). */
-export const DEBUGPY_BASE_PORT = 5678;
-
-// Written to the worker; reads TPW_DEBUGPY = "<base port>;<worker ids or all>".
-const SITECUSTOMIZE = `# Written by TPU Workbench ("Debug on TPU"); only acts when TPW_DEBUGPY is set.
-import os
-
-
-def _tpw_debugpy() -> None:
-    spec = os.environ.pop("TPW_DEBUGPY", None)
-    if not spec:
-        return
-    base, workers = spec.split(";", 1)
-    me = os.environ.get("TPU_WORKER_ID", "0")
-    if workers != "all" and me not in workers.split(","):
-        return
-    # The recipe's own files are never frozen modules: pydevd's warning about the standard library's would
-    # only add four lines to every debugged run's log.
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    import debugpy
-
-    port = int(base) + int(me)
-    debugpy.listen(("127.0.0.1", port))
-    # "Attach Debugger" finds this process's port here (a process listens once), core/debug/attach-pid.ts.
-    run_dir = os.environ.get("TPW_RUN_DIR")
-    if run_dir:
-        with open(os.path.join(run_dir, "debugpy"), "w") as f:
-            f.write(f"{os.getpid()} {port}\\n")
-    print(f"tpw: debugpy listening on 127.0.0.1:{port} (worker {me}); waiting for the debugger", flush=True)
-    debugpy.wait_for_client()
-
-
-_tpw_debugpy()
-`;
 
 export interface DebugPlan {
   /** Worker indexes that wait for a debugger, or 'all'. */
   workers: number[] | 'all';
-  basePort?: number;
-}
-
-export function debugPort(plan: DebugPlan, worker: number): number {
-  return (plan.basePort ?? DEBUGPY_BASE_PORT) + worker;
 }
 
 /** What a debugged run adds to its environment (RecipeRunRequest's extraEnv and envPrepend). */
 export function debugRunEnv(plan: DebugPlan): { extraEnv: Record<string, EnvValue>; envPrepend: Record<string, string> } {
   const which = plan.workers === 'all' ? 'all' : plan.workers.join(',');
-  return { extraEnv: { TPW_DEBUGPY: `${plan.basePort ?? DEBUGPY_BASE_PORT};${which}` }, envPrepend: { PYTHONPATH: DEBUGPY_DIR } };
+  return { extraEnv: { TPW_DEBUGPY: which }, envPrepend: { PYTHONPATH: DEBUGPY_DIR } };
+}
+
+/** Writes each module with a heredoc; the texts are ours and hold no line equal to the end marker. */
+function writeModules(): string {
+  const files: [string, string][] = [
+    ['sitecustomize.py', SITECUSTOMIZE],
+    ['tpw_debugpy_listener.py', LISTENER],
+    ['tpw_debugpy_inject.py', INJECTOR],
+  ];
+  return files.map(([name, text]) => `cat > ${DEBUGPY_DIR}/${name} <<'TPW_PY_END'\n${text}TPW_PY_END`).join('\n');
 }
 
 /**
- * On each worker: writes the sitecustomize, and makes sure `python3` (the one on the login's PATH, which the
- * recipe runs) imports debugpy, installing it from the worker's package index if it does not. Returns the
- * workers' home folders (the absolute form of the synced workspace's path, for path mappings).
+ * On each worker: writes our modules, and makes sure `python3` (the one on the login's PATH, which the recipe
+ * runs) imports a debugpy whose pydevd can listen behind a token, installing or upgrading it from the worker's
+ * package index if not. Returns the workers' home folders (the absolute form of the synced workspace's path,
+ * for path mappings).
  */
 export async function prepareDebugpy(conns: ConnectionManager, workers: readonly WorkerTarget[], signal?: AbortSignal): Promise<string[]> {
+  const usable = 'python3 -c "import debugpy.server.api, pydevd; pydevd._enable_attach" 2>/dev/null';
   const script = [
-    `mkdir -p ${DEBUGPY_DIR} && cat > ${DEBUGPY_DIR}/sitecustomize.py`,
-    'python3 -c "import debugpy" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check debugpy >&2 || exit 41',
-    'python3 -c "import debugpy" || exit 42',
+    'set -e',
+    'umask 077',
+    `mkdir -p ${DEBUGPY_DIR}`,
+    writeModules(),
+    'set +e',
+    `${usable} || python3 -m pip install --quiet --disable-pip-version-check --upgrade debugpy >&2 || exit 41`,
+    `${usable} || exit 42`,
     'printf "%s\\n" "$HOME"',
-  ].join(' && ');
+  ].join('\n');
   return Promise.all(
     workers.map(async (w) => {
-      const r = await execCollect(await conns.get(w), bashCommand(script), { stdin: SITECUSTOMIZE, signal });
+      const r = await execCollect(await conns.get(w), bashCommand(script), { signal });
       if (r.code === 41 || r.code === 42) {
         const why = r.stderr.trim().split('\n').slice(-3).join(' ');
         throw new TpwError(
           'FAILED_PRECONDITION',
-          `Worker ${w.index} cannot import debugpy and \`python3 -m pip install debugpy\` did not install it${why ? ` (${why})` : ''}: install debugpy into the worker's Python (e.g. from a wheel copied to the VM) and debug again.`,
+          `Worker ${w.index} cannot import debugpy (1.8 or newer) and \`python3 -m pip install --upgrade debugpy\` did not install it${why ? ` (${why})` : ''}: install debugpy into the worker's Python (e.g. from a wheel copied to the VM) and debug again.`,
         );
       }
       if (r.code !== 0) throw new TpwError('INTERNAL', `Preparing debugpy on worker ${w.index} failed (exit ${r.code}): ${r.stderr.trim()}`);
@@ -99,40 +78,53 @@ export async function prepareDebugpy(conns: ConnectionManager, workers: readonly
   );
 }
 
+/** A process listening for the debugger, as its run folder's `debugpy` file records it. */
+export interface DebugListener {
+  pid: number;
+  /** The unix socket on the worker. */
+  socket: string;
+}
+
 /**
- * Waits until debugpy listens on `port` of the worker, looking at the worker's table of listening sockets
- * (never connecting: a connection would be taken for the debugger's). Fails when the run ends first.
+ * Waits until a process of run `runId` on the worker listens for the debugger (the listener writes the run
+ * folder's `debugpy` file once its socket is there). Fails when the run ends first.
  */
 export async function waitForDebugpy(
   conns: ConnectionManager,
   target: WorkerTarget,
-  port: number,
+  runId: string,
   opts: { timeoutMs?: number; signal?: AbortSignal; ended?: () => boolean } = {},
-): Promise<void> {
-  const hex = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+): Promise<DebugListener> {
+  // The recorded process must still be the one that wrote the record (its start time), not a reused pid.
+  const probe = [
+    RUN_GROUP_SH,
+    `d=${runDirWord(runId)}`,
+    `read -r p s sock < "$d/debugpy" 2>/dev/null && [ -S "$sock" ] && [ "$(proc_start "$p")" = "$s" ] && printf '%s %s\\n' "$p" "$sock"`,
+  ].join('\n');
   const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
   for (;;) {
-    const r = await execCollect(await conns.get(target), bashCommand(`awk '$2 == "${hex}" && $4 == "0A" { found = 1 } END { exit !found }' /proc/net/tcp`), { signal: opts.signal });
-    if (r.code === 0) return;
+    const r = await execCollect(await conns.get(target), bashCommand(probe), { signal: opts.signal });
+    const [pid, socket] = r.stdout.trim().split(' ');
+    if (r.code === 0 && socket) return { pid: Number(pid), socket };
     if (opts.ended?.()) throw new TpwError('FAILED_PRECONDITION', `The run ended before debugpy listened on worker ${target.index}: see its log.`);
     if (Date.now() > deadline || opts.signal?.aborted) {
       throw new TpwError(
         'UNAVAILABLE',
-        `debugpy did not listen on port ${port} of worker ${target.index}: does the recipe run Python with \`python3\`, and keep $PYTHONPATH (it must extend it, not replace it)?`,
+        `debugpy did not start on worker ${target.index}: does the recipe run Python with \`python3\`, and keep $PYTHONPATH (it must extend it, not replace it)?`,
       );
     }
     await new Promise((res) => setTimeout(res, 500));
   }
 }
 
-/** The local end of the debugger's tunnel to worker `target`'s debugpy. */
-export function forwardDebugpy(conns: ConnectionManager, target: WorkerTarget, port: number): Promise<PortForward> {
-  return PortForward.open(conns, { target, remotePort: port, remoteHost: '127.0.0.1' });
+/** The local end of the debugger's tunnel to a listener on worker `target`: a unix socket in a 0700 folder. */
+export function forwardDebugpy(conns: ConnectionManager, target: WorkerTarget, remoteSocket: string): Promise<SocketForward> {
+  return SocketForward.open(conns, { target, remoteSocket });
 }
 
 /**
- * The debug type TPU Workbench contributes (package.json `contributes.debuggers`). Its adapter is debugpy's own
- * listening socket, reached at `connect` (the local end of the tunnel): see vscode/debug.ts.
+ * The debug type TPU Workbench contributes (package.json `contributes.debuggers`). Its adapter is the worker's
+ * listener, reached at `socket` (the local end of the tunnel): see vscode/debug.ts.
  */
 export const TPU_DEBUG_TYPE = 'tpu-debugpy';
 
@@ -141,7 +133,8 @@ export interface DebugpyAttachConfiguration {
   type: typeof TPU_DEBUG_TYPE;
   request: 'attach';
   name: string;
-  connect: { host: string; port: number };
+  /** The local unix socket of the tunnel (SocketForward), which the debug adapter descriptor connects to. */
+  socket: string;
   pathMappings: { localRoot: string; remoteRoot: string }[];
   justMyCode: boolean;
 }
@@ -150,13 +143,13 @@ export interface DebugpyAttachConfiguration {
  * The synced workspace (`~/.tpw/workspaces/<name>`, made absolute with the worker's home) maps to the local
  * one, so breakpoints set in the editor bind on the worker and stops open the local file.
  */
-export function attachConfiguration(opts: { name: string; localPort: number; workspaceRoot: string; remoteWorkspace: string; home: string }): DebugpyAttachConfiguration {
+export function attachConfiguration(opts: { name: string; localSocket: string; workspaceRoot: string; remoteWorkspace: string; home: string }): DebugpyAttachConfiguration {
   const remoteRoot = opts.remoteWorkspace.replace(/^~(?=\/|$)/, opts.home);
   return {
     type: TPU_DEBUG_TYPE,
     request: 'attach',
     name: opts.name,
-    connect: { host: '127.0.0.1', port: opts.localPort },
+    socket: opts.localSocket,
     pathMappings: [{ localRoot: path.resolve(opts.workspaceRoot), remoteRoot }],
     justMyCode: false,
   };

@@ -1,82 +1,87 @@
 /**
- * Parses profiles on a worker thread. The extension host is single-threaded and shared by every extension:
- * decoding a 200 MB capture on it would freeze the editor for seconds.
+ * The run view's way to the profile analysis (WebAssembly, wasm-host.ts): a worker thread that keeps it loaded,
+ * so that the extension host, single-threaded and shared by every extension, never decodes a big capture itself.
+ * A capture the user is waiting for that is small (most real ones are) is analyzed on the calling thread instead:
+ * it takes milliseconds, and it does not queue behind a background prefetch that holds the worker.
  */
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { analyzeProfileFile, type ProfileSummary } from './analyze';
-import { DecoderWarmUp } from './warm-up';
-import { ProfileFormatError } from './xplane';
+import type { ProfileHosts, ProfileSummary } from '../../../../protocol/run-view-messages';
+import { compileProfileWasm, profileWasmFile, ProfileFormatError, ProfileWasm, type WasmModule } from './wasm-host';
 
-/**
- * Captures up to this size are analyzed on the calling thread: the streaming decoder reads them in tens of
- * milliseconds, less than starting a worker thread costs (real captures are mostly 0.1 to a few MB). Not more: the
- * extension host is shared by every extension, and the first analysis (JIT-cold) runs 2–5× slower than later ones.
- */
+/** Captures up to this size the user is waiting for are analyzed on the calling thread (tens of milliseconds at most). */
 export const INLINE_MAX_BYTES = 4 << 20;
 
-type Request = { op: 'analyze'; file: string } | { op: 'export'; file: string; out: string };
+type Request =
+  | { op: 'analyze'; file: string; timeline: boolean }
+  | { op: 'hosts'; files: string[] }
+  | { op: 'export'; file: string; out: string };
 export type WorkerRequest = Request & { id: number };
 export type WorkerReply =
-  | { id: number; ok: true; summary?: ProfileSummary; events?: number }
+  | { id: number; ok: true; summary?: ProfileSummary; hosts?: ProfileHosts; events?: number }
   | { id: number; ok: false; error: string };
 
-/** The streaming decoder's errors already start with the file's path; fs errors name it too, but not first. */
-function named(file: string, error: string): string {
-  return error.startsWith(`${file}:`) ? error : `${file}: ${error}`;
+export interface ParserOptions {
+  /** dist/profile.wasm (default: beside the worker file, else beside this bundle, else the repository's dist/). */
+  wasmFile?: string;
+  /** Captures up to this size the user waits for run on the calling thread (tests set -1 to use the worker). */
+  inlineMaxBytes?: number;
 }
 
 export class ProfileParser {
+  private module: WasmModule | undefined;
+  private inline: ProfileWasm | undefined;
   private worker: Worker | undefined;
   private next = 1;
   private readonly pending = new Map<number, { resolve(r: WorkerReply): void; reject(e: Error): void }>();
-  /** Whether this thread's decoder has run (a capture, or the warm-up), or is warming. */
-  private warm = false;
-  private warming: { w: DecoderWarmUp; timer: NodeJS.Timeout } | undefined;
+  private soon: NodeJS.Timeout | undefined;
+  private readonly inlineMaxBytes: number;
 
-  /**
-   * @param workerFile the built worker (dist/profile-worker.js), or worker.ts under tsx in tests.
-   * @param inlineMaxBytes captures up to this size skip the worker (tests set -1 to exercise it).
-   */
-  constructor(private readonly workerFile: string, private readonly inlineMaxBytes = INLINE_MAX_BYTES) {}
-
-  /**
-   * Warms this thread's decoder (warm-up.ts) once, starting `delayMs` from now, one pass per turn of the event
-   * loop, unless a capture is analyzed first (that warms it as well). The run view calls it when it opens, so
-   * that the first capture opened in it runs on warm code.
-   */
-  warmUpSoon(delayMs = 250): void {
-    if (this.warm) return;
-    this.warm = true;
-    const w = new DecoderWarmUp();
-    const next = (ms: number): void => {
-      const timer = setTimeout(() => { if (w.pass()) next(0); else this.warming = undefined; }, ms);
-      // An idle extension host or CLI must not be kept alive by it.
-      timer.unref();
-      this.warming = { w, timer };
-    };
-    next(delayMs);
+  /** @param workerFile the built worker (dist/profile-worker.js). */
+  constructor(private readonly workerFile: string, private readonly opts: ParserOptions = {}) {
+    this.inlineMaxBytes = opts.inlineMaxBytes ?? INLINE_MAX_BYTES;
   }
 
-  /** Warms this thread's decoder now, all passes (once; does nothing once warm). */
-  warmUp(): void {
-    if (this.warm) return;
-    this.warm = true;
-    const w = new DecoderWarmUp();
-    while (w.pass());
+  /**
+   * Loads the analysis and starts its worker, `delayMs` from now (the run view calls it when it opens: the first
+   * capture opened then finds them ready). The timer keeps no process alive.
+   */
+  readySoon(delayMs = 250): void {
+    if (this.worker || this.soon) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      // A failure is reported when a capture is analyzed.
+      this.ready().catch(() => undefined);
+    }, delayMs);
+    this.soon.unref();
   }
 
-  private stopWarmUp(): void {
-    this.warm = true;
-    if (!this.warming) return;
-    clearTimeout(this.warming.timer);
-    this.warming.w.dispose();
-    this.warming = undefined;
+  /**
+   * Loads the analysis and starts its worker now; resolves once the worker has warmed the module (worker.ts) and
+   * this thread's instance has run on the code that compiled (a millisecond or two here).
+   */
+  async ready(): Promise<void> {
+    const w = this.start();
+    await new Promise<void>((resolve) => {
+      const id = this.next++;
+      this.pending.set(id, { resolve: () => resolve(), reject: () => resolve() });
+      w.ref();
+      w.postMessage({ id, op: 'hosts', files: [] } satisfies WorkerRequest);
+    });
+    this.inline ??= new ProfileWasm(this.compiled());
+    this.inline.warm();
+  }
+
+  private compiled(): WasmModule {
+    const beside = path.join(path.dirname(this.workerFile), 'profile.wasm');
+    this.module ??= compileProfileWasm(this.opts.wasmFile ?? (existsSync(beside) ? beside : profileWasmFile()));
+    return this.module;
   }
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(this.workerFile);
+    const w = new Worker(this.workerFile, { workerData: { module: this.compiled() } });
     w.on('message', (reply: WorkerReply) => {
       const p = this.pending.get(reply.id);
       this.pending.delete(reply.id);
@@ -90,51 +95,51 @@ export class ProfileParser {
     };
     w.on('error', fail);
     w.on('exit', (code) => fail(new Error(`profile parser exited (code ${code})`)));
+    w.unref();
     this.worker = w;
     return w;
   }
 
-  private call(req: Request): Promise<WorkerReply> {
+  private async call(req: Request): Promise<WorkerReply & { ok: true }> {
     const id = this.next++;
-    return new Promise<WorkerReply>((resolve, reject) => {
+    const r = await new Promise<WorkerReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       const w = this.start();
       // Referenced only while a request is out: an idle worker must not keep a CLI or test process alive.
       w.ref();
       w.postMessage({ ...req, id });
     });
+    if (!r.ok) throw new ProfileFormatError(r.error);
+    return r;
   }
 
   /**
-   * The capture's summary. `offThread`: on the worker thread whatever its size (a background prefetch: the
-   * extension host's thread stays free for the UI and log streaming; nobody waits for the result).
+   * The capture's summary, with its timeline. `background`: a prefetch (nobody waits for it): always on the worker,
+   * so that the extension host's thread stays free for the UI and log streaming.
    */
-  async analyze(file: string, offThread = false): Promise<ProfileSummary> {
-    if (!offThread && statSync(file).size <= this.inlineMaxBytes) {
-      // Analyzing warms the decoder as well as the warm-up would.
-      this.stopWarmUp();
-      try {
-        return analyzeProfileFile(file);
-      } catch (e) {
-        if (e instanceof ProfileFormatError) throw new ProfileFormatError(named(file, e.message));
-        throw e;
-      }
+  async analyze(file: string, background = false): Promise<ProfileSummary> {
+    if (!background && statSync(file).size <= this.inlineMaxBytes) {
+      this.inline ??= new ProfileWasm(this.compiled());
+      return this.inline.analyze(file);
     }
-    const r = await this.call({ op: 'analyze', file });
-    if (!r.ok) throw new ProfileFormatError(named(file, r.error));
-    return r.summary!;
+    return (await this.call({ op: 'analyze', file, timeline: true })).summary!;
+  }
+
+  /** The captures side by side (one per host of a run); one that cannot be read is named in `errors`. */
+  async compare(files: readonly string[]): Promise<ProfileHosts> {
+    return (await this.call({ op: 'hosts', files: [...files] })).hosts!;
   }
 
   /** Writes the Chrome trace JSON of `file` to `out`; returns the number of events. */
   async exportChromeTrace(file: string, out: string): Promise<number> {
-    const r = await this.call({ op: 'export', file, out });
-    if (!r.ok) throw new ProfileFormatError(named(file, r.error));
-    return r.events ?? 0;
+    return (await this.call({ op: 'export', file, out })).events ?? 0;
   }
 
   dispose(): void {
-    this.stopWarmUp();
+    if (this.soon) clearTimeout(this.soon);
+    this.soon = undefined;
     void this.worker?.terminate();
     this.worker = undefined;
+    this.inline = undefined;
   }
 }

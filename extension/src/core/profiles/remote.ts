@@ -10,7 +10,7 @@ import { runDirWord } from '../ssh/run-dir';
 import { channelEnd, type ConnectionManager } from '../ssh/connection';
 import { execCollectRaw, type ExecExit } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
-import { ProfileFormatError } from './xplane';
+import { ProfileFormatError } from './wasm-host';
 
 export interface RemoteCapture {
   worker: number;

@@ -1,29 +1,39 @@
 /**
- * worker_threads entry: decodes a profile off the extension host's main thread (a large capture takes a second
- * of CPU or more), streaming it from disk line by line (on several threads when it is large and cores allow:
- * this same script is the helpers'), then answers with the summary (typed arrays transferred, not copied).
+ * worker_threads entry (dist/profile-worker.js): the profile analysis (WebAssembly, compiled once by the parser
+ * and handed over in workerData) off the extension host's main thread, kept between captures. Answers each request
+ * in turn; a summary's timeline columns are transferred, not copied.
  */
-import { parentPort } from 'node:worker_threads';
-import { timelineBuffers, type ProfileSummary } from './analyze';
-import { exportChromeTraceFile } from './chrome-trace';
-import { analyzeProfileFileParallel, runShardIfHelper } from './parallel';
+import { parentPort, workerData } from 'node:worker_threads';
+import { ProfileWasm, timelineBuffers, type WasmModule } from './wasm-host';
 import type { WorkerReply, WorkerRequest } from './parse';
 
-async function handle(req: WorkerRequest): Promise<WorkerReply> {
+/** Analyses of the module's own sample capture when the worker starts (1–3 ms each once optimized). */
+const WARM_RUNS = 100;
+
+/** An instance whose memory grew past this (a big capture) is dropped after its request: memory never shrinks. */
+const KEEP_BYTES = 64 << 20;
+
+const module = (workerData as { module: WasmModule }).module;
+// Warmed before the first request, off the extension host's thread: the module's code is compiled once for this
+// thread and the parser's, and run often enough for V8 to optimize what is hot (it compiles a module's functions
+// on their first call with a baseline compiler, and optimizes them as they run).
+let wasm: ProfileWasm | undefined = new ProfileWasm(module);
+for (let k = 0; k < WARM_RUNS; k++) wasm.warm();
+
+function handle(req: WorkerRequest): WorkerReply {
   try {
-    if (req.op === 'export') return { id: req.id, ok: true, events: exportChromeTraceFile(req.file, req.out) };
-    // __filename: this bundle (dist/profile-worker.js), which is also the helper thread's script.
-    const summary: ProfileSummary = await analyzeProfileFileParallel(req.file, __filename);
-    return { id: req.id, ok: true, summary };
+    wasm ??= new ProfileWasm(module);
+    if (req.op === 'analyze') return { id: req.id, ok: true, summary: wasm.analyze(req.file, req.timeline) };
+    if (req.op === 'hosts') return { id: req.id, ok: true, hosts: wasm.hosts(req.files) };
+    return { id: req.id, ok: true, events: wasm.exportTrace(req.file, req.out) };
   } catch (e) {
     return { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
+  } finally {
+    if (wasm && wasm.memoryBytes > KEEP_BYTES) wasm = undefined;
   }
 }
 
-if (!runShardIfHelper()) {
-  parentPort?.on('message', (req: WorkerRequest) => {
-    void handle(req).then((reply) => {
-      parentPort?.postMessage(reply, reply.ok && reply.summary ? timelineBuffers(reply.summary.timeline.lines) : []);
-    });
-  });
-}
+parentPort?.on('message', (req: WorkerRequest) => {
+  const reply = handle(req);
+  parentPort?.postMessage(reply, reply.ok && reply.summary ? timelineBuffers(reply.summary.timeline.lines) : []);
+});

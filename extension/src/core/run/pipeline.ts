@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Backend } from '../backend';
 import { TpwError } from '../errors';
 import { readRecipe, recipeArgv, runsTpuTrainer } from '../recipes/recipe';
 import { deltaSync } from '../sync/delta';
-import { listWorkspaceFiles } from '../sync/workspace-files';
+import { listWorkspaceFiles, skippedNotice } from '../sync/workspace-files';
 import { shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { shortName, type TpuNode } from '../tpu/models';
@@ -17,10 +18,17 @@ import type { EnvValue, RunResult } from './types';
 
 export type { RecipeRunRequest, RunPhase } from './pipeline-types';
 
-/** Where a workspace lands on every worker, relative to the login's home. */
+/**
+ * Where a workspace lands on every worker, relative to the login's home: `~/.tpw/workspaces/<name>-<id>`, the
+ * folder's name for people and an id of this machine and the folder's absolute path, because the name alone is
+ * not the project: two checkouts called `trainer` (or two team members' on one VM) running at once would sync
+ * into one tree and read each other's files. One path component, as the problem matchers in package.json expect.
+ */
 export function remoteWorkspaceDir(workspaceRoot: string): string {
-  const name = path.basename(path.resolve(workspaceRoot)).replace(/[^A-Za-z0-9._-]/g, '_') || 'workspace';
-  return `~/.tpw/workspaces/${name}`;
+  const abs = path.resolve(workspaceRoot);
+  const name = path.basename(abs).replace(/[^A-Za-z0-9._-]/g, '_') || 'workspace';
+  const id = createHash('sha256').update(`${os.hostname()}\0${abs}`).digest('hex').slice(0, 10);
+  return `~/.tpw/workspaces/${name}-${id}`;
 }
 
 /** Sortable and unique enough across a team: 20261122-031500-a1b2. */
@@ -49,6 +57,8 @@ export async function runRecipe(req: RecipeRunRequest): Promise<RunResult> {
   if (req.signal?.aborted) throw new TpwError('CANCELLED', 'The run was cancelled before it started.');
 
   const listing = listWorkspaceFiles(req.workspaceRoot);
+  const left = skippedNotice(listing, req.workspaceRoot);
+  if (left) phase('sync', left);
   const total = listing.files.reduce((n, f) => n + f.size, 0);
   phase('sync', `Syncing ${listing.files.length} files (${formatBytes(total)}) to ${workers.length} workers…`);
   const t0 = Date.now();

@@ -1,6 +1,6 @@
 import { TpwError } from '../errors';
 import { isEnvName, shJoin, shPath, shQuote } from '../ssh/quote';
-import { runDirWord } from '../ssh/run-dir';
+import { RECORD_RUN_GROUP_SH, RUN_GROUP_SH, runDirWord } from '../ssh/run-dir';
 import type { EnvValue } from './types';
 
 /**
@@ -9,12 +9,13 @@ import type { EnvValue } from './types';
  *
  *   <runsRoot>/<runId>/      (runsRoot defaults to ~/.tpw/runs)
  *     env        0600  `export K='v'` lines, read from stdin, sourced by the wrapper and removed at once
- *     pid        the wrapper's pid = the process group id of everything the run started
+ *     pid        the wrapper's pid = the process group id of everything the run started, with its start time and
+ *                a checksum of its command line (checked before any signal: ssh/run-dir.ts RUN_GROUP_SH)
  *     log        stdout and stderr of the program, interleaved as written (appended, never truncated later)
  *     exit_code  written by the wrapper when the program ends (absent while running, or if SIGKILLed)
  *     starter    pid of the start script itself (so a stop can tell a run that failed to start from a slow one)
- *     debugpy    `<pid> <port>` of the process whose debugpy listens on the worker's loopback ("Debug on TPU",
- *                "Attach Debugger"; core/debug/), so a second attach reuses it
+ *     debugpy    `<pid> <start time> <socket>` of the process whose debugger listens on a unix socket only its
+ *                owner can open ("Debug on TPU", "Attach Debugger"; core/debug/), so a second attach reuses it
  *
  * The start script returns as soon as the program runs in a process group of its own, with its output going
  * only to `log` (never back over the SSH channel): a run costs one short exec per worker to start and nothing
@@ -90,6 +91,7 @@ export function buildStartScript(o: StartScriptOptions): string {
   return [
     ...runFolderPrologue(o),
     `cd -- ${shPath(cwd)} 2>/dev/null || { rm -f -- "$d/env"; printf 'tpw: cannot change to the folder %s on this worker\\n' ${shPath(cwd)} >&2; exit ${cwdFail}; }`,
+    RUN_GROUP_SH,
     // `set -m`: the wrapper gets a process group of its own (Stop signals the group) and, unlike a plain `&`
     // job, does not start with SIGINT ignored. The wrapper traps INT/TERM/HUP so that it outlives the program
     // long enough to record exit_code; the program itself gets the default dispositions.
@@ -100,16 +102,18 @@ export function buildStartScript(o: StartScriptOptions): string {
     // The secrets stay on the worker's disk only until the wrapper has them: a run that is killed, preempted or
     // never followed again leaves none behind.
     '  . "$d/env"',
-    '  rm -f -- "$d/env"',
+    // `command -p`: the system's own rm and mv whatever the env file did to PATH (a recipe's `export PATH=/x`
+    // or a task's `PATH: /x:$PATH`), so the secrets are removed and the exit code recorded all the same.
+    '  command -p rm -f -- "$d/env"',
     `  ${shJoin(o.argv)}`,
     '  rc=$?',
-    '  echo "$rc" > "$d/exit_code.tmp" && mv -f -- "$d/exit_code.tmp" "$d/exit_code"',
+    '  echo "$rc" > "$d/exit_code.tmp" && command -p mv -f -- "$d/exit_code.tmp" "$d/exit_code"',
     '  exit "$rc"',
     // No fd of the SSH session survives in the group: sshd (and the emulator) close the channel as soon as
     // this script exits, instead of waiting for the program's output to end.
     ') < /dev/null >> "$d/log" 2>&1 &',
     'set +m',
-    'echo "$!" > "$d/pid.tmp" && mv -f -- "$d/pid.tmp" "$d/pid"',
+    RECORD_RUN_GROUP_SH,
     'exit 0',
   ].join('\n');
 }
@@ -135,8 +139,9 @@ export function buildTailScript(o: TailScriptOptions): string {
   return [
     `d=${dir}`,
     `[ -e "$d/log" ] || { echo "tpw: run ${o.runId} has no log on this worker ($d)" >&2; exit 3; }`,
-    'g=$(cat "$d/pid" 2>/dev/null)',
-    'live() { [ ! -e "$d/exit_code" ] && [ -n "$g" ] && kill -0 "$g" 2>/dev/null; }',
+    RUN_GROUP_SH,
+    // A pid reused by another program is not the run: following it would never end.
+    'live() { [ ! -e "$d/exit_code" ] && run_group && kill -0 "$g" 2>/dev/null; }',
     o.follow
       ? `if live; then tail -s 0.2 -c +${o.offset + 1} --pid="$g" -f -- "$d/log"; else tail -c +${o.offset + 1} -- "$d/log"; fi`
       : `tail -c +${o.offset + 1} -- "$d/log"`,
@@ -172,10 +177,13 @@ export function buildStopScript(o: StopScriptOptions): string {
     `  i=$((i+1)); if [ "$i" -gt ${pidWait} ]; then echo "tpw: no pid file in $d" >&2; exit 3; fi`,
     '  sleep 0.1',
     'done',
-    'g=$(cat "$d/pid")',
-    'case "$g" in ""|*[!0-9]*) echo "tpw: bad pid file $d/pid" >&2; exit 3;; esac',
+    RUN_GROUP_SH,
+    'run_group; case $? in',
+    '  1) echo "tpw: process $g is no longer this run\'s (its number was reused): nothing of the run is left to stop" >&2; exit 0;;',
+    '  2) echo "tpw: bad pid file $d/pid" >&2; exit 3;;',
+    'esac',
     // kill -0 also succeeds for a group of zombies (orphans wait for init to reap them): ask ps for live members.
-    'alive() { kill -0 -- "-$g" 2>/dev/null || return 1; command -v ps >/dev/null 2>&1 || return 0; ps -e -o pgid= -o stat= | awk -v g="$g" \'$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }\'; }',
+    'alive() { run_group || return 1; kill -0 -- "-$g" 2>/dev/null || return 1; command -v ps >/dev/null 2>&1 || return 0; ps -e -o pgid= -o stat= | awk -v g="$g" \'$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }\'; }',
     'waitgone() { n=$1; while [ "$n" -gt 0 ] && alive; do sleep 0.1; n=$((n-1)); done; }',
     'alive || exit 0',
     'kill -INT -- "-$g" 2>/dev/null',

@@ -1,7 +1,11 @@
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { TpwError, describeError } from '../errors';
 import { targetLabel, type ConnectionManager } from './connection';
+import type { SshConnection } from './ssh-connection';
 import type { SshTarget } from './types';
 
 /**
@@ -44,50 +48,28 @@ export interface PortForwardInfo {
   url: string;
 }
 
-export class PortForward {
+/** What a forward does with each accepted local socket: a channel over the worker's connection, spliced to it. */
+abstract class ChannelForward {
   private readonly sockets = new Set<net.Socket>();
   private closed = false;
   /** Sockets accepted and carried to the worker since the forward opened. */
   accepted = 0;
 
-  private constructor(
+  protected constructor(
     private readonly server: net.Server,
-    private readonly conns: ConnectionManager,
+    protected readonly conns: ConnectionManager,
     readonly target: SshTarget,
-    readonly remoteHost: string,
-    readonly remotePort: number,
-    readonly localPort: number,
     private readonly events: PortForwardEvents,
   ) {
     server.on('connection', (sock) => this.carry(sock));
   }
 
-  /** Listens on 127.0.0.1 (never a public address: the worker's port would be open to the network). */
-  static async open(conns: ConnectionManager, spec: PortForwardSpec, events: PortForwardEvents = {}): Promise<PortForward> {
-    checkPort(spec.remotePort, 'remote');
-    if (spec.localPort !== undefined) checkPort(spec.localPort, 'local');
-    const remoteHost = spec.remoteHost ?? 'localhost';
-    let server: net.Server;
-    if (spec.localPort !== undefined) {
-      server = await listen(spec.localPort).catch((e: unknown) => {
-        throw new TpwError('INVALID_ARGUMENT', `Local port ${spec.localPort} cannot be used to forward port ${spec.remotePort} of ${targetLabel(spec.target)}: ${describeError(e)}. Pick another local port, or leave it out to take a free one.`);
-      });
-    } else {
-      // Privileged or taken: the same number is a convenience, not a promise.
-      const first = spec.samePortFirst && spec.remotePort >= 1024 ? spec.remotePort : 0;
-      server = await listen(first).catch(() => listen(0));
-    }
-    const localPort = (server.address() as net.AddressInfo).port;
-    return new PortForward(server, conns, spec.target, remoteHost, spec.remotePort, localPort, events);
-  }
-
-  get info(): PortForwardInfo {
-    return { label: targetLabel(this.target), remoteHost: this.remoteHost, remotePort: this.remotePort, localPort: this.localPort, url: this.url };
-  }
-
-  get url(): string {
-    return `http://localhost:${this.localPort}/`;
-  }
+  /** The channel to the worker's end, for one accepted socket. */
+  protected abstract channel(conn: SshConnection): Promise<Duplex>;
+  /** The worker's end, for messages. */
+  protected abstract get where(): string;
+  /** The local end, for messages. */
+  protected abstract get here(): string;
 
   get isClosed(): boolean {
     return this.closed;
@@ -112,10 +94,10 @@ export class PortForward {
     sock.on('error', () => undefined); // a browser hanging up mid-request
     // Hold what the client sends until the channel is there: it goes first on the channel.
     sock.pause();
-    const where = `port ${this.remotePort} on ${targetLabel(this.target)}`;
+    const where = `${this.where} on ${targetLabel(this.target)}`;
     void this.conns
       .get(this.target)
-      .then((conn) => conn.forwardOut(this.remoteHost, this.remotePort))
+      .then((conn) => this.channel(conn))
       .then(
         (channel) => {
           if (this.closed || sock.destroyed) {
@@ -128,10 +110,112 @@ export class PortForward {
         (e: unknown) => {
           sock.destroy();
           const err = e instanceof TpwError ? e : new TpwError('SSH_CONNECT', `Forwarding to ${where} failed: ${describeError(e)}`, { cause: e });
-          this.events.log?.(`forward ${this.localPort} → ${where}: ${err.message}`);
+          this.events.log?.(`forward ${this.here} → ${where}: ${err.message}`);
           this.events.onError?.(err);
         },
       );
+  }
+}
+
+export class PortForward extends ChannelForward {
+  private constructor(
+    server: net.Server,
+    conns: ConnectionManager,
+    target: SshTarget,
+    readonly remoteHost: string,
+    readonly remotePort: number,
+    readonly localPort: number,
+    events: PortForwardEvents,
+  ) {
+    super(server, conns, target, events);
+  }
+
+  /** Listens on 127.0.0.1 (never a public address: the worker's port would be open to the network). */
+  static async open(conns: ConnectionManager, spec: PortForwardSpec, events: PortForwardEvents = {}): Promise<PortForward> {
+    checkPort(spec.remotePort, 'remote');
+    if (spec.localPort !== undefined) checkPort(spec.localPort, 'local');
+    const remoteHost = spec.remoteHost ?? 'localhost';
+    let server: net.Server;
+    if (spec.localPort !== undefined) {
+      server = await listen(spec.localPort).catch((e: unknown) => {
+        throw new TpwError('INVALID_ARGUMENT', `Local port ${spec.localPort} cannot be used to forward port ${spec.remotePort} of ${targetLabel(spec.target)}: ${describeError(e)}. Pick another local port, or leave it out to take a free one.`);
+      });
+    } else {
+      // Privileged or taken: the same number is a convenience, not a promise.
+      const first = spec.samePortFirst && spec.remotePort >= 1024 ? spec.remotePort : 0;
+      server = await listen(first).catch(() => listen(0));
+    }
+    const localPort = (server.address() as net.AddressInfo).port;
+    return new PortForward(server, conns, spec.target, remoteHost, spec.remotePort, localPort, events);
+  }
+
+  protected channel(conn: SshConnection): Promise<Duplex> {
+    return conn.forwardOut(this.remoteHost, this.remotePort);
+  }
+
+  protected get where(): string {
+    return `port ${this.remotePort}`;
+  }
+
+  protected get here(): string {
+    return String(this.localPort);
+  }
+
+  get info(): PortForwardInfo {
+    return { label: targetLabel(this.target), remoteHost: this.remoteHost, remotePort: this.remotePort, localPort: this.localPort, url: this.url };
+  }
+
+  get url(): string {
+    return `http://localhost:${this.localPort}/`;
+  }
+}
+
+/**
+ * A unix socket on this machine, in a folder of its own that only this user can enter (0700), whose every
+ * connection becomes a `direct-streamlocal` channel to a unix socket on the worker. Neither end is a port:
+ * another user of the workstation or of the VM cannot open it. The debugger's tunnel (core/debug/).
+ */
+export class SocketForward extends ChannelForward {
+  private constructor(
+    server: net.Server,
+    conns: ConnectionManager,
+    target: SshTarget,
+    readonly remoteSocket: string,
+    readonly localSocket: string,
+    events: PortForwardEvents,
+  ) {
+    super(server, conns, target, events);
+  }
+
+  static async open(conns: ConnectionManager, spec: { target: SshTarget; remoteSocket: string }, events: PortForwardEvents = {}): Promise<SocketForward> {
+    // mkdtemp makes the folder 0700; the socket's own mode is not honoured everywhere, the folder's is.
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-fwd-'));
+    const localSocket = path.join(folder, 'sock');
+    const server = net.createServer({ pauseOnConnect: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(localSocket, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    }).catch((e: unknown) => {
+      fs.rmSync(folder, { recursive: true, force: true });
+      throw new TpwError('INTERNAL', `Cannot listen on ${localSocket} to forward ${spec.remoteSocket} of ${targetLabel(spec.target)}: ${describeError(e)}`);
+    });
+    server.once('close', () => fs.rmSync(folder, { recursive: true, force: true }));
+    return new SocketForward(server, conns, spec.target, spec.remoteSocket, localSocket, events);
+  }
+
+  protected channel(conn: SshConnection): Promise<Duplex> {
+    return conn.forwardOutStreamLocal(this.remoteSocket);
+  }
+
+  protected get where(): string {
+    return this.remoteSocket;
+  }
+
+  protected get here(): string {
+    return this.localSocket;
   }
 }
 

@@ -143,6 +143,19 @@ export class SshConnection {
    * close while open, as a shell is.
    */
   forwardOut(host: string, port: number): Promise<ClientChannel> {
+    return this.forwardChannel(`${host}:${port}`, (cb) => this.client.forwardOut('127.0.0.1', 0, host, port, cb));
+  }
+
+  /**
+   * A `direct-streamlocal@openssh.com` channel to the unix socket `socketPath` on the worker (`ssh -L
+   * local:/remote.sock`): sshd connects to it as the login user, so a socket in a 0700 folder is reachable by
+   * its owner only, where a loopback port would be open to every user of the VM.
+   */
+  forwardOutStreamLocal(socketPath: string): Promise<ClientChannel> {
+    return this.forwardChannel(socketPath, (cb) => this.client.openssh_forwardOutStreamLocal(socketPath, cb));
+  }
+
+  private forwardChannel(what: string, open: (cb: (err: Error | undefined, ch: ClientChannel) => void) => void): Promise<ClientChannel> {
     return new Promise<ClientChannel>((resolve, reject) => {
       if (this.isClosed) return reject(new TpwError('SSH_CONNECT', `${this.label}: connection closed`));
       this.forwards++;
@@ -152,17 +165,17 @@ export class SshConnection {
         this.armIdleTimer();
       };
       try {
-        this.client.forwardOut('127.0.0.1', 0, host, port, (err, ch) => {
+        open((err, ch) => {
           if (err) {
             done();
-            return reject(new TpwError('SSH_CONNECT', `${this.label}: nothing accepted a connection to ${host}:${port} on the worker (${describeError(err)}).`, { cause: err }));
+            return reject(new TpwError('SSH_CONNECT', `${this.label}: nothing accepted a connection to ${what} on the worker (${describeError(err)}).`, { cause: err }));
           }
           ch.once('close', done);
           resolve(ch);
         });
       } catch (e) {
         done();
-        reject(new TpwError('SSH_CONNECT', `${this.label}: cannot forward to ${host}:${port}: ${describeError(e)}`, { cause: e }));
+        reject(new TpwError('SSH_CONNECT', `${this.label}: cannot forward to ${what}: ${describeError(e)}`, { cause: e }));
       }
     });
   }

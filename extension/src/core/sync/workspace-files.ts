@@ -99,3 +99,14 @@ function walk(root: string): string[] {
   visit(root, '');
   return out;
 }
+
+/**
+ * What a sync says about the paths it leaves out (a symlink out of the workspace, a socket, a broken link), so
+ * that a program missing one of them on the workers is not a surprise; undefined when there are none.
+ */
+export function skippedNotice(listing: WorkspaceListing, root: string): string | undefined {
+  const n = listing.skipped.length;
+  if (n === 0) return undefined;
+  const shown = listing.skipped.slice(0, 5).join(', ');
+  return `Not synced from ${root}: ${n} path${n === 1 ? '' : 's'} that lead${n === 1 ? 's' : ''} outside it (symlinks) or ${n === 1 ? 'is' : 'are'} not a regular file: ${shown}${n > 5 ? `, and ${n - 5} more` : ''}.`;
+}

@@ -11,7 +11,7 @@ import { execCollect } from '../ssh/exec';
 import { bashCommand, shPath, shQuote } from '../ssh/quote';
 import type { WorkerTarget } from '../ssh/types';
 import { buildManifest, deltaSync, digestOf, manifestText } from '../sync/delta';
-import { listWorkspaceFiles, type WorkspaceFile } from '../sync/workspace-files';
+import { listWorkspaceFiles, skippedNotice, type WorkspaceFile } from '../sync/workspace-files';
 import { findNode } from '../slices/find';
 import { shortName, type TpuNode } from '../tpu/models';
 import type { LaunchPlan, LocalMount } from './plan';
@@ -74,10 +74,8 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
   const inputs: string[] = [];
   if (plan.workdir) inputs.push(`workdir ${await syncFolder(plan.workdir, REMOTE_WORKDIR, workers, o, 'workdir')}`);
   for (const m of plan.localMounts) inputs.push(`mount ${m.dest} ${await syncMount(plan.cluster, m, workers, o)}`);
-  for (const m of plan.bucketMounts) {
-    await copyBucket(m, workers, o);
-    inputs.push(`bucket ${m.dest} ${m.source}`);
-  }
+  // A bucket's content, not its name, is what setup depends on: an object that changed runs setup again.
+  for (const m of plan.bucketMounts) inputs.push(`bucket ${m.dest} ${m.source} ${await copyBucket(m, workers, o)}`);
 
   const ips = slices.flatMap((s) => s.networkEndpoints.map((e) => e.ipAddress));
   const hostsInfo = (runLabel: string): HostsInfo => ({
@@ -102,16 +100,18 @@ export async function executeLaunch(plan: LaunchPlan, o: LaunchOptions): Promise
     } else {
       o.say(`Setup on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
       // The old hash goes first: a setup that fails halfway must run again next time.
-      const wrapper = `rm -f -- ${shPath(file)}; bash -c "$1" && mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
+      // `command -p` and /bin/bash: the system's tools whatever the task's envs did to PATH (SkyPilot runs
+      // /bin/bash too).
+      const wrapper = `command -p rm -f -- ${shPath(file)}; /bin/bash -c "$1" && command -p mkdir -p -- ${shPath(path.posix.dirname(file))} && printf '%s\\n' "$2" > ${shPath(file)}`;
       const runId = newRunId();
-      result.setup = await stage(runId, 'setup', ['bash', '-c', wrapper, 'tpw-setup', plan.task.setup, hash], taskEnv('setup', values, hostsInfo(runId)));
+      result.setup = await stage(runId, 'setup', ['/bin/bash', '-c', wrapper, 'tpw-setup', plan.task.setup, hash], taskEnv('setup', values, hostsInfo(runId)));
       if (!result.setup.ok) return result;
     }
   }
   if (plan.task.run !== undefined) {
     o.say(`Run on ${hosts} host${hosts === 1 ? '' : 's'}${multi ? ` of ${slices.length} slices` : ''}…`);
     const runId = newRunId();
-    result.run = await stage(runId, 'run', ['bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
+    result.run = await stage(runId, 'run', ['/bin/bash', '-c', plan.task.run], taskEnv('run', values, hostsInfo(runId)));
   }
   return result;
 
@@ -168,6 +168,8 @@ async function provision(plan: LaunchPlan, o: LaunchOptions): Promise<TpuNode> {
 /** Delta-syncs a local folder to `dest` on every host; returns the digest of what was sent (for the setup hash). */
 async function syncFolder(local: string, dest: string, workers: WorkerTarget[], o: LaunchOptions, what: string): Promise<string> {
   const listing = listWorkspaceFiles(local);
+  const left = skippedNotice(listing, local);
+  if (left) o.say(left);
   return syncFiles(local, listing.files, dest, workers, o, `${what} ${local} → ${dest}`);
 }
 
@@ -198,7 +200,8 @@ async function syncMount(cluster: string, m: LocalMount, workers: WorkerTarget[]
  * SkyPilot does (sky/cloud_stores.py: `ls -d`, then cp or rsync), an object is copied to the destination path and
  * anything else is synced as a folder into it.
  */
-async function copyBucket(m: { dest: string; source: string }, workers: WorkerTarget[], o: LaunchOptions): Promise<void> {
+/** Copies a gs:// mount on every host; returns a digest of what each host got (one digest when all agree). */
+async function copyBucket(m: { dest: string; source: string }, workers: WorkerTarget[], o: LaunchOptions): Promise<string> {
   const src = shQuote(m.source);
   const dest = shPath(m.dest);
   const script = [
@@ -210,24 +213,29 @@ async function copyBucket(m: { dest: string; source: string }, workers: WorkerTa
     `  if gsutil -q stat ${src}; then mkdir -p -- "$(dirname -- ${dest})"; gsutil cp ${src} ${dest}`,
     `  else mkdir -p -- ${dest}; gsutil -m rsync -r ${src} ${dest}; fi`,
     `else echo "tpw: neither gcloud nor gsutil on this host, so ${m.source.replace(/[^\w:/.-]/g, '_')} cannot be copied" >&2; exit 3; fi`,
+    // Every file's name and content, in a fixed order, as one digest.
+    `if [ -d ${dest} ]; then (cd -- ${dest} && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum); else sha256sum < ${dest}; fi | sha256sum | cut -d' ' -f1`,
   ].join('\n');
   o.say(`Copying ${m.source} → ${m.dest} on every host…`);
-  await onEveryHost(workers, o.conns, script, `copying ${m.source} to ${m.dest}`);
+  const digests = await onEveryHost(workers, o.conns, script, `copying ${m.source} to ${m.dest}`);
+  return [...new Set(digests.map((d) => d.trim().split('\n').pop() ?? ''))].join(',');
 }
 
-async function onEveryHost(workers: WorkerTarget[], conns: ConnectionManager, script: string, what: string): Promise<void> {
-  const failures = await Promise.all(
+/** Runs `script` on every host; their stdouts, or an error naming each host that failed. */
+async function onEveryHost(workers: WorkerTarget[], conns: ConnectionManager, script: string, what: string): Promise<string[]> {
+  const results = await Promise.all(
     workers.map(async (w) => {
       try {
         const out = await execCollect(await conns.get(w), bashCommand(script));
-        return out.code === 0 ? undefined : `${targetLabel(w)}: ${out.stderr.trim() || `exit ${out.code ?? out.signal}`}`;
+        return out.code === 0 ? { stdout: out.stdout } : { failed: `${targetLabel(w)}: ${out.stderr.trim() || `exit ${out.code ?? out.signal}`}` };
       } catch (e) {
-        return describeError(e);
+        return { failed: describeError(e) };
       }
     }),
   );
-  const failed = failures.filter((f): f is string => f !== undefined);
+  const failed = results.flatMap((r) => (r.failed !== undefined ? [r.failed] : []));
   if (failed.length > 0) throw new TpwError('UNAVAILABLE', `Failed ${what}: ${failed.join('; ')}`);
+  return results.map((r) => r.stdout ?? '');
 }
 
 async function allHostsHave(workers: WorkerTarget[], file: string, hash: string, conns: ConnectionManager): Promise<boolean> {

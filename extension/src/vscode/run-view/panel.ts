@@ -2,7 +2,6 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
-import { hostsMessage, type HostProfile } from '../../core/profiles/hosts';
 import { ProfileParser } from '../../core/profiles/parse';
 import { CaptureAnalyses, captureKey, type AnalysisEvent, type CaptureIdentity, type CaptureJob } from '../../core/profiles/prefetch';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
@@ -70,8 +69,8 @@ export class RunViewPanel implements vscode.Disposable {
       localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
     });
     const view = new RunViewPanel(ctx, panel, info);
-    // While the webview loads: the first capture opened in it then runs on warm code (core/profiles/warm-up.ts).
-    view.parser().warmUpSoon();
+    // While the webview loads: the analysis is loaded and its worker started before the first capture is opened.
+    view.parser().readySoon();
     ctx.setContext('runViewOpened', true);
     RunViewPanel.panels.set(info.runId, view);
     RunViewPanel.last = view;
@@ -260,21 +259,24 @@ export class RunViewPanel implements vscode.Disposable {
         break;
       }
       case 'compareProfiles': {
-        // Hosts one after another: each is read on the parser's thread; a host that cannot be read is named, not fatal.
-        const hosts: HostProfile[] = [];
+        // Every host's capture, read again without its timeline on the parser's worker (the analysis puts them side
+        // by side); a host that cannot be fetched or read is named, not fatal.
+        const files: string[] = [];
         const errors: string[] = [];
         for (const id of m.ids) {
           try {
-            const c = this.captures.get(id);
-            if (c) {
-              const { summary } = await this.analyses.open(this.job(c));
-              hosts.push({ file: c.file ?? c.capture.location, summary });
-            }
+            const file = await this.localFile(id);
+            if (file) files.push(file);
           } catch (e) {
             errors.push(`${this.captures.get(id)?.capture.label ?? id}: ${describeError(e)}`);
           }
         }
-        this.post({ type: 'profileHosts', ...hostsMessage(hosts), errors });
+        try {
+          const hosts = await this.parser().compare(files);
+          this.post({ type: 'profileHosts', ...hosts, errors: [...errors, ...hosts.errors] });
+        } catch (e) {
+          this.post({ type: 'profileHosts', hosts: [], slowest: null, ops: [], errors: [...errors, describeError(e)] });
+        }
         break;
       }
       case 'exportTrace': {

@@ -1,4 +1,6 @@
-//! `tpw profile`'s argv, as node's `util.parseArgs` reads it.
+//! `tpw profile`'s argv: what the command table declares for it (`--json`, `--top N`, FILE|DIR), read strictly
+//! as the full CLI reads it (node's `util.parseArgs`), so that anything else (--help, a flag it does not know) is
+//! left to the full CLI, whose help and usage messages are the command table's.
 
 /// What `tpw profile` argv says, parsed as node's `util.parseArgs` with `{json: boolean, top: string}`,
 /// positionals allowed, strict.

@@ -1,12 +1,13 @@
-//! One XLine's events into a LineView (xevent.ts decodeLine, decodeEvent), keeping the stats that the analysis
-//! reads.
+//! One XLine's events into a LineView, keeping the stats that the analysis reads. The event loop is where the
+//! time goes: one-byte tags and varints are read inline, and a stat the analysis does not keep is skipped by its
+//! length after its metadata id.
 
 use super::meta::StatNames;
 use super::Strings;
 use crate::view::{LineView, Tag};
-use crate::wire::{is_safe_integer, varint_decimal, varint_f64, Corrupt, Reader, Res};
+use crate::wire::{varint_at, Kind, Reader, Res};
 
-/// Which of an event's stats are kept, by stat name (stream.ts KEPT_STATS); the rest are skipped by length.
+/// Which of an event's stats are kept, by stat name; the rest are skipped by length.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub(super) enum Kept {
@@ -64,7 +65,7 @@ fn tag_of(k: Kept) -> Tag {
     }
 }
 
-/// xevent.ts decodeLine: the XLine at [r.pos, r.len) into `c`.
+/// The XLine that `r` holds into `c`.
 pub(super) fn decode_line(
     r: &mut Reader,
     c: &mut LineView,
@@ -72,63 +73,18 @@ pub(super) fn decode_line(
     names: &mut StatNames,
     s: &mut Strings,
 ) -> Res<()> {
-    c.name.clear();
-    c.display_name.clear();
-    c.timestamp_ns = 0.0;
-    c.count = 0;
-    c.tag_count = 0;
-    for v in [&mut c.meta_id, &mut c.op, &mut c.module, &mut c.category, &mut c.program] {
-        v.clear();
-    }
-    for v in [
-        &mut c.offset_ps,
-        &mut c.duration_ps,
-        &mut c.flops,
-        &mut c.bytes,
-        &mut c.dev_offset_ps,
-        &mut c.dev_duration_ps,
-        &mut c.tag_value,
-    ] {
-        v.clear();
-    }
-    c.tag_event.clear();
-    c.tag_kind.clear();
-    let buf = r.buf;
-    let len = r.len;
-    while r.pos < len {
-        let tag = r.uint32()?;
-        match tag {
-            0x12 => {
+    c.clear();
+    while r.more() {
+        let (field, wire) = r.tag()?;
+        match (field, wire) {
+            (2, 2) => c.name = r.string()?,
+            (3, 0) => c.timestamp_ns = r.varint()? as i64 as f64,
+            (4, 2) => {
                 let (a, b) = r.bytes()?;
-                c.name = crate::wire::utf8(&buf[a..b]);
+                decode_event(&mut r.sub(a, b), c, kept, names, s)?;
             }
-            0x18 => {
-                let (v, after) = varint_f64(buf, r.pos)?;
-                c.timestamp_ns = v;
-                r.pos = after;
-            }
-            0x22 => {
-                let (n, after) = varint_f64(buf, r.pos)?;
-                let end = after + n as usize;
-                if n >= len as f64 || end > len {
-                    return Err(Corrupt);
-                }
-                decode_event(buf, after, end, c, kept, names, s)?;
-                r.pos = end;
-            }
-            0x5a => {
-                let (a, b) = r.bytes()?;
-                c.display_name = crate::wire::utf8(&buf[a..b]);
-            }
-            _ => {
-                if tag >> 3 == 0 {
-                    return Err(Corrupt);
-                }
-                r.skip_type(tag & 7, 0)?;
-            }
-        }
-        if r.pos > len {
-            return Err(Corrupt);
+            (11, 2) => c.display_name = r.string()?,
+            _ => r.skip(wire)?,
         }
     }
     if c.display_name.is_empty() {
@@ -137,132 +93,68 @@ pub(super) fn decode_line(
     Ok(())
 }
 
-/// One XEvent at buf[pos, end) appended to `c` (xevent.ts decodeEvent).
-fn decode_event(
-    buf: &[u8],
-    mut pos: usize,
-    end: usize,
-    c: &mut LineView,
-    kept: &[Kept],
-    names: &mut StatNames,
-    s: &mut Strings,
-) -> Res<()> {
-    let (mut meta, mut offset, mut dur) = (0.0f64, 0.0f64, 0.0f64);
+/// A stat's value as read: a number, a string's key, or both absent.
+struct Value {
+    num: f64,
+    key: i32,
+}
+
+/// The XEvent that `r` holds, appended to `c`.
+fn decode_event(r: &mut Reader, c: &mut LineView, kept: &[Kept], names: &mut StatNames, s: &mut Strings) -> Res<()> {
+    let (buf, end) = (r.buf, r.end);
+    let (mut meta, mut offset, mut dur) = (0i64, 0.0f64, 0.0f64);
     let (mut op, mut module, mut cat, mut prog) = (-1i32, -1i32, -1i32, -1i32);
     let (mut flops, mut bytes, mut dev_off, mut dev_dur) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
     let i = c.count;
+    let mut pos = r.pos;
+    let fault = |at: usize, k: Kind| r.fault_at(at, k);
+    // A varint of the field whose tag is at `at` (its faults are reported there).
+    let varint = |at: usize, pos: usize| varint_at(buf, pos, end).map_err(|k| fault(at, k));
     while pos < end {
-        let (tag, p) = read_tag(buf, pos)?;
+        let at = pos;
+        let (tag, p) = varint(at, pos)?;
         pos = p;
         match tag {
-            0x08 => (meta, pos) = varint_f64(buf, pos)?,
-            0x10 => (offset, pos) = varint_f64(buf, pos)?,
-            0x18 => (dur, pos) = varint_f64(buf, pos)?,
+            0x08 => (meta, pos) = varint(at, pos).map(|(v, p)| (v as i64, p))?,
+            0x10 => (offset, pos) = varint(at, pos).map(|(v, p)| (v as i64 as f64, p))?,
+            0x18 => (dur, pos) = varint(at, pos).map(|(v, p)| (v as i64 as f64, p))?,
             0x22 => {
-                let (n, after) = varint_f64(buf, pos)?;
-                let e = after + n as usize;
-                if n >= end as f64 || e > end {
-                    return Err(Corrupt);
+                let (n, after) = varint(at, pos)?;
+                let e = after.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
+                if e > end {
+                    return Err(fault(at, Kind::PastEnd { end: e }));
                 }
-                pos = after;
-                let mut k = Kept::No;
-                while pos < e {
-                    let (t, p) = read_tag(buf, pos)?;
-                    pos = p;
-                    if t == 0x08 {
-                        let (m, next) = varint_f64(buf, pos)?;
-                        if next > e {
-                            return Err(Corrupt);
-                        }
-                        k = if m >= 0.0 && (m as usize) < kept.len() { kept[m as usize] } else { Kept::No };
-                        if k == Kept::No {
-                            pos = e;
-                            break;
-                        }
-                        pos = next;
-                        continue;
+                let mut st = r.sub(after, e);
+                let (k, v) = stat(&mut st, kept, names, s)?;
+                pos = e;
+                match k {
+                    Kept::No => {}
+                    Kept::Op => op = v.key,
+                    Kept::Module => module = v.key,
+                    Kept::Category => cat = v.key,
+                    Kept::Program => prog = v.key,
+                    Kept::Flops => flops = v.num,
+                    Kept::Bytes => bytes = v.num,
+                    Kept::DevOffset => dev_off = v.num,
+                    Kept::DevDuration => dev_dur = v.num,
+                    _ => {
+                        c.tag_count += 1;
+                        c.tag_event.push(i as i32);
+                        c.tag_kind.push(tag_of(k));
+                        c.tag_value.push(v.num);
                     }
-                    let mut num = f64::NAN;
-                    let mut key = -1i32;
-                    match t {
-                        0x18 | 0x20 => {
-                            let (v, after) = varint_f64(buf, pos)?;
-                            num = v;
-                            if k == Kept::Program && !is_safe_integer(num) {
-                                key = s.table.intern_str(&varint_decimal(buf, pos)?);
-                            }
-                            pos = after;
-                        }
-                        0x38 => {
-                            let (id, after) = varint_f64(buf, pos)?;
-                            pos = after;
-                            key = names.key(s, id);
-                        }
-                        0x11 => {
-                            if pos + 8 > end {
-                                return Err(Corrupt);
-                            }
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(&buf[pos..pos + 8]);
-                            num = f64::from_le_bytes(b);
-                            pos += 8;
-                        }
-                        0x2a => {
-                            let mut r = Reader::new(buf, pos, end);
-                            let (a, b) = r.bytes()?;
-                            key = s.table.intern(&buf[a..b]);
-                            pos = r.pos;
-                        }
-                        _ => {
-                            if t >> 3 == 0 {
-                                return Err(Corrupt);
-                            }
-                            let mut r = Reader::new(buf, pos, end);
-                            r.skip_type(t & 7, 0)?;
-                            pos = r.pos;
-                            continue;
-                        }
-                    }
-                    if key < 0 && k != Kept::No && (k as u8) <= Kept::Program as u8 {
-                        key = s.number_key(num);
-                    }
-                    match k {
-                        Kept::Op => op = key,
-                        Kept::Module => module = key,
-                        Kept::Category => cat = key,
-                        Kept::Program => prog = key,
-                        Kept::Flops => flops = num,
-                        Kept::Bytes => bytes = num,
-                        Kept::DevOffset => dev_off = num,
-                        Kept::DevDuration => dev_dur = num,
-                        Kept::No => {}
-                        _ => {
-                            c.tag_count += 1;
-                            c.tag_event.push(i as i32);
-                            c.tag_kind.push(tag_of(k));
-                            c.tag_value.push(num);
-                        }
-                    }
-                }
-                if pos > e {
-                    return Err(Corrupt);
                 }
             }
             _ => {
-                if tag >> 3 == 0 {
-                    return Err(Corrupt);
-                }
-                let mut r = Reader::new(buf, pos, end);
-                r.skip_type(tag & 7, 0)?;
-                pos = r.pos;
+                let mut rest = r.sub(at, end);
+                let (_, wire) = rest.tag()?;
+                rest.skip(wire)?;
+                pos = rest.pos;
             }
         }
     }
-    if pos > end {
-        return Err(Corrupt);
-    }
     c.count += 1;
-    c.meta_id.push(to_int32(meta));
+    c.meta_id.push(meta);
     c.offset_ps.push(offset);
     c.duration_ps.push(dur);
     c.op.push(op);
@@ -276,30 +168,54 @@ fn decode_event(
     Ok(())
 }
 
-/// A tag: one byte as it lies, or a longer varint (a field past 15, or an overlong encoding).
-#[inline(always)]
-fn read_tag(buf: &[u8], pos: usize) -> Res<(u32, usize)> {
-    let b = buf[pos];
-    if b < 0x80 {
-        return Ok((b as u32, pos + 1));
+/// One XStat of an event: which kept stat it is (No: its value is not read) and its value. Strings and refs
+/// become string keys; whole numbers of the string-valued stats (a numeric program_id) their digits' key.
+fn stat(r: &mut Reader, kept: &[Kept], names: &mut StatNames, s: &mut Strings) -> Res<(Kept, Value)> {
+    let mut k = Kept::No;
+    let mut v = Value { num: f64::NAN, key: -1 };
+    let stringy = |k: Kept| (k as u8) <= Kept::Program as u8;
+    while r.more() {
+        let (field, wire) = r.tag()?;
+        match (field, wire) {
+            (1, 0) => {
+                let m = r.varint()?;
+                k = usize::try_from(m).ok().and_then(|m| kept.get(m)).copied().unwrap_or(Kept::No);
+                if k == Kept::No {
+                    // Nothing else of this stat is read (the metadata id comes first in what XLA writes).
+                    r.pos = r.end;
+                    break;
+                }
+            }
+            (2, 1) => {
+                v.num = r.double()?;
+                if stringy(k) {
+                    v.key = s.table.intern_str(&v.num.to_string());
+                }
+            }
+            (3, 0) => {
+                let x = r.varint()?;
+                v.num = x as f64;
+                if stringy(k) {
+                    v.key = s.int_key(x as i128);
+                }
+            }
+            (4, 0) => {
+                let x = r.varint()? as i64;
+                v.num = x as f64;
+                if stringy(k) {
+                    v.key = s.int_key(x as i128);
+                }
+            }
+            (5, 2) => {
+                let (a, b) = r.bytes()?;
+                v.key = s.table.intern(&r.buf[a..b]);
+            }
+            (7, 0) => {
+                let id = r.varint()? as i64;
+                v.key = names.ref_key(&mut s.table, id);
+            }
+            _ => r.skip(wire)?,
+        }
     }
-    let (v, after) = varint_f64(buf, pos)?;
-    if v > u32::MAX as f64 {
-        return Err(Corrupt);
-    }
-    Ok((v as u32, after))
-}
-
-/// ECMAScript ToInt32 (what an Int32Array stores).
-#[inline(always)]
-fn to_int32(x: f64) -> i32 {
-    // Metadata ids are small: the modulo below only for the rare rest.
-    if (0.0..2147483648.0).contains(&x) {
-        return x as i32;
-    }
-    if !x.is_finite() {
-        return 0;
-    }
-    let m = x.trunc().rem_euclid(4294967296.0);
-    (m as u64 as u32) as i32
+    Ok((k, v))
 }

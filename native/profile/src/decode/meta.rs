@@ -3,245 +3,210 @@
 use std::sync::Arc;
 
 use super::Strings;
-use crate::jsfmt::num_to_string as number_to_string;
+use crate::intern::Interner;
 use crate::view::{EventInfo, IdTable, StatValue};
-use crate::wire::{is_safe_integer, varint_decimal, Corrupt, Reader, Res};
+use crate::wire::{Reader, Res};
 
-const HLO_PROTO_STAT: &str = "Hlo Proto";
+/// An XStat's value as written.
+#[derive(Clone, Debug)]
+pub(super) enum RawValue {
+    U(u64),
+    I(i64),
+    F(f64),
+    Str(String),
+    /// ref_value: the id of a stat metadata entry whose name is the value (XLA interns op names so).
+    Ref(i64),
+}
 
 /// A metadata-level XStat, its value resolved once the plane's stat names are all known.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) struct RawStat {
-    pub(super) meta: f64,
+    pub(super) meta: i64,
     pub(super) value: Option<RawValue>,
-    pub(super) is_ref: bool,
-    bin: Option<(usize, usize)>,
+    /// A bytes value: where it lies in the file.
+    pub(super) bin: Option<(usize, usize)>,
 }
 
-#[derive(Clone)]
-pub(super) enum RawValue {
-    Num(f64),
-    Str(String),
-}
-
-pub(super) fn read_stat(r: &mut Reader, end: usize) -> Res<RawStat> {
-    let mut s = RawStat { meta: 0.0, value: None, is_ref: false, bin: None };
-    while r.pos < end {
-        let tag = r.uint32()?;
-        match tag >> 3 {
-            1 => s.meta = r.varint64()?,
-            2 => s.value = Some(RawValue::Num(r.double()?)),
-            3 | 4 => {
-                let at = r.pos;
-                let v = r.varint64()?;
-                s.value =
-                    Some(if is_safe_integer(v) { RawValue::Num(v) } else { RawValue::Str(varint_decimal(r.buf, at)?) });
-            }
-            5 => {
+/// The XStat that `r` holds, to its end.
+pub(super) fn read_stat(r: &mut Reader) -> Res<RawStat> {
+    let mut s = RawStat { meta: 0, value: None, bin: None };
+    while r.more() {
+        let (field, wire) = r.tag()?;
+        match (field, wire) {
+            (1, 0) => s.meta = r.varint()? as i64,
+            (2, 1) => s.value = Some(RawValue::F(r.double()?)),
+            (3, 0) => s.value = Some(RawValue::U(r.varint()?)),
+            (4, 0) => s.value = Some(RawValue::I(r.varint()? as i64)),
+            (5, 2) => s.value = Some(RawValue::Str(r.string()?)),
+            (6, 2) => {
                 let (a, b) = r.bytes()?;
-                s.value = Some(RawValue::Str(crate::wire::utf8(&r.buf[a..b])));
+                s.bin = Some((r.base + a, r.base + b));
             }
-            6 => s.bin = Some(r.bytes()?),
-            7 => {
-                s.value = Some(RawValue::Num(r.varint64()?));
-                s.is_ref = true;
-            }
-            _ => r.skip_type(tag & 7, 0)?,
+            (7, 0) => s.value = Some(RawValue::Ref(r.varint()? as i64)),
+            _ => r.skip(wire)?,
         }
-    }
-    if r.pos > end {
-        return Err(Corrupt);
     }
     Ok(s)
 }
 
-/// One plane's stat names: stat metadata id → where its name lies in the capture. A name is interned only
-/// when a ref value needs its key: a TensorFlow host plane names thousands of stats that no event refers to.
-pub(super) struct StatNames<'b> {
-    buf: &'b [u8],
-    pub(super) range: IdTable<(usize, usize)>,
-    key: IdTable<i32>,
+impl RawStat {
+    /// The value, with a ref named and numbers as numbers.
+    pub(super) fn resolved(&self, names: &StatNames, t: &Interner) -> Option<StatValue> {
+        Some(match self.value.as_ref()? {
+            RawValue::U(v) => StatValue::Num(*v as f64),
+            RawValue::I(v) => StatValue::Num(*v as f64),
+            RawValue::F(v) => StatValue::Num(*v),
+            RawValue::Str(s) => StatValue::Str(s.clone()),
+            RawValue::Ref(id) => StatValue::Str(names.name(*id, t)),
+        })
+    }
+
+    /// The value as text: whole numbers exactly (program ids are 64-bit), a ref as its name.
+    fn text(&self, names: &StatNames, t: &Interner) -> Option<String> {
+        Some(match self.value.as_ref()? {
+            RawValue::U(v) => v.to_string(),
+            RawValue::I(v) => v.to_string(),
+            RawValue::F(v) => v.to_string(),
+            RawValue::Str(s) => s.clone(),
+            RawValue::Ref(id) => names.name(*id, t),
+        })
+    }
 }
 
-impl<'b> StatNames<'b> {
-    pub(super) fn new(buf: &'b [u8]) -> Self {
-        StatNames { buf, range: IdTable::new(), key: IdTable::new() }
-    }
+/// One plane's stat names: stat metadata id → the key of its name.
+#[derive(Default)]
+pub(super) struct StatNames {
+    pub(super) key: IdTable<i32>,
+    /// Keys of `stat#ID` for ids the plane does not name (GPU captures' events refer to such ids on every kernel).
+    unnamed: IdTable<i32>,
+}
 
-    fn bytes(&self, id: f64) -> Option<&'b [u8]> {
-        if id.trunc() != id {
-            return None;
-        }
-        self.range.get(&(id as i64)).map(|&(a, b)| &self.buf[a..b])
-    }
-
-    /// The name of stat `id`, or `stat#ID` where the plane has no such stat (as the TS names it).
-    pub(super) fn name(&self, id: f64) -> String {
-        match self.bytes(id) {
-            Some(b) => crate::wire::utf8(b),
-            None => format!("stat#{}", number_to_string(id)),
+impl StatNames {
+    /// The name of stat `id`, or `stat#ID` where the plane has no such stat.
+    pub(super) fn name(&self, id: i64, t: &Interner) -> String {
+        match self.key.get(&id) {
+            Some(&k) => t.get(k).to_string(),
+            None => format!("stat#{id}"),
         }
     }
 
-    /// Whether stat `id` is named `n` (as name() would say, without making the string).
-    pub(super) fn is(&self, id: f64, n: &str) -> bool {
-        match self.bytes(id) {
-            Some(b) if b.is_ascii() || std::str::from_utf8(b).is_ok() => b == n.as_bytes(),
-            Some(_) => self.name(id) == n,
-            None => n.starts_with("stat#") && self.name(id) == n,
+    /// The key of stat `id`'s name (a ref value's string).
+    pub(super) fn ref_key(&mut self, t: &mut Interner, id: i64) -> i32 {
+        if let Some(&k) = self.key.get(&id) {
+            return k;
         }
-    }
-
-    /// The key of stat `id`'s name (a ref value's string), interned on first use.
-    pub(super) fn key(&mut self, s: &mut Strings, id: f64) -> i32 {
-        if id.trunc() == id {
-            if let Some(&k) = self.key.get(&(id as i64)) {
-                return k;
-            }
+        if let Some(&k) = self.unnamed.get(&id) {
+            return k;
         }
-        let k = match self.bytes(id) {
-            Some(b) => s.table.intern(b),
-            None => s.table.intern_str(&format!("stat#{}", number_to_string(id))),
-        };
-        // Cached for ids the plane does not name too: GPU captures' events refer to such ids on every kernel.
-        if id.trunc() == id && id.abs() < 9.2e18 {
-            self.key.insert(id as i64, k);
-        }
+        let k = t.intern_str(&format!("stat#{id}"));
+        self.unnamed.insert(id, k);
         k
     }
 }
 
 pub(super) struct MetaEntry {
-    pub(super) id: f64,
+    pub(super) id: i64,
     pub(super) key: i32,
     pub(super) display: i32,
     pub(super) stats: Option<Vec<RawStat>>,
 }
 
-/// A map<int64, Message> entry (key 1, value 2) at [r.pos, r.len): `field(r, tag)` reads each field of the value
-/// (the tag already read); returns the id the value names (its field 1), else the entry's key.
-fn map_entry(r: &mut Reader, mut field: impl FnMut(&mut Reader, u32) -> Res<()>) -> Res<f64> {
-    let (mut key, mut id) = (0.0, 0.0);
-    while r.pos < r.len {
-        let tag = r.uint32()?;
-        if tag >> 3 == 1 && tag & 7 == 0 {
-            key = r.varint64()?;
+/// A map<int64, Message> entry (key 1, value 2) that `r` holds: `field(r, field, wire)` reads each field of the
+/// value; returns the id the value names (its field 1), else the entry's key.
+fn map_entry(r: &mut Reader, mut field: impl FnMut(&mut Reader, u64, u8) -> Res<()>) -> Res<i64> {
+    let (mut key, mut id) = (0, 0);
+    while r.more() {
+        let (f, wire) = r.tag()?;
+        if f == 1 && wire == 0 {
+            key = r.varint()? as i64;
             continue;
         }
-        if tag >> 3 != 2 {
-            r.skip_type(tag & 7, 0)?;
+        if f != 2 || wire != 2 {
+            r.skip(wire)?;
             continue;
         }
-        let end = r.end()?;
-        while r.pos < end {
-            let t = r.uint32()?;
-            if t >> 3 == 1 {
-                id = r.varint64()?;
+        let (s, e) = r.bytes()?;
+        let mut v = r.sub(s, e);
+        while v.more() {
+            let (vf, vw) = v.tag()?;
+            if vf == 1 && vw == 0 {
+                id = v.varint()? as i64;
             } else {
-                field(r, t)?;
+                field(&mut v, vf, vw)?;
             }
-        }
-        if r.pos > end {
-            return Err(Corrupt);
         }
     }
-    Ok(if id != 0.0 { id } else { key })
+    Ok(if id != 0 { id } else { key })
 }
 
-pub(super) fn decode_event_meta(r: &mut Reader, s: &mut Strings) -> Res<MetaEntry> {
-    let mut m = MetaEntry { id: 0.0, key: -1, display: -1, stats: None };
-    m.id = map_entry(r, |r, t| {
-        match t >> 3 {
-            2 => m.key = read_key(r, s)?,
-            5 => {
-                let e = r.end()?;
-                let st = read_stat(r, e)?;
+pub(super) fn decode_event_meta(r: &mut Reader, t: &mut Interner) -> Res<MetaEntry> {
+    let mut m = MetaEntry { id: 0, key: -1, display: -1, stats: None };
+    m.id = map_entry(r, |r, f, wire| {
+        match (f, wire) {
+            (2, 2) => m.key = read_key(r, t)?,
+            (4, 2) => m.display = read_key(r, t)?,
+            (5, 2) => {
+                let (s, e) = r.bytes()?;
+                let st = read_stat(&mut r.sub(s, e))?;
                 m.stats.get_or_insert_with(Vec::new).push(st);
             }
-            4 => m.display = read_key(r, s)?,
-            _ => r.skip_type(t & 7, 0)?,
+            _ => r.skip(wire)?,
         }
         Ok(())
     })?;
     if m.key < 0 {
-        m.key = s.table.intern_str("");
+        m.key = t.intern_str("");
     }
     Ok(m)
 }
 
-/// The key of the length-delimited string at r.pos (bounds checked).
-fn read_key(r: &mut Reader, s: &mut Strings) -> Res<i32> {
+fn read_key(r: &mut Reader, t: &mut Interner) -> Res<i32> {
     let (a, b) = r.bytes()?;
-    Ok(s.table.intern(&r.buf[a..b]))
+    Ok(t.intern(&r.buf[a..b]))
 }
 
-pub(super) fn decode_stat_meta(r: &mut Reader, names: &mut StatNames) -> Res<()> {
-    let mut name = (0, 0);
-    let id = map_entry(r, |r, t| {
-        match t >> 3 {
-            2 => name = r.bytes()?,
-            _ => r.skip_type(t & 7, 0)?,
+pub(super) fn decode_stat_meta(r: &mut Reader, names: &mut StatNames, t: &mut Interner) -> Res<()> {
+    let mut name = -1;
+    let id = map_entry(r, |r, f, wire| {
+        match (f, wire) {
+            (2, 2) => name = read_key(r, t)?,
+            _ => r.skip(wire)?,
         }
         Ok(())
     })?;
-    if id.trunc() != id {
-        return Err(Corrupt);
+    if name < 0 {
+        name = t.intern_str("");
     }
-    names.range.insert(id as i64, name);
+    names.key.insert(id, name);
     Ok(())
 }
 
-/// A ref value given as digits (a 64-bit id past 2^53): Number() of them, as the JS would index with it.
-pub(super) fn js_number_of(s: &str) -> f64 {
-    s.parse::<f64>().unwrap_or(f64::NAN)
-}
-
-pub(super) fn plain_info(s: &Strings, key: i32) -> EventInfo {
-    EventInfo { name: s.table.shared(key), key, ..Default::default() }
-}
-
-/// view.ts eventInfo of an entry with stats or a display name.
+/// What the analysis needs of a metadata entry with stats or a display name.
 pub(super) fn meta_info(m: &MetaEntry, names: &StatNames, s: &Strings) -> EventInfo {
+    let t = &s.table;
     let stats = m.stats.as_deref().unwrap_or(&[]);
-    let find = |n: &str| -> Option<StatValue> {
-        for st in stats {
-            if names.is(st.meta, n) {
-                return match &st.value {
-                    None => None,
-                    Some(RawValue::Num(x)) if st.is_ref => Some(StatValue::Str(names.name(*x))),
-                    Some(RawValue::Str(x)) if st.is_ref => Some(StatValue::Str(names.name(js_number_of(x)))),
-                    Some(RawValue::Num(x)) => Some(StatValue::Num(*x)),
-                    Some(RawValue::Str(x)) => Some(StatValue::Str(x.clone())),
-                };
-            }
-        }
-        None
+    let find = |n: &str| stats.iter().find(|st| names.named(st.meta, n, t));
+    let num = |n: &str| match find(n)?.resolved(names, t)? {
+        StatValue::Num(x) => Some(x),
+        StatValue::Str(_) => None,
     };
-    let cat = find("hlo_category");
-    let flops = find("flops");
-    let bytes = find("bytes_accessed");
-    let program = find("program_id");
-    let hlo = stats.iter().find(|st| st.bin.is_some() && names.is(st.meta, HLO_PROTO_STAT));
     EventInfo {
-        name: s.table.shared(m.key),
+        name: t.shared(m.key),
         key: m.key,
-        category: match cat {
+        category: match find("hlo_category").and_then(|st| st.resolved(names, t)) {
             Some(StatValue::Str(c)) => Some(c),
             _ => None,
         },
-        flops: match flops {
-            Some(StatValue::Num(x)) => Some(x),
-            _ => None,
-        },
-        bytes: match bytes {
-            Some(StatValue::Num(x)) => Some(x),
-            _ => None,
-        },
-        display_name: if m.display >= 0 { s.table.shared(m.display) } else { Arc::from("") },
-        program: program.map(|p| match p {
-            StatValue::Num(x) => number_to_string(x),
-            StatValue::Str(x) => x,
-        }),
-        hlo_proto: hlo.and_then(|st| st.bin).map(|(a, b)| a..b),
+        flops: num("flops"),
+        bytes: num("bytes_accessed"),
+        display_name: if m.display >= 0 { t.shared(m.display) } else { Arc::from("") },
+        program: find("program_id").and_then(|st| st.text(names, t)),
+    }
+}
+
+impl StatNames {
+    /// Whether stat `id` is named `n` in table `t`.
+    pub(super) fn named(&self, id: i64, n: &str, t: &Interner) -> bool {
+        self.key.get(&id).is_some_and(|&k| t.get(k) == n)
     }
 }

@@ -1,42 +1,17 @@
-//! merge_ops: the op table of several OpStats partials (a port of mergeOps in op-stats.ts).
+//! merge_ops: the op table of several OpStats partials.
 
 use super::{category_from_name, exact_total, OpPartial, ACC_STRIDE};
 use crate::hlo_categories::{Categories, FastMap};
-use crate::view::{OpRow, UnattributedKernels};
-
-/// Whether a JS object would keep `key` among its integer-like keys: an array index, the canonical decimal of
-/// a number below 2^32 - 1. Such keys come first in a JS object's key order, ascending.
-fn array_index(key: &str) -> Option<u64> {
-    let b = key.as_bytes();
-    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
-        return None;
-    }
-    let v: u64 = key.parse().ok()?;
-    (v < u32::MAX as u64).then_some(v)
-}
-
-/// `names[name] = (names[name] ?? 0) + n` on a JS object kept as a list in the object's key order: an existing
-/// key keeps its place; a new array index goes among the leading ones by value, any other new key last.
-pub fn add_js_key(names: &mut Vec<(String, f64)>, name: &str, n: f64) {
-    if let Some(e) = names.iter_mut().find(|(k, _)| k == name) {
-        e.1 += n;
-        return;
-    }
-    let at = match array_index(name) {
-        Some(v) => names.iter().take_while(|(k, _)| array_index(k).is_some_and(|w| w < v)).count(),
-        None => names.len(),
-    };
-    names.insert(at, (name.to_string(), 0.0 + n));
-}
+use crate::output::types::{OpRow, UnattributedKernels};
 
 /// The op table of several partials (threads, or the captures of one host): rows merged by (program, name),
 /// categories and module names resolved from any partial's HLO, host rows kept only when no device ran an op.
 /// bound_by and intensity are left for the devices' roofline.
-pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut UnattributedKernels>) -> Vec<OpRow> {
+pub fn merge_ops(parts: &[&OpPartial], mut unattributed: Option<&mut UnattributedKernels>) -> Vec<OpRow> {
     let mut hlo: FastMap<&str, &Categories> = FastMap::default();
     let mut modules: FastMap<&str, &str> = FastMap::default();
     for p in parts {
-        // Object.assign: a later partial's program wins; a module name: the first.
+        // A later partial's program wins; a module name: the first.
         for (k, v) in &p.hlo {
             hlo.insert(k, v);
         }
@@ -62,10 +37,10 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
             let program = hlo.get(r.program.as_str());
             if r.kernel && program.is_some_and(|c| !c.contains_key(r.name.as_str())) {
                 if let Some(u) = unattributed.as_deref_mut() {
-                    u.count += a[S * k];
+                    u.count += a[S * k] as u64;
                     unattributed_ps[0] += a[S * k + 3];
                     unattributed_ps[1] += a[S * k + 4];
-                    add_js_key(&mut u.names, &r.name, a[S * k]);
+                    u.names.add(&r.name, a[S * k] as u64);
                 }
                 continue;
             }
@@ -102,7 +77,7 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
                 }
             };
             let row = &mut out[j];
-            row.count += a[S * k];
+            row.count += a[S * k] as u64;
             for m in 0..8 {
                 sums[8 * j + m] += a[S * k + 1 + m];
             }
@@ -117,7 +92,7 @@ pub fn merge_ops(parts: &[OpPartial], mut unattributed: Option<&mut Unattributed
     if let Some(u) = unattributed {
         u.self_us += exact_total(&unattributed_ps, 0) / 1e6;
     }
-    // Stable, by descending self time; a NaN difference compares equal, as in a JS comparator.
-    out.sort_by(|a, b| crate::jsmath::js_cmp(b.self_us - a.self_us));
+    // Stable, by descending self time.
+    out.sort_by(|a, b| b.self_us.total_cmp(&a.self_us));
     out
 }

@@ -1,8 +1,6 @@
 //! The op table's rows and their exact sums, and the scratch that turns one line's op events into self times
 //! (start order, nesting stack).
 
-use std::cmp::Ordering;
-
 use super::OpKey;
 use crate::hlo_categories::FastMap;
 
@@ -17,7 +15,6 @@ const SPLIT: f64 = 67108864.0;
 /// integers for whole x below 2^53 and up to 2^26 additions, so exact_total is the true sum, rounded once, in any
 /// order of additions. A capture's op time in picoseconds passes 2^53 (2.5 hours of op time on many chips), where
 /// a running sum of doubles would round at each step and depend on how the planes were split between threads.
-/// (op-stats.ts addExact: the same operations, so the same doubles.)
 #[inline]
 pub fn add_exact(acc: &mut [f64], at: usize, x: f64) {
     let hi = (x * (1.0 / SPLIT)).floor();
@@ -64,7 +61,7 @@ impl Rows {
         host: bool,
         kernel: bool,
     ) -> u32 {
-        // The TS's key string, `${h|d}${program}\0${name}`, built in one reused buffer.
+        // The key `{h|d}{program}\0{name}`, built in one reused buffer.
         self.key.clear();
         self.key.push(if host { 'h' } else { 'd' });
         self.key.push_str(program);
@@ -136,13 +133,9 @@ pub(super) fn sorted_order(s: &mut Scratch) {
         if moves > 8 * k {
             o.clear();
             o.extend(0..k as u32);
-            // The TS comparator `off[a] - off[b] || dur[b] - dur[a]`: a zero or NaN difference falls through,
-            // and NaN compares equal.
             o.sort_by(|&a, &b| {
                 let (a, b) = (a as usize, b as usize);
-                let c = off[a] - off[b];
-                let v = if c != 0.0 && !c.is_nan() { c } else { dur[b] - dur[a] };
-                v.partial_cmp(&0.0).unwrap_or(Ordering::Equal)
+                off[a].total_cmp(&off[b]).then(dur[b].total_cmp(&dur[a]))
             });
             return;
         }

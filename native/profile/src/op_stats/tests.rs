@@ -1,8 +1,9 @@
-//! Expected values from the TS (op-stats.ts run through tsx on the same hand-built planes).
+//! The op table's rules on hand-built planes.
 #![allow(clippy::type_complexity)]
 use super::*;
 use crate::hlo_categories::tests::{instruction, proto};
-use crate::view::UnattributedKernels;
+use crate::output::types::{BoundBy, UnattributedKernels};
+use crate::view::Program;
 
 const STRINGS: &[&str] = &[
     "fusion.1",
@@ -72,33 +73,35 @@ fn plane<'a>(
         line_count: 0,
         meta: metas.into_iter().collect(),
         stats: Default::default(),
+        programs: vec![],
         strings,
-        bytes: &[],
     }
 }
 
-/// A plane whose metadata entries hold HLO protos: their bytes laid end to end in `bytes`, each entry a range.
+/// A plane whose metadata entries hold HLO protos (one that cannot be read is left out, as the decoder does).
 fn hlo_plane<'a>(
     index: usize,
     name: &str,
     strings: &'a [std::sync::Arc<str>],
-    bytes: &'a mut Vec<u8>,
     metas: Vec<(i64, &str, Vec<u8>)>,
 ) -> PlaneView<'a> {
     let mut entries = vec![];
+    let mut programs = vec![];
     for (id, n, proto) in metas {
-        let at = bytes.len();
-        bytes.extend_from_slice(&proto);
-        entries.push((id, EventInfo { hlo_proto: Some(at..bytes.len()), ..info(n) }));
+        if let Ok(p) = crate::hlo_categories::decode_hlo_program(&proto) {
+            let key = if p.id.is_empty() { id.to_string() } else { p.id };
+            programs.push(Program { key, name: p.name, categories: std::sync::Arc::new(p.categories) });
+        }
+        entries.push((id, info(n)));
     }
-    PlaneView { bytes: &bytes[..], ..plane(index, name, strings, entries) }
+    PlaneView { programs, ..plane(index, name, strings, entries) }
 }
 
 #[derive(Default, Clone, Copy)]
 struct Ev {
     off: f64,
     dur: f64,
-    meta: i32,
+    meta: i64,
     op: Option<&'static str>,
     prog: Option<&'static str>,
     module: Option<&'static str>,
@@ -108,11 +111,11 @@ struct Ev {
     dev: Option<(f64, f64)>,
 }
 
-fn ev(off: f64, dur: f64, meta: i32) -> Ev {
+fn ev(off: f64, dur: f64, meta: i64) -> Ev {
     Ev { off, dur, meta, ..Ev::default() }
 }
 
-fn kernel(off: f64, dur: f64, meta: i32, op: &'static str, prog: &'static str) -> Ev {
+fn kernel(off: f64, dur: f64, meta: i64, op: &'static str, prog: &'static str) -> Ev {
     Ev { op: Some(op), prog: Some(prog), ..ev(off, dur, meta) }
 }
 
@@ -154,9 +157,8 @@ fn scenario() -> OpPartial {
         &[instruction("fusion.1", Some("fusion"), Some("kLoop")), instruction("dot.2", Some("dot"), None)],
     );
     let other = proto("other", None, &[instruction("x.1", Some("add"), None)]);
-    let mut bytes = vec![];
     let metas = vec![(1, "jit_f", prog5), (2, "other", other), (3, "bad", vec![0x0c])];
-    visit(&mut s, &hlo_plane(0, "/host:metadata", &strings, &mut bytes, metas), &[]);
+    visit(&mut s, &hlo_plane(0, "/host:metadata", &strings, metas), &[]);
 
     let k1 = EventInfo { flops: Some(1000.0), bytes: Some(10.0), category: Some("meta-cat".into()), ..info("k1") };
     let gpu = plane(1, "/device:GPU:0", &strings, vec![(1, k1), (2, info("k2"))]);
@@ -277,7 +279,7 @@ fn partial_rows_and_sums() {
 #[test]
 fn merged_table() {
     let mut un = UnattributedKernels::default();
-    let out = merge_ops(&[scenario()], Some(&mut un));
+    let out = merge_ops(&[&scenario()], Some(&mut un));
     let got: Vec<(&str, &str, &str, &str, f64, f64, f64, f64, f64)> = out
         .iter()
         .map(|o| {
@@ -286,7 +288,7 @@ fn merged_table() {
                 o.name.as_str(),
                 o.module.as_str(),
                 o.category.as_str(),
-                o.count,
+                o.count as f64,
                 o.self_us,
                 o.total_us,
                 o.flops,
@@ -306,10 +308,10 @@ fn merged_table() {
             ("", "b", "", "elementwise", 1., 4., 4., 0., 0.),
         ]
     );
-    assert!(out.iter().all(|o| o.bound_by.is_empty() && o.intensity == 0.0));
-    assert_eq!((un.count, un.self_us), (5.0, 45.0));
-    let names: Vec<(&str, f64)> = un.names.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    assert_eq!(names, [("0", 1.0), ("12", 2.0), ("command_buffer_1", 1.0), ("b", 1.0)]);
+    assert!(out.iter().all(|o| o.bound_by == BoundBy::None && o.intensity == 0.0));
+    assert_eq!((un.count, un.self_us), (5, 45.0));
+    let names: Vec<(&str, u64)> = un.names.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(names, [("command_buffer_1", 1), ("12", 2), ("b", 1), ("0", 1)]);
 }
 
 #[test]
@@ -335,30 +337,16 @@ fn merge_precedence_and_host_fallback() {
         modules: [("1".to_string(), "m_b".to_string())].into_iter().collect(),
     };
     // No device rows: host rows count. The later partial's HLO wins, the first module name.
-    let out = merge_ops(&[a, b], None);
+    let out = merge_ops(&[&a, &b], None);
     let got: Vec<(&str, &str, &str, f64, f64, f64)> = out
         .iter()
-        .map(|o| (o.name.as_str(), o.category.as_str(), o.module.as_str(), o.count, o.self_us, o.total_us))
+        .map(|o| (o.name.as_str(), o.category.as_str(), o.module.as_str(), o.count as f64, o.self_us, o.total_us))
         .collect();
     assert_eq!(got, [("x.1", "second", "m_a", 3., 3., 6.), ("y.2", "elementwise", "m_a", 3., 3., 3.)]);
 }
 
 #[test]
-fn js_key_order() {
-    let mut names = Vec::new();
-    for k in ["b", "10", "a", "2", "01", "4294967295", "4294967294", "-1", "2", "b"] {
-        add_js_key(&mut names, k, 1.0);
-    }
-    let got: Vec<(&str, f64)> = names.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-    assert_eq!(
-        got,
-        [("2", 2.), ("10", 1.), ("4294967294", 1.), ("b", 2.), ("a", 1.), ("01", 1.), ("4294967295", 1.), ("-1", 1.)]
-    );
-}
-
-#[test]
 fn categories_from_names() {
-    // From the TS's categoryFromName.
     let cases = [
         ("fusion", "loop fusion"),
         ("fusion.1", "loop fusion"),

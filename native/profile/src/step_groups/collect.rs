@@ -1,9 +1,8 @@
-//! What step grouping keeps of a capture, plane by plane and line by line (the GroupCollector of
-//! extension/src/core/profiles/step-groups.ts): host nodes (events with a root or context stat), each launch as
+//! What step grouping keeps of a capture, plane by plane and line by line: host nodes (events with a root or context stat), each launch as
 //! its correlation id and nearest node above it on its line (its group is that node's: nothing else reaches a
 //! launch), and device events as spans, one per run of events of one correlation id on a line.
 
-use super::{after, js_or, js_sort};
+use super::sorted_order;
 use crate::view::{LineView, PlaneView, Tag};
 
 /// What one analyzer kept for grouping, as plain data.
@@ -211,20 +210,10 @@ impl GroupCollector {
         }
         let nt = t.ev.len();
         let (off, dur, ev) = (&l.offset_ps, &l.duration_ps, &t.ev);
-        let before = |a: u32, b: u32| -> f64 {
+        t.order = sorted_order(nt, |a, b| {
             let (a, b) = (ev[a as usize] as usize, ev[b as usize] as usize);
-            js_or(off[a] - off[b], dur[b] - dur[a])
-        };
-        let mut sorted = true;
-        for j in 0..nt as u32 {
-            t.order.push(j);
-            if j > 0 && after(before(j - 1, j)) {
-                sorted = false;
-            }
-        }
-        if !sorted {
-            js_sort(&mut t.order, before);
-        }
+            off[a].total_cmp(&off[b]).then(dur[b].total_cmp(&dur[a]))
+        });
         let o = &mut self.out;
         for &j in &t.order {
             let j = j as usize;

@@ -10,8 +10,8 @@ fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>]) -> Pl
         line_count: 1,
         meta: Default::default(),
         stats: HashMap::new(),
+        programs: vec![],
         strings,
-        bytes: &[],
     }
 }
 
@@ -88,7 +88,7 @@ fn collects_nodes_launches_and_spans() {
 fn steps_by_root_annotations() {
     let p = two_steps();
     let busy = [21.0, 26.0, 61.0, 71.0, 81.0, 86.0, 221.0, 251.0];
-    let s = group_steps(std::slice::from_ref(&p), &busy).unwrap();
+    let s = group_steps(&[&p], &busy).unwrap();
     assert_eq!(s.len(), 2);
     assert_eq!((s[0].index, s[0].start_us, s[0].total_us, s[0].execute_us, s[0].other_us), (1, 21.0, 65.0, 20.0, 45.0));
     assert_eq!((s[1].index, s[1].start_us, s[1].total_us, s[1].execute_us, s[1].other_us), (2, 221.0, 30.0, 30.0, 0.0));
@@ -101,7 +101,7 @@ fn steps_by_root_annotations() {
         dev_corr: p.dev_corr.clone(),
         ..Default::default()
     };
-    assert_eq!(group_steps(&[host, dev], &busy).unwrap(), s);
+    assert_eq!(group_steps(&[&host, &dev], &busy).unwrap(), s);
 }
 
 #[test]
@@ -129,8 +129,8 @@ fn nested_and_higher_roots() {
     let p = c.partial();
     assert_eq!(p.parent, vec![-1, 0, -1]);
     assert_eq!(p.launch_node, vec![1, 2]);
-    assert_eq!(node_groups(std::slice::from_ref(&p)), vec![1, 1, 0]);
-    let s = group_steps(&[p], &[]).unwrap();
+    assert_eq!(node_groups(&[&p]), vec![1, 1, 0]);
+    let s = group_steps(&[&p], &[]).unwrap();
     // Steps by group id: the level-2 root's first.
     assert_eq!(s.iter().map(|x| (x.start_us, x.total_us)).collect::<Vec<_>>(), vec![(205.0, 2.0), (30.0, 10.0)]);
 }
@@ -179,9 +179,9 @@ fn producer_consumer_context() {
     assert_eq!(p.parent, vec![-1, 0, -1, -1]);
     assert_eq!(p.launch_corr, vec![9.0, 10.0]);
     assert_eq!(p.launch_node, vec![2, -1]);
-    assert_eq!(node_groups(std::slice::from_ref(&p)), vec![0, 0, 0, -1]);
+    assert_eq!(node_groups(&[&p]), vec![0, 0, 0, -1]);
     // The async launch's kernel has no group and takes the one before it on its device.
-    let s = group_steps(&[p], &[325.0, 335.0]).unwrap();
+    let s = group_steps(&[&p], &[325.0, 335.0]).unwrap();
     assert_eq!(s.len(), 1);
     assert_eq!((s[0].start_us, s[0].total_us, s[0].execute_us, s[0].other_us), (320.0, 90.0, 10.0, 80.0));
 }
@@ -189,16 +189,16 @@ fn producer_consumer_context() {
 #[test]
 fn grouped_capture_or_no_root_gives_none() {
     let mut p = two_steps();
-    assert!(group_steps(std::slice::from_ref(&p), &[]).is_some());
+    assert!(group_steps(&[&p], &[]).is_some());
     let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(3, "/device:GPU:1", &strings));
     c.line(&line(0.0, &[(0.0, US, &[(Tag::GroupId, 4.0)])]));
     let g = c.partial();
     assert!(g.grouped && g.dev_corr.is_empty());
-    assert_eq!(group_steps(&[p.clone(), g], &[]), None);
+    assert_eq!(group_steps(&[&p, &g], &[]), None);
     p.root_level = vec![0.0, 0.0];
-    assert_eq!(group_steps(&[p], &[]), None);
+    assert_eq!(group_steps(&[&p], &[]), None);
     assert_eq!(group_steps(&[], &[]), None);
 }
 
@@ -213,7 +213,7 @@ fn host_planes_that_launch_nothing_and_tpu_captures_keep_nothing() {
     c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)]), (0.0, US, &[(Tag::Correlation, 1.0)])]));
     let p = c.partial();
     assert!(p.node_start.is_empty() && p.launch_corr.is_empty());
-    assert_eq!(group_steps(&[p], &[]), None);
+    assert_eq!(group_steps(&[&p], &[]), None);
 }
 
 #[test]
@@ -229,48 +229,20 @@ fn unsorted_host_events_are_ordered_by_start_then_longest() {
 }
 
 #[test]
-fn corr_groups_strategies_agree() {
-    let corr = vec![3.0, 1.0, 3.0, 7.0, 0.0];
-    let lgroup = vec![0, 1, 2, -1, 4];
-    let table = CorrGroups::new(corr.clone(), lgroup.clone());
-    assert!(matches!(table, CorrGroups::Table { .. }));
-    let big: Vec<f64> = corr.iter().map(|c| c * 1e12).collect();
-    let sorted = CorrGroups::new(big, lgroup);
-    assert!(matches!(sorted, CorrGroups::Sorted { .. }));
-    for (c, want) in [
-        (3.0, 2),
-        (1.0, 1),
-        (7.0, -1),
-        (0.0, 4),
-        (-0.0, 4),
-        (2.0, -1),
-        (8.0, -1),
-        (1.5, -1),
-        (f64::NAN, -1),
-        (-1.0, -1),
-    ] {
-        assert_eq!(table.get(c), want, "table {c}");
-        assert_eq!(sorted.get(c * 1e12), want, "sorted {c}");
+fn the_last_launch_of_a_correlation_id_groups_its_device_events() {
+    let groups = CorrGroups::new(vec![3.0, 1.0, 3.0, 7.0, 0.0, 3e12], vec![0, 1, 2, -1, 4, 5]);
+    let cases = [(3.0, 2), (1.0, 1), (7.0, -1), (0.0, 4), (-0.0, 4), (3e12, 5), (2.0, -1), (1.5, -1), (f64::NAN, -1)];
+    for (c, want) in cases {
+        assert_eq!(groups.get(c), want, "{c}");
     }
 }
 
 #[test]
-fn js_sort_is_v8s_typed_array_sort() {
-    // Expected orders from node 20 (Uint32Array.prototype.sort with the same comparator), NaN keys included: an
-    // inconsistent comparator's result depends on the algorithm, and this one is V8's.
-    let key = [3.0, 1.0, 3.0, f64::NAN, 1.0, 2.0];
-    let mut v: Vec<u32> = (0..6).collect();
-    js_sort(&mut v, |a, b| key[a as usize] - key[b as usize]);
-    assert_eq!(v, vec![1, 0, 2, 3, 4, 5]);
-    let key = [5.0, f64::NAN, 3.0, 1.0, f64::NAN, 0.0, 2.0, 9.0, 1.0, f64::NAN, 4.0, 4.0, 2.0];
-    let mut v: Vec<u32> = (0..13).collect();
-    js_sort(&mut v, |a, b| key[a as usize] - key[b as usize]);
-    assert_eq!(v, vec![3, 8, 6, 0, 1, 2, 4, 5, 7, 9, 12, 10, 11]);
-    // Stable, and only sorted when out of order.
-    let keys = [5.0, 4.0, 3.0, 2.0, 1.0, 0.0, 2.0, 2.0];
-    let o = sorted_order(keys.len(), |a, b| keys[a as usize] - keys[b as usize]);
+fn sorted_order_is_stable_and_sorts_only_when_needed() {
+    let keys: [f64; 8] = [5.0, 4.0, 3.0, 2.0, 1.0, 0.0, 2.0, 2.0];
+    let o = sorted_order(keys.len(), |a, b| keys[a as usize].total_cmp(&keys[b as usize]));
     assert_eq!(o, vec![5, 4, 3, 6, 7, 2, 1, 0]);
-    assert_eq!(sorted_order(3, |_, _| 0.0), vec![0, 1, 2]);
+    assert_eq!(sorted_order(3, |_, _| std::cmp::Ordering::Equal), vec![0, 1, 2]);
 }
 
 /// A host node: root level, parent, producer (type, id), consumer (type, id).
@@ -300,12 +272,12 @@ fn crowded_contexts_are_not_connected() {
         let mut list = vec![(1.0, -1, (1.0, 1.0), NO)];
         list.extend((0..crowd).map(|_| (0.0, -1, (1.0, 1.0), NO)));
         list.extend((0..64).map(|_| (0.0, -1, NO, (1.0, 1.0))));
-        let g = node_groups(&[nodes(&list)]);
+        let g = node_groups(&[&nodes(&list)]);
         assert_eq!(g[list.len() - 1] == 0, linked, "{crowd}");
         assert_eq!(g[0], 0);
     }
     // Across partials: node numbers continue, and a context's producer in one reaches its consumer in another.
     let a = nodes(&[(1.0, -1, NO, NO), (0.0, 0, (2.0, 3.0), NO)]);
     let b = nodes(&[(0.0, -1, NO, (2.0, 3.0)), (0.0, 0, NO, NO), (0.0, -1, NO, NO)]);
-    assert_eq!(node_groups(&[a, b]), vec![0, 0, 0, 0, -1]);
+    assert_eq!(node_groups(&[&a, &b]), vec![0, 0, 0, 0, -1]);
 }
