@@ -18,7 +18,7 @@ import { readEmulatorEndpoint, type EmulatorEndpoint } from '../../protocol/node
 import { k8sLib } from '../helpers/gke';
 import { findLogs, type CodeServer } from './code-server';
 import { delay, type ProcessTracker } from './processes';
-import { ARTIFACTS, CLI, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
+import { ARTIFACTS, cliPath, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
 import type { Workbench } from './workbench';
 
 const ZONE = 'us-central2-b';
@@ -151,7 +151,7 @@ describe('GKE in VS Code (code-server): the GKE view, Run on TPU Here on 2 slice
     await setQuota(16);
     fs.writeFileSync(path.join(workspace, 'recipes', 'quick.sh'), QUICK);
     // The quota holder, from the CLI in the same workspace: 1 slice = all 16 chips.
-    procs.run('cli', process.execPath, [CLI, 'run', 'recipes/ticks.sh', '--cluster', CLUSTER, '--tpu-type', 'v5litepod-16', '--num-slices', '1', '--detach'], { env, cwd: workspace, timeoutMs: 180_000 });
+    procs.run('cli', process.execPath, [cliPath(), 'run', 'recipes/ticks.sh', '--cluster', CLUSTER, '--tpu-type', 'v5litepod-16', '--num-slices', '1', '--detach'], { env, cwd: workspace, timeoutMs: 180_000 });
     const holder = (JSON.parse(cli('runs', '--json')) as Array<{ runId: string }>)[0].runId;
     // The second, from VS Code: queued behind it.
     await wb.contextMenu(gkeRow(/np-b.*v5litepod-16/).first(), 'Run on TPU Here');

@@ -5,6 +5,7 @@ import {
   firstFailure,
   formatRunSummary,
   loadRun,
+  markStopping,
   prefixLine,
   runRecipe,
   RunTails,
@@ -27,6 +28,8 @@ import { listAllNodes, SliceGroupItem, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
 import { PreparedRecipe } from './prepare-workers';
 import { RunChannels, type RunOutput } from './run-output';
+import { confirmRecipeErrors } from './recipe-errors';
+import { openRecordedRunView } from './run-view/recorded';
 
 /** What RunManager.track hands the code that starts a run. */
 export interface RunHooks {
@@ -39,18 +42,22 @@ export interface RunHooks {
   listener: RunListener & { onPhase(phase: RunPhase, detail: string): void };
 }
 
-/** What a caller adds to a run started by RunManager.run ("Debug on TPU"). */
+/** What a caller adds to a run started by RunManager.run ("Debug on TPU", "Run Again"). */
 export interface RunLaunchExtras {
   extraEnv?: Record<string, EnvValue>;
   envPrepend?: Record<string, string>;
   /** Once the run started on every worker; `stopped` aborts when the run is stopped. */
   onStarted?: (runId: string, stopped: AbortSignal) => void;
+  /** The run this one repeats (Run Again): its run view shows this one. */
+  again?: string;
 }
 
 interface ActiveRun {
   label: string;
   /** Aborting stops the run on every worker. */
   controller: AbortController;
+  /** Stop was asked for and the workers are being stopped. */
+  stopping?: boolean;
   /** Aborting stops watching only (VS Code closing): the run goes on and is reattached on the next start. */
   detach: AbortController;
   runId?: string;
@@ -96,6 +103,19 @@ export class RunManager implements vscode.Disposable {
     return run !== undefined;
   }
 
+  /**
+   * Says at once that a run is stopping (its workers take seconds to go): the status bar, the registry (so the
+   * Runs view and `tpw runs`), and `also` (the run view, the progress notification).
+   */
+  private stopping(run: ActiveRun, also: () => void = () => undefined): void {
+    if (run.stopping) return;
+    run.stopping = true;
+    if (run.runId) markStopping(run.runId);
+    also();
+    this.updateStatus();
+    this.onRunsChanged();
+  }
+
   private onVm(nodeName: string): ActiveRun | undefined {
     return [...this.active].find((a) => a.node === nodeName);
   }
@@ -118,8 +138,9 @@ export class RunManager implements vscode.Disposable {
       this.status.hide();
       return;
     }
-    this.status.text = runs.length === 1 ? `$(sync~spin) TPU: ${runs[0].label}` : `$(sync~spin) TPU: ${runs.length} runs`;
-    this.status.tooltip = `${runs.map((r) => r.label).join('\n')}\nClick to show the output.`;
+    const only = runs.length === 1 ? runs[0] : undefined;
+    this.status.text = only ? `$(${only.stopping ? 'loading' : 'sync'}~spin) TPU: ${only.stopping ? 'stopping ' : ''}${only.label}${only.stopping ? '…' : ''}` : `$(sync~spin) TPU: ${runs.length} runs`;
+    this.status.tooltip = `${runs.map((r) => `${r.label}${r.stopping ? ' (stopping)' : ''}`).join('\n')}\nClick to show the output.`;
     this.status.show();
   }
 
@@ -131,6 +152,7 @@ export class RunManager implements vscode.Disposable {
   async run(arg: unknown, nodeOverride?: TpuNode | TpuNode[], resume = false, extraOverrides: string[] = [], launch: RunLaunchExtras = {}): Promise<void> {
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
+    if (!(await confirmRecipeErrors(recipe))) return;
     const backend = await this.ctx.backend();
     const target = nodeOverride ?? (await this.resolveNode(arg));
     const slices = Array.isArray(target) && target.length > 1 ? target : undefined;
@@ -163,6 +185,7 @@ export class RunManager implements vscode.Disposable {
       // Multislice lines read [s1w3]: slice 1, its worker 3.
       perSlice: slices ? node.networkEndpoints.length : undefined,
       header: `Run ${recipeName} on ${vm} (${node.acceleratorType}, ${workerCount} workers) from ${folder.uri.fsPath}`,
+      again: launch.again,
       start: async (h) =>
         runRecipe({
           backend,
@@ -193,20 +216,21 @@ export class RunManager implements vscode.Disposable {
    * view, a cancellable progress notification, the status bar, the report at its end, and one run per target at a
    * time (`busyKey`: the VM, or the GKE node pools' cluster and type). `start` starts it with the hooks.
    */
-  async track(o: { label: string; busyKey: string; workerCount: number; perSlice?: number; header: string; start(h: RunHooks): Promise<RunResult> }): Promise<void> {
+  async track(o: { label: string; busyKey: string; workerCount: number; perSlice?: number; header: string; again?: string; start(h: RunHooks): Promise<RunResult> }): Promise<void> {
     // Re-checked after the caller's awaits: a second invocation may have started meanwhile.
     const busy = this.onVm(o.busyKey);
     if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${o.label.split(' on ').pop()} (${busy.label}).`);
     const { label, perSlice } = o;
     const controller = new AbortController();
-    const out = this.channels.open(label);
+    const out = this.channels.open(label, undefined, config.runOutputChannel());
     const active: ActiveRun = { label, controller, detach: new AbortController(), node: o.busyKey, out };
     this.watching(active);
     const tails = new RunTails();
 
-    const view = runViewFeed(this.ctx, label, o.workerCount, perSlice);
+    const view = runViewFeed(this.ctx, label, o.workerCount, { reuse: o.again, workersPerSlice: perSlice });
+    out.reveal = () => view.reveal();
     out.appendLine(o.header);
-    out.show();
+    if (out.channel) out.show();
     this.ctx.log.info(`run ${label}: start`);
 
     try {
@@ -214,12 +238,18 @@ export class RunManager implements vscode.Disposable {
         { location: vscode.ProgressLocation.Notification, title: `TPU: ${label}`, cancellable: true },
         async (progress, token) => {
           signalFor(token).addEventListener('abort', () => controller.abort(), { once: true });
+          controller.signal.addEventListener('abort', () => this.stopping(active, () => {
+            view.stopping();
+            progress.report({ message: 'Stopping…' });
+          }), { once: true });
           return o.start({
             signal: controller.signal,
             detachSignal: active.detach.signal,
             onStarted: (runId, source) => {
               active.runId = runId;
               out.runId = runId;
+              // Stopped while it was starting: the registry hears of it now that it has a record.
+              if (active.stopping) markStopping(runId);
               view.started(runId, source);
               this.onRunsChanged();
             },
@@ -269,7 +299,7 @@ export class RunManager implements vscode.Disposable {
   async attach(runId: string, label: string, reveal = false): Promise<void> {
     if (this.showIfWatched(runId)) return;
     // The channel first, before any await: runs reattached together get channels in the order asked for.
-    const out = this.channels.open(label, runId);
+    const out = this.channels.open(label, runId, config.runOutputChannel());
     // Its VM counts as busy while it is watched: "Run on TPU" there asks first, as for a run started here.
     let node: string | undefined;
     try {
@@ -279,6 +309,8 @@ export class RunManager implements vscode.Disposable {
     }
     const active: ActiveRun = { label, controller: new AbortController(), detach: new AbortController(), runId, node, out };
     this.watching(active);
+    active.controller.signal.addEventListener('abort', () => this.stopping(active), { once: true });
+    out.reveal = () => void openRecordedRunView(this.ctx, loadRun(runId)).catch((e: unknown) => this.ctx.showError('Open Run View failed', e));
     out.appendLine(`Reattached to run ${runId} (${label}); the log continues from the start of each worker's file.`);
     // Shown when the user asked for this run; a reattach at start-up does not pop the panel open.
     if (reveal) out.show();

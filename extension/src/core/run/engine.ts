@@ -20,7 +20,7 @@ export { newRunId, remoteWorkspaceDir, runRecipe, sliceWorkers, type SliceWorker
 export { runProgram, type ProgramRunRequest } from './program';
 export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
-export { downloadRunLogs, followRun, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
+export { downloadRunLogs, followRun, markStopping, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
 export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
 export { downloadGkeRunLogs, gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
 export { deleteWorkload } from './gke-follow';
@@ -28,5 +28,5 @@ export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
 export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
-export { locateTrainerLine } from './problem-lines';
+export { locateTrainerLine, type RecipeLocation } from './problem-lines';
 export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';
