@@ -7,7 +7,7 @@ import { scriptRecipe } from '../core/recipes/recipe';
 import { gkeRunManifest, passthroughEnv, prefixLine, runRecipeOnGke, RunTails, type GkeRunRequest, type RunRecord } from '../core/run/engine';
 import { resolveCluster, withGkeBackend } from './gke-commands';
 import { stopOnInterrupt } from './interrupt';
-import { UsageError, type CommandContext } from './context';
+import { finishRun, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw run RECIPE|SCRIPT.py --cluster C [-- OVERRIDE…]` (or with the cluster `tpw gke use` remembered): the recipe as
@@ -80,13 +80,7 @@ export async function gkeRunCommand(ctx: CommandContext, recipeArg: string, use:
           onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line, podsPerSlice)),
         }),
       });
-      if (result.detached) {
-        ctx.out(result.runId);
-        return 0;
-      }
-      for (const line of tails.report(result)) ctx.out(line);
-      if (result.cancelled) return 130;
-      return result.ok ? 0 : 1;
+      return finishRun(ctx, result, tails);
     } finally {
       interrupt.dispose();
     }

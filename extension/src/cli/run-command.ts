@@ -8,7 +8,7 @@ import { usedHere } from './gke-commands';
 import { gkeRunCommand, refuseVmFlagsOnGke } from './gke-run-command';
 import { connectionsFor } from './connections';
 import { stopOnInterrupt } from './interrupt';
-import { requireArg, UsageError, type CommandContext } from './context';
+import { finishRun, requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced. NAME is a VM, or
@@ -57,13 +57,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
         onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line, perSlice)),
       }),
     });
-    if (result.detached) {
-      ctx.out(result.runId);
-      return 0;
-    }
-    for (const line of tails.report(result)) ctx.out(line);
-    if (result.cancelled) return 130;
-    return result.ok ? 0 : 1;
+    return finishRun(ctx, result, tails);
   } finally {
     interrupt.dispose();
     await backend.close();
