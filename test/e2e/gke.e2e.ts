@@ -39,6 +39,7 @@ describe('GKE in VS Code (code-server): the GKE view, Run on TPU Here on 2 slice
   let ep: EmulatorEndpoint;
   let cli: (...args: string[]) => string;
   const shot = (name: string): Promise<void> => wb.screenshot(path.join(ARTIFACTS, name));
+  // The run's Output channel (opt-in: openVsCode below sets tpuWorkbench.run.outputChannel), as VS Code logs it.
   const channel = (name: string): string =>
     findLogs(server!.userDataDir, `${name.replace(/:/g, '')}.log`)
       .filter((f) => path.basename(f).replace(/^\d+-/, '') === `${name.replace(/:/g, '')}.log`)
@@ -102,7 +103,7 @@ describe('GKE in VS Code (code-server): the GKE view, Run on TPU Here on 2 slice
       if (Date.now() > deadline) throw new Error('the cluster did not come up in 15 min');
     }
     await gke.close();
-    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env }));
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'tpuWorkbench.run.outputChannel': true } }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-gke' }));

@@ -16,6 +16,7 @@ import { staticToken } from '../../extension/src/core/gke/credentials';
 import { listQueues, listWorkloads } from '../../extension/src/core/gke/workloads';
 import { loadRun, runRecipeOnGke, stopRecordedRun, watchRecordedRun, type RunResult } from '../../extension/src/core/run/engine';
 import type { MetricRecord } from '../../protocol/metrics-record';
+import { tpwInProcess } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { k8sLib, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 import { testAddressPrefix } from '../helpers/loopback';
@@ -101,6 +102,34 @@ test('the provider sees the cluster, its TPU node pools with their nodes, and xp
   assert.deepEqual(q.localQueues.map((l) => [l.namespace, l.name, l.clusterQueue]), [['default', 'multislice-queue', 'cluster-queue']]);
   assert.ok(q.clusterQueues[0].resources.some((r) => r.resource === 'google.com/tpu' && Number(r.nominal) === 32));
   await assert.rejects(backend.gke.findCluster(f.project, 'nope'), (e: unknown) => isTpwError(e, 'NOT_FOUND') && /No GKE cluster "nope" in project .*; it has demo \(us-central2-b\)/.test(e.message));
+});
+
+test('the CLI: tpw gke use remembers the cluster for the folder; clusters, nodepools, queues, workloads; run --dry-run prints the JobSet; an unknown cluster is one line', async () => {
+  const tpw = (...argv: string[]) => tpwInProcess(argv, { cwd: ws, env: { TPW_HOME: f.dir, HF_TOKEN: TOKEN } });
+  const ok = async (...argv: string[]) => {
+    const r = await tpw(...argv);
+    assert.equal(r.code, 0, `tpw ${argv.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  assert.match(await ok('gke', 'use', '--emulator', '--project', f.project, '--zone', ZONE, '--cluster', CLUSTER, '--tpu-type', 'v5litepod-16', '--num-slices', '2'), /Using GKE cluster demo .*2 × v5litepod-16/);
+  assert.match(await ok('gke', 'clusters', '--emulator'), new RegExp(`^demo \\* +${ZONE} +RUNNING .*v5litepod-16$`, 'm'), '* marks the cluster this folder uses');
+  // From here on the folder's remembered cluster (and the emulator) is used: no --cluster, no --emulator.
+  const pools = await ok('gke', 'nodepools');
+  for (const np of ['np-a', 'np-b']) assert.match(pools, new RegExp(`^${np} +v5litepod-16 +4x4 +4/4 `, 'm'));
+  assert.match(await ok('gke', 'queues'), /^multislice-queue +default +cluster-queue /m);
+  assert.match(await ok('gke', 'workloads'), /^(WORKLOAD +PHASE|No workloads in namespace default)/m);
+  writeRecipe('dry.sh', RECIPE_HELLO);
+  const yaml = await ok('run', 'recipes/dry.sh', '--dry-run', '--', 'model=tiny');
+  assert.match(yaml, /^kind: JobSet$/m);
+  assert.match(yaml, /kueue\.x-k8s\.io\/queue-name: multislice-queue/);
+  assert.match(yaml, /^ +replicas: 2$/m, 'one replicated job per slice');
+  assert.match(yaml, /model=tiny/);
+  assert.ok(!yaml.includes(TOKEN), 'HF_TOKEN is in a Secret, never in the printed manifests');
+  assert.equal((await listWorkloads(backend.gke.kube(await backend.gke.findCluster(f.project, CLUSTER)))).items.length, 0, '--dry-run submits nothing (and no run came before this test)');
+  const bad = await tpw('run', 'recipes/dry.sh', '--cluster', 'nope', '--dry-run');
+  assert.notEqual(bad.code, 0);
+  assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+  assert.match(bad.stderr, /No GKE cluster "nope"/);
 });
 
 test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worker, secrets by reference, metrics from the log', async () => {
