@@ -456,7 +456,13 @@ def main() -> None:
     if problem:
         print(problem, file=sys.stderr, flush=True)
         raise SystemExit(2)
-    _hydra_entry()
+    try:
+        _hydra_entry()
+    except KeyboardInterrupt:
+        # A Stop before the first step (building the model, the first compile): one line, not a traceback.
+        # train() handles one during the steps itself.
+        print("stopped by SIGINT before training started", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":
