@@ -285,8 +285,9 @@ def run_steps(run: Run, logger: StepLogger, meter: StepMeter, profiler: Profiler
         # The step's loss and grad norm stay referenced through the sync: on XLA the graph a sync
         # runs has every live tensor as an output, so a step that let them go (one not logged)
         # would trace a different graph and compile it a second time.
-        outputs = train_step(run, logger, step)
-        run.backend.sync()
+        with profiler.step_scope(step):
+            outputs = train_step(run, logger, step)
+            run.backend.sync()
         del outputs
         profiler.after_step(step)
 
