@@ -97,7 +97,9 @@ test('a 2-slice JobSet runs through the real JobSet controller: every pod runs i
   fs.mkdirSync(barrier);
   const cmd = `for h in ${all}; do until getent hosts $h >/dev/null; do sleep 0.2; done; done; touch ${barrier}/$(hostname); ` +
     `until [ "$(ls ${barrier} | wc -l)" -eq 8 ]; do sleep 0.2; done; ` +
-    'echo "id=$TPU_WORKER_ID hosts=$TPU_WORKER_HOSTNAMES slice=$MEGASCALE_SLICE_ID/$MEGASCALE_NUM_SLICES coord=$MEGASCALE_COORDINATOR_ADDRESS type=$TPU_ACCELERATOR_TYPE bounds=$TPU_HOST_BOUNDS host=$(hostname)"; getent hosts "$MEGASCALE_COORDINATOR_ADDRESS" | cut -d" " -f1';
+    'echo "id=$TPU_WORKER_ID hosts=$TPU_WORKER_HOSTNAMES slice=$MEGASCALE_SLICE_ID/$MEGASCALE_NUM_SLICES coord=$MEGASCALE_COORDINATOR_ADDRESS type=$TPU_ACCELERATOR_TYPE bounds=$TPU_HOST_BOUNDS host=$(hostname)"; getent hosts "$MEGASCALE_COORDINATOR_ADDRESS" | cut -d" " -f1; ' +
+    // The node's metadata server, as a GKE node's pods reach their VM's: the emulator's VM services at the node's address.
+    'echo "meta=$GCE_METADATA_HOST $(curl -sf -H "Metadata-Flavor: Google" "http://$GCE_METADATA_HOST/computeMetadata/v1/project/project-id")"';
   await kubectlOk(kc, ['apply', '-f', '-'], JSON.stringify(jobSet('two', { slices: 2, podsPerSlice: 4, topology: '4x4', accelerator: 'tpu-v5-lite-podslice', command: cmd, queue: 'multislice-queue' })));
   const pods = await until('8 pods succeeded', async () => {
     const items = (await getJson(['get', 'pods', '-l', 'jobset.sigs.k8s.io/jobset-name=two'])).items as Json[];
@@ -120,7 +122,11 @@ test('a 2-slice JobSet runs through the real JobSet controller: every pod runs i
     const worker = p.metadata.annotations['batch.kubernetes.io/job-completion-index'];
     const log = await kubectlOk(kc, ['logs', p.metadata.name]);
     const hosts = [0, 1, 2, 3].map((i) => `two-slice-${job}-${i}.two`).join(',');
-    assert.equal(log, `id=${worker} hosts=${hosts} slice=${job}/2 coord=two-slice-0-0.two type=v5litepod-16 bounds=2,2,1 host=two-slice-${job}-${worker}\n${coordinatorNode}\n`);
+    const meta = /meta=([\d.]+):\d+ (\S*)\n$/.exec(log);
+    assert.ok(meta, log);
+    assert.equal(meta[1], p.status.hostIP, 'the metadata server at the node\'s own address');
+    assert.equal(meta[2], f.project, 'it answers the pod');
+    assert.equal(log.slice(0, meta.index), `id=${worker} hosts=${hosts} slice=${job}/2 coord=two-slice-0-0.two type=v5litepod-16 bounds=2,2,1 host=two-slice-${job}-${worker}\n${coordinatorNode}\n`);
   }
   const job0 = await getJson(['get', 'job', 'two-slice-0']);
   const env = job0.spec.template.spec.containers[0].env as Json[];
