@@ -72,7 +72,11 @@ def test_torch_profile_written(tmp_path):
     summary = train(tiny_config(tmp_path, max_steps=4, profile_step=2, profile_steps=2))
     traces = list((tmp_path / "profile" / "plugins" / "profile").glob("*/*.pt.trace.json"))
     assert len(traces) == 1 and summary["profile"] == str(traces[0])
-    assert "traceEvents" in json.loads(traces[0].read_text())
+    events = json.loads(traces[0].read_text())["traceEvents"]
+    # One step annotation per profiled step: where the Profiles tab and `tpw profile` take steps from.
+    steps = sorted(e["name"] for e in events
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    assert steps == ["ProfilerStep#0", "ProfilerStep#1"]
 
 
 def test_same_seed_same_run_other_seed_differs(tmp_path):

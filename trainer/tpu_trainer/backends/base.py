@@ -199,6 +199,10 @@ class Backend(ABC):
     def start_trace(self, profile_dir: Path) -> None:
         """Start capturing a profile into profile_dir."""
 
+    def trace_step(self) -> None:
+        """A step ended and the capture goes on to the next (torch.profiler marks each step of its
+        trace, `ProfilerStep#N`, which is where the run view's Profiles tab takes steps from)."""
+
     @abstractmethod
     def stop_trace(self, profile_dir: Path) -> Path | None:
         """Stop the capture; returns the trace file written under profile_dir/plugins/profile/<ts>/."""
