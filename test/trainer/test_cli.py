@@ -100,3 +100,22 @@ def test_a_bad_override_is_refused_before_torch_loads(sub_env):
                        timeout=120)
     assert p.stdout.strip() == "exit 2 False", p.stdout + p.stderr[-2000:]
     assert "did you mean 'max_steps'" in p.stderr
+
+
+def test_sigint_before_the_first_step_is_one_line(monkeypatch, capsys):
+    """A Stop while the model is built or compiled (before train()'s loop): exit 130 and one line, no traceback."""
+    import pytest
+
+    from tpu_trainer import train
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "_hydra_entry", interrupted)
+    monkeypatch.setattr("sys.argv", ["tpu_trainer.train", "model=tiny-llama"])
+    with pytest.raises(SystemExit) as stop:
+        train.main()
+    assert stop.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "stopped by SIGINT before training started\n"
+    assert stop.value.__suppress_context__, "no KeyboardInterrupt traceback chained to the exit"

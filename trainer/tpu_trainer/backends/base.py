@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -202,6 +202,11 @@ class Backend(ABC):
     def trace_step(self) -> None:
         """A step ended and the capture goes on to the next (torch.profiler marks each step of its
         trace, `ProfilerStep#N`, which is where the run view's Profiles tab takes steps from)."""
+
+    def step_annotation(self, step: int) -> AbstractContextManager[object]:
+        """What marks one training step in the capture while a trace runs, so that profilers find
+        the capture's steps (none here: torch.profiler's trace has no step grouping we read)."""
+        return nullcontext()
 
     @abstractmethod
     def stop_trace(self, profile_dir: Path) -> Path | None:
