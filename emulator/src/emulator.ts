@@ -313,9 +313,10 @@ export class Emulator {
     throw new EmulatorError(unique.length ? 'FAILED_PRECONDITION' : 'NOT_FOUND', unique.length ? `More than one VM is named ${name}: ${unique.join(', ')}.` : `No TPU VM named ${name}.`);
   }
 
-  /** Sandbox (the worker's HOME) of worker `index` of a node. */
-  sandboxDir(nodeId: string, index: number): string {
-    return path.join(this.dir, 'workers', nodeId, `w${index}`);
+  /** Worker `index`'s sandbox (its HOME), of the VM with this workers' key (names.ts) or this short name (as setLibtpuFault). */
+  sandboxDir(nodeKeyOrName: string, index: number): string {
+    const key = nodeKeyOrName.includes('/') ? nodeKeyOrName : this.workerKeyOf(nodeKeyOrName);
+    return path.join(this.dir, 'workers', key, `w${index}`);
   }
 
   private async nodeUp(node: NodeJson): Promise<void> {
