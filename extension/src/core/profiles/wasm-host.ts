@@ -62,7 +62,8 @@ interface Exports {
   hosts(paths: number, len: number): number;
   trace(path: number, len: number, out: number): number;
   cli(argv: number, len: number): number;
-  warm(): number;
+  warm(form: number): number;
+  sample_forms(): number;
 }
 
 /** Node's error code of a failed fs call, as the module's negative codes (native/profile/src/wasm.rs io_words). */
@@ -173,31 +174,35 @@ export class ProfileWasm {
 
   /** The capture's summary; with the timeline (the run view's), its columns in slabs (see timelineBuffers). */
   analyze(file: string, timeline = true): ProfileSummary {
+    return this.summary(timeline, () => this.withText(file, (p, n) => this.x.analyze(p, n, timeline ? 1 : 0)));
+  }
+
+  /**
+   * The summary of the module's own sample capture in its `form`-th form (native/profile/src/sample.rs; any
+   * number, taken modulo the forms there are), answered as `analyze` answers for a file: what the profile worker
+   * runs when it starts, so that the code a capture's analysis calls, here and in the module, is compiled before
+   * the user opens one (V8 compiles a WebAssembly function on its first call, and optimizes it once it ran enough).
+   */
+  warm(form = 0): ProfileSummary {
+    return this.summary(true, () => this.x.warm(form));
+  }
+
+  /** How many forms the sample capture has (`warm` with 0 up to this runs each). */
+  get sampleForms(): number {
+    return this.x.sample_forms();
+  }
+
+  /** Runs `analyze` (the module's call, timeline lines to `timeline_line`) and reads its answer. */
+  private summary(timeline: boolean, analyze: () => number): ProfileSummary {
     this.lines = timeline ? [] : undefined;
     this.slabs = new ColumnSlabs();
     try {
-      const status = this.withText(file, (p, n) => this.x.analyze(p, n, timeline ? 1 : 0));
-      if (status !== 0) throw new ProfileFormatError(this.out());
+      if (analyze() !== 0) throw new ProfileFormatError(this.out());
       const { t0, summary } = JSON.parse(this.out()) as { t0: number; summary: ProfileSummary };
       const lines = this.lines ?? [];
       for (const l of lines) for (let k = 0; k < l.start.length; k++) l.start[k] -= t0;
       summary.timeline.lines = lines;
       return summary;
-    } finally {
-      this.lines = undefined;
-      this.slabs = new ColumnSlabs();
-    }
-  }
-
-  /**
-   * Analyzes a small capture the module makes itself: V8 compiles a module's functions on their first call, and
-   * the first capture a user opens should not wait for that. The compiled code is the module's, so every instance
-   * made from it, on any thread, runs warm after one warmed. Returns the sample's event count.
-   */
-  warm(): number {
-    this.lines = [];
-    try {
-      return this.x.warm();
     } finally {
       this.lines = undefined;
       this.slabs = new ColumnSlabs();
