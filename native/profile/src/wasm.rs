@@ -322,8 +322,19 @@ pub extern "C" fn warm(form: u32) -> i32 {
     answer_summary(crate::sample::analyze_sample(form, Some(&mut HostTimeline)).map_err(|e| e.describe(0)))
 }
 
-/// How many forms the sample capture has (what `warm` cycles through).
+/// How many forms the sample capture has (what `warm` and `sample_capture` take, modulo).
 #[no_mangle]
 pub extern "C" fn sample_forms() -> u32 {
     crate::sample::FORMS.len() as u32
+}
+
+/// The sample capture's bytes in its `form`-th form, in the output buffer (the host writes them to a file and
+/// analyzes that, so that its warm-up runs a click's path, file reads included): their length.
+#[no_mangle]
+pub extern "C" fn sample_capture(form: u32) -> usize {
+    let form = crate::sample::FORMS[form as usize % crate::sample::FORMS.len()];
+    OUT.with(|o| {
+        *o.borrow_mut() = crate::sample::capture(form);
+        o.borrow().len()
+    })
 }

@@ -22,7 +22,7 @@ const module = (workerData as { module: WasmModule }).module;
 // thread and the parser's, and run often enough for V8 to optimize what is hot (it compiles a module's functions
 // on their first call with a baseline compiler, and optimizes them as they run).
 let wasm: ProfileWasm | undefined = new ProfileWasm(module);
-for (let k = 0; k < WARM_RUNS; k++) wasm.warm(k);
+wasm.warmUp(WARM_RUNS);
 
 function handle(req: WorkerRequest): WorkerReply {
   try {
