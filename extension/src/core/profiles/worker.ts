@@ -9,8 +9,8 @@ import type { WorkerReply, WorkerRequest } from './parse';
 
 /**
  * Analyses of the module's own sample capture when the worker starts, through its forms in turn (about a
- * millisecond each once optimized): fewer leave V8 optimizing the hot code while the user clicks (30 made the
- * first click 1.4–2.6× slower than 100 in profiles_open_bench.py).
+ * millisecond each once optimized): fewer leave V8 optimizing the hot code while the user clicks (with 30, the
+ * first click was slower than the TypeScript analysis's again in profiles_open_bench.py; BENCHMARKS.md).
  */
 const WARM_RUNS = 100;
 
