@@ -4,7 +4,7 @@
  * only, so the extension host can import this file without bundling any server code: the server keeps the one
  * hydra model, reloaded on config changes, and answers for recipes and for the "Run on TPU with Overrides…" input.
  */
-import { RequestType } from 'vscode-languageserver-protocol';
+import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
 
 export interface CompleteOverridesParams {
   /** Space-separated overrides, shell-quoted where a value has spaces: `max_steps=50 model=tiny-llama`. */
@@ -43,3 +43,18 @@ export interface CompleteOverridesResult {
 
 /** `tpuWorkbench/completeOverrides`: completion and validation of a line of hydra overrides typed by the user. */
 export const CompleteOverridesRequest = new RequestType<CompleteOverridesParams, CompleteOverridesResult, void>('tpuWorkbench/completeOverrides');
+
+/** Which trainer config the server checks recipes and overrides against. */
+export interface HydraModelParams {
+  /**
+   * `workspace`: the workspace's own trainer (its config tree or schema); `shipped`: the workspace has none, so the
+   * trainer schema shipped with the extension; `none`: neither was found, nothing is checked.
+   */
+  source: 'workspace' | 'shipped' | 'none';
+  /** From a JSON Schema, inferred from the config YAML alone, or none. */
+  origin: 'schema' | 'inferred' | 'none';
+  configDirs: string[];
+}
+
+/** `tpuWorkbench/hydraModel`: sent by the server after it (re)loads the config, when the answer changed. */
+export const HydraModelNotification = new NotificationType<HydraModelParams>('tpuWorkbench/hydraModel');

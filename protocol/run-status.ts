@@ -4,11 +4,12 @@
  */
 
 /**
- * A run as a whole. `cancelled` is a run someone stopped (`tpw stop`, Cancel); `preempted` is a run whose VM
+ * A run as a whole. `stopping` is a run someone asked to stop (Stop, `tpw stop`, Cancel) whose workers are still
+ * being signalled; `cancelled` is one that ended that way; `preempted` is a run whose VM
  * was taken away (or whose trainer exited with its preempted status), which is not a failure of the program;
  * `unknown` stands for a recorded status this version does not know (another version wrote it, or it is damaged).
  */
-export const RUN_STATUSES = ['starting', 'running', 'succeeded', 'failed', 'cancelled', 'preempted', 'unknown'] as const;
+export const RUN_STATUSES = ['starting', 'running', 'stopping', 'succeeded', 'failed', 'cancelled', 'preempted', 'unknown'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**

@@ -12,8 +12,8 @@ CONFIG=trainer/pyproject.toml
 CACHE="$TPW_CACHE/python-checks"
 status=0
 run() { echo "+ $*"; "$@" || status=1; }
-# Python outside the trainer. Not here: test/fixtures/profiles/real/make-h200-captures/*.py, kept exactly as they
-# ran on the device to make those captures (their provenance).
+# Python outside the trainer. Not here: test/fixtures/profiles/real/make-{h200,cpu}-captures/*.py, kept exactly as they
+# ran to make those captures (their provenance).
 SCRIPTS=(test/emulator-clients language-server/src/hydra/gen-hydra-builtins.py test/bench/cce_bench.py test/bench/cli_start_bench.py
   test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py
   test/bench/profiles_native_bench.py test/bench/profiles_real_bench.py test/bench/profiles_open_bench.py

@@ -63,4 +63,5 @@ else
 fi
 
 # --- bundles ---------------------------------------------------------------------------------------
-npm run --silent build
+# (npm test builds once itself, right after this set-up: TPW_SKIP_BUILD=1)
+[[ "${TPW_SKIP_BUILD:-0}" == 1 ]] || npm run --silent build

@@ -23,7 +23,7 @@ timed() { # name cmd… — runs in the foreground, output on the console and in
   return "$rc"
 }
 
-timed setup bash scripts/setup.sh --test || { echo "setup failed (test-artifacts/setup.log)"; exit 1; }
+timed setup env TPW_SKIP_BUILD=1 bash scripts/setup.sh --test || { echo "setup failed (test-artifacts/setup.log)"; exit 1; }
 . scripts/env.sh
 timed build node scripts/build.mjs || { echo "the build failed (test-artifacts/build.log)"; exit 1; }
 export TPW_BUILT=1

@@ -21,7 +21,7 @@ export interface InstanceJson extends Json {
   status: InstanceStatus;
   selfLink: string;
   creationTimestamp: string;
-  networkInterfaces: { name: string; network: string; networkIP: string }[];
+  networkInterfaces: ({ name: string; network: string; networkIP: string } & Json)[];
   metadata: { kind: 'compute#metadata'; fingerprint: string; items: { key: string; value: string }[] };
   scheduling: Json;
   labels: Record<string, string>;

@@ -1,5 +1,6 @@
 import { familyInfo, TPU_FAMILIES, TPU_MACHINE_TYPES } from '../../protocol/tpu-machine-types';
-import type { ComputeState, Json } from './compute-state';
+import { aggregatedPage, canonicalLink, page } from './compute-lists';
+import type { ComputeState, Json, OperationJson } from './compute-state';
 import { ApiError, GOOGLE_STATUS } from './types';
 
 /**
@@ -88,14 +89,51 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
     if (!hit) throw new ApiError('NOT_FOUND', `The resource 'projects/${p}/global/images/${what}' was not found`, { reason: 'notFound' });
     return hit;
   };
+  const zoneScopes = (_p: string) => opts.zones.map((z) => `zones/${z}`);
+  const regionScopes = (_p: string) => regions().map((r) => `regions/${r}`);
+  const aggregate = (kind: string, key: string, what: string, scopes: string[], itemsIn: (scope: string) => Json[]) => (m: string[], c: { query: URLSearchParams }) =>
+    aggregatedPage(scopes.map((scope) => ({ scope, items: itemsIn(scope) })), key, c.query, kind, `${BASE}/projects/${checkProject(m[0])}/aggregated/${what}`);
+  const under = (p: string, scope: string) => (x: Json) => String(x.selfLink).startsWith(`${BASE}/projects/${p}/${scope}/`);
+  const ops = (p: string, scope: string): OperationJson[] => [...cs.operations.values()].filter(under(p, scope));
+  const instanceGroups = (p: string, z: string): Json[] =>
+    cs.groups.listMigs(p, z).map((mig) => ({
+      kind: 'compute#instanceGroup', id: mig.id, name: mig.name, zone: `${BASE}/projects/${p}/zones/${z}`, creationTimestamp: mig.creationTimestamp,
+      size: cs.groups.listManagedInstances(p, z, String(mig.name)).length, network: `${BASE}/projects/${p}/global/networks/default`,
+      fingerprint: '42WmSpB8rSM=', selfLink: String(mig.instanceGroup ?? `${BASE}/projects/${p}/zones/${z}/instanceGroups/${String(mig.name)}`),
+    }));
   const op = (scope: 'zones' | 'regions' | 'global') => (m: string[], wait: boolean) => {
     const s = scope === 'zones' ? { zone: checkZone(m[0], m[1]) } : scope === 'regions' ? { region: checkRegion(m[0], m[1]) } : (checkProject(m[0]), {});
     const name = scope === 'global' ? m[1] : m[2];
     return wait ? cs.waitOperation(m[0], s, name, WAIT_MS) : cs.getOperation(m[0], s, name);
   };
   return [
+    // What gcloud and the client libraries call for a list without a zone (gcloud compute instances list, …).
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/instances$`), rpc: 'compute.instances.aggregatedList',
+      handle: (m, c) => aggregate('compute#instanceAggregatedList', 'instances', 'instances', zoneScopes(m[0]), (s) => cs.listInstances(m[0], s.slice(6)))(m, c),
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/instanceTemplates$`), rpc: 'compute.instanceTemplates.aggregatedList',
+      handle: (m, c) => aggregate('compute#instanceTemplateAggregatedList', 'instanceTemplates', 'instanceTemplates', ['global', ...regionScopes(m[0])], (s) => [...cs.groups.templates.values()].filter(under(m[0], s)))(m, c),
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.aggregatedList',
+      handle: (m, c) => aggregate('compute#instanceGroupManagerAggregatedList', 'instanceGroupManagers', 'instanceGroupManagers', [...regionScopes(m[0]), ...zoneScopes(m[0])], (s) => (s.startsWith('zones/') ? cs.groups.listMigs(m[0], s.slice(6)) : []))(m, c),
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/resourcePolicies$`), rpc: 'compute.resourcePolicies.aggregatedList',
+      handle: (m, c) => aggregate('compute#resourcePolicyAggregatedList', 'resourcePolicies', 'resourcePolicies', regionScopes(m[0]), (s) => [...cs.groups.policies.values()].filter(under(m[0], s)))(m, c),
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/operations$`), rpc: 'compute.globalOperations.aggregatedList',
+      handle: (m, c) => aggregate('compute#operationAggregatedList', 'operations', 'operations', ['global', ...regionScopes(m[0]), ...zoneScopes(m[0])], (s) => ops(m[0], s))(m, c),
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/machineTypes$`), rpc: 'compute.machineTypes.aggregatedList',
+      handle: (m, c) => aggregate('compute#machineTypeAggregatedList', 'machineTypes', 'machineTypes', zoneScopes(m[0]), (s) => machineTypes(m[0], s.slice(6)))(m, c),
+    },
     { verb: 'GET', re: new RegExp(`${P}$`), rpc: 'compute.projects.get', handle: (m) => cs.getProject(checkProject(m[0])) },
-    { verb: 'POST', re: new RegExp(`${P}/setCommonInstanceMetadata$`), rpc: 'compute.projects.setCommonInstanceMetadata', handle: (m, c) => cs.setCommonInstanceMetadata(checkProject(m[0]), c.body) },
+    { verb: 'POST', re: new RegExp(`${P}/setCommonInstanceMetadata$`), rpc: 'compute.projects.setCommonInstanceMetadata', handle: (m, c) => cs.setCommonInstanceMetadata(checkProject(m[0]), standardFingerprints(c.body)) },
     { verb: 'GET', re: new RegExp(`${P}/zones$`), rpc: 'compute.zones.list', handle: (m, c) => page(opts.zones.map((z) => zoneJson(checkProject(m[0]), z)), c.query, 'compute#zoneList') },
     { verb: 'GET', re: new RegExp(`${Z}$`), rpc: 'compute.zones.get', handle: (m) => zoneJson(m[0], checkZone(m[0], m[1])) },
     { verb: 'GET', re: new RegExp(`${Z}/machineTypes$`), rpc: 'compute.machineTypes.list', handle: (m, c) => page(machineTypes(m[0], checkZone(m[0], m[1])), c.query, 'compute#machineTypeList') },
@@ -113,15 +151,16 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
     { verb: 'GET', re: new RegExp(`${G}/images/${SEG}$`), rpc: 'compute.images.get', handle: (m) => findImage(m[0], (i) => i.name === m[1], m[1]) },
 
     { verb: 'GET', re: new RegExp(`${Z}/instances$`), rpc: 'compute.instances.list', handle: (m, c) => page(cs.listInstances(m[0], checkZone(m[0], m[1])), c.query, 'compute#instanceList') },
-    { verb: 'POST', re: new RegExp(`${Z}/instances$`), rpc: 'compute.instances.insert', handle: (m, c) => cs.insertInstance(m[0], checkZone(m[0], m[1]), c.body) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances$`), rpc: 'compute.instances.insert', handle: (m, c) => cs.insertInstance(m[0], checkZone(m[0], m[1]), canonicalBody(m[0], c.body)) },
     { verb: 'GET', re: new RegExp(`${Z}/instances/${SEG}$`), rpc: 'compute.instances.get', handle: (m) => cs.getInstance(m[0], checkZone(m[0], m[1]), m[2]) },
     { verb: 'DELETE', re: new RegExp(`${Z}/instances/${SEG}$`), rpc: 'compute.instances.delete', handle: (m) => cs.deleteInstance(m[0], checkZone(m[0], m[1]), m[2]) },
     { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/start$`), rpc: 'compute.instances.start', handle: (m) => cs.startInstance(m[0], checkZone(m[0], m[1]), m[2]) },
     { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/stop$`), rpc: 'compute.instances.stop', handle: (m) => cs.stopInstance(m[0], checkZone(m[0], m[1]), m[2]) },
-    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/setMetadata$`), rpc: 'compute.instances.setMetadata', handle: (m, c) => cs.setMetadata(m[0], checkZone(m[0], m[1]), m[2], c.body) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/setMetadata$`), rpc: 'compute.instances.setMetadata', handle: (m, c) => cs.setMetadata(m[0], checkZone(m[0], m[1]), m[2], standardFingerprints(c.body)) },
+    { verb: 'POST', re: new RegExp(`${Z}/instances/${SEG}/setLabels$`), rpc: 'compute.instances.setLabels', handle: (m, c) => cs.setLabels(m[0], checkZone(m[0], m[1]), m[2], standardFingerprints(c.body)) },
 
     { verb: 'GET', re: new RegExp(`${G}/instanceTemplates$`), rpc: 'compute.instanceTemplates.list', handle: (m, c) => page([...cs.groups.templates.values()].filter((t) => String(t.selfLink).startsWith(`${BASE}/projects/${checkProject(m[0])}/`)), c.query, 'compute#instanceTemplateList') },
-    { verb: 'POST', re: new RegExp(`${G}/instanceTemplates$`), rpc: 'compute.instanceTemplates.insert', handle: (m, c) => cs.groups.insertTemplate(checkProject(m[0]), c.body) },
+    { verb: 'POST', re: new RegExp(`${G}/instanceTemplates$`), rpc: 'compute.instanceTemplates.insert', handle: (m, c) => cs.groups.insertTemplate(checkProject(m[0]), canonicalBody(m[0], c.body)) },
     { verb: 'GET', re: new RegExp(`${G}/instanceTemplates/${SEG}$`), rpc: 'compute.instanceTemplates.get', handle: (m) => cs.groups.getTemplate(checkProject(m[0]), m[1]) },
     { verb: 'DELETE', re: new RegExp(`${G}/instanceTemplates/${SEG}$`), rpc: 'compute.instanceTemplates.delete', handle: (m) => cs.groups.deleteTemplate(checkProject(m[0]), m[1]) },
 
@@ -130,8 +169,28 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
     { verb: 'GET', re: new RegExp(`${R}/resourcePolicies/${SEG}$`), rpc: 'compute.resourcePolicies.get', handle: (m) => cs.groups.getPolicy(m[0], checkRegion(m[0], m[1]), m[2]) },
     { verb: 'DELETE', re: new RegExp(`${R}/resourcePolicies/${SEG}$`), rpc: 'compute.resourcePolicies.delete', handle: (m) => cs.groups.deletePolicy(m[0], checkRegion(m[0], m[1]), m[2]) },
 
+    // A MIG's instance group (gcloud's `instance-groups managed list` reads its size there); no autoscalers.
+    { verb: 'GET', re: new RegExp(`${Z}/instanceGroups$`), rpc: 'compute.instanceGroups.list', handle: (m, c) => page(instanceGroups(m[0], checkZone(m[0], m[1])), c.query, 'compute#instanceGroupList') },
+    {
+      verb: 'GET', re: new RegExp(`${Z}/instanceGroups/${SEG}$`), rpc: 'compute.instanceGroups.get',
+      handle: (m) => {
+        const hit = instanceGroups(m[0], checkZone(m[0], m[1])).find((g) => g.name === m[2]);
+        if (!hit) throw new ApiError('NOT_FOUND', `The resource 'projects/${m[0]}/zones/${m[1]}/instanceGroups/${m[2]}' was not found`, { reason: 'notFound' });
+        return hit;
+      },
+    },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/instanceGroups$`), rpc: 'compute.instanceGroups.aggregatedList',
+      handle: (m, c) => aggregate('compute#instanceGroupAggregatedList', 'instanceGroups', 'instanceGroups', [...regionScopes(m[0]), ...zoneScopes(m[0])], (s) => (s.startsWith('zones/') ? instanceGroups(m[0], s.slice(6)) : []))(m, c),
+    },
+    { verb: 'GET', re: new RegExp(`${Z}/autoscalers$`), rpc: 'compute.autoscalers.list', handle: (m, c) => page([], (checkZone(m[0], m[1]), c.query), 'compute#autoscalerList') },
+    { verb: 'GET', re: new RegExp(`${R}/autoscalers$`), rpc: 'compute.regionAutoscalers.list', handle: (m, c) => page([], (checkRegion(m[0], m[1]), c.query), 'compute#regionAutoscalerList') },
+    {
+      verb: 'GET', re: new RegExp(`${P}/aggregated/autoscalers$`), rpc: 'compute.autoscalers.aggregatedList',
+      handle: (m, c) => aggregate('compute#autoscalerAggregatedList', 'autoscalers', 'autoscalers', [...regionScopes(m[0]), ...zoneScopes(m[0])], () => [])(m, c),
+    },
     { verb: 'GET', re: new RegExp(`${Z}/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.list', handle: (m, c) => page(cs.groups.listMigs(m[0], checkZone(m[0], m[1])), c.query, 'compute#instanceGroupManagerList') },
-    { verb: 'POST', re: new RegExp(`${Z}/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.insert', handle: (m, c) => cs.groups.insertMig(m[0], checkZone(m[0], m[1]), c.body) },
+    { verb: 'POST', re: new RegExp(`${Z}/instanceGroupManagers$`), rpc: 'compute.instanceGroupManagers.insert', handle: (m, c) => cs.groups.insertMig(m[0], checkZone(m[0], m[1]), canonicalBody(m[0], c.body)) },
     { verb: 'GET', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}$`), rpc: 'compute.instanceGroupManagers.get', handle: (m) => cs.groups.getMig(m[0], checkZone(m[0], m[1]), m[2]) },
     { verb: 'DELETE', re: new RegExp(`${Z}/instanceGroupManagers/${SEG}$`), rpc: 'compute.instanceGroupManagers.delete', handle: (m) => cs.groups.deleteMig(m[0], checkZone(m[0], m[1]), m[2]) },
     {
@@ -143,7 +202,9 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
       handle: (m, c) => cs.groups.resizeMig(m[0], checkZone(m[0], m[1]), m[2], Number(c.query.get('size') ?? 'NaN')),
     },
 
-    { verb: 'GET', re: new RegExp(`${Z}/operations$`), rpc: 'compute.zoneOperations.list', handle: (m, c) => page(cs.listOperations(m[0], checkZone(m[0], m[1]), c.query.get('filter') ?? ''), c.query, 'compute#operationList') },
+    { verb: 'GET', re: new RegExp(`${Z}/operations$`), rpc: 'compute.zoneOperations.list', handle: (m, c) => page(ops(m[0], `zones/${checkZone(m[0], m[1])}`), c.query, 'compute#operationList') },
+    { verb: 'GET', re: new RegExp(`${R}/operations$`), rpc: 'compute.regionOperations.list', handle: (m, c) => page(ops(m[0], `regions/${checkRegion(m[0], m[1])}`), c.query, 'compute#operationList') },
+    { verb: 'GET', re: new RegExp(`${G}/operations$`), rpc: 'compute.globalOperations.list', handle: (m, c) => page(ops(checkProject(m[0]), 'global'), c.query, 'compute#operationList') },
     { verb: 'GET', re: new RegExp(`${Z}/operations/${SEG}$`), rpc: 'compute.zoneOperations.get', handle: (m) => op('zones')(m, false) },
     { verb: 'POST', re: new RegExp(`${Z}/operations/${SEG}/wait$`), rpc: 'compute.zoneOperations.wait', handle: (m) => op('zones')(m, true) },
     { verb: 'GET', re: new RegExp(`${R}/operations/${SEG}$`), rpc: 'compute.regionOperations.get', handle: (m) => op('regions')(m, false) },
@@ -159,20 +220,39 @@ export function computeRoutes(opts: { compute: ComputeState; project: string; zo
   ];
 }
 
+/**
+ * Fingerprints in the standard base64 alphabet: gcloud (apitools) sends a `bytes` field URL-safe encoded
+ * (`-`, `_`), which Compute Engine takes as the same fingerprint.
+ */
+function standardFingerprints(body: Record<string, unknown>): Record<string, unknown> {
+  const std = (v: unknown) => (typeof v === 'string' ? v.replace(/-/g, '+').replace(/_/g, '/') : v);
+  return { ...body, ...(body.fingerprint !== undefined ? { fingerprint: std(body.fingerprint) } : {}), ...(body.labelFingerprint !== undefined ? { labelFingerprint: std(body.labelFingerprint) } : {}) };
+}
+
+/** An insert's links as Compute Engine keeps them (a network, a template, a workload policy in any form a client sends). */
+function canonicalBody(project: string, body: Record<string, unknown>): Record<string, unknown> {
+  const nics = (list: unknown) =>
+    Array.isArray(list) ? list.map((n: Json) => ({ ...n, network: canonicalLink(project, n.network ?? 'global/networks/default'), ...(n.subnetwork ? { subnetwork: canonicalLink(project, n.subnetwork) } : {}) })) : list;
+  const disks = (list: unknown) =>
+    Array.isArray(list)
+      ? list.map((d: Json) => {
+          const init = d.initializeParams as Json | undefined;
+          const disk = { type: 'PERSISTENT', mode: 'READ_WRITE', ...d };
+          return init?.sourceImage ? { ...disk, initializeParams: { ...init, sourceImage: canonicalLink(project, init.sourceImage) } } : disk;
+        })
+      : list;
+  // Compute Engine answers with its defaults filled in (no IP forwarding, read-write persistent disks).
+  const vm = (x: Json): Json => ({ canIpForward: false, ...x, ...(x.networkInterfaces ? { networkInterfaces: nics(x.networkInterfaces) } : {}), ...(x.disks ? { disks: disks(x.disks) } : {}) });
+  const out: Json = vm(body);
+  if (body.properties && typeof body.properties === 'object') out.properties = vm(body.properties as Json);
+  if (body.instanceTemplate) out.instanceTemplate = canonicalLink(project, body.instanceTemplate);
+  const rp = body.resourcePolicies as Json | undefined;
+  if (rp?.workloadPolicy) out.resourcePolicies = { ...rp, workloadPolicy: canonicalLink(project, rp.workloadPolicy) };
+  if (Array.isArray(body.versions)) out.versions = body.versions.map((v: Json) => ({ ...v, ...(v.instanceTemplate ? { instanceTemplate: canonicalLink(project, v.instanceTemplate) } : {}) }));
+  return out;
+}
+
 /** A zone's region: us-central1-a → us-central1. */
 export function regionOf(zone: string): string {
   return zone.replace(/-[a-z]$/, '');
-}
-
-/** Compute's list paging: maxResults and pageToken in, `items` (or `key`) and nextPageToken out. */
-function page(items: unknown[], q: URLSearchParams, kind: string | undefined, key = 'items'): Json {
-  const size = Number(q.get('maxResults') ?? '500');
-  if (!Number.isInteger(size) || size < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'maxResults': '${q.get('maxResults')}'.`, { reason: 'invalid' });
-  const token = q.get('pageToken') ?? '';
-  const start = token ? Number(Buffer.from(token, 'base64url').toString('utf8')) : 0;
-  if (!Number.isInteger(start) || start < 0) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'pageToken': '${token}'.`, { reason: 'invalid' });
-  const end = size > 0 ? Math.min(start + size, items.length) : items.length;
-  const out: Json = { ...(kind ? { kind } : {}), [key]: items.slice(start, end) };
-  if (end < items.length) out.nextPageToken = Buffer.from(String(end), 'utf8').toString('base64url');
-  return out;
 }

@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import { checkMetadataItems } from './labels-metadata';
+import { checkLabels, checkMetadataItems } from './labels-metadata';
 import { computeInstanceKey } from './names';
 import { osLoginGoverns } from './os-login-rule';
 import { ComputeGroups } from './compute-groups';
@@ -40,6 +40,8 @@ export interface ComputeHooks {
   instanceUp?(inst: InstanceJson, worker: InstanceWorker): Promise<void>;
   instanceDown?(inst: InstanceJson, worker: InstanceWorker, reason: 'stop' | 'delete' | 'preempt'): Promise<void>;
   metadataChanged?(inst: InstanceJson, worker: InstanceWorker): void;
+  /** The project's common instance metadata changed: project-wide `ssh-keys` reach every VM that does not block them. */
+  projectMetadataChanged?(): void;
 }
 
 /** How the world around the Compute state is reached: loopback addresses (shared with Cloud TPU nodes), the state file, capacity. */
@@ -300,6 +302,21 @@ export class ComputeState {
     return op;
   }
 
+  /** instances.setLabels: replaces the labels when the label fingerprint matches the VM's (412 otherwise). */
+  setLabels(project: string, zone: string, name: string, body: Json): OperationJson {
+    const inst = this.getInstance(project, zone, name);
+    if (body.labelFingerprint !== undefined && body.labelFingerprint !== (inst.labelFingerprint ?? fingerprintOf(inst.labels))) {
+      throw new ApiError('FAILED_PRECONDITION', `Labels fingerprint either invalid or resource labels have changed`, { reason: 'conditionNotMet', http: 412 });
+    }
+    checkLabels(body.labels, 'labels');
+    inst.labels = { ...((body.labels as Record<string, string> | undefined) ?? {}) };
+    inst.labelFingerprint = fingerprintOf(inst.labels);
+    this.env.save();
+    const op = this.newOp(project, { zone }, 'setLabels', inst.selfLink);
+    this.finish(op);
+    return op;
+  }
+
   /** Test-only: Compute Engine ends a spot / flex-start VM; its action (STOP or DELETE) decides what is left. */
   async preempt(project: string, zone: string, name: string): Promise<InstanceJson> {
     const inst = this.getInstance(project, zone, name);
@@ -330,6 +347,7 @@ export class ComputeState {
       throw new ApiError('FAILED_PRECONDITION', `Supplied fingerprint does not match current metadata fingerprint.`, { reason: 'conditionNotMet', http: 412 });
     }
     this.projectMetadata = { kind: 'compute#metadata', fingerprint: fingerprint(), items: checkMetadataItems(body.items, 'items') };
+    this.hooks.projectMetadataChanged?.();
     const op = this.newOp(project, {}, 'setCommonInstanceMetadata', `${BASE}/projects/${project}`);
     this.finish(op);
     return op;
@@ -348,21 +366,6 @@ export class ComputeState {
   }
 
   // --- operations --------------------------------------------------------------------------------------
-
-  /**
-   * zoneOperations.list, oldest first, with the filter terms clients use for it (`operationType="…"`,
-   * `targetLink="…"`, joined by AND); other terms are refused rather than ignored.
-   */
-  listOperations(project: string, zone: string, filter: string): OperationJson[] {
-    const terms = filter.split(/\s+AND\s+/i).map((t) => t.trim()).filter(Boolean);
-    const checks = terms.map((t) => {
-      const m = /^\(?\s*(operationType|targetLink|status)\s*(=|eq)\s*"?([^"()]*)"?\s*\)?$/.exec(t);
-      if (!m) throw new ApiError('INVALID_ARGUMENT', `Invalid value for field 'filter': '${filter}'. The local emulator filters on operationType, targetLink and status.`, { reason: 'invalid' });
-      return (o: OperationJson) => String(o[m[1]] ?? '') === m[3];
-    });
-    const prefix = `${BASE}/projects/${project}/zones/${zone}/operations/`;
-    return [...this.operations.values()].filter((o) => o.selfLink.startsWith(prefix) && checks.every((c) => c(o)));
-  }
 
   getOperation(project: string, scope: { zone?: string; region?: string }, name: string): OperationJson {
     const link = `${BASE}/projects/${project}/${scopePath(scope)}/operations/${name}`;
@@ -399,10 +402,13 @@ export class ComputeState {
       kind: 'compute#instance', id: newId(), name, zone: `${BASE}/projects/${project}/zones/${zone}`,
       machineType: `${BASE}/projects/${project}/zones/${zone}/machineTypes/${machineType}`, status: 'PROVISIONING',
       selfLink: link, creationTimestamp: now(),
-      networkInterfaces: [{ name: 'nic0', network: `${BASE}/projects/${project}/global/networks/default`, networkIP: address }],
+      networkInterfaces: [nic(project, address, (body.networkInterfaces as Json[] | undefined)?.[0])],
       metadata: { kind: 'compute#metadata', fingerprint: fingerprint(), items: metadataItems((body.metadata as Json | undefined)?.items) },
+      // What the client asked for and Compute Engine keeps as asked (gcloud's default service account and scopes).
+      ...Object.fromEntries(['description', 'serviceAccounts', 'canIpForward', 'tags'].filter((k) => body[k] !== undefined).map((k) => [k, body[k]])),
       scheduling: { ...((body.scheduling as Json | undefined) ?? {}) },
       labels: { ...((body.labels as Record<string, string> | undefined) ?? {}) },
+      labelFingerprint: fingerprintOf(body.labels),
       ...(body.reservationAffinity ? { reservationAffinity: body.reservationAffinity } : {}),
       ...(body.disks ? { disks: body.disks } : {}),
     };
@@ -499,4 +505,21 @@ export class ComputeState {
       this.env.log(`compute: the state was not written: ${(e as Error).message}`);
     }
   }
+}
+
+/**
+ * The VM's network interface: its worker's loopback address inside, and, when the client asked for an external
+ * IP (an accessConfig, as gcloud adds by default), the same address as its natIP: what `gcloud compute ssh` connects to.
+ */
+function nic(project: string, address: string, asked: Json | undefined): InstanceJson['networkInterfaces'][number] {
+  const access = Array.isArray(asked?.accessConfigs) ? (asked.accessConfigs as Json[]) : [];
+  return {
+    kind: 'compute#networkInterface', name: 'nic0', network: typeof asked?.network === 'string' ? asked.network : `${BASE}/projects/${project}/global/networks/default`, networkIP: address,
+    ...(access.length ? { accessConfigs: access.map((a) => ({ kind: 'compute#accessConfig', type: 'ONE_TO_ONE_NAT', name: 'External NAT', ...a, natIP: address, networkTier: a.networkTier ?? 'PREMIUM' })) } : {}),
+  };
+}
+
+/** A fingerprint of a value (labels), as Compute Engine derives one: the same labels, the same fingerprint. */
+function fingerprintOf(value: unknown): string {
+  return crypto.createHash('sha256').update(JSON.stringify(value ?? {})).digest().subarray(0, 8).toString('base64');
 }

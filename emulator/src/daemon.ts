@@ -75,7 +75,9 @@ export async function startEmulatorDaemon(opts: StartDaemonOptions = {}): Promis
     const child = spawn(argv[0], argv.slice(1), {
       detached: true,
       stdio: ['ignore', logFd, logFd],
-      env: { ...process.env, [EMULATOR_OPTIONS_ENV]: JSON.stringify({ ...emu, dir }) },
+      // Options this process was given in the environment go on too, as `run` takes them (a test's own
+      // addresses, for one: the daemon VS Code's "Start Local Emulator" starts is started this way).
+      env: { ...process.env, [EMULATOR_OPTIONS_ENV]: JSON.stringify({ ...emulatorOptionsFromEnv(), ...stripUndefined(emu), dir }) },
     });
     child.on('exit', (code, signal) => (exited = signal ? `signal ${signal}` : `code ${code}`));
     child.on('error', (e) => (exited = e.message));

@@ -48,6 +48,8 @@ export interface EmulatorOptions {
   faults?: FaultSpec[];
   /** Accelerator types with no capacity in a zone from the start (CreateNode: 429; queued resources wait). */
   capacityFaults?: CapacityFault[];
+  /** Zone → the accelerator types it offers, as Cloud TPU zones differ; a zone not named offers every type. */
+  offerings?: Readonly<Record<string, readonly string[]>>;
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
   log?: (msg: string) => void;
@@ -204,7 +206,13 @@ export class Emulator {
     compute.hooks = {
       instanceUp: (i, w) => this.instanceUp(i, w),
       instanceDown: (i, w, reason) => this.instanceDown(i, w, reason),
-      metadataChanged: (i, w) => this.pool?.setNodeKeys?.(w.key, sshKeysOf(i)),
+      metadataChanged: (i, w) => this.pool?.setNodeKeys?.(w.key, sshKeysOf(i, compute.projectMetadata)),
+      projectMetadataChanged: () => {
+        for (const i of compute.instances.values()) {
+          const w = compute.workerOf(i);
+          if (w) this.pool?.setNodeKeys?.(w.key, sshKeysOf(i, compute.projectMetadata));
+        }
+      },
     };
     this.setOrphanSandboxesAside(state.allNodes(), [...compute.workers.values()].map((w) => w.key));
     for (const node of state.allNodes().filter((n) => n.state === 'READY')) {
@@ -230,6 +238,7 @@ export class Emulator {
       latencyMs: this.opts.latencyMs,
       faults: this.opts.faults,
       capacityFaults: this.opts.capacityFaults,
+      offerings: this.opts.offerings,
       queuedStepMs: this.opts.queuedStepMs,
       hostPublicKey: keys.hostPublicKey,
       log: this.log,
@@ -336,7 +345,7 @@ export class Emulator {
     try {
       await this.servicesValue?.addWorker(w.key, w.address);
       await pool.addWorker({ nodeId: w.key, index: w.index, address: w.address, hostnames: w.hostnames, sandboxDir, acceleratorType: w.acceleratorType });
-      pool.setNodeKeys?.(w.key, sshKeysOf(inst));
+      pool.setNodeKeys?.(w.key, sshKeysOf(inst, this.computeValue?.projectMetadata));
     } catch (e) {
       await pool.removeNode(w.key).catch(() => undefined);
       await this.servicesValue?.removeVm(w.key).catch(() => undefined);
@@ -390,9 +399,16 @@ export class Emulator {
   }
 }
 
-/** The `ssh-keys` item of an instance's metadata. */
-function sshKeysOf(inst: InstanceJson): string {
-  return inst.metadata.items.find((x) => x.key === 'ssh-keys')?.value ?? '';
+/**
+ * The keys the guest agent of a Compute Engine VM installs: its own metadata's `ssh-keys`, and the project's (where
+ * `gcloud compute ssh` puts its key) unless the VM's `block-project-ssh-keys` is true.
+ */
+function sshKeysOf(inst: InstanceJson, project: { items: { key: string; value: string }[] } | undefined): string {
+  const item = (items: { key: string; value: string }[], key: string) => items.find((x) => x.key === key)?.value;
+  const own = item(inst.metadata.items, 'ssh-keys') ?? '';
+  const blocked = /^(true|1|yes|y|on)$/i.test(item(inst.metadata.items, 'block-project-ssh-keys') ?? '');
+  const shared = blocked ? '' : (item(project?.items ?? [], 'ssh-keys') ?? '');
+  return [own, shared].filter(Boolean).join('\n');
 }
 
 export function lockFile(dir: string): string {

@@ -16,7 +16,8 @@ export class PayloadTooLarge extends ApiError {
   }
 }
 
-export function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+/** A request's body, with Google's size limit. */
+export function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -29,23 +30,27 @@ export function readJson(req: http.IncomingMessage): Promise<Record<string, unkn
       } else if (size <= MAX_BODY) chunks.push(c);
     });
     req.on('error', reject);
-    req.on('end', () => {
-      if (size > MAX_BODY) {
-        return reject(new PayloadTooLarge());
-      }
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (!text) return resolve({});
-      try {
-        const parsed: unknown = JSON.parse(text);
-        // @google-cloud/compute sends a body-less POST (operations.wait, listManagedInstances) as the JSON string "".
-        if (parsed === '') return resolve({});
-        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-        resolve(parsed as Record<string, unknown>);
-      } catch {
-        reject(new ApiError('INVALID_ARGUMENT', `Invalid JSON payload received: ${text.slice(0, 80)}`));
-      }
-    });
+    req.on('end', () => (size > MAX_BODY ? reject(new PayloadTooLarge()) : resolve(Buffer.concat(chunks))));
   });
+}
+
+/** A JSON request body as an object ({} when empty). */
+export function parseJsonBody(raw: string): Record<string, unknown> {
+  const text = raw.trim();
+  if (!text) return {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    // @google-cloud/compute sends a body-less POST (operations.wait, listManagedInstances) as the JSON string "".
+    if (parsed === '') return {};
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as Record<string, unknown>;
+  } catch {
+    throw new ApiError('INVALID_ARGUMENT', `Invalid JSON payload received: ${text.slice(0, 80)}`);
+  }
+}
+
+export async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  return parseJsonBody((await readBody(req)).toString('utf8'));
 }
 
 export function send(res: http.ServerResponse, status: number, body: unknown): void {

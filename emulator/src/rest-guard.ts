@@ -12,7 +12,8 @@ import { ApiError } from './types';
  *    exception is a lone `Sec-Fetch-Mode: cors`, which Node's fetch sends (browsers add Site and Dest too).
  *  - `Authorization: Bearer <token>`, compared in constant time, else 401 (the token is 256 random bits).
  *  - A body must be `application/json`: the content types a page may send without a preflight
- *    (text/plain, form encodings) are refused (415), whatever the other checks say.
+ *    (text/plain, form encodings) are refused (415), whatever the other checks say. Compute Engine's batch path
+ *    also takes multipart/mixed, which is not one of those (a page would need a preflight for it).
  */
 export interface RestGuardOptions {
   token: string;
@@ -22,7 +23,7 @@ export interface RestGuardOptions {
   host: string;
 }
 
-export function guardRequest(req: http.IncomingMessage, opts: RestGuardOptions): ApiError | undefined {
+export function guardRequest(req: http.IncomingMessage, opts: RestGuardOptions, allow: { multipartMixed?: boolean } = {}): ApiError | undefined {
   const host = req.headers.host ?? '';
   if (!isLoopbackHost(host, opts.port(), opts.host)) {
     return new ApiError('PERMISSION_DENIED', `The local emulator answers only to a loopback Host (127.0.0.1, localhost or [::1] with port ${opts.port()}), not "${host.slice(0, 100)}".`);
@@ -40,7 +41,8 @@ export function guardRequest(req: http.IncomingMessage, opts: RestGuardOptions):
       `${why}: the local emulator requires "Authorization: Bearer <token>" with the token from its endpoint file (<TPW_HOME>/emulator/endpoint.json).`,
     );
   }
-  if (hasBody(req) && !isJson(req.headers['content-type'])) {
+  const multipart = allow.multipartMixed === true && /^multipart\/mixed\s*;/i.test(req.headers['content-type'] ?? '');
+  if (hasBody(req) && !isJson(req.headers['content-type']) && !multipart) {
     return new ApiError('INVALID_ARGUMENT', `The request body must be application/json, not "${(req.headers['content-type'] ?? 'none').slice(0, 100)}".`, { http: 415 });
   }
   return undefined;

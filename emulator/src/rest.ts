@@ -1,14 +1,15 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { boolParam, checkStoppable, decodeSegment, guestAttributes, operationFilter, serviceIdentity } from './api-extras';
-import { ACCELERATOR_TYPES, RUNTIME_VERSIONS } from './catalog';
+import { ACCELERATOR_TYPES, RUNTIME_VERSIONS, type AcceleratorInfo } from './catalog';
 import { computeErrorBody, computeRoutes } from './compute-rest';
 import type { ComputeState } from './compute-state';
 import { COMPUTE_SERVICE, FaultInjector, type CapacityFault, type FaultRequest, type FaultSpec, type FaultStatus } from './faults';
 import { ACCEL_CONFIG_TYPE, acceleratorTypeOf } from './node-config';
 import { QueuedResources } from './queued';
 import { osLoginRoutes } from './os-login';
-import { PayloadTooLarge, readJson, send } from './http-json';
+import { formatBatch, parseBatch, type BatchResponse } from './compute-batch';
+import { parseJsonBody, PayloadTooLarge, readBody, readJson, send } from './http-json';
 import { guardRequest } from './rest-guard';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
@@ -46,6 +47,8 @@ export interface RestServerOptions {
   faults?: FaultSpec[];
   /** Accelerator types out of capacity in a zone from the start. */
   capacityFaults?: CapacityFault[];
+  /** Zone → the accelerator types it offers; a zone not named offers every type. */
+  offerings?: Readonly<Record<string, readonly string[]>>;
   /** Least time a queued resource spends in each state (default 300 ms). */
   queuedStepMs?: number;
   /** The workers' SSH host public key, which GetGuestAttributes publishes as a real guest agent does. */
@@ -58,6 +61,14 @@ export interface RestServerOptions {
 }
 
 type Query = URLSearchParams;
+
+/** Where Compute Engine's batch calls go (gcloud: one POST for several calls). */
+const BATCH_PATH = '/batch/compute/v1';
+
+/** An error as the API the path belongs to words it: Compute's shape for /compute/, Google's for the rest. */
+function errorBody(url: URL, err: ApiError, status: number): unknown {
+  return url.pathname.startsWith('/compute/') ? computeErrorBody(err, status) : { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
+}
 interface Ctx {
   method: string;
   query: Query;
@@ -161,16 +172,52 @@ export class RestServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://emulator');
     const method = req.method ?? 'GET';
+    const batch = method === 'POST' && url.pathname === BATCH_PATH && this.opts.compute !== undefined;
     let status = 200;
     try {
-      const refused = guardRequest(req, { token: this.opts.token, port: () => this.port, host: this.opts.host ?? '127.0.0.1' });
+      const refused = guardRequest(req, { token: this.opts.token, port: () => this.port, host: this.opts.host ?? '127.0.0.1' }, { multipartMixed: batch });
       if (refused) throw refused;
+      if (batch) {
+        // Each part is a call of its own, under the outer request's credentials (checked above).
+        const parts = parseBatch(String(req.headers['content-type'] ?? ''), await readBody(req));
+        const answers: BatchResponse[] = [];
+        for (const p of parts) {
+          const inner = new URL(p.target, 'http://emulator');
+          const r = await this.dispatch(p.method, inner, async () => parseJsonBody(p.body), res);
+          if (!r) return; // the client left
+          answers.push({ contentId: p.contentId, status: r.status, body: r.body });
+          this.log(`  batch ${p.method} ${inner.pathname}${inner.search} -> ${r.status}`);
+        }
+        const out = formatBatch(answers);
+        res.writeHead(200, { 'content-type': out.contentType, 'content-length': Buffer.byteLength(out.body) });
+        res.end(out.body);
+      } else {
+        const r = await this.dispatch(method, url, () => readJson(req), res);
+        if (!r) return; // the client left
+        status = r.status;
+        if (r.status === 401) res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
+        send(res, r.status, r.body);
+      }
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError('INTERNAL', `Internal error: ${(e as Error).message}`);
+      if (e instanceof PayloadTooLarge) res.shouldKeepAlive = false;
+      status = err.http ?? GOOGLE_STATUS[err.status].http;
+      if (err.status === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
+      send(res, status, errorBody(url, err, status));
+    }
+    this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
+  }
+
+  /** One call: routed, its body read, faults applied, handled; the answer or the error as Google words it
+   * (undefined when the client behind `res` left during the injected latency). */
+  private async dispatch(method: string, url: URL, readBody: () => Promise<Record<string, unknown>>, res: http.ServerResponse): Promise<{ status: number; body: unknown } | undefined> {
+    try {
       const route = this.routes.find((r) => r.verb === method && r.re.test(url.pathname));
       const match = route ? route.re.exec(url.pathname) : null;
       if (!route || !match) {
         throw new ApiError('NOT_FOUND', `The requested URL ${method} ${url.pathname} was not found on this server.`);
       }
-      const body = await readJson(req);
+      const body = await readBody();
       const isCompute = url.pathname.startsWith('/compute/v1/');
       const isApi = /^\/v[12]\//.test(url.pathname) || isCompute;
       if (isApi) {
@@ -186,18 +233,19 @@ export class RestServer {
         numericEnums: /enum-encoding=int/.test(url.searchParams.get('$alt') ?? ''),
       };
       const result = await route.handle(match.slice(1).map(decodeSegment), ctx);
-      send(res, 200, ctx.numericEnums ? encodeEnums(result) : result);
+      return { status: 200, body: ctx.numericEnums ? encodeEnums(result) : result };
     } catch (e) {
+      if (e instanceof PayloadTooLarge) throw e;
       const err = e instanceof ApiError ? e : new ApiError('INTERNAL', `Internal error: ${(e as Error).message}`);
-      if (e instanceof PayloadTooLarge) res.shouldKeepAlive = false;
-      status = err.http ?? GOOGLE_STATUS[err.status].http;
-      if (err.status === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer realm="tpw-emulator"');
-      const body = url.pathname.startsWith('/compute/')
-        ? computeErrorBody(err, status)
-        : { error: { code: status, message: err.message, status: err.status, ...(err.details ? { details: err.details } : {}) } };
-      send(res, status, body);
+      const status = err.http ?? GOOGLE_STATUS[err.status].http;
+      return { status, body: errorBody(url, err, status) };
     }
-    this.log(`${method} ${url.pathname}${url.search} -> ${status}`);
+  }
+
+  /** The catalog's types a zone offers (all of them unless the options say otherwise). */
+  private offered(zone: string): readonly AcceleratorInfo[] {
+    const only = this.opts.offerings?.[zone];
+    return only ? ACCELERATOR_TYPES.filter((a) => only.includes(a.type)) : ACCELERATOR_TYPES;
   }
 
   /** Checks project and zone; the emulator serves one project and a fixed set of zones. */
@@ -246,6 +294,9 @@ export class RestServer {
           const input = createInput(c.body);
           // Validate first: a bad request is INVALID_ARGUMENT even where there is no capacity.
           st.validateCreate(parent, c.query.get('nodeId') ?? undefined, input);
+          if (!this.offered(m[1]).some((a) => a.type === input.acceleratorType)) {
+            throw new ApiError('INVALID_ARGUMENT', `Accelerator type "${input.acceleratorType ?? ''}" is not available in zone ${m[1]}.`);
+          }
           this.faults.checkCapacity(m[0], m[1], input.acceleratorType ?? '');
           return st.beginCreate(parent, c.query.get('nodeId') ?? undefined, input);
         },
@@ -321,13 +372,13 @@ export class RestServer {
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes$`), rpc: 'ListAcceleratorTypes',
-        handle: (m, c) => page(acceleratorTypes(this.location(m[0], m[1])), c.query, 'acceleratorTypes'),
+        handle: (m, c) => page(acceleratorTypes(this.location(m[0], m[1]), this.offered(m[1])), c.query, 'acceleratorTypes'),
       },
       {
         verb: 'GET', re: new RegExp(`${loc}/acceleratorTypes/${SEG}$`), rpc: 'GetAcceleratorType',
         handle: (m) => {
           const parent = this.location(m[0], m[1]);
-          const t = acceleratorTypes(parent).find((a) => a.type === m[2]);
+          const t = acceleratorTypes(parent, this.offered(m[1])).find((a) => a.type === m[2]);
           if (!t) throw new ApiError('NOT_FOUND', `Resource '${parent}/acceleratorTypes/${m[2]}' was not found`);
           return t;
         },
@@ -413,8 +464,8 @@ function createInput(raw: unknown): CreateNodeInput {
   };
 }
 
-function acceleratorTypes(parent: string) {
-  return ACCELERATOR_TYPES.map((a) => ({
+function acceleratorTypes(parent: string, offered: readonly AcceleratorInfo[]) {
+  return offered.map((a) => ({
     name: `${parent}/acceleratorTypes/${a.type}`,
     type: a.type,
     acceleratorConfigs: [{ type: a.generation, topology: a.topology }],

@@ -23,7 +23,7 @@ import { completeOverrideLine } from './service/override-line';
 import { overrideCompletion, overrideDefinition, overrideDiagnostics, overrideHover } from './service/overrides';
 import { recipeEnvCompletion, recipeEnvDiagnostics, recipeEnvHover } from './service/recipe-env';
 import { taskCompletion, taskDiagnostics, taskHover } from './service/task-yaml';
-import { CompleteOverridesRequest } from '../../protocol/language-server-requests';
+import { CompleteOverridesRequest, HydraModelNotification, type HydraModelParams } from '../../protocol/language-server-requests';
 
 const connection = createConnection(ProposedFeatures.all);
 const documents = new TextDocuments(TextDocument);
@@ -48,8 +48,16 @@ const rootless = new Map<string, HydraModel>();
 const rootOfDir = new Map<string, string>();
 const SHIPPED_ROOT = path.join(__dirname, '..');
 
+/**
+ * The workspace's model, or the shipped one when the workspace has no trainer config of its own (a new project
+ * with only recipes): its overrides are still checked, against the trainer the extension ships.
+ */
+function workspaceModel(): HydraModel {
+  return locations && model.origin !== 'none' ? model : shippedModel();
+}
+
 function modelFor(uri: string | undefined): HydraModel {
-  if (locations || !uri?.startsWith('file:')) return locations ? model : shippedModel();
+  if (locations || !uri?.startsWith('file:')) return workspaceModel();
   const dir = path.dirname(fileURLToPath(uri));
   let root = rootOfDir.get(dir);
   if (root === undefined) {
@@ -100,6 +108,27 @@ function reloadModel(): void {
   if (!locations) return;
   model = safely('loading the hydra config', emptyModel(), () => loadHydraModel(locations!));
   connection.console.info(`hydra config: ${model.origin}, ${model.groups.size} groups, dirs ${model.configDirs.join(', ') || '(none)'}`);
+  announceModel();
+}
+
+let announced = '';
+/** Notifications wait for the client's `initialized` (the first load happens while initializing). */
+let clientReady = false;
+
+/** Tells the client which trainer config the checks use (it says so in the status bar), when that changes. */
+function announceModel(): void {
+  if (!clientReady || !locations) return;
+  const shipped = model.origin === 'none';
+  const m = shipped ? shippedModel() : model;
+  const params: HydraModelParams = {
+    source: shipped ? (m.origin === 'none' ? 'none' : 'shipped') : 'workspace',
+    origin: m.origin,
+    configDirs: m.configDirs,
+  };
+  const key = JSON.stringify(params);
+  if (key === announced) return;
+  announced = key;
+  void connection.sendNotification(HydraModelNotification, params);
 }
 
 connection.onInitialize((params) => {
@@ -125,6 +154,8 @@ connection.onInitialize((params) => {
 });
 
 connection.onInitialized(() => {
+  clientReady = true;
+  announceModel();
   // Editors that let us register watchers get told about config edits made outside the editor, too.
   if (watchDynamically) {
     void connection.client.register(DidChangeWatchedFilesNotification.type, {
@@ -158,7 +189,7 @@ connection.onCompletion((params): CompletionList | null =>
 // The "Run on TPU with Overrides…" input: the same checks as overrides in a recipe, against the same model.
 connection.onRequest(CompleteOverridesRequest, (params) =>
   safely('override line', { items: [], problems: [], overrides: params.line.split(/\s+/).filter(Boolean), checked: false }, () =>
-    completeOverrideLine(locations ? model : shippedModel(), params.line, params.cursor),
+    completeOverrideLine(workspaceModel(), params.line, params.cursor),
   ),
 );
 

@@ -11,8 +11,10 @@
  *   2. A 1,000-line recipe with 200 flags and 40 overrides (ours only: the peer does not read shell):
  *      completion inside flag strings and overrides, and full re-validation (in process and end to end).
  *
+ *   3. The trainer's own schema and cross-field rules on recipes of many trainer commands (lsp-trainer-rules.ts).
+ *
  *   node --import tsx test/bench/lsp.bench.ts     (or: bash scripts/bench.sh lsp)
- *   env: BENCH_LSP_REPS (5 passes over every position), BENCH_LSP_VALIDATIONS (500)
+ *   env: BENCH_LSP_REPS (5 passes over every position), BENCH_LSP_VALIDATIONS (500), BENCH_LSP_ONLY=trainer (part 3)
  * Goals (issue 5): p99 completion < 5 ms; full re-validation of the recipe < 20 ms; our p99 ≤ the peer's.
  * Writes every summary to test-artifacts/bench/lsp.json.
  */
@@ -29,6 +31,7 @@ import { flagDiagnostics } from '../../language-server/src/service/flags';
 import { configDiagnostics } from '../../language-server/src/service/hydra-yaml';
 import { overrideDiagnostics } from '../../language-server/src/service/overrides';
 import { LspClient, repoRoot } from '../lsp/harness';
+import { benchTrainerRules } from './lsp-trainer-rules';
 import { makeBenchWorkspace } from './lsp-workload';
 
 const REPS = Number(process.env.BENCH_LSP_REPS ?? 5);
@@ -67,6 +70,14 @@ function yamlPositions(text: string): Position[] {
 }
 
 async function main(): Promise<void> {
+  if (process.env.BENCH_LSP_ONLY === 'trainer') {
+    const rows: string[] = [];
+    const goals = await benchTrainerRules(REPS, VALIDATIONS, summarize, rows, {});
+    console.log('\n| measurement (ms) | ours p50 | ours p99 | | | |\n| --- | ---: | ---: | ---: | ---: | ---: |');
+    for (const r of rows) console.log(r);
+    for (const g of goals) console.log(`- ${g}`);
+    return;
+  }
   const ws = makeBenchWorkspace();
   const results: Record<string, Summary | number | string> = {};
   const rows: string[] = [];
@@ -225,6 +236,7 @@ async function main(): Promise<void> {
     results['recipe publish ours'] = res;
     rows.push(`| didChange → diagnostics published, 1,000-line recipe | ${ms(res.p50)} | ${ms(res.p99)} | — | — | |`);
 
+    const trainerGoals = await benchTrainerRules(REPS, VALIDATIONS, summarize, rows, results);
     const completionP99 = Math.max(...['config.yaml ours', 'model/option-0.yaml ours', 'recipe completion ours'].map((k) => (results[k] as Summary).p99));
     // Ours against the peer on each YAML document (same text, same positions), and on validation.
     const vsPeer = ['config.yaml', 'model/option-0.yaml'].map((d) => [d, (results[`${d} ours`] as Summary).p99, (results[`${d} peer`] as Summary).p99] as const);
@@ -233,6 +245,7 @@ async function main(): Promise<void> {
       `full re-validation of the 1,000-line recipe < 20 ms: ${rvs.p99 < 20 && res.p99 < 20 ? 'met' : 'MISSED'} (p99 ${ms(rvs.p99)} ms in process, ${ms(res.p99)} ms end to end)`,
       ...vsPeer.map(([d, o, p]) => `completion p99 on ${d} at or below the peer's: ${o <= p ? 'met' : 'MISSED'} (${ms(o)} vs ${ms(p)} ms)`),
       `validation p99 on config.yaml at or below the peer's (in process): ${so.p99 <= sp.p99 ? 'met' : 'MISSED'} (${ms(so.p99)} vs ${ms(sp.p99)} ms)`,
+      ...trainerGoals,
     ];
     results.goals = goals.join('; ');
     console.log('\n| measurement (ms) | ours p50 | ours p99 | yaml-language-server p50 | yaml-language-server p99 | ours / peer (p99) |');

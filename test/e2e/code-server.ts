@@ -2,17 +2,18 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { packagedExtension, REPO } from '../helpers/packaged';
 import { findFiles } from './files';
 import { freePort, waitForHttp } from './net';
 import type { ProcessTracker, Tracked } from './processes';
 
 /**
  * A real VS Code for the tests: code-server 4.100.3 (VS Code 1.100, our engines floor) installed
- * from the npm registry by scripts/install-code-server.sh, with the extension unpacked into its
- * extensions dir the way `--install-extension` would leave it.
+ * from the npm registry by scripts/install-code-server.sh, with the .vsix users install (`npm run package`,
+ * test/helpers/packaged.ts) installed into its extensions dir by its own `--install-extension`.
  */
 export const CODE_SERVER_VERSION = process.env.CODE_SERVER_VERSION ?? '4.100.3';
-export const REPO = path.resolve(__dirname, '..', '..');
+export { REPO } from '../helpers/packaged';
 
 export function codeServerDir(): string {
   return process.env.TPW_CODE_SERVER_DIR ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'code-server');
@@ -28,17 +29,13 @@ export function ensureCodeServer(): string {
   return dir;
 }
 
-/** Copies the built extension (what a VSIX would hold) into `<extensionsDir>/<publisher>.<name>-<version>/`. */
+/** Installs the packaged .vsix into `extensionsDir` with code-server's `--install-extension`; returns the installed folder. */
 export function installExtension(extensionsDir: string): string {
-  const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { publisher: string; name: string; version: string; main: string };
-  const main = path.join(REPO, pkg.main);
-  if (!fs.existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
+  const { vsix } = packagedExtension();
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { publisher: string; name: string; version: string };
+  const r = spawnSync(process.execPath, [path.join(ensureCodeServer(), 'out', 'node', 'entry.js'), '--install-extension', vsix, '--extensions-dir', extensionsDir], { encoding: 'utf8', timeout: 120_000 });
   const dest = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
-  fs.mkdirSync(dest, { recursive: true });
-  for (const item of ['package.json', 'dist', 'media', 'setup', 'README.md', 'LICENSE']) {
-    const src = path.join(REPO, item);
-    if (fs.existsSync(src)) fs.cpSync(src, path.join(dest, item), { recursive: true });
-  }
+  if (r.status !== 0 || !fs.existsSync(path.join(dest, 'package.json'))) throw new Error(`code-server --install-extension ${vsix} failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
   return dest;
 }
 

@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { after, before, describe } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { ProcessTracker } from './processes';
-import { ARTIFACTS, CLI, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
+import { ARTIFACTS, cliPath, cliRunner, openVsCode, requireBuilt, startEmulator, stepper, teardown, testEnv, testRoot } from './session';
 import type { Workbench } from './workbench';
 
 const HELLO_PY = [
@@ -140,7 +140,7 @@ describe('Debug on TPU in VS Code (code-server), without the Python extension', 
     await wb.page.keyboard.press('F9');
     await editorBreakpoints().first().waitFor({ timeout: 15_000 });
     // The CLI syncs the folder it runs in.
-    const out = procs.run('cli', process.execPath, [CLI, 'run', 'recipes/loop.sh', '--vm', 'solo', '--detach'], { env, cwd: workspace, timeoutMs: 120_000 });
+    const out = procs.run('cli', process.execPath, [cliPath(), 'run', 'recipes/loop.sh', '--vm', 'solo', '--detach'], { env, cwd: workspace, timeoutMs: 120_000 });
     const runId = /Run (\S+) started on every worker/.exec(out)?.[1] ?? '';
     const started = (JSON.parse(cli('runs', '--json')) as RunJson[]).find((r) => r.runId === runId);
     assert.equal(started?.status, 'running', `the CLI started ${runId} without a debugger`);

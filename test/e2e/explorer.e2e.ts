@@ -104,18 +104,18 @@ describe('TPU VM explorer in VS Code (code-server)', { timeout: 15 * 60_000 }, (
     assert.ok(choices.some((c) => /^Queued resource \(guaranteed\)/.test(c)), 'queued resources are offered');
     await wb.acceptQuickPick('On-demand');
 
-    await wb.waitQuickInputTitle(/: startup script \(/);
-    await wb.acceptQuickPick('No startup script');
+    // Labels (like the startup script and data disk) are a row of the review, with its own validated step.
+    await wb.waitQuickInputTitle(/: review \(/);
+    await wb.acceptQuickPick('Labels');
     await wb.waitQuickInputTitle(/: labels \(/);
     await wb.typeQuickInput('Team=ML');
     await quick().getByText('Label key "Team"').waitFor({ timeout: 10_000 });
     await wb.typeQuickInput('team=ml');
     await quick().getByText('Label key').waitFor({ state: 'detached', timeout: 10_000 });
     await wb.page.keyboard.press('Enter');
-    await wb.waitQuickInputTitle(/: data disk \(/);
-    await wb.page.keyboard.press('Enter');
 
     await wb.waitQuickInputTitle(/: review \(/);
+    await rows().filter({ hasText: 'team=ml' }).first().waitFor({ timeout: 10_000 });
     const review = await rows().first().innerText();
     assert.match(review, new RegExp(`gcloud compute tpus tpu-vm create ${VM} --zone[= ]${ZONE}`), review);
     assert.match(review, /--accelerator-type[= ]v5litepod-16/);

@@ -51,7 +51,10 @@ describe('Forward Port… in VS Code (code-server)', { timeout: 6 * 60_000 }, ()
   // A failed step keeps the extension host's, code-server's and the emulator's logs (teardown) and a screenshot.
   const steps = stepper('forward', (file) => wb.screenshot(path.join(ARTIFACTS, file)));
 
-  steps.step("the worker's menu forwards a port, the notification names it, and Stop Forwarding closes it", async () => {
+  steps.step("the worker's menu forwards a port, the notification names it, VS Code's Ports view lists it, and Stop Forwarding closes it", async () => {
+    // The Ports view open from the start (a later palette command would clear the notification this reads).
+    await wb.runCommand('Ports: Focus on Ports View');
+    await wb.page.locator('.part.panel').getByText(/Forward a Port|No forwarded ports/).first().waitFor({ timeout: 30_000 }).catch(() => undefined);
     await wb.openViewContainer('TPU');
     const worker = wb.row(VIEW, /^\s*w0\s*127\./);
     await worker.waitFor({ timeout: 60_000 });
@@ -71,6 +74,11 @@ describe('Forward Port… in VS Code (code-server)', { timeout: 6 * 60_000 }, ()
     const page = await httpGet(`http://127.0.0.1:${local}/hello.txt`);
     assert.equal(page.body, 'tensorboard stand-in\n', "the worker's server answers on the local port");
     await wb.screenshot(path.join(ARTIFACTS, 'forward-notification.png'));
+    // Visible after the notification: the status bar, and VS Code's Ports view (its tunnel API), with what it is.
+    await wb.page.locator('.statusbar-item').filter({ hasText: `Port ${port}: localhost:${local}` }).waitFor({ timeout: 15_000 });
+    const listed = wb.page.locator('.part.panel .monaco-list-row').filter({ hasText: String(local) }).filter({ hasText: `solo w0:${port}` });
+    await listed.first().waitFor({ timeout: 30_000 });
+    await wb.screenshot(path.join(ARTIFACTS, 'forward-ports-view.png'));
 
     await wb.page.locator('.notifications-toasts .notification-toast').filter({ hasText: /is at localhost:/ }).getByRole('button', { name: 'Stop Forwarding' }).click();
     for (const deadline = Date.now() + 15_000; ; await wb.page.waitForTimeout(250)) {
@@ -81,5 +89,7 @@ describe('Forward Port… in VS Code (code-server)', { timeout: 6 * 60_000 }, ()
       if (gone) break;
       if (Date.now() > deadline) assert.fail(`localhost:${local} still answers after Stop Forwarding`);
     }
+    await listed.first().waitFor({ state: 'detached', timeout: 15_000 });
+    assert.equal(await wb.page.locator('.statusbar-item').filter({ hasText: `localhost:${local}` }).count(), 0, 'the status bar no longer lists it');
   });
 });

@@ -112,7 +112,8 @@ describe('Runs in VS Code (code-server): reattach, run again, download logs, hos
     cli = cliRunner(procs, env);
     await startEmulator(procs, env);
     cli('vm', 'create', VM, '--type', 'v5litepod-16');
-    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env }));
+    // This file reads runs' output in the "TPU Run" channels, which are opt-in (the run view has it either way).
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'tpuWorkbench.run.outputChannel': true } }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs-runs' }));

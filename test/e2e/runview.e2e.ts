@@ -14,13 +14,13 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, FrameLocator } from 'playwright-core';
 import { profileWasm } from '../helpers/profiles';
-import { REPO } from './code-server';
 import type { ProcessTracker } from './processes';
-import { ARTIFACTS, openVsCode, requireBuilt, teardown, testEnv, testRoot, VENV } from './session';
+import { ARTIFACTS, openVsCode, requireBuilt, teardown, testEnv, testRoot } from './session';
+import { XLA_VENV, xlaTrainerCommand } from '../helpers/trainer-venv';
 import type { Workbench } from './workbench';
 
 describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
-  before(() => assert.ok(fs.existsSync(path.join(VENV, 'bin/python3')), `the trainer's venv is missing at ${VENV}: run bash scripts/setup.sh`));
+  before(() => assert.ok(fs.existsSync(XLA_VENV), `the torch_xla venv is missing at ${XLA_VENV}: run bash scripts/setup.sh --test`));
   let root: string;
   let home: string;
   let procs: ProcessTracker;
@@ -35,9 +35,8 @@ describe('run view in VS Code (code-server)', { timeout: 10 * 60_000 }, () => {
     fs.mkdirSync(path.join(workspace, 'recipes'));
     fs.writeFileSync(path.join(workspace, 'recipes', 'noop.sh'), 'echo hi\n');
     const out = path.join(workspace, 'run1');
-    execFileSync(path.join(VENV, 'bin/python3'), ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
-      cwd: workspace, env: { ...process.env, PYTHONPATH: path.join(REPO, 'trainer'), PJRT_DEVICE: 'CPU' }, stdio: 'ignore', timeout: 240_000,
-    });
+    const capture = xlaTrainerCommand(['model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2']);
+    execFileSync(capture.file, capture.args, { cwd: workspace, env: capture.env, stdio: 'ignore', timeout: 240_000 });
     const dir = path.join(out, 'profile/plugins/profile');
     const run = fs.readdirSync(dir)[0];
     xplane = path.join(dir, run, fs.readdirSync(path.join(dir, run)).find((f) => f.endsWith('.xplane.pb'))!);

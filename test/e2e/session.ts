@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { packagedExtension } from '../helpers/packaged';
 import type { CodeServer } from './code-server';
 import { installExtension, REPO, startCodeServer } from './code-server';
 import { delay, ProcessTracker, sweep } from './processes';
@@ -19,15 +20,21 @@ import { launchBrowser, Workbench } from './workbench';
 import { testAddressPrefix } from '../helpers/loopback';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
-export const CLI = path.join(REPO, 'dist', 'cli.js');
-/** The emulator's own program (emulator/README.md). */
-export const EMULATOR = path.join(REPO, 'dist', 'emulator.js');
+/** The CLI users get: the production bundle in the packaged .vsix (built on first use, then cached). */
+export function cliPath(): string {
+  return packagedExtension().cli;
+}
+/** The emulator's own program (emulator/README.md), as the package ships it for "Start Local Emulator". */
+export function emulatorPath(): string {
+  return path.join(packagedExtension().root, 'dist', 'emulator.js');
+}
 /** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
 export const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
 
-/** Fails with how to make them when the bundles a test drives are not built. */
+/** Packages the extension (or takes it from the cache) and checks it holds the bundles a test drives. */
 export function requireBuilt(...bundles: string[]): void {
-  for (const f of bundles) assert.ok(fs.existsSync(path.join(REPO, 'dist', f)), `dist/${f} is missing: run \`npm run build\` first`);
+  const { root } = packagedExtension();
+  for (const f of bundles) assert.ok(fs.existsSync(path.join(root, 'dist', f)), `the packaged .vsix has no dist/${f}`);
 }
 
 export interface TestRoot {
@@ -70,7 +77,7 @@ export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEn
   // other suites' emulators do.
   const options = { addressPrefix: testAddressPrefix(1), ...(JSON.parse(env.TPW_EMULATOR_OPTIONS ?? '{}') as object) };
   env.TPW_EMULATOR_OPTIONS = JSON.stringify(options);
-  const emulator = procs.spawn('emulator', process.execPath, [EMULATOR, 'run'], { env });
+  const emulator = procs.spawn('emulator', process.execPath, [emulatorPath(), 'run'], { env });
   const endpoint = path.join(env.TPW_HOME ?? '', 'emulator', 'endpoint.json');
   for (const deadline = Date.now() + 60_000; !fs.existsSync(endpoint); await delay(200)) {
     if (emulator.child.exitCode !== null) throw new Error(`the emulator exited (${emulator.child.exitCode}); see ${emulator.logFile}`);
@@ -78,9 +85,9 @@ export async function startEmulator(procs: ProcessTracker, env: NodeJS.ProcessEn
   }
 }
 
-/** Runs the built CLI (`tpw …`) with the test's environment and returns its output; a non-zero exit throws. */
+/** Runs the packaged CLI (`tpw …`) with the test's environment and returns its output; a non-zero exit throws. */
 export function cliRunner(procs: ProcessTracker, env: NodeJS.ProcessEnv): (...args: string[]) => string {
-  return (...args) => procs.run('cli', process.execPath, [CLI, ...args], { env, timeoutMs: 120_000 });
+  return (...args) => procs.run('cli', process.execPath, [cliPath(), ...args], { env, timeoutMs: 120_000 });
 }
 
 export interface VsCode {
@@ -97,7 +104,7 @@ export interface VsCodeOptions {
   settings?: Record<string, unknown>;
 }
 
-/** Installs the built extension, starts code-server on the workspace and opens it in headless Chromium. */
+/** Installs the packaged extension, starts code-server on the workspace and opens it in headless Chromium. */
 export async function openVsCode(procs: ProcessTracker, opts: VsCodeOptions): Promise<VsCode> {
   const extensionsDir = path.join(opts.root, 'extensions');
   installExtension(extensionsDir);
@@ -171,7 +178,7 @@ export async function teardown(p: TeardownParts): Promise<void> {
     // TPW_HOME (the daemon, its workers' shells, a trainer that ignored SIGINT).
     try {
       // TPW_HOME set here whatever env says: without it the CLI would stop the emulator of the user's own home.
-      p.procs?.run('emulator-stop', process.execPath, [CLI, 'emulator', 'stop'], { env: { ...(p.env ?? process.env), TPW_HOME: p.home }, timeoutMs: 30_000 });
+      p.procs?.run('emulator-stop', process.execPath, [cliPath(), 'emulator', 'stop'], { env: { ...(p.env ?? process.env), TPW_HOME: p.home }, timeoutMs: 30_000 });
     } catch {
       // not running, or already gone
     }

@@ -61,7 +61,8 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     // No venv on PATH and no VSCODE_CLI: as when VS Code is started from the desktop, the extension host
     // re-reads the login shell's environment. The emulator must still give its workers the venv's python3.
     env = testEnv(home, { TPW_VENV: VENV });
-    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env }));
+    // This file reads runs' output in the "TPU Run" channel, which is opt-in (the run view has it either way).
+    ({ server, browser, wb } = await openVsCode(procs, { root, workspace, env, settings: { 'tpuWorkbench.run.outputChannel': true } }));
   });
 
   after(() => teardown({ browser, procs, server, home, env, root, failed: steps.failed, logsName: 'logs' }));
@@ -96,7 +97,8 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
 
   step('"Create TPU VM" creates a v5litepod-16 with 4 workers', async () => {
     await wb.runCommand('TPU: Create TPU VM');
-    // The wizard: name, zone, accelerator type, runtime version, provisioning, startup script, labels, data disk, review.
+    // The wizard: name, zone, accelerator type, control plane, runtime version, provisioning, review (whose rows
+    // change the startup script, labels and data disk).
     await wb.waitQuickInputTitle(/: name \(/);
     await wb.typeQuickInput('Bad_Name');
     await wb.page.locator('.quick-input-widget').getByText('Use lowercase letters, digits and hyphens').waitFor({ timeout: 10_000 });
@@ -113,12 +115,6 @@ describe('TPU Workbench in VS Code (code-server)', { timeout: 20 * 60_000 }, () 
     await wb.acceptQuickPick();
     await wb.waitQuickInputTitle(/: provisioning \(/);
     await wb.acceptQuickPick('On-demand');
-    await wb.waitQuickInputTitle(/: startup script \(/);
-    await wb.acceptQuickPick('No startup script');
-    await wb.waitQuickInputTitle(/: labels \(/);
-    await wb.page.keyboard.press('Enter');
-    await wb.waitQuickInputTitle(/: data disk \(/);
-    await wb.page.keyboard.press('Enter');
     await wb.waitQuickInputTitle(/: review \(/);
     await wb.acceptQuickPick();
     await wb.waitForNotification(new RegExp(`TPU VM ${VM} is READY`), 120_000);

@@ -27,14 +27,21 @@ export class Workbench {
     return new Workbench(page);
   }
 
-  /** Opens an activity-bar view container by its title (e.g. "TPU"). */
+  /**
+   * Opens an activity-bar view container by its title (e.g. "TPU") and waits until the side bar shows it. A click
+   * on the container already shown would close the side bar, and the item's checked state can lag behind what is
+   * shown, so this looks at the side bar itself and clicks again if it closed.
+   */
   async openViewContainer(title: string): Promise<void> {
     const item = this.page.locator(`.activitybar .action-item a[aria-label^="${title}"]`).first();
     await item.waitFor({ timeout: 60_000 });
-    // Clicking an already-open container would close the sidebar.
-    const checked = await item.locator('xpath=..').getAttribute('aria-checked').catch(() => null);
-    const expanded = await item.getAttribute('aria-expanded').catch(() => null);
-    if (checked !== 'true' && expanded !== 'true') await item.click();
+    const shown = this.page.locator('.part.sidebar .composite.title .title-label').filter({ hasText: new RegExp(`^\\s*${title}\\b`, 'i') });
+    for (let attempt = 1; ; attempt++) {
+      if (await shown.isVisible().catch(() => false)) return;
+      await item.click();
+      if (await shown.waitFor({ timeout: 5_000 }).then(() => true, () => false)) return;
+      if (attempt >= 3) throw new Error(`the "${title}" view container did not show in the side bar`);
+    }
   }
 
   /** The sidebar pane of a view, by its title (e.g. "TPU VMs"). */
@@ -94,16 +101,30 @@ export class Workbench {
     await toasts.first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => undefined);
   }
 
-  /** Opens a workspace file through Quick Open, as a user would, and waits for its tab. */
-  async openFile(relativePath: string): Promise<void> {
+  /**
+   * Opens a workspace file through Quick Open, as a user would, and waits for its tab. A webview with the focus (the
+   * run view) keeps Ctrl+P to itself: then the focus is taken back and it is tried again, as paletteShowing does.
+   */
+  async openFile(relativePath: string, attempts = 3): Promise<void> {
     const base = relativePath.split('/').pop() ?? relativePath;
-    await this.page.keyboard.press('Control+P');
     const input = this.page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.page.keyboard.press('Control+P');
+        await input.waitFor({ state: 'visible', timeout: 5_000 });
+        break;
+      } catch (e) {
+        if (attempt >= attempts) throw e;
+        await this.page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+        await this.page.locator('.part.sidebar .composite.title').click({ timeout: 5_000 }).catch(() => undefined);
+      }
+    }
     await input.fill(relativePath);
-    await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: base }).first().waitFor({ timeout: 30_000 });
-    await this.page.keyboard.press('Enter');
-    await this.page.locator(`.tabs-container .tab.active[aria-label^="${base}"]`).waitFor({ timeout: 15_000 });
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: base }).first();
+    await row.waitFor({ timeout: 30_000 });
+    // A click, not Enter: a key may still go to a webview that had the focus.
+    await row.click();
+    await this.page.locator(`.tabs-container .tab.active[aria-label^="${base}"]`).first().waitFor({ timeout: 15_000 });
   }
 
   /** True if the quick input shows a title matching `title` within `timeoutMs`. */

@@ -1,13 +1,18 @@
-"""What the Compute Engine and OS Login client tests share: client options aimed at the emulator, and waiting for
-an operation."""
+"""What the Compute Engine and OS Login client tests share: client options aimed at the emulator, waiting for an
+operation, and the built CLI on the emulator's home."""
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
 from typing import Any
 
 from google.cloud import compute_v1
 
 from tpw_emulator import Emulator
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def client_opts(emulator: Emulator) -> dict[str, Any]:
@@ -35,3 +40,9 @@ def wait_operation(emulator: Emulator, op: object) -> None:
             assert not got.error.errors, got.error
             return
     raise AssertionError(f"operation {name} not done")
+
+
+def tpw(emulator: Emulator, *args: str) -> subprocess.CompletedProcess[str]:
+    """The built CLI (`node dist/cli.js`) on the emulator's TPW_HOME, as a user would run `tpw`."""
+    return subprocess.run(["node", str(ROOT / "dist" / "cli.js"), *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "TPW_HOME": str(emulator.home)}, timeout=300)

@@ -98,3 +98,37 @@ def test_two_vm_slice_through_a_mig(emulator: Emulator, region: str) -> None:
     wait_operation(emulator, policies.delete(project=p, region=region, resource_policy="py-wp"))
     left = compute_v1.InstancesClient(**client_opts(emulator)).list(project=p, zone=z)
     assert [i.name for i in left if i.name.startswith("py-slice")] == []
+
+
+def test_aggregated_lists_across_zones_with_paging_and_a_filter(emulator: Emulator, region: str) -> None:
+    """aggregated_list, what the client libraries (and gcloud) use for a list without a zone: (scope, scoped list)
+    pairs over every zone, a NO_RESULTS_ON_PAGE warning where a zone has none, pages followed by the pager."""
+    p = emulator.project
+    instances = compute_v1.InstancesClient(**client_opts(emulator))
+    zones = [z.name for z in compute_v1.ZonesClient(**client_opts(emulator)).list(project=p)]
+    other = next(z for z in zones if z != emulator.zone)
+    for zone, name in [(emulator.zone, "py-agg-a"), (other, "py-agg-b"), (other, "py-agg-c")]:
+        vm = compute_v1.Instance(name=name, machine_type=f"zones/{zone}/machineTypes/tpu7x-standard-4t")
+        wait_operation(emulator, instances.insert(project=p, zone=zone, instance_resource=vm))
+    try:
+        by_scope = {scope: [i.name for i in scoped.instances] for scope, scoped in instances.aggregated_list(project=p)}
+        assert set(by_scope) == {f"zones/{z}" for z in zones}
+        assert {"py-agg-b", "py-agg-c"} <= set(by_scope[f"zones/{other}"])
+        assert "py-agg-a" in by_scope[f"zones/{emulator.zone}"]
+        # One instance a page: the pager follows nextPageToken through every zone.
+        request = compute_v1.AggregatedListInstancesRequest(project=p, max_results=1, filter='name eq "py-agg-.*"')
+        pager = instances.aggregated_list(request=request)
+        paged = sorted(i.name for _, scoped in pager for i in scoped.instances)
+        assert paged == ["py-agg-a", "py-agg-b", "py-agg-c"]
+        nobody = compute_v1.AggregatedListInstancesRequest(project=p, filter="name = nobody")
+        empty = next(scoped for _, scoped in instances.aggregated_list(request=nobody))
+        assert "NO_RESULTS_ON_PAGE" in str(empty.warning)
+        policies = compute_v1.ResourcePoliciesClient(**client_opts(emulator)).aggregated_list(project=p)
+        assert f"regions/{region}" in {scope for scope, _ in policies}
+        ops = compute_v1.GlobalOperationsClient(**client_opts(emulator)).aggregated_list(
+            request=compute_v1.AggregatedListGlobalOperationsRequest(project=p, filter='operationType = "insert"'))
+        targets = [o.target_link for _, scoped in ops for o in scoped.operations]
+        assert any(t.endswith("/instances/py-agg-c") for t in targets)
+    finally:
+        for zone, name in [(emulator.zone, "py-agg-a"), (other, "py-agg-b"), (other, "py-agg-c")]:
+            wait_operation(emulator, instances.delete(project=p, zone=zone, instance=name))

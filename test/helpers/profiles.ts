@@ -45,3 +45,12 @@ export async function freshProfileCli(): Promise<void> {
   const entry = path.join(REPO, 'extension/src/cli/profile-main.ts');
   await ensureFreshBundle({ entry, outfile: path.join(REPO, 'dist/profile-cli.js'), build: buildAll });
 }
+
+/** A step as xprof's input_pipeline_analyzer lists it (make-expected.py's `steps`): its name, its time in ms. */
+export interface XprofStep { step: string; ms: number }
+
+/** Step times (µs, ours) that differ from xprof's by more than a nanosecond, in words (empty when they agree). */
+export function stepDifferences(totalUs: number[], want: XprofStep[]): string[] {
+  if (totalUs.length !== want.length) return [`${totalUs.length} steps, xprof ${want.length} (${want.map((s) => s.step).join(', ')})`];
+  return want.flatMap((w, k) => (Math.abs(totalUs[k] / 1000 - w.ms) > 1e-6 ? [`${w.step}: ${totalUs[k] / 1000} ms, xprof ${w.ms}`] : []));
+}

@@ -50,6 +50,10 @@ test('tpw flags explain: a known flag, a did-you-mean, usage errors', () => {
   const typo = tpw('flags', 'explain', 'xla_tpu_enable_flash_atention');
   assert.equal(typo.status, 1);
   assert.match(typo.stderr, /did you mean --xla_tpu_enable_flash_attention\?/);
+  // A flag XLA removed: what its history says, and exit 1 (it is not a flag any more).
+  const gone = tpw('flags', 'explain', 'xla_gpu_graph_level');
+  assert.equal(gone.status, 1);
+  assert.match(gone.stdout, /^--xla_gpu_graph_level was removed from XLA in openxla\/xla@add6972510a4 \(2025-09-12\); use --xla_gpu_enable_command_buffer/);
   assert.equal(tpw('flags', 'frobnicate').status, 2);
   assert.match(tpw('--help').stdout, /tpw flags lint FILE/);
 });

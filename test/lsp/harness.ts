@@ -19,6 +19,7 @@ import type {
   PublishDiagnosticsParams,
 } from 'vscode-languageserver-protocol';
 import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type ProtocolConnection } from 'vscode-languageserver-protocol/node';
+import { HydraModelNotification, type HydraModelParams } from '../../protocol/language-server-requests';
 import { buildAll, ensureFreshBundle, type BundleSpec } from '../helpers/fresh-bundle';
 
 export const bundle = path.join(__dirname, '..', '..', 'dist', 'language-server.js');
@@ -50,6 +51,8 @@ export class LspClient {
   private waiters: { uri: string; version: number; resolve: (d: Diagnostic[]) => void }[] = [];
   stderr = '';
   readonly errors: string[] = [];
+  /** What the server said about the trainer config it checks against (`tpuWorkbench/hydraModel`), in order. */
+  readonly hydraModels: HydraModelParams[] = [];
   settings: Record<string, unknown> = {};
 
   private constructor(argv: string[]) {
@@ -70,6 +73,7 @@ export class LspClient {
     this.conn.onNotification('window/logMessage', (p: { type: number; message: string }) => {
       if (p.type === 1) this.errors.push(p.message);
     });
+    this.conn.onNotification(HydraModelNotification, (p) => this.hydraModels.push(p));
     this.conn.onRequest('client/registerCapability', () => null);
     // Servers that pull their settings (yaml-language-server does) get them from `settings`, by section.
     this.conn.onRequest('workspace/configuration', (p: { items: { section?: string }[] }) => p.items.map((i) => (i.section ? (this.settings[i.section] ?? null) : null)));

@@ -76,6 +76,17 @@ test('diagnostics: invalid fields are errors, unsupported ones warnings, each on
   assert.deepEqual(await c.diagnostics(task()), []);
 });
 
+test("what a TPU VM will not have (SkyPilot's conda, its gcpuser home) is a warning on the field that expects it", async () => {
+  const text = 'resources:\n  accelerators: tpu-v6e-8\nenvs:\n  CKPT: /home/gcpuser/ckpt\nsetup: |\n  conda activate flax\nrun: echo\n';
+  await c.open(task(), text, 'yaml');
+  const diags = await c.diagnostics(task());
+  assert.deepEqual(diags.map((d) => [d.code, d.range.start.line, d.severity]).sort(), [
+    ['task-yaml-tpu-vm', 3, 2],
+    ['task-yaml-tpu-vm', 4, 2],
+  ]);
+  assert.match(diags.find((d) => d.range.start.line === 4)?.message ?? '', /^setup runs `conda activate flax`, but a TPU VM has no conda/);
+});
+
 test('a YAML that is not a task gets nothing from these features', async () => {
   const other = pathToFileURL(path.join(root, 'workflow.yaml')).toString();
   await c.open(other, 'jobs:\n  build:\n    steps:\n      - run: echo\n', 'yaml');

@@ -1,10 +1,12 @@
 """What the real trainer does with a line of overrides: accept it, or refuse it and say why.
 
 A corpus line is what a recipe writes after `python -m tpu_trainer.train`. The line goes through bash (quotes,
-brace expansion, `${...}` expansion, syntax errors), then the trainer's own override check, then hydra's
-composition of the trainer's config (the same config dir and schema `tpu-train` uses; with `-m`, every job of
-the basic sweeper), then the trainer's conversion to its dataclass (interpolations resolved) and its validation.
-That is everything that runs before the first training step reads the config.
+brace expansion, `${...}` expansion, syntax errors), then what the trainer's main() runs before hydra's (its
+override check, and its check of the composed config), then hydra's composition of the trainer's config (the
+same config dir and schema `tpu-train` uses; with `-m`, every job of the basic sweeper), then the trainer's
+conversion to its dataclass (interpolations resolved once, as hydra's run does: an escaped `\\${...}` stays
+literal), its shorthands and its validation. That is everything that runs before the first training step reads
+the config.
 
     python test/trainer/override_verdicts.py            # rewrite test/fixtures/overrides/verdicts.json
     python test/trainer/override_verdicts.py 'seed=1,2'  # one line, printed
@@ -56,11 +58,11 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from tpu_trainer.config import ConfigError, from_omegaconf, register_configs, resolve_aliases, validate
-    from tpu_trainer.overrides import check_overrides
+    from tpu_trainer.overrides import check_composition, check_overrides
 
     multirun = any(w in ("-m", "--multirun") for w in words)
     overrides = [w for w in words if not w.startswith("-")]
-    problem = check_overrides(words)
+    problem = check_overrides(words) or check_composition(words)
     if problem:
         return False, problem
     try:
@@ -74,12 +76,11 @@ def verdict(line: str, cwd: str) -> tuple[bool, str]:
         with initialize_config_dir(config_dir=str(REPO / "trainer" / "tpu_trainer" / "configs"), version_base="1.3"):
             for job in jobs:
                 cfg = compose("default", overrides=list(job), return_hydra_config=True)
-                from omegaconf import OmegaConf, open_dict
+                from omegaconf import open_dict
 
                 HydraConfig.instance().set_config(cfg)  # as hydra's run does: ${hydra:...} resolves
                 with open_dict(cfg):
                     del cfg["hydra"]
-                OmegaConf.resolve(cfg)
                 obj = from_omegaconf(cfg)
                 resolve_aliases(obj)
                 validate(obj)

@@ -83,3 +83,22 @@ def test_sigint_stops_cleanly(tmp_path, sub_env):
     assert summary["status"] == "interrupted" and 3 <= summary["steps"] < 1000000
     assert "summary status=interrupted" in stdout
     assert all(json.loads(line) for line in metrics.read_text().splitlines())  # no torn last line
+
+
+def test_sigint_before_the_first_step_is_one_line(monkeypatch, capsys):
+    """A Stop while the model is built or compiled (before train()'s loop): exit 130 and one line, no traceback."""
+    import pytest
+
+    from tpu_trainer import train
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "_hydra_entry", interrupted)
+    monkeypatch.setattr("sys.argv", ["tpu_trainer.train", "model=tiny-llama"])
+    with pytest.raises(SystemExit) as stop:
+        train.main()
+    assert stop.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "stopped by SIGINT before training started\n"
+    assert stop.value.__suppress_context__, "no KeyboardInterrupt traceback chained to the exit"

@@ -82,3 +82,17 @@ def test_the_real_entry_point_refuses_in_one_line(sub_env, args, expected):
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert "Traceback" not in p.stderr
     assert len(lines) == 1 and expected in lines[0], p.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "runs"),
+    [("model.name=\\${nothing.here}", True), ("block_size=\\${model.hidden_size}", False)],
+)
+def test_an_escaped_interpolation_is_resolved_once_as_the_real_trainer_does(sub_env, tmp_path, override, runs):
+    """hydra's run resolves the config once: `\\${x}` ends as the text `${x}` (a name may hold it, an int may not)."""
+    p = run_trainer([override, "max_steps=1", "device=cpu", "checkpoint.enabled=false", f"output_dir={tmp_path}"],
+                    sub_env, timeout=240)
+    assert (p.returncode == 0) == runs, p.stderr[-2000:]
+    with tempfile.TemporaryDirectory() as cwd:
+        ok, message = verdict(f"'{override}'", cwd)
+    assert ok == runs, message

@@ -79,3 +79,8 @@ def test_xla_profile_in_tensorboard_layout(xla_run):
     out, _ = xla_run
     planes = list((out / "profile" / "plugins" / "profile").glob("*/*.xplane.pb"))
     assert len(planes) == 1 and planes[0].stat().st_size > 1000
+    # The profiled step is marked as torch_xla's StepTrace marks one (a TraceMe train_step with the
+    # stats _r and step_num), so that xprof, and tpw profile, find the capture's steps:
+    # test/fixtures/profiles/real/cpu/cpu-trainer-torch-xla.* compares the two on such a capture.
+    data = planes[0].read_bytes()
+    assert all(name in data for name in (b"train_step", b"step_num", b"_r")), "no step marker in the capture"

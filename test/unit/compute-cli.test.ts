@@ -109,7 +109,7 @@ test('vm create on Compute Engine: one VM for tpu7x-8, and one-line errors for b
     'gcloud compute instance-templates create dr-tpw-template',
     'gcloud compute instance-groups managed create',
   ]);
-  assert.match(dry.out[0], /--region=us-central1 --type=HIGH_THROUGHPUT --accelerator-topology=2x2x2$/);
+  assert.match(dry.out[0], /--region=us-central1 --type=HIGH_THROUGHPUT --accelerator-topology=2x2x2 --description='Made by TPU Workbench for TPU slice dr'$/);
   assert.match(dry.out[2], /--size=2 /);
 });
 

@@ -13,6 +13,7 @@ import {
   CREATE_STEPS,
   createComputeRequest,
   createStepApplies,
+  reviewRowApplies,
   defaultControlPlane,
   describeSlice,
   parseImage,
@@ -34,11 +35,35 @@ describe('create wizard: control plane', () => {
     assert.equal(defaultControlPlane('v5litepod-4'), 'tpu-api');
   });
 
-  it('asks topology, image, flex-start duration or reservation on Compute Engine; runtime, queue and data disk on the Cloud TPU API', () => {
-    assert.deepEqual(steps({ plane: 'compute', choice: 'on-demand' }), ['name', 'type', 'plane', 'topology', 'image', 'provisioning', 'startupScript', 'labels', 'review']);
-    assert.deepEqual(steps({ plane: 'compute', choice: 'flex-start' }), ['name', 'type', 'plane', 'topology', 'image', 'provisioning', 'maxRun', 'startupScript', 'labels', 'review']);
-    assert.deepEqual(steps({ plane: 'compute', choice: 'reservation' }, 3), ['name', 'zone', 'type', 'plane', 'topology', 'image', 'provisioning', 'reservation', 'startupScript', 'labels', 'review']);
-    assert.deepEqual(steps({ plane: 'tpu-api', choice: 'queued-spot' }), ['name', 'type', 'plane', 'runtime', 'provisioning', 'validUntil', 'startupScript', 'labels', 'dataDisk', 'review']);
+  it('asks topology, flex-start duration or reservation on Compute Engine; runtime and queue on the Cloud TPU API', () => {
+    assert.deepEqual(steps({ plane: 'compute', choice: 'on-demand' }), ['name', 'type', 'plane', 'topology', 'provisioning', 'review']);
+    assert.deepEqual(steps({ plane: 'compute', choice: 'flex-start' }), ['name', 'type', 'plane', 'topology', 'provisioning', 'maxRun', 'review']);
+    assert.deepEqual(steps({ plane: 'compute', choice: 'reservation' }, 3), ['name', 'zone', 'type', 'plane', 'topology', 'provisioning', 'reservation', 'review']);
+    assert.deepEqual(steps({ plane: 'tpu-api', choice: 'queued-spot' }), ['name', 'type', 'plane', 'runtime', 'provisioning', 'validUntil', 'review']);
+  });
+
+  it('skips a step with one answer: the control plane of a type only Compute Engine makes (TPU7x), one zone', () => {
+    assert.deepEqual(steps({ plane: 'compute', choice: 'on-demand', planeChoices: 1 }), ['name', 'type', 'topology', 'provisioning', 'review']);
+    assert.deepEqual(steps({ plane: 'tpu-api', choice: 'on-demand', planeChoices: 2 }, 3), ['name', 'zone', 'type', 'plane', 'runtime', 'provisioning', 'review']);
+  });
+
+  it('offers the answers with a default as rows of the review: the boot image on Compute Engine, the data disk on the Cloud TPU API', () => {
+    const rows = (s: Parameters<typeof reviewRowApplies>[1]) => CREATE_STEPS.filter((id) => reviewRowApplies(id, s));
+    assert.deepEqual(rows({ plane: 'compute', choice: 'on-demand' }), ['image', 'startupScript', 'labels']);
+    assert.deepEqual(rows({ plane: 'tpu-api', choice: 'queued-spot' }), ['startupScript', 'labels', 'dataDisk']);
+  });
+
+  it('opens at the review for a Retry, with Back going through every step that applies', async () => {
+    const s = { plane: 'compute' as const, choice: 'on-demand' as const, planeChoices: 1 };
+    const flow = new WizardFlow(CREATE_STEPS, (id, a: typeof s) => createStepApplies(id, a, 3));
+    const shown: string[] = [];
+    const outcomes = ['back', 'back', 'back', 'next', 'next', 'next', 'next'] as const;
+    const finished = await flow.run(s, async (id) => {
+      shown.push(id);
+      return outcomes[shown.length - 1];
+    }, 'review');
+    assert.equal(finished, true);
+    assert.deepEqual(shown, ['review', 'provisioning', 'topology', 'type', 'topology', 'provisioning', 'review'], 'Back from the review walks the steps answered before');
   });
 
   it('follows a change of plane when going back (the flow reads the answers as they are now)', async () => {
@@ -55,7 +80,7 @@ describe('create wizard: control plane', () => {
       }
       return 'next';
     });
-    assert.deepEqual(shown, ['name', 'type', 'plane', 'runtime', 'plane', 'topology', 'image', 'provisioning', 'startupScript', 'labels', 'review']);
+    assert.deepEqual(shown, ['name', 'type', 'plane', 'runtime', 'plane', 'topology', 'provisioning', 'review']);
   });
 });
 

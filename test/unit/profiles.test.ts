@@ -13,9 +13,8 @@ import { ProfileParser } from '../../extension/src/core/profiles/parse';
 import { ProfileFormatError } from '../../extension/src/core/profiles/wasm-host';
 import { healthFindings, parseQuantity, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
 import { profileBuilds, profileWasm, profileWorker } from '../helpers/profiles';
+import { XLA_VENV, xlaTrainerCommand } from '../helpers/trainer-venv';
 
-const repo = path.resolve(__dirname, '../..');
-const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
 const PROFILE_STEP = 5;
 const PROFILE_STEPS = 3;
 
@@ -27,18 +26,15 @@ function findXplane(dir: string): string | undefined {
 }
 
 describe('profiles from a real torch_xla run', () => {
-  before(() => assert.ok(existsSync(venvPython), `the trainer's venv is missing at ${venvPython}: run bash scripts/setup.sh`));
+  before(() => assert.ok(existsSync(XLA_VENV), `the torch_xla venv is missing at ${XLA_VENV}: run bash scripts/setup.sh --test`));
   const out = mkdtempSync(path.join(tmpdir(), 'tpw-profile-'));
   // Every capture on the worker thread, as a prefetch runs (the run view analyzes small ones it waits for inline).
   const parser = new ProfileParser(profileWorker(), { inlineMaxBytes: -1 });
   let xplane = '';
 
   before(async () => {
-    await promisify(execFile)(venvPython, ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=9', `output_dir=${out}`, `profile_step=${PROFILE_STEP}`, `profile_steps=${PROFILE_STEPS}`], {
-      cwd: out,
-      env: { ...process.env, PYTHONPATH: path.join(repo, 'trainer'), PJRT_DEVICE: 'CPU' },
-      timeout: 240_000,
-    });
+    const run = xlaTrainerCommand(['model=tiny-llama', 'max_steps=9', `output_dir=${out}`, `profile_step=${PROFILE_STEP}`, `profile_steps=${PROFILE_STEPS}`]);
+    await promisify(execFile)(run.file, run.args, { cwd: out, env: run.env, timeout: 240_000 });
     xplane = findXplane(out) ?? '';
     assert.ok(xplane, 'the trainer wrote an xplane.pb');
   });

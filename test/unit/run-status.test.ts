@@ -10,7 +10,8 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { RUN_STATUSES } from '../../protocol/run-status';
 import { loadRun, saveRun, type RunRecord } from '../../extension/src/core/run/registry';
-import { recordResult } from '../../extension/src/core/run/session';
+import { endedByStop } from '../../extension/src/core/run/detached';
+import { markStopping, recordResult } from '../../extension/src/core/run/session';
 import type { RunResult, WorkerResult } from '../../extension/src/core/run/types';
 import { headerStatus, workerStatus } from '../../extension/src/vscode/run-view/status';
 
@@ -48,9 +49,30 @@ describe('run status: one vocabulary', () => {
   });
 
   it('a recorded status the view cannot improve on is shown as recorded', () => {
-    for (const status of RUN_STATUSES.filter((s) => s !== 'starting' && s !== 'running')) {
+    for (const status of RUN_STATUSES.filter((s) => s !== 'starting' && s !== 'running' && s !== 'stopping')) {
       assert.equal(headerStatus(result({}), { ...recordOf('x'), status }), status);
     }
+  });
+
+  it('a worker signalled by a stop it had already failed before reads failed, not stopped (endedByStop)', () => {
+    for (const end of [{ exitCode: null }, { exitCode: 130 }, { exitCode: 143 }, { exitCode: 137 }, { exitCode: 0 }, { exitCode: null, signal: 'KILL' }]) {
+      assert.equal(endedByStop(end), true, JSON.stringify(end));
+    }
+    for (const end of [{ exitCode: 1 }, { exitCode: 2 }, { exitCode: 75 }, { exitCode: null, error: 'ssh: connection refused' }]) {
+      assert.equal(endedByStop(end), false, JSON.stringify(end));
+    }
+  });
+
+  it('a run someone is stopping reads "stopping" in the registry at once, and its end replaces it', () => {
+    const home = mkdtempSync(path.join(tmpdir(), 'tpw-status-'));
+    saveRun(recordOf('stopping-run'), home);
+    markStopping('stopping-run', home);
+    assert.equal(loadRun('stopping-run', home).status, 'stopping');
+    assert.ok(RUN_STATUSES.includes('stopping'));
+    recordResult('stopping-run', { ...result({ ok: false, cancelled: true }), runId: 'stopping-run' }, home);
+    assert.equal(loadRun('stopping-run', home).status, 'cancelled');
+    markStopping('stopping-run', home);
+    assert.equal(loadRun('stopping-run', home).status, 'cancelled', 'a run that ended is left as it ended');
   });
 
   it('worker chips: exited, failed, stopped', () => {

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { findCaptures, outputDir, readMetricsJsonl } from '../../extension/src/vscode/run-view/local';
 import { parseAnsi, stripAnsi } from '../../webview/src/logs/ansi';
 import { Level, levelOf, LogStore } from '../../webview/src/logs/store';
+import { WrapLayout } from '../../webview/src/logs/wrap';
 import { parseStepLine } from '../../webview/src/stepline';
 
 describe('ANSI', () => {
@@ -79,5 +80,51 @@ describe('metrics from step lines and run folders', () => {
     assert.equal(outputDir(dir), path.join(dir, 'output'));
     assert.deepEqual(readMetricsJsonl(path.join(dir, 'output/metrics.jsonl')), [{ step: 1, loss: 2 }]);
     assert.deepEqual(findCaptures(dir).map((c) => [c.run, c.host, c.bytes]), [['2026_01_01', 'host', 1]]);
+  });
+});
+
+describe('log wrap layout', () => {
+  const lengths = [10, 250, 0, 81, 80];
+  const lay = (cols: number, rows = lengths.length) => {
+    const l = new WrapLayout();
+    l.setCols(cols);
+    l.update(rows, (r) => lengths[r]);
+    return l;
+  };
+
+  it('one screen line per row when not wrapping, the lines a row needs when it is', () => {
+    const off = lay(0);
+    assert.equal(off.wrapping, false);
+    assert.deepEqual([0, 1, 2, 3, 4].map((r) => off.startOf(r)), [0, 1, 2, 3, 4]);
+    assert.equal(off.total, 5);
+    const on = lay(80);
+    assert.deepEqual([0, 1, 2, 3, 4].map((r) => on.linesOfRow(r)), [1, 4, 1, 2, 1], 'ceil(length / 80), an empty row still one line');
+    assert.equal(on.total, 9);
+  });
+
+  it('finds the row a screen line is in, including a line inside a wrapped row', () => {
+    const l = lay(80);
+    assert.deepEqual([0, 1, 2, 4, 5, 6, 7, 8, 100].map((line) => l.rowAt(line)), [0, 1, 1, 1, 2, 3, 3, 4, 4]);
+    assert.equal(new WrapLayout().rowAt(3), 0, 'no rows');
+  });
+
+  it('grows with appended rows and starts again after a filter or a width change', () => {
+    const l = lay(80, 2);
+    assert.equal(l.total, 5);
+    l.update(5, (r) => lengths[r]);
+    assert.equal(l.total, 9, 'appended rows added on');
+    l.update(3, (r) => [300, 300, 300][r]);
+    assert.equal(l.total, 12, 'fewer rows (a filter): laid out again');
+    l.setCols(150);
+    l.update(3, (r) => [300, 300, 300][r]);
+    assert.equal(l.total, 6, 'a new width: laid out again');
+  });
+
+  it('a million rows in one pass', () => {
+    const l = new WrapLayout();
+    l.setCols(100);
+    l.update(1_000_000, (r) => (r % 7) * 60);
+    assert.equal(l.rowAt(l.startOf(765_432)), 765_432);
+    assert.equal(l.linesOfRow(6), 4);
   });
 });

@@ -153,7 +153,7 @@ test('a task that fails on one host fails the launch; refusals name the field', 
   write('disk.yaml', 'resources: {accelerators: tpu-v6e-8, disk_size: 500}\nrun: echo\n');
   const d = await tpw('launch', 'disk.yaml', '-c', 'other');
   assert.equal(d.code, 1);
-  assert.match(d.err.join('\n'), /disk\.yaml: resources\.disk_size is not supported: a TPU VM's boot disk has a fixed size/);
+  assert.match(d.err.join('\n'), /disk\.yaml cannot run: resources\.disk_size is not supported: a TPU VM's boot disk has a fixed size/);
 
   write('bucket.yaml', 'resources: {accelerators: tpu-v5litepod-16}\nfile_mounts: {~/data: gs://no-such-bucket/data}\nrun: echo\n');
   const b = await tpw('launch', 'bucket.yaml', '-c', 'tl');

@@ -11,6 +11,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { parseTaskYaml } from '../../protocol/task-yaml-check';
+import { tpuVmWarnings } from '../../protocol/task-yaml-vm';
+import { cleanedUserName, localPaths, vmName } from '../../extension/src/core/task-yaml/plan';
+import { NODE_ID_PATTERN } from '../../extension/src/core/tpu/models';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CORPUS = path.join(ROOT, 'test/fixtures/task-yaml/corpus');
@@ -19,7 +22,8 @@ const STORED = path.join(ROOT, 'test/fixtures/task-yaml/skypilot-verdicts.json')
 interface Verdicts {
   source: string;
   command: string;
-  verdicts: Record<string, { accepted: boolean; error?: string }>;
+  verdicts: Record<string, { accepted: boolean; error?: string; paths?: { workdir?: string; file_mounts?: Record<string, string> } }>;
+  cleaned_usernames: Record<string, string>;
 }
 
 const stored = JSON.parse(fs.readFileSync(STORED, 'utf8')) as Verdicts;
@@ -54,8 +58,58 @@ test('SkyPilot itself still gives the stored verdicts', () => {
   const out = execFileSync(python, [path.join(ROOT, 'test/skypilot/skypilot_verdicts.py')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 120_000 });
   const live = JSON.parse(out) as Verdicts;
   assert.equal(live.source, stored.source);
-  const accepted = (v: Verdicts) => Object.fromEntries(Object.entries(v.verdicts).map(([k, x]) => [k, x.accepted]));
+  const accepted = (v: Verdicts) => Object.fromEntries(Object.entries(v.verdicts).map(([k, x]) => [k, [x.accepted, x.paths]]));
   assert.deepEqual(accepted(live), accepted(stored));
+  assert.deepEqual(live.cleaned_usernames, stored.cleaned_usernames);
+});
+
+test("relative workdir and file_mounts start where SkyPilot starts them: the directory it runs in, not the YAML's", () => {
+  const withPaths = files.filter((f) => stored.verdicts[f].paths);
+  assert.ok(withPaths.length >= 3, withPaths.join(', '));
+  for (const file of withPaths) {
+    const sky = stored.verdicts[file].paths!;
+    const task = ours(file).task ?? parseTaskYaml(fs.readFileSync(path.join(CORPUS, file), 'utf8')).task;
+    if (!task) continue; // a file tpw refuses for another reason plans no paths
+    const cwd = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-skypaths-')));
+    try {
+      for (const rel of [sky.workdir, ...Object.values(sky.file_mounts ?? {})]) if (rel) fs.mkdirSync(path.join(cwd, rel), { recursive: true });
+      const got = localPaths(task, cwd, 'launch', file);
+      if (sky.workdir) assert.equal(path.relative(cwd, got.workdir ?? '') || '.', sky.workdir, file);
+      for (const [dest, rel] of Object.entries(sky.file_mounts ?? {})) {
+        assert.equal(path.relative(cwd, got.localMounts.find((m) => m.dest === dest)?.source ?? ''), rel, `${file}: ${dest}`);
+      }
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  }
+});
+
+test("a VM name made as `sky launch` makes a cluster's: SkyPilot's cleaning of the user name, then a name a TPU VM can have", () => {
+  for (const [user, cleaned] of Object.entries(stored.cleaned_usernames)) {
+    assert.equal(cleanedUserName(user), cleaned, user);
+    const { name, note } = vmName(undefined, undefined, user);
+    assert.ok(NODE_ID_PATTERN.test(name), `${user} -> ${name}`);
+    assert.match(name, /^sky-[0-9a-f]{4}/);
+    assert.match(note ?? '', /the task has no name/);
+  }
+  assert.equal(vmName(undefined, 'train-llama', 'alice').name, 'train-llama');
+  assert.match(vmName(undefined, 'tpu_app', 'alice').name, /^sky-[0-9a-f]{4}-alice$/);
+  assert.equal(vmName('mine', 'tpu_app', 'alice').name, 'mine');
+  assert.throws(() => vmName('my_vm', undefined, 'alice'), /-c "my_vm" cannot be a TPU VM name: .*, e\.g\. -c my-vm\./);
+});
+
+test("SkyPilot's TPU examples: what a TPU VM will not have is a warning on the field that expects it", () => {
+  const warned = (name: string) => {
+    const task = parseTaskYaml(fs.readFileSync(path.join(CORPUS, `skypilot-examples-tpu-${name}.yaml`), 'utf8')).task;
+    assert.ok(task, name);
+    return tpuVmWarnings(task).map((w) => w.field);
+  };
+  assert.deepEqual(warned('tpu_app'), ['setup']);
+  assert.deepEqual(warned('tpuvm_mnist'), ['setup']);
+  assert.deepEqual(warned('v6e-serve-llama2-7b'), ['envs.input_ckpt_dir', 'envs.output_ckpt_dir', 'envs.tokenizer_path']);
+  assert.deepEqual(warned('v6e-train-llama3-8b'), []);
+  // A setup that installs conda first is left alone.
+  assert.deepEqual(tpuVmWarnings({ setup: 'curl -L https://github.com/conda-forge/miniforge/x.sh | bash\nconda activate base', envs: {} }), []);
 });
 
 test('what tpw refuses of files SkyPilot accepts: named, with why', () => {

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { healthFindings, parseXlaMetricsReport } from '../../extension/src/core/profiles/xla-metrics';
 import { profileWasm } from '../helpers/profiles';
+import { XLA_VENV, xlaTrainerCommand } from '../helpers/trainer-venv';
 import { artifacts, cspViolations, openHarness, post, posted, postProfile, repo } from './harness';
 
 const rows = (page: Page): Promise<string[]> => page.$$eval('.log-rows .row:not([hidden])', (els) => els.map((e) => e.textContent ?? ''));
@@ -176,17 +177,69 @@ describe('run view webview (built bundle, headless Chromium)', () => {
   });
 });
 
-const venvPython = path.join(process.env.TPW_VENV ?? path.join(process.env.HOME ?? '', '.cache/tpu-workbench/venv'), 'bin/python3');
+
+describe('run view in a narrow split (beside a recipe)', () => {
+  let browser: Browser;
+  let page: Page;
+  before(async () => {
+    ({ browser, page } = await openHarness());
+    await page.setViewportSize({ width: 420, height: 640 });
+  });
+  after(async () => browser?.close());
+
+  const LONG = `step 7 ${'a-long-hydra-override-echo=0123456789 '.repeat(12)}END`;
+
+  it('lays the header and the log tools out on the width there is: nothing runs off the side', async () => {
+    await post(page, { type: 'runState', runId: '20261128-201500-a1b2', state: 'running', workers: 4, summary: 'syncing the workspace to every worker of a v5litepod-16' });
+    for (let w = 0; w < 4; w++) await post(page, { type: 'logLines', worker: w, lines: ['short line', LONG, `after the long line on w${w}`] });
+    await page.waitForTimeout(100);
+    const overflow = await page.evaluate(() =>
+      ['header', '.toolbar', 'body'].map((sel) => {
+        const e = document.querySelector(sel) as HTMLElement;
+        return { sel, scroll: e.scrollWidth, client: e.clientWidth };
+      }),
+    );
+    for (const o of overflow) assert.ok(o.scroll <= o.client + 1, `${o.sel} overflows: ${o.scroll} > ${o.client}`);
+    const tabs = await page.$eval('.tabs', (e) => e.getBoundingClientRect().width);
+    assert.ok(tabs > 380, `the tabs take their own line (${tabs}px)`);
+  });
+
+  it('cuts long lines at the edge until Wrap is on, then shows every character, rows as tall as they need', async () => {
+    const longRow = () =>
+      page.$$eval('.log-rows .row:not([hidden])', (els, end) => {
+        const row = els.find((e) => (e.textContent ?? '').endsWith(end as string)) as HTMLElement | undefined;
+        const next = row?.nextElementSibling as HTMLElement | null;
+        return row ? { height: row.getBoundingClientRect().height, cut: row.scrollWidth > row.clientWidth + 1, bottom: row.getBoundingClientRect().bottom, nextTop: next?.getBoundingClientRect().top } : undefined;
+      }, 'END');
+    const before = await longRow();
+    assert.ok(before, 'the long line is on screen');
+    assert.equal(before.height, 18, 'one line high');
+    assert.equal(before.cut, true, 'cut at the edge');
+    await page.click('button:text-is("Wrap")');
+    await page.waitForTimeout(100);
+    assert.equal(await page.getAttribute('button:text-is("Wrap")', 'aria-pressed'), 'true');
+    const after = await longRow();
+    assert.ok(after, 'the long line is still on screen');
+    assert.ok(after.height >= 18 * 4, `wrapped over several lines (${after.height}px)`);
+    assert.equal(after.cut, false, 'nothing cut');
+    assert.ok(after.nextTop !== undefined && after.nextTop >= after.bottom - 0.5, 'the next row starts below it');
+    const all = (await rows(page)).join('\n');
+    assert.match(all, /after the long line on w3$/m, 'following the newest line still shows it');
+    await page.screenshot({ path: path.join(artifacts, 'runview-narrow-wrap.png') });
+    await page.click('button:text-is("Wrap")');
+    await page.waitForTimeout(100);
+    assert.equal((await longRow())?.height, 18, 'Wrap off: one line again');
+  });
+});
 
 describe('profile views from a real torch_xla capture', () => {
-  before(() => assert.ok(existsSync(venvPython), `the trainer's venv is missing at ${venvPython}: run bash scripts/setup.sh`));
+  before(() => assert.ok(existsSync(XLA_VENV), `the torch_xla venv is missing at ${XLA_VENV}: run bash scripts/setup.sh --test`));
   let browser: Browser;
   let page: Page;
   const out = mkdtempSync(path.join(tmpdir(), 'tpw-webview-profile-'));
   before(async () => {
-    await promisify(execFile)(venvPython, ['-m', 'tpu_trainer.train', 'model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2'], {
-      cwd: out, env: { ...process.env, PYTHONPATH: path.join(repo, 'trainer'), PJRT_DEVICE: 'CPU' }, timeout: 240_000,
-    });
+    const run = xlaTrainerCommand(['model=tiny-llama', 'max_steps=7', `output_dir=${out}`, 'profile_step=5', 'profile_steps=2']);
+    await promisify(execFile)(run.file, run.args, { cwd: out, env: run.env, timeout: 240_000 });
     ({ browser, page } = await openHarness());
   });
   after(async () => browser?.close());

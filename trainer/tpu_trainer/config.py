@@ -17,13 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-# Mesh axes, in mesh order (outermost first). A partition spec in a sharding rule
-# names these (or null for a replicated dimension, or a list for several axes).
-MESH_AXES = ("data", "fsdp", "tensor", "expert")
+from .rules import MESH_AXES, ConfigError, apply_aliases, run_checks
 
-
-class ConfigError(ValueError):
-    """A config value that type-checks but makes no sense (named by its full key)."""
+__all__ = ["MESH_AXES", "ConfigError"]  # defined with the rules; imported from here by the rest of the trainer
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = None, **schema: Any) -> Any:
@@ -327,7 +323,7 @@ def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field[A
 
 
 def validate(cfg: TrainConfig) -> None:
-    """Check enum/minimum metadata and cross-field rules; raise ConfigError naming the key."""
+    """Check enum/minimum metadata, then the cross-field rules (rules.CHECKS); raise ConfigError naming the key."""
     for key, f, value in _walk(cfg):
         enum = f.metadata.get("enum")
         if enum is not None and value not in enum:
@@ -336,69 +332,7 @@ def validate(cfg: TrainConfig) -> None:
         if minimum is not None and value is not None and value < minimum:
             raise ConfigError(f"{key}={value!r} is below the minimum {minimum}")
 
-    m = cfg.model
-    if m.hidden_size % m.num_attention_heads:
-        raise ConfigError(
-            f"model.hidden_size={m.hidden_size} is not divisible by model.num_attention_heads={m.num_attention_heads}"
-        )
-    if (m.hidden_size // m.num_attention_heads) % 2:
-        raise ConfigError("model.hidden_size / model.num_attention_heads must be even (RoPE rotates pairs)")
-    if m.num_attention_heads % m.num_key_value_heads:
-        raise ConfigError(
-            f"model.num_key_value_heads={m.num_key_value_heads} must divide "
-            f"model.num_attention_heads={m.num_attention_heads}"
-        )
-    if m.num_local_experts and m.num_experts_per_tok > m.num_local_experts:
-        raise ConfigError("model.num_experts_per_tok must not exceed model.num_local_experts")
-    if cfg.block_size > m.max_position_embeddings:
-        raise ConfigError(
-            f"block_size={cfg.block_size} exceeds model.max_position_embeddings={m.max_position_embeddings}"
-        )
-    if cfg.loss.name == "label_smoothing" and not cfg.loss.label_smoothing > 0:
-        raise ConfigError(
-            "loss.name=label_smoothing needs loss.label_smoothing > 0 (the loss=label_smoothing preset sets 0.1)"
-        )
-    if cfg.loss.name == "z_loss" and not cfg.loss.z_loss > 0:
-        raise ConfigError("loss.name=z_loss needs loss.z_loss > 0 (the loss=z_loss preset sets 1e-4)")
-    if cfg.scheduler.decay_ratio > 1:
-        raise ConfigError("scheduler.decay_ratio must be at most 1")
-    if cfg.data.name == "file" and not cfg.data.path:
-        raise ConfigError("data.path must be set when data.name=file")
-    if cfg.data.name == "hf" and not cfg.dataset_name:
-        raise ConfigError("dataset_name must be set when data.name=hf (e.g. dataset_name=wikitext)")
-    if cfg.data.tokenizer == "byte" and cfg.data.name in ("bundled", "file", "hf") and m.vocab_size < 256:
-        raise ConfigError(f"model.vocab_size={m.vocab_size} is too small for byte tokens (data.tokenizer=byte)")
-    for mesh_name in ("ici_mesh", "dcn_mesh"):
-        mesh = getattr(cfg, mesh_name)
-        sizes = [getattr(mesh, a) for a in MESH_AXES]
-        if sizes.count(-1) > 1:
-            raise ConfigError(f"{mesh_name}: at most one axis may be -1 (all remaining devices)")
-        for axis, n in zip(MESH_AXES, sizes, strict=True):
-            if n == 0 or n < -1:
-                raise ConfigError(f"{mesh_name}.{axis}={n} must be a positive size or -1")
-    rm = m.rope_scaling
-    if rm.rope_type == "llama3" and not rm.high_freq_factor > rm.low_freq_factor:
-        raise ConfigError("model.rope_scaling.high_freq_factor must exceed model.rope_scaling.low_freq_factor")
-    if m.remat.scan_layers and m.num_hidden_layers < 1:
-        raise ConfigError("model.remat.scan_layers needs at least one layer")
-    _validate_sharding(m.sharding)
-
-
-def _validate_sharding(sh: "ShardingConfig") -> None:
-    """Every partition spec entry must name a mesh axis (or be null / a list of axes)."""
-
-    def check(where: str, spec: Any) -> None:
-        if not isinstance(spec, (list, tuple)):
-            raise ConfigError(f"{where} must be a list with one entry per tensor dimension, not {spec!r}")
-        for entry in spec:
-            names = entry if isinstance(entry, (list, tuple)) else [entry]
-            for name in names:
-                if name is not None and name not in MESH_AXES:
-                    raise ConfigError(f"{where}: {name!r} is not a mesh axis (one of: {', '.join(MESH_AXES)})")
-
-    for pattern, spec in sh.parameters.items():
-        check(f"model.sharding.parameters[{pattern!r}]", spec)
-    check("model.sharding.inputs", sh.inputs)
+    run_checks(cfg)
 
 
 def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
@@ -413,18 +347,10 @@ def config_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
 
 
 def resolve_aliases(cfg: TrainConfig) -> list[str]:
-    """Apply torchprime's shorthand: `dataset_config_name=X` alone means the Hugging Face wikitext
-    dataset, config X. Returns the log lines describing what was inferred."""
-    notes = []
-    if cfg.dataset_config_name and cfg.data.name == "bundled":
-        if not cfg.dataset_name:
-            cfg.dataset_name = "wikitext"
-        cfg.data.name = "hf"
-        notes.append(f"dataset_config_name={cfg.dataset_config_name}: data.name=hf dataset_name={cfg.dataset_name}")
-    if cfg.task.name == "benchmark":
-        cfg.data.name, cfg.checkpoint.enabled = "synthetic", False
-        notes.append("task=benchmark: synthetic tokens, no checkpoints")
-    return notes
+    """Apply the trainer's shorthands (rules.ALIASES: torchprime's `dataset_config_name=X` alone means the
+    Hugging Face wikitext dataset, config X; task=benchmark means synthetic tokens and no checkpoints).
+    Returns the log lines describing what was inferred."""
+    return apply_aliases(cfg)
 
 
 def register_configs() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from .backends import Backend
@@ -34,6 +35,11 @@ class Profiler:
         self.backend.start_trace(self.dir)
         self.active = True
         self._t0 = time.perf_counter()
+
+    def step_scope(self, step: int) -> AbstractContextManager[object]:
+        """Around one step (its work and its sync) while capturing: the backend's step marker,
+        so the capture's steps are the trainer's own."""
+        return self.backend.step_annotation(step) if self.active else nullcontext()
 
     def after_step(self, step: int) -> None:
         if not self.active:

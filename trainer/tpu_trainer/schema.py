@@ -7,8 +7,11 @@
 Built from the dataclasses in config.py (types, defaults, `help` as description,
 `enum`, `minimum`) plus the hydra tree in configs/: the config groups, their
 options and each option's values go under the `x-hydra` extension key, so an
-editor can complete `model=` and show what a preset sets. The output is
-deterministic (a test compares it with the checked-in copy).
+editor can complete `model=` and show what a preset sets, with what hydra needs to
+compose them (the primary config's defaults list, each option's package and
+defaults list); the trainer's cross-field rules (rules.py) go under `x-rules`, so
+the editor runs the checks the trainer runs. The output is deterministic (a test
+compares it with the checked-in copy).
 """
 
 import dataclasses
@@ -20,7 +23,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from .config import TrainConfig
+from .config import TrainConfig, config_keys
+from .rules import export as export_rules
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 CONFIG_NAME = "default.yaml"
@@ -75,10 +79,26 @@ def _load_mapping(path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in body.items()}
 
 
+def _package_of(path: Path, group: str) -> str:
+    """Where an option's keys land: its `# @package` header, else hydra's default (the group, dotted)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# @package"):
+            return line.split(None, 2)[2].strip()
+        if line.strip() and not line.startswith("#"):
+            break
+    return group.replace("/", ".")
+
+
+def _defaults_list(path: Path) -> list[Any]:
+    """A config file's `defaults:` list as written (`{group: option}` entries and names like `_self_`)."""
+    items = _load_mapping(path).get("defaults", []) or []
+    return [item if isinstance(item, str) else {str(k): v for k, v in item.items()} for item in items]
+
+
 def _defaults_of(path: Path, group_prefix: str = "") -> dict[str, str]:
     """Group -> option chosen by a config file's `defaults:` list (relative groups made absolute)."""
     chosen = {}
-    for item in _load_mapping(path).get("defaults", []) or []:
+    for item in _defaults_list(path):
         if isinstance(item, dict):
             for group, option in item.items():
                 if not group.startswith("override "):
@@ -88,17 +108,23 @@ def _defaults_of(path: Path, group_prefix: str = "") -> dict[str, str]:
 
 def hydra_groups(config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
     """Config groups (sub-directories of configs/, nested ones as `model/remat`), their options
-    and the default selected by default.yaml or, for a nested group, by the parent's default option."""
+    and the default selected by default.yaml or, for a nested group, by the parent's default option;
+    with each option's package (`packages`) and, where it has one, its defaults list (`defaults_lists`)."""
     defaults = _defaults_of(config_dir / CONFIG_NAME)
     groups: dict[str, Any] = {}
     for group_dir in sorted(p for p in config_dir.rglob("*") if p.is_dir() and p.name != "__pycache__"):
         name = group_dir.relative_to(config_dir).as_posix()
-        options = {}
+        options, packages, lists = {}, {}, {}
         for yml in sorted(group_dir.glob("*.yaml")):
             body = _load_mapping(yml)
             body.pop("defaults", None)
             options[yml.stem] = body
-        groups[name] = {"default": defaults.get(name), "options": options}
+            packages[yml.stem] = _package_of(yml, name)
+            if _defaults_list(yml):
+                lists[yml.stem] = _defaults_list(yml)
+        groups[name] = {"default": defaults.get(name), "options": options, "packages": packages}
+        if lists:
+            groups[name]["defaults_lists"] = lists
     # A nested group's default comes from the parent group's default option (model/tiny-llama.yaml
     # says `- remat: none`).
     for name, group in groups.items():
@@ -123,7 +149,14 @@ def build_schema() -> dict[str, Any]:
     for key, value in root.items():
         if key in schema["properties"] and not isinstance(value, dict):
             schema["properties"][key]["default"] = value
-    schema["x-hydra"] = {"config_name": "default", "groups": hydra_groups()}
+    own = {k: v for k, v in root.items() if k not in ("defaults", "hydra")}
+    schema["x-hydra"] = {
+        "config_name": "default",
+        "defaults": _defaults_list(CONFIG_DIR / CONFIG_NAME),
+        "self": own,
+        "groups": hydra_groups(),
+    }
+    schema["x-rules"] = export_rules(set(config_keys()))
     return schema
 
 

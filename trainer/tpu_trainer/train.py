@@ -285,8 +285,9 @@ def run_steps(run: Run, logger: StepLogger, meter: StepMeter, profiler: Profiler
         # The step's loss and grad norm stay referenced through the sync: on XLA the graph a sync
         # runs has every live tensor as an output, so a step that let them go (one not logged)
         # would trace a different graph and compile it a second time.
-        outputs = train_step(run, logger, step)
-        run.backend.sync()
+        with profiler.step_scope(step):
+            outputs = train_step(run, logger, step)
+            run.backend.sync()
         del outputs
         profiler.after_step(step)
 
@@ -455,7 +456,13 @@ def main() -> None:
     if problem:
         print(problem, file=sys.stderr, flush=True)
         raise SystemExit(2)
-    _hydra_entry()
+    try:
+        _hydra_entry()
+    except KeyboardInterrupt:
+        # A Stop before the first step (building the model, the first compile): one line, not a traceback.
+        # train() handles one during the steps itself.
+        print("stopped by SIGINT before training started", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

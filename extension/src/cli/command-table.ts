@@ -295,13 +295,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     usage: 'TASK.yaml [-c NAME] [--env K[=V]]... [--secret K[=V]]... [--dry-run]',
     summary: 'Run a SkyPilot task YAML: create the TPU VM if missing, sync workdir and file_mounts, setup once, run on every host',
     details: [
-      'The VM is NAME (default: the task\'s name); an existing one is reused. setup runs on every host, and is skipped when neither it nor its inputs (envs, secrets, workdir, file_mounts) changed since it last ran there.',
+      'The VM is NAME (default: the task\'s name if a TPU VM can have it, else sky-XXXX-USER as `sky launch` names a cluster); an existing one is reused. A relative workdir or file_mounts path starts from the current directory, as in SkyPilot. setup runs on every host, and is skipped when neither it nor its inputs (envs, secrets, workdir, file_mounts) changed since it last ran there. --dry-run also warns about what a TPU VM will not have (conda, SkyPilot\'s /home/gcpuser).',
       'Every host gets SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_NODES, SKYPILOT_TASK_ID, SKYPILOT_CLUSTER_INFO and the TPU_* variables; its lines are prefixed (head, rank=0), (worker1, rank=1), ...',
       '--env K and --secret K without a value take it from your environment; secret values go only into a 0600 file on each host. Prefer `export HF_TOKEN=…; tpw launch … --secret HF_TOKEN`: a value written as --secret K=V is in tpw\'s command line, which other users of this machine can read. Fields tpw does not support are refused, by name, with why.',
       'num_nodes: N (N > 1) runs on a multislice group of N slices of the type (NAME-0 ... NAME-<N-1>, as `tpw vm create NAME --slices N` makes it): every host of every slice runs setup and run, ranked slice-major (rank = slice * hosts per slice + host), with the MEGASCALE_* variables.',
     ],
     options: {
-      cluster: { type: 'string', short: 'c', arg: 'NAME', description: 'The TPU VM to create or reuse (default: the task\'s name)' },
+      cluster: { type: 'string', short: 'c', arg: 'NAME', description: 'The TPU VM to create or reuse (default: the task\'s name, else sky-XXXX-USER)' },
       env: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set or override an env of the task (repeatable)' },
       secret: { type: 'string', arg: 'K[=V]', multiple: true, description: 'Set a secret of the task from your environment (K alone: the safe form); K=V works but other local users can read V in `ps` (repeatable)' },
       'dry-run': { type: 'boolean', description: 'Print the plan (VM, hosts, what runs where, variable and secret names) and change nothing' },

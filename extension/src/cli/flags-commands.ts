@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { expectedValue, FLAG_BY_NAME, FLAGS, type FlagInfo } from '../../../language-server/src/flags/catalog';
+import { expectedValue, FLAG_BY_NAME, FLAGS, GONE_FLAGS, goneFlagMessage, type FlagInfo } from '../../../language-server/src/flags/catalog';
 import { flagDiagnostics } from '../../../language-server/src/service/flags';
 import { didYouMean } from '../../../language-server/src/service/fuzzy';
 import { UsageError, type CommandContext } from './context';
@@ -63,6 +63,13 @@ function explain(ctx: CommandContext, names: string[]): number {
     if (f) {
       if (ctx.values.json) ctx.out(JSON.stringify(f, null, 2));
       else for (const l of explainText(f)) ctx.out(l);
+      continue;
+    }
+    const gone = GONE_FLAGS.get(name);
+    if (gone) {
+      if (ctx.values.json) ctx.out(JSON.stringify(gone, null, 2));
+      else ctx.out(goneFlagMessage(gone));
+      status = 1;
       continue;
     }
     const near = didYouMean(name, FLAGS.map((x) => x.name));

@@ -56,12 +56,13 @@ async function launchOrExec(ctx: CommandContext, mode: 'launch' | 'exec', yamlPa
   const backend = await openCliBackend(ctx.globals);
   const interrupt = stopOnInterrupt(ctx, 'Stopping on every host');
   try {
-    const plan = await planLaunch({ backend, mode, yamlPath, cluster, zone: ctx.globals.zone, envOverrides, secretOverrides, signal: interrupt.signal });
+    const plan = await planLaunch({ backend, mode, yamlPath, cluster, zone: ctx.globals.zone, cwd: process.cwd(), envOverrides, secretOverrides, signal: interrupt.signal });
     if (ctx.values['dry-run']) {
       for (const line of formatPlan(plan)) ctx.out(line);
       return 0;
     }
     for (const n of plan.notes) ctx.err(`Note: ${n}`);
+    for (const w of plan.warnings) ctx.err(`Warning: ${w}`);
     let hosts = plan.hosts ?? 1;
     const result = await executeLaunch(plan, {
       backend,

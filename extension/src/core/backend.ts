@@ -5,6 +5,7 @@ import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
+import { journaled, recordChange } from './change-journal';
 import { readEmulatorEndpoint } from './local-emulator';
 import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
@@ -102,8 +103,11 @@ function osLoginUsers(compute: ComputeTpuProvider, access: OsLoginAccess, projec
  * if it is not, this throws EMULATOR_NOT_RUNNING with the command that starts it.
  */
 export async function openBackend(opts: BackendOptions): Promise<Backend> {
-  if (opts.useEmulator) return openEmulatorBackend(opts);
-  return openCloudBackend(opts);
+  const backend = opts.useEmulator ? await openEmulatorBackend(opts) : await openCloudBackend(opts);
+  // Creates, deletes, starts and stops are noted for the TPU VMs view of every window (core/explorer/change-journal.ts).
+  const home = opts.tpwHome ?? tpwHome();
+  const note = (what: string) => recordChange(home, what);
+  return { ...backend, api: journaled(backend.api, note), compute: journaled(backend.compute, note) };
 }
 
 async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { isTpwError } from '../core/errors';
 import type { Ctx } from './ctx';
 import { startEmulator } from './emulator';
 import type { RunManager } from './run';
@@ -15,6 +16,7 @@ import { prepareWorkers } from './prepare-workers';
 import type { WorkerTerminals } from './terminal';
 import { copyIp, copySshCommand, openInRemoteSsh, workerFromArg, type DetailsDocuments } from './worker-actions';
 import { chooseZones } from './zones-pick';
+import { getSampleRecipe } from './sample-recipe';
 import { launchTaskYaml } from './task-launch';
 import { attachDebugger, debugOnTpu } from './debug';
 import { openInBrowser, type PortForwards } from './port-forwards';
@@ -93,7 +95,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   'tpuWorkbench.startEmulator': { title: 'Start Local Emulator', handler: ({ ctx, tree }) => startEmulator(ctx, tree) },
   'tpuWorkbench.showLog': { title: 'Show Log', handler: ({ ctx }) => ctx.log.show() },
   'tpuWorkbench.showRunOutput': { title: 'Show Run Output', handler: ({ runs }) => runs.showOutput() },
-  'tpuWorkbench.showRun': { title: 'Show Run Log', handler: ({ runs }, arg) => showRun(runs, arg) },
+  'tpuWorkbench.showRun': { title: 'Show Run Log', handler: ({ ctx, runs }, arg) => showRun(ctx, runs, arg) },
   'tpuWorkbench.stopRun': { title: 'Stop Run', handler: ({ ctx, runs }, arg) => stopRun(ctx, runs, arg) },
   'tpuWorkbench.runAgain': { title: 'Run Again', handler: ({ ctx, runs }, arg) => runAgain(ctx, runs, arg) },
   'tpuWorkbench.downloadLogs': { title: 'Download Logs', handler: ({ ctx }, arg) => downloadLogs(ctx, arg) },
@@ -113,6 +115,7 @@ const COMMANDS: Record<string, CommandSpec> = {
       await vscode.commands.executeCommand('workbench.action.openWalkthrough', `${ctx.extContext.extension.id}#tpuWorkbench.firstRun`, false);
     },
   },
+  'tpuWorkbench.getSampleRecipe': { title: 'Get the Sample Recipe', handler: ({ ctx }) => getSampleRecipe(ctx) },
   'tpuWorkbench.refreshRuns': { title: 'Refresh Runs', handler: ({ runsTree }) => runsTree.refresh() },
   'tpuWorkbench.debugOnTpu': {
     title: 'Debug on TPU',
@@ -169,6 +172,8 @@ export function registerCommands(s: Services): void {
           await spec.handler(s, arg);
         } catch (e) {
           s.ctx.showError(`${spec.title} failed`, e);
+          // A VM or queued resource that is gone (deleted from a terminal, the console): the view must not keep it.
+          if (isTpwError(e, 'NOT_FOUND')) s.tree.refresh();
         }
       }),
     );

@@ -43,6 +43,20 @@ export function failFast(): boolean {
   return section().get<boolean>('run.failFast') ?? true;
 }
 
+/** Runs' output also in the "TPU Run" Output channel (the run view has it either way). */
+export function runOutputChannel(): boolean {
+  return section().get<boolean>('run.outputChannel') ?? false;
+}
+
+/** Ask before running a recipe the editor shows errors in. */
+export function confirmRecipeErrors(): boolean {
+  return section().get<boolean>('run.confirmRecipeErrors') ?? true;
+}
+
+export async function stopConfirmingRecipeErrors(): Promise<void> {
+  await section().update('run.confirmRecipeErrors', false, vscode.ConfigurationTarget.Global);
+}
+
 export function backendOptions(): BackendOptions {
   const jump = section().get<string>('ssh.proxyJump')?.trim();
   const command = (section().get<string[]>('ssh.proxyCommand') ?? []).filter((a) => typeof a === 'string');

@@ -26,11 +26,12 @@ import {
   wizardTypes,
   CREATE_STEPS as ORDER,
   createStepApplies,
+  reviewRowApplies,
   type ControlPlane,
   type CreateStepId as StepId,
   type ProvisioningChoice,
 } from '../core/explorer/compute-create';
-import type { CreateComputeSliceRequest, Provisioning } from '../core/compute/provider';
+import { TPU_IMAGE_PROJECT, type CreateComputeSliceRequest, type Provisioning } from '../core/compute/provider';
 import { gcloudComputeCommands } from '../core/compute/gcloud-compute-command';
 import { familyInfo, parseAcceleratorType } from '../core/compute/tpu-machine-types';
 import { describeError } from '../core/errors';
@@ -43,13 +44,16 @@ import { explorerZones, zoneOf, type VmTreeProvider } from './vm-tree';
 
 /**
  * "Create TPU VM": a multi-step quick pick with a working Back button. Every answer is kept when going back,
- * lists come from the APIs for the chosen zone, the control plane is a choice after the type (Compute Engine
- * preselected for types the Cloud TPU API does not offer), the recommended runtime (Cloud TPU API) or the TPU VM
- * image (Compute Engine) is preselected, each provisioning choice shows its hourly price, and the last step
- * shows the equivalent gcloud command(s).
+ * lists come from the APIs for the chosen zone, a step with one possible answer is not asked (one zone; the
+ * control plane of a type only Compute Engine makes), the recommended runtime (Cloud TPU API) is preselected,
+ * each provisioning choice shows its hourly price, and the review shows the equivalent gcloud command(s) with
+ * the answers that have a default as rows to change there (boot image, from the TPU VM images; startup script;
+ * labels; data disk). A create that fails offers Retry, which opens the review again with every answer kept.
  */
-interface WizardAnswers extends Partial<Omit<CreateAnswers, 'labels' | 'queued' | 'provisioning'>> {
+export interface WizardAnswers extends Partial<Omit<CreateAnswers, 'labels' | 'queued' | 'provisioning'>> {
   plane?: ControlPlane;
+  /** How many control planes offer the type in the zone (1: no control plane step). */
+  planeChoices?: number;
   topologyText: string;
   imageText: string;
   maxRunText: string;
@@ -65,21 +69,28 @@ interface Item<T> extends vscode.QuickPickItem {
   value: T;
 }
 
-export type WizardResult =
+export type WizardResult = (
   | {
       plane: 'tpu-api';
       answers: CreateAnswers;
       /** The equivalent gcloud command, for the log. */
       gcloud: string;
     }
-  | { plane: 'compute'; request: CreateComputeSliceRequest; summary: string; gcloud: string };
+  | { plane: 'compute'; request: CreateComputeSliceRequest; summary: string; gcloud: string }
+) & {
+  /** Every answer as given: Retry opens the wizard with them. */
+  wizard: WizardAnswers;
+};
 
-/** Fills the answers step by step; undefined if the user cancelled. */
-export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string; plane?: ControlPlane } = {}): Promise<WizardResult | undefined> {
+/**
+ * Fills the answers step by step; undefined if the user cancelled. `again`: the answers of a create that failed,
+ * shown at the review step (Back goes through every step, each with its answer).
+ */
+export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, preset: { zone?: string; plane?: ControlPlane } = {}, again?: WizardAnswers): Promise<WizardResult | undefined> {
   const project = backend.project;
   const zones = await explorerZones(backend);
   if (zones.length === 0) throw new TpwError('FAILED_PRECONDITION', `No zone to create a TPU VM in: project ${project} lists none (setting tpuWorkbench.zones).`);
-  const a: WizardAnswers = {
+  const a: WizardAnswers = again ? { ...again } : {
     zone: preset.zone ?? (zones.length === 1 ? zones[0] : undefined),
     labelsText: '', validUntilText: '', dataDiskText: '', topologyText: '', imageText: '', maxRunText: '4h', reservationText: '',
   };
@@ -87,7 +98,11 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
   const apiListed = new Set<string>();
   const apiHas = (type: string): boolean => tpuApiOffers(type) && apiListed.has(type);
   const takenIn = (zone: string | undefined): Set<string> => new Set(tree.lastNodes.filter((n) => zoneOf(n) === zone).map((n) => shortName(n.name)));
-  a.name = suggestNodeId(new Set(tree.lastNodes.map((n) => shortName(n.name))));
+  a.name ??= suggestNodeId(new Set(tree.lastNodes.map((n) => shortName(n.name))));
+  if (again?.acceleratorType && again.zone) {
+    // The type step fills this as it lists the zone's types; a Retry that starts at the review needs it now.
+    for (const i of await acceleratorTypeItems(backend, again.zone).catch(() => [])) if (i.tpuApi) apiListed.add(i.value);
+  }
 
   // A single zone (the emulator, or one configured zone) needs no zone step.
   const flow = new WizardFlow<StepId, WizardAnswers>(ORDER, (id, s) => createStepApplies(id, s, zones.length));
@@ -158,6 +173,8 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
               a.plane = !apiHas(i.value) ? 'compute' : preset.plane ?? defaultControlPlane(i.value);
             }
             a.acceleratorType = i.value;
+            // Only Compute Engine makes it here: that is the answer, not a question.
+            a.planeChoices = apiHas(i.value) ? 2 : 1;
           },
         });
       case 'plane': {
@@ -192,19 +209,8 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
           onAccept: (v) => (a.topologyText = v.trim()),
         });
       }
-      case 'image': {
-        const family = familyInfo(parseAcceleratorType(a.acceleratorType!)?.family.family ?? '')?.defaultImage ?? 'tpu-vm-ubuntu2204-base';
-        return inputStep({
-          ...h,
-          prompt: `Boot image (empty: Google's TPU VM image family ${family}), e.g. projects/PROJECT/global/images/family/FAMILY`,
-          value: a.imageText,
-          validate: (v) => {
-            const p = parseImage(v);
-            return p.ok ? undefined : p.error;
-          },
-          onAccept: (v) => (a.imageText = v.trim()),
-        });
-      }
+      case 'image':
+        return imageStep(backend, h, a);
       case 'maxRun':
         return inputStep({
           ...h,
@@ -303,34 +309,47 @@ export async function runCreateWizard(backend: Backend, tree: VmTreeProvider, pr
           },
           onAccept: (v) => (a.dataDiskText = v),
         });
-      case 'review': {
-        if (a.plane === 'compute') return computeReview(h, a, project, (r) => (result = r));
-        const answers = finalAnswers(a, project);
-        const gcloud = answers.queued ? gcloudQueuedCommand(createQueuedRequest(project, answers)) : gcloudCreateCommand(createNodeRequest(project, answers));
-        const copy = async () => {
-          await vscode.env.clipboard.writeText(gcloud);
-          void vscode.window.showInformationMessage('Copied the gcloud command.');
-        };
-        const verb = answers.queued ? 'Queue' : 'Create';
-        const what = `${answers.acceleratorType}, ${answers.runtimeVersion}, ${answers.queued ? `queued (${answers.queued.tier})` : answers.provisioning}`;
-        return pickStep<Item<'create' | 'copy'>>({
-          ...h,
-          placeholder: `Review: ${what}`,
-          items: [
-            { label: `$(check) ${verb} ${answers.name}`, value: 'create', description: what, detail: gcloud },
-            { label: '$(copy) Copy gcloud command', value: 'copy', detail: 'Copies the command and closes the wizard without creating anything.' },
-          ],
-          buttons: [{ button: { iconPath: new vscode.ThemeIcon('copy'), tooltip: 'Copy gcloud command' }, run: copy }],
-          onAccept: ([i]) => {
-            if (i.value === 'copy') void copy();
-            else result = { plane: 'tpu-api', answers, gcloud };
-          },
-        });
-      }
+      case 'review':
+        // The rows of answers with a default open their step from here and come back to the review.
+        for (;;) {
+          let edit: StepId | undefined;
+          const rows = REVIEW_ORDER.filter((id) => reviewRowApplies(id, a)).map((id) => reviewRow(id, a, project));
+          const outcome = a.plane === 'compute'
+            ? await computeReview(h, a, project, rows, (r) => (result = { ...r, wizard: { ...a } }), (id) => (edit = id))
+            : await tpuApiReview(h, a, project, rows, (r) => (result = { ...r, wizard: { ...a } }), (id) => (edit = id));
+          if (edit === undefined) return outcome;
+          // Back or Escape there returns here too: nothing typed at the review's rows ends the wizard.
+          await show(edit, true).catch((e: unknown) => void vscode.window.showErrorMessage(describeError(e)));
+        }
     }
   };
-  const finished = await flow.run(a, show);
+  const finished = await flow.run(a, show, again ? 'review' : undefined);
   return finished ? result : undefined;
+}
+
+/** The review's rows, in this order. */
+const REVIEW_ORDER: StepId[] = ['image', 'startupScript', 'labels', 'dataDisk'];
+
+type ReviewRow = Item<ReviewChoice>;
+type ReviewChoice = 'create' | 'copy' | { edit: StepId };
+
+/** A review row: what the answer is now, chosen to change it. */
+function reviewRow(id: StepId, a: WizardAnswers, project: string): ReviewRow {
+  const edit = { edit: id };
+  switch (id) {
+    case 'image': {
+      const family = familyInfo(parseAcceleratorType(a.acceleratorType ?? '')?.family.family ?? '')?.defaultImage ?? 'tpu-vm-ubuntu2204-base';
+      return { label: '$(edit) Boot image', description: a.imageText || `${family} (Google's TPU VM image)`, value: edit };
+    }
+    case 'startupScript':
+      return { label: '$(edit) Startup script', description: a.startupScriptPath ? vscode.workspace.asRelativePath(a.startupScriptPath) : 'none', value: edit };
+    case 'labels':
+      return { label: '$(edit) Labels', description: a.labelsText || 'none', value: edit };
+    default: {
+      const disk = parseDataDisk(a.dataDiskText, project, a.zone ?? '');
+      return { label: '$(edit) Data disk', description: disk.ok && disk.value ? disk.value : 'none', value: edit };
+    }
+  }
 }
 
 async function startupScriptStep(h: { title: string; step: number; totalSteps: number; canGoBack: boolean }, a: WizardAnswers): Promise<StepOutcome> {
@@ -389,7 +408,17 @@ async function acceleratorTypeItems(backend: Backend, zone: string): Promise<(It
   }));
 }
 
-async function computeReview(h: StepHeader, a: WizardAnswers, project: string, done: (r: WizardResult) => void): Promise<StepOutcome> {
+async function tpuApiReview(h: StepHeader, a: WizardAnswers, project: string, rows: ReviewRow[], done: (r: WizardResult) => void, edit: (id: StepId) => void): Promise<StepOutcome> {
+  const answers = finalAnswers(a, project);
+  const gcloud = answers.queued ? gcloudQueuedCommand(createQueuedRequest(project, answers)) : gcloudCreateCommand(createNodeRequest(project, answers));
+  const verb = answers.queued ? 'Queue' : 'Create';
+  const what = `${answers.acceleratorType}, ${answers.runtimeVersion}, ${answers.queued ? `queued (${answers.queued.tier})` : answers.provisioning}`;
+  return reviewStep(h, `Review: ${what}`, [{ label: `$(check) ${verb} ${answers.name}`, value: 'create', description: what, detail: gcloud }, ...rows], 'Copy gcloud command', gcloud, edit, () =>
+    done({ plane: 'tpu-api', answers, gcloud, wizard: a }),
+  );
+}
+
+async function computeReview(h: StepHeader, a: WizardAnswers, project: string, rows: ReviewRow[], done: (r: WizardResult) => void, edit: (id: StepId) => void): Promise<StepOutcome> {
   const labels = parseLabels(a.labelsText);
   let made: ReturnType<typeof createComputeRequest>;
   try {
@@ -404,21 +433,58 @@ async function computeReview(h: StepHeader, a: WizardAnswers, project: string, d
   }
   const gcloud = gcloudComputeCommands(made.request, made.shape).join('\n');
   const summary = `${made.shape.acceleratorType} (${made.shape.topology}), ${describeSlice(made.shape)}, ${made.request.provisioning ?? 'on-demand'} on Compute Engine`;
+  const items: ReviewRow[] = [{ label: `$(check) Create ${a.name}`, value: 'create', description: summary, detail: gcloud.split('\n').join(' && ') }, ...rows];
+  return reviewStep(h, `Review: ${summary}`, items, 'Copy gcloud compute commands', gcloud, edit, () => done({ plane: 'compute', request: made.request, summary, gcloud, wizard: a }));
+}
+
+/** The last step: Create, the rows that change an answer, and copying the gcloud command(s) instead. */
+function reviewStep(h: StepHeader, placeholder: string, items: ReviewRow[], copyLabel: string, gcloud: string, edit: (id: StepId) => void, create: () => void): Promise<StepOutcome> {
   const copy = async () => {
     await vscode.env.clipboard.writeText(gcloud);
-    void vscode.window.showInformationMessage(`Copied the gcloud compute command${gcloud.includes('\n') ? 's' : ''}.`);
+    void vscode.window.showInformationMessage(`Copied the ${copyLabel.replace(/^Copy /, '')}.`);
   };
-  return pickStep<Item<'create' | 'copy'>>({
+  return pickStep<ReviewRow>({
     ...h,
-    placeholder: `Review: ${summary}`,
-    items: [
-      { label: `$(check) Create ${a.name}`, value: 'create', description: summary, detail: gcloud.split('\n').join(' && ') },
-      { label: '$(copy) Copy gcloud compute commands', value: 'copy', detail: 'Copies the commands and closes the wizard without creating anything.' },
-    ],
-    buttons: [{ button: { iconPath: new vscode.ThemeIcon('copy'), tooltip: 'Copy gcloud compute commands' }, run: copy }],
+    placeholder,
+    items: [...items, { label: `$(copy) ${copyLabel}`, value: 'copy', detail: 'Copies and closes the wizard without creating anything.' }],
+    buttons: [{ button: { iconPath: new vscode.ThemeIcon('copy'), tooltip: copyLabel }, run: copy }],
     onAccept: ([i]) => {
       if (i.value === 'copy') void copy();
-      else done({ plane: 'compute', request: made.request, summary, gcloud });
+      else if (i.value === 'create') create();
+      else edit(i.value.edit);
     },
+  });
+}
+
+/** Google's TPU VM images, the type's default first; any other image typed under "Other image…". */
+async function imageStep(backend: Backend, h: StepHeader, a: WizardAnswers): Promise<StepOutcome> {
+  const family = familyInfo(parseAcceleratorType(a.acceleratorType!)?.family.family ?? '')?.defaultImage ?? 'tpu-vm-ubuntu2204-base';
+  const OTHER = '';
+  const familyPath = (f: string) => `projects/${TPU_IMAGE_PROJECT}/global/images/family/${f}`;
+  let other = false;
+  const outcome = await pickStep<Item<string>>({
+    ...h,
+    placeholder: 'Boot image',
+    items: backend.compute.listTpuImageFamilies().catch(() => [family]).then((families) => [
+      ...[family, ...families.filter((f) => f !== family)].map((f) => ({ label: f, value: f === family ? '' : familyPath(f), description: f === family ? `default for ${a.acceleratorType}` : undefined, detail: familyPath(f) })),
+      ...(a.imageText && !a.imageText.endsWith(`/family/${family}`) && !families.some((f) => familyPath(f) === a.imageText) ? [{ label: `$(check) ${a.imageText}`, value: a.imageText }] : []),
+      { label: '$(edit) Other image…', value: OTHER, description: 'projects/PROJECT/global/images/[family/]NAME', alwaysShow: true },
+    ]),
+    active: (i) => i.value === a.imageText && !i.label.startsWith('$(edit)'),
+    onAccept: ([i]) => {
+      other = i.label.startsWith('$(edit)');
+      if (!other) a.imageText = i.value;
+    },
+  });
+  if (outcome !== 'next' || !other) return outcome;
+  return inputStep({
+    ...h,
+    prompt: 'Boot image: projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY',
+    value: a.imageText,
+    validate: (v) => {
+      const p = parseImage(v);
+      return p.ok ? undefined : p.error;
+    },
+    onAccept: (v) => (a.imageText = v.trim()),
   });
 }

@@ -19,6 +19,8 @@ export class Ctx implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private backendSlot: { key: string; promise: Promise<Backend> } | undefined;
   private connectionSlot: { kind: Backend['kind']; manager: ConnectionManager } | undefined;
+  /** What the TPU VMs view last found (its welcome content follows it). */
+  backendState: BackendState = 'loading';
   /** Owners replaced after a backend change; their connections close as their last channel does. */
   private readonly retiredConnections: ConnectionManager[] = [];
 
@@ -89,7 +91,8 @@ export class Ctx implements vscode.Disposable {
     return manager;
   }
 
-  private backendKey(): string {
+  /** Changes with the settings that pick the backend and, for the emulator, when it stops, starts or restarts. */
+  backendKey(): string {
     const base = config.backendKey();
     if (!config.useEmulator()) return base;
     const ep = readEmulatorEndpoint();
@@ -103,6 +106,7 @@ export class Ctx implements vscode.Disposable {
   setContext(key: 'hasReadyVm' | 'runFinished' | 'runViewOpened' | 'secretStored', value: boolean): void;
   setContext(key: 'forwarding', value: boolean): void;
   setContext(key: string, value: unknown): void {
+    if (key === 'backendState') this.backendState = value as BackendState;
     void vscode.commands.executeCommand('setContext', `tpuWorkbench.${key}`, value);
   }
 

@@ -3,7 +3,7 @@ import { registerCommands } from './commands';
 import { registerTpuDebugAdapter } from './debug';
 import { watchTaskYamlContext } from './task-launch';
 import { PortForwards } from './port-forwards';
-import { registerTpuTasks } from './tasks';
+import { registerTpuTasks, vmSource } from './tasks';
 import * as config from './config';
 import { Ctx } from './ctx';
 import { startLanguageClient } from './language-client';
@@ -13,6 +13,7 @@ import { RunsTreeProvider } from './runs-tree';
 import { registerRunView } from './run-view/hook';
 import { WorkerTerminals } from './terminal';
 import { VmTreeProvider } from './vm-tree';
+import { ExplorerWatch } from './explorer/watch';
 import { DetailsDocuments } from './worker-actions';
 
 let ctx: Ctx | undefined;
@@ -27,9 +28,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const tree = c.own(new VmTreeProvider(c));
   const view = c.own(vscode.window.createTreeView('tpuWorkbench.vms', { treeDataProvider: tree, showCollapseAll: true }));
   tree.attach(view);
+  c.own(new ExplorerWatch(c, tree));
   const runs = c.own(new RunManager(c, tree));
   const runsTree = c.own(new RunsTreeProvider(c));
-  c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree }));
+  runsTree.attach(c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree })));
   runs.onRunsChanged = () => runsTree.refresh();
   // Started before the commands: "Run on TPU with Overrides…" asks it to check the overrides.
   const language = c.own(startLanguageClient(context, c.log));
@@ -40,7 +42,7 @@ export function activate(context: vscode.ExtensionContext): void {
   registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
   watchTaskYamlContext(c);
   registerTpuDebugAdapter(c);
-  c.own(registerTpuTasks(c));
+  c.own(registerTpuTasks(c, vmSource(c, tree)));
   registerRunView(c);
   // Runs go on while VS Code is closed; follow the one that was active (this opens the backend only then).
   reattachOnStart(c, runs, runsTree);

@@ -16,16 +16,34 @@ interface Forwarded {
   vm: string;
   worker: number;
   what: string;
+  /** Its row in VS Code's Ports view, when VS Code's tunnel API made one. */
+  tunnel?: { dispose(): unknown };
 }
 
 /**
  * The window's forwarded ports, over the extension's one ConnectionManager (a dropped connection is made
- * again on the next local connection, so a forward outlives it). Closed when the extension deactivates.
+ * again on the next local connection, so a forward outlives it). Closed when the extension deactivates. Each
+ * is also given to VS Code (showInPorts), so it is listed in the Ports view like the ports VS Code forwards
+ * itself, and a status bar item says what is forwarded.
  */
 export class PortForwards implements vscode.Disposable {
   private readonly list: Forwarded[] = [];
+  private readonly status: vscode.StatusBarItem;
 
-  constructor(private readonly ctx: Ctx) {}
+  constructor(private readonly ctx: Ctx) {
+    this.status = vscode.window.createStatusBarItem('tpuWorkbench.forwards', vscode.StatusBarAlignment.Left, 49);
+    this.status.name = 'TPU Forwarded Ports';
+    this.status.command = { command: 'tpuWorkbench.openForwardedPort', title: 'Open Forwarded Port in Browser' };
+  }
+
+  private updateStatus(): void {
+    this.ctx.setContext('forwarding', this.list.length > 0);
+    if (this.list.length === 0) return this.status.hide();
+    const only = this.list.length === 1 ? this.list[0] : undefined;
+    this.status.text = only ? `$(radio-tower) ${only.what}: localhost:${only.forward.localPort}` : `$(radio-tower) ${this.list.length} TPU ports`;
+    this.status.tooltip = `${this.list.map((f) => `localhost:${f.forward.localPort} → ${f.vm} w${f.worker}:${f.forward.remotePort} (${f.what})`).join('\n')}\nClick to open one in the browser.`;
+    this.status.show();
+  }
 
   get active(): readonly Forwarded[] {
     return this.list;
@@ -57,7 +75,7 @@ export class PortForwards implements vscode.Disposable {
       if (!text) return;
       spec = parsePortPair(text);
     }
-    const f = await this.open(node, worker, spec, picked.port !== undefined ? picked.label : 'Forwarded port');
+    const f = await this.open(node, worker, spec, picked.port !== undefined ? picked.label : `Port ${spec.remotePort}`);
     const choice = await vscode.window.showInformationMessage(`${f.what}: worker ${worker} of ${f.vm} port ${f.forward.remotePort} is at localhost:${f.forward.localPort}.`, 'Open in Browser', 'Stop Forwarding');
     if (choice === 'Open in Browser') await openInBrowser(f.forward);
     if (choice === 'Stop Forwarding') await this.stop(f);
@@ -75,7 +93,8 @@ export class PortForwards implements vscode.Disposable {
     );
     const f: Forwarded = { forward, vm: shortName(node.name), worker, what };
     this.list.push(f);
-    this.ctx.setContext('forwarding', true);
+    f.tunnel = await showInPorts(forward.localPort, `${what} (${f.vm} w${worker}:${forward.remotePort})`, () => void this.stop(f), (m) => this.ctx.log.info(m));
+    this.updateStatus();
     this.ctx.log.info(`forward: localhost:${forward.localPort} → ${f.vm} w${worker} ${forward.remoteHost}:${forward.remotePort} (${what})`);
     return f;
   }
@@ -95,13 +114,53 @@ export class PortForwards implements vscode.Disposable {
 
   async stop(f: Forwarded): Promise<void> {
     const i = this.list.indexOf(f);
-    if (i >= 0) this.list.splice(i, 1);
-    this.ctx.setContext('forwarding', this.list.length > 0);
+    if (i < 0) return;
+    this.list.splice(i, 1);
+    this.updateStatus();
+    f.tunnel?.dispose();
     await f.forward.close();
   }
 
   dispose(): void {
-    for (const f of this.list.splice(0)) void f.forward.close();
+    for (const f of this.list.splice(0)) {
+      f.tunnel?.dispose();
+      void f.forward.close();
+    }
+    this.status.dispose();
+  }
+}
+
+/** The parts of VS Code's tunnel API (`workspace.openTunnel`, vscode.proposed.tunnels.d.ts) used here. */
+interface TunnelApi {
+  openTunnel(options: { remoteAddress: { host: string; port: number }; localAddressPort?: number; label?: string; privacy?: string; protocol?: string }): Thenable<{ dispose(): unknown; onDidDispose: vscode.Event<void> }>;
+}
+
+/**
+ * Lists a forwarded port in VS Code's Ports view: VS Code's tunnel API where the editor offers it (code-server
+ * enables it for every extension; the Ports view's own close then stops our forward too, `onClosed`), else
+ * `asExternalUri`, which in a remote window (Remote-SSH, a dev container) forwards it to the user's machine and
+ * lists it; a local window needs nothing, the port is on this machine. The tunnel API is a proposed API, used
+ * only where the editor grants it, so the package declares no proposal and installs from any marketplace.
+ */
+async function showInPorts(localPort: number, label: string, onClosed: () => void, log: (m: string) => void): Promise<{ dispose(): unknown } | undefined> {
+  const api = vscode.workspace as unknown as Partial<TunnelApi>;
+  try {
+    if (typeof api.openTunnel !== 'function') throw new Error('no workspace.openTunnel');
+    const tunnel = await api.openTunnel({ remoteAddress: { host: 'localhost', port: localPort }, localAddressPort: localPort, label, privacy: 'private', protocol: 'http' });
+    let closing = false;
+    tunnel.onDidDispose(() => {
+      if (!closing) onClosed();
+    });
+    return {
+      dispose: () => {
+        closing = true;
+        return tunnel.dispose();
+      },
+    };
+  } catch (e) {
+    log(`forward: VS Code's tunnel API is not offered here (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); asExternalUri instead`);
+    await vscode.env.asExternalUri(vscode.Uri.parse(`http://localhost:${localPort}`)).then(undefined, () => undefined);
+    return undefined;
   }
 }
 

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
 import { downloadRunLogs, loadRun, stopRecordedRun, vmForResume, workersOfRecord, type RunRecord } from '../core/run/engine';
 import { parseNodeName } from '../core/tpu/models';
+import * as config from './config';
 import type { Ctx } from './ctx';
 import type { RunManager } from './run';
 import { RunItem, type RunsTreeProvider } from './runs-tree';
@@ -24,8 +25,10 @@ function recordOf(arg: unknown): RunRecord {
 
 const labelOf = (r: RunRecord) => `${path.basename(r.recipe)} on ${r.vm}`;
 
-export async function showRun(runs: RunManager, arg: unknown): Promise<void> {
+export async function showRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
+  // Without an Output channel (the default) a run's output is its run view.
+  if (!config.runOutputChannel()) return openRecordedRunView(ctx, rec);
   // attach shows the run's channel if it is watched already, else opens one and follows it there.
   await runs.attach(rec.runId, labelOf(rec), true);
 }
@@ -38,8 +41,9 @@ export async function openRunViewOfRun(ctx: Ctx, arg: unknown): Promise<void> {
 export async function stopRun(ctx: Ctx, runs: RunManager, arg: unknown): Promise<void> {
   const rec = recordOf(arg);
   if (runs.stopActive(rec.runId)) return;
+  // Said at once (the registry says "stopping" before the first signal: the Runs view shows it), done in seconds.
   const backend = await ctx.backend();
-  await stopRecordedRun(backend, ctx.connections(backend), rec.runId);
+  await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping ${labelOf(rec)}…` }, () => stopRecordedRun(backend, ctx.connections(backend), rec.runId));
   void vscode.window.showInformationMessage(`Run stopped: ${labelOf(rec)}.`);
 }
 
@@ -50,7 +54,8 @@ export async function runAgain(ctx: Ctx, runs: RunManager, arg: unknown): Promis
   if (isTaskYamlRun(rec)) return launchTaskYaml(ctx, vscode.Uri.file(rec.recipe), rec.vm);
   const backend = await ctx.backend();
   const node = await backend.api.getNode(parseNodeName(rec.node));
-  await runs.run(vscode.Uri.file(rec.recipe), node);
+  // Its run view (once that run ended) shows the new one: no new tab, no new editor group.
+  await runs.run(vscode.Uri.file(rec.recipe), node, false, [], { again: rec.runId });
 }
 
 /** Every worker's log into `<workspace>/.tpw/logs/<run>/wN.log`, then opens worker 0's. */

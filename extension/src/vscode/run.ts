@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { firstFailure, formatRunSummary, loadRun, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type EnvValue, type RunPhase, type RunResult } from '../core/run/engine';
+import { firstFailure, formatRunSummary, loadRun, markStopping, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type EnvValue, type RunPhase, type RunResult } from '../core/run/engine';
 import { runTargetItems } from '../core/explorer/run-targets';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
@@ -13,19 +13,25 @@ import { listAllNodes, SliceGroupItem, type VmTreeProvider } from './vm-tree';
 import { runViewFeed } from './run-view/hook';
 import { PreparedRecipe } from './prepare-workers';
 import { RunChannels, type RunOutput } from './run-output';
+import { confirmRecipeErrors } from './recipe-errors';
+import { openRecordedRunView } from './run-view/recorded';
 
-/** What a caller adds to a run started by RunManager.run ("Debug on TPU"). */
+/** What a caller adds to a run started by RunManager.run ("Debug on TPU", "Run Again"). */
 export interface RunLaunchExtras {
   extraEnv?: Record<string, EnvValue>;
   envPrepend?: Record<string, string>;
   /** Once the run started on every worker; `stopped` aborts when the run is stopped. */
   onStarted?: (runId: string, stopped: AbortSignal) => void;
+  /** The run this one repeats (Run Again): its run view shows this one. */
+  again?: string;
 }
 
 interface ActiveRun {
   label: string;
   /** Aborting stops the run on every worker. */
   controller: AbortController;
+  /** Stop was asked for and the workers are being stopped. */
+  stopping?: boolean;
   /** Aborting stops watching only (VS Code closing): the run goes on and is reattached on the next start. */
   detach: AbortController;
   runId?: string;
@@ -71,6 +77,19 @@ export class RunManager implements vscode.Disposable {
     return run !== undefined;
   }
 
+  /**
+   * Says at once that a run is stopping (its workers take seconds to go): the status bar, the registry (so the
+   * Runs view and `tpw runs`), and `also` (the run view, the progress notification).
+   */
+  private stopping(run: ActiveRun, also: () => void = () => undefined): void {
+    if (run.stopping) return;
+    run.stopping = true;
+    if (run.runId) markStopping(run.runId);
+    also();
+    this.updateStatus();
+    this.onRunsChanged();
+  }
+
   private onVm(nodeName: string): ActiveRun | undefined {
     return [...this.active].find((a) => a.node === nodeName);
   }
@@ -93,8 +112,9 @@ export class RunManager implements vscode.Disposable {
       this.status.hide();
       return;
     }
-    this.status.text = runs.length === 1 ? `$(sync~spin) TPU: ${runs[0].label}` : `$(sync~spin) TPU: ${runs.length} runs`;
-    this.status.tooltip = `${runs.map((r) => r.label).join('\n')}\nClick to show the output.`;
+    const only = runs.length === 1 ? runs[0] : undefined;
+    this.status.text = only ? `$(${only.stopping ? 'loading' : 'sync'}~spin) TPU: ${only.stopping ? 'stopping ' : ''}${only.label}${only.stopping ? '…' : ''}` : `$(sync~spin) TPU: ${runs.length} runs`;
+    this.status.tooltip = `${runs.map((r) => `${r.label}${r.stopping ? ' (stopping)' : ''}`).join('\n')}\nClick to show the output.`;
     this.status.show();
   }
 
@@ -106,6 +126,7 @@ export class RunManager implements vscode.Disposable {
   async run(arg: unknown, nodeOverride?: TpuNode | TpuNode[], resume = false, extraOverrides: string[] = [], launch: RunLaunchExtras = {}): Promise<void> {
     const recipe = await resolveRecipe(arg);
     if (!recipe) return;
+    if (!(await confirmRecipeErrors(recipe))) return;
     const backend = await this.ctx.backend();
     const target = nodeOverride ?? (await this.resolveNode(arg));
     const slices = Array.isArray(target) && target.length > 1 ? target : undefined;
@@ -138,14 +159,15 @@ export class RunManager implements vscode.Disposable {
     const recipeName = path.basename(recipe.fsPath);
     const label = `${recipeName} on ${vm}`;
     const controller = new AbortController();
-    const out = this.channels.open(label);
+    const out = this.channels.open(label, undefined, config.runOutputChannel());
     const active: ActiveRun = { label, controller, detach: new AbortController(), node: node.name, out };
     this.watching(active);
     const tails = new RunTails();
 
-    const view = runViewFeed(this.ctx, label, workerCount);
+    const view = runViewFeed(this.ctx, label, workerCount, launch.again);
+    out.reveal = () => view.reveal();
     out.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${workerCount} workers) from ${folder.uri.fsPath}`);
-    out.show();
+    if (out.channel) out.show();
     this.ctx.log.info(`run ${label}: start`);
 
     try {
@@ -153,6 +175,10 @@ export class RunManager implements vscode.Disposable {
         { location: vscode.ProgressLocation.Notification, title: `TPU: ${label}`, cancellable: true },
         async (progress, token) => {
           signalFor(token).addEventListener('abort', () => controller.abort(), { once: true });
+          controller.signal.addEventListener('abort', () => this.stopping(active, () => {
+            view.stopping();
+            progress.report({ message: 'Stopping…' });
+          }), { once: true });
           return runRecipe({
             backend,
             node,
@@ -171,6 +197,8 @@ export class RunManager implements vscode.Disposable {
             onStarted: (runId, source) => {
               active.runId = runId;
               out.runId = runId;
+              // Stopped while it was starting: the registry hears of it now that it has a record.
+              if (active.stopping) markStopping(runId);
               view.started(runId, source);
               this.onRunsChanged();
               launch.onStarted?.(runId, controller.signal);
@@ -216,7 +244,7 @@ export class RunManager implements vscode.Disposable {
   async attach(runId: string, label: string, reveal = false): Promise<void> {
     if (this.showIfWatched(runId)) return;
     // The channel first, before any await: runs reattached together get channels in the order asked for.
-    const out = this.channels.open(label, runId);
+    const out = this.channels.open(label, runId, config.runOutputChannel());
     // Its VM counts as busy while it is watched: "Run on TPU" there asks first, as for a run started here.
     let node: string | undefined;
     try {
@@ -226,6 +254,8 @@ export class RunManager implements vscode.Disposable {
     }
     const active: ActiveRun = { label, controller: new AbortController(), detach: new AbortController(), runId, node, out };
     this.watching(active);
+    active.controller.signal.addEventListener('abort', () => this.stopping(active), { once: true });
+    out.reveal = () => void openRecordedRunView(this.ctx, loadRun(runId)).catch((e: unknown) => this.ctx.showError('Open Run View failed', e));
     out.appendLine(`Reattached to run ${runId} (${label}); the log continues from the start of each worker's file.`);
     // Shown when the user asked for this run; a reattach at start-up does not pop the panel open.
     if (reveal) out.show();

@@ -13,7 +13,7 @@ import type { Ctx } from './ctx';
 
 /**
  * "Run on TPU" on a SkyPilot task YAML: the same plan and launch as `tpw launch` (core/task-yaml/), with what
- * the CLI takes from flags asked for here: the VM name when the task has none, a value for each env or secret
+ * the CLI takes from flags asked for here: a value for each env or secret
  * the YAML leaves empty (secrets from VS Code's SecretStorage or the environment first, else a password box).
  * Output goes to one channel per task, each line with SkyPilot's `(worker1, rank=1)` prefix.
  */
@@ -54,7 +54,7 @@ function taskUri(arg: unknown): vscode.Uri | undefined {
   return doc && /\.ya?ml$/i.test(doc.uri.path) ? doc.uri : undefined;
 }
 
-/** `cluster`: the VM to launch on (Run Again of a task's run: the VM it ran on); default the task's name, else asked. */
+/** `cluster`: the VM to launch on (Run Again of a task's run: the VM it ran on); default as `tpw launch` names it. */
 export async function launchTaskYaml(ctx: Ctx, arg: unknown, cluster?: string): Promise<void> {
   const uri = taskUri(arg);
   const notTask = 'Open a SkyPilot task YAML (a file with resources: and run:) to run it on TPU.';
@@ -81,14 +81,10 @@ export async function launchTaskYaml(ctx: Ctx, arg: unknown, cluster?: string): 
     if (value === undefined) return;
     secretOverrides[k] = value;
   }
-  cluster ??= task?.name;
-  if (!cluster && (task || first.problems.every((p) => p.field !== ''))) {
-    cluster = await vscode.window.showInputBox({ title: 'Run on TPU: VM name', prompt: 'The TPU VM to create or reuse (the task has no name)', ignoreFocusOut: true });
-    if (!cluster) return;
-  }
-
   const backend = await ctx.backend();
-  const plan = await planLaunch({ backend, mode: 'launch', yamlPath: file, cluster, envOverrides, secretOverrides });
+  // Relative workdir and file_mounts start where `sky launch` would be typed: the workspace folder.
+  const cwd = vscode.workspace.getWorkspaceFolder(uri)?.uri.fsPath ?? path.dirname(file);
+  const plan = await planLaunch({ backend, mode: 'launch', yamlPath: file, cluster, cwd, envOverrides, secretOverrides });
   const out = channelFor(ctx, plan.cluster);
   out.appendLine(`Launch ${path.basename(file)} on ${plan.cluster}:`);
   for (const line of formatPlan(plan)) out.appendLine(`  ${line}`);

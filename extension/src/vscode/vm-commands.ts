@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
-import { TpwError } from '../core/errors';
+import { describeError, isTpwError, TpwError } from '../core/errors';
 import { isMultiHost } from '../core/explorer/node-status';
 import { parseNodeName, shortName, type QueuedResource, type TpuNode } from '../core/tpu/models';
 import { deleteSliceGroup } from '../core/slices/multislice';
 import { cancelledError, signalFor } from './cancel';
-import { runCreateWizard } from './create-wizard';
+import { runCreateWizard, type WizardAnswers } from './create-wizard';
 import type { Ctx } from './ctx';
 import { provision, provisionOnCompute } from './provision';
 import { listAllNodes, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, zoneOf, type VmTreeProvider } from './vm-tree';
@@ -45,13 +45,24 @@ async function targetNode(ctx: Ctx, arg: unknown, title: string, filter: (n: Tpu
   return node ? { backend, node } : undefined;
 }
 
-export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown): Promise<void> {
+/** "Create TPU VM". `again`: the answers of a create that failed (Retry), shown at the wizard's review. */
+export async function createVm(ctx: Ctx, tree: VmTreeProvider, arg: unknown, again?: WizardAnswers): Promise<void> {
   const backend = await ctx.backend();
-  const result = await runCreateWizard(backend, tree, arg instanceof ZoneItem ? { zone: arg.scan.zone, plane: arg.plane } : {});
+  const result = await runCreateWizard(backend, tree, arg instanceof ZoneItem ? { zone: arg.scan.zone, plane: arg.plane } : {}, again);
   if (!result) return;
   ctx.log.info(`create: equivalent to ${result.gcloud}`);
-  if (result.plane === 'compute') await provisionOnCompute(ctx, tree, backend, result.request, result.summary);
-  else await provision(ctx, tree, backend, result.answers);
+  try {
+    if (result.plane === 'compute') await provisionOnCompute(ctx, tree, backend, result.request, result.summary);
+    else await provision(ctx, tree, backend, result.answers);
+  } catch (e) {
+    if (isTpwError(e, 'CANCELLED')) throw e;
+    // Nothing typed is lost: Retry opens the wizard again at its review, every answer as it was.
+    const name = result.plane === 'compute' ? result.request.name : result.answers.name;
+    ctx.log.error(`Create TPU VM ${name} failed: ${describeError(e)}`);
+    const choice = await vscode.window.showErrorMessage(`Create TPU VM ${name} failed: ${describeError(e)}`, 'Retry…', 'Show log');
+    if (choice === 'Show log') ctx.log.show(true);
+    if (choice === 'Retry…') await createVm(ctx, tree, arg, result.wizard);
+  }
 }
 
 /** Runs a long-running operation on a VM with a cancellable notification, refreshing the tree as it goes. */

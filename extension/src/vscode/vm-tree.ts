@@ -2,11 +2,12 @@ import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { describeError, isTpwError } from '../core/errors';
 import { RefreshSchedule } from '../core/explorer/refresh-schedule';
+import { nextTickMs } from '../core/explorer/tick';
 import { scanFingerprint, scanHasRetryableFailure, scanIsTransitional, scannedNodes, scanZones, isRetryableError, type ZoneScan } from '../core/explorer/zone-scan';
 import { withRetry } from '../core/tpu/zones';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
-import type { Ctx } from './ctx';
-import { childrenOf, ProjectItem, type ExplorerNode } from './explorer/items';
+import type { BackendState, Ctx } from './ctx';
+import { childrenOf, ProjectItem, QueuedItem, resolveTooltip, shownCreateTimes, VmItem, type ExplorerNode } from './explorer/items';
 
 export { ControlPlaneItem, QueuedItem, SliceGroupItem, VmItem, WorkerItem, ZoneItem, type ExplorerNode } from './explorer/items';
 
@@ -62,13 +63,24 @@ function isShown(scan: ZoneScan): boolean {
   return scan.nodes.length > 0 || scan.queued.length > 0 || scan.nodesError !== undefined || queuedFailed;
 }
 
+/** What the last successful listing showed, kept to redraw the rows (ages) without asking the API again. */
+interface Listed {
+  project: string;
+  kind: Backend['kind'];
+  shown: ZoneScan[];
+  zoneCount: number;
+}
+
 /**
  * The "TPU VMs" view: project → zone → VM → workers, with each zone's queued resources. The root listing
- * scans every zone in parallel; rows below it come from that scan. While anything is transitional, or a zone
- * failed transiently, the view refreshes itself on a backoff schedule (RefreshSchedule).
+ * scans every zone in parallel; rows below it come from that scan. It lists again when something says the VMs
+ * changed (ExplorerWatch: another process's create or delete, the emulator starting or stopping, the window
+ * coming back), and on its own only while something is transitional or a zone failed transiently, on a backoff
+ * schedule (RefreshSchedule). Between listings the rows are redrawn from the last one whenever an age shown on
+ * them would change (core/explorer/tick.ts), while the view is visible.
  */
 export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<ExplorerNode | undefined>();
+  private readonly changed = new vscode.EventEmitter<ExplorerNode | ExplorerNode[] | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private pollTimer: NodeJS.Timeout | undefined;
   private view: vscode.TreeView<ExplorerNode> | undefined;
@@ -77,30 +89,111 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
   lastNodes: TpuNode[] = [];
   /** The last scan, per zone (zones with nothing in them included). */
   lastScans: ZoneScan[] = [];
+  /** When the last listing (successful or not) ended; 0 before the first. */
+  lastListedAt = 0;
+  private listed: Listed | undefined;
+  /** The next root request must ask the API (a refresh), not redraw the last listing (a tick). */
+  private mustList = true;
+  private tickTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly ctx: Ctx) {}
 
   attach(view: vscode.TreeView<ExplorerNode>): void {
     this.view = view;
+    this.ctx.own(view.onDidChangeVisibility((e) => (e.visible ? this.redraw() : this.clearTick())));
+  }
+
+  get visible(): boolean {
+    return this.view?.visible ?? false;
   }
 
   /** Lists again. `fromUser`: the Refresh button, which also resets the polling backoff. */
   refresh(fromUser = false): void {
     if (fromUser) this.schedule.reset();
+    this.mustList = true;
     this.changed.fire(undefined);
+  }
+
+  /** Draws the rows again from the last listing; lists when there is none. */
+  redraw(): void {
+    this.clearTick();
+    this.changed.fire(undefined);
+  }
+
+  /** Rows showing an age, as drawn (updated in place on a tick: a menu opened on one still finds it). */
+  private aged: (VmItem | QueuedItem)[] = [];
+
+  /** Every row with an age gets its description as of now; only those rows are redrawn. */
+  private tickAges(): void {
+    const now = new Date();
+    for (const item of this.aged) item.refreshAge(now);
+    if (this.aged.length > 0) this.changed.fire([...this.aged]);
+    if (this.listed) this.scheduleTick(this.listed);
+  }
+
+  /**
+   * Lists now, without waiting for VS Code to ask (it asks only while it draws the tree, not while the view shows
+   * its welcome content), sets the welcome content's state, draws the rows, and resolves with that state.
+   */
+  async listNow(): Promise<BackendState> {
+    try {
+      await this.listRoot();
+    } finally {
+      this.lastListedAt = Date.now();
+    }
+    this.mustList = false;
+    this.changed.fire(undefined);
+    return this.ctx.backendState;
   }
 
   getTreeItem(element: ExplorerNode): vscode.TreeItem {
     return element;
   }
 
+  resolveTreeItem(item: vscode.TreeItem, element: ExplorerNode): vscode.TreeItem {
+    item.tooltip ??= resolveTooltip(element);
+    return item;
+  }
+
   async getChildren(element?: ExplorerNode): Promise<ExplorerNode[]> {
-    if (element) return childrenOf(element);
-    return this.listRoot();
+    if (element) {
+      const children = childrenOf(element);
+      for (const c of children) if (c instanceof VmItem || c instanceof QueuedItem) this.aged.push(c);
+      return children;
+    }
+    this.aged = [];
+    if (!this.mustList && this.listed) return this.drawRoot(this.listed);
+    this.mustList = false;
+    try {
+      return await this.listRoot();
+    } finally {
+      this.lastListedAt = Date.now();
+    }
+  }
+
+  private drawRoot(l: Listed): ExplorerNode[] {
+    this.scheduleTick(l);
+    if (l.shown.length === 0) return [];
+    return [new ProjectItem(l.project, l.kind, l.shown, l.zoneCount)];
+  }
+
+  /** The next redraw, when an age on screen next changes; none while the view is hidden. */
+  private scheduleTick(l: Listed): void {
+    this.clearTick();
+    if (!this.visible) return;
+    const now = Date.now();
+    const delay = nextTickMs({ ages: shownCreateTimes(l.shown).map((t) => now - Date.parse(t)).filter((a) => Number.isFinite(a)) });
+    if (delay !== undefined) this.tickTimer = setTimeout(() => this.tickAges(), delay);
+  }
+
+  private clearTick(): void {
+    if (this.tickTimer) clearTimeout(this.tickTimer);
+    this.tickTimer = undefined;
   }
 
   private async listRoot(): Promise<ExplorerNode[]> {
     this.clearPoll();
+    this.listed = undefined;
     let backend: Backend;
     try {
       backend = await this.ctx.backend();
@@ -155,10 +248,9 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
     this.setMessage(undefined);
     this.lastShownError = undefined;
     this.poll({ fingerprint: scanFingerprint(scans), transitional: scanIsTransitional(scans), retryableFailure: scanHasRetryableFailure(scans) });
-    const shown = scans.filter(isShown);
     // Nothing anywhere: an empty root lets the welcome view offer "Create TPU VM".
-    if (shown.length === 0) return [];
-    return [new ProjectItem(backend.project, backend.kind, shown, zones.length)];
+    this.listed = { project: backend.project, kind: backend.kind, shown: scans.filter(isShown), zoneCount: zones.length };
+    return this.drawRoot(this.listed);
   }
 
   private poll(obs: Parameters<RefreshSchedule['next']>[0]): void {
@@ -191,6 +283,7 @@ export class VmTreeProvider implements vscode.TreeDataProvider<ExplorerNode>, vs
 
   dispose(): void {
     this.clearPoll();
+    this.clearTick();
     this.changed.dispose();
   }
 }

@@ -6,6 +6,7 @@
  */
 import generic from './xla-generic.json';
 import libtpu from './libtpu.json';
+import removed from './xla-removed.json';
 
 export type FlagType = 'bool' | 'int' | 'float' | 'enum' | 'string';
 
@@ -35,6 +36,44 @@ export const FLAGS: readonly FlagInfo[] = [...(generic as FlagInfo[]), ...(libtp
   a.name.localeCompare(b.name),
 );
 export const FLAG_BY_NAME: ReadonlyMap<string, FlagInfo> = new Map(FLAGS.map((f) => [f.name, f]));
+
+/** A name XLA does not take as a flag (at the catalog's pinned revision), and what its history says of it. */
+export interface GoneFlag {
+  name: string;
+  /** `removed`: XLA registered it once and removed it; `field`: a DebugOptions field XLA never made a flag. */
+  kind: 'removed' | 'field';
+  /** The openxla/xla commit (12 hex digits) that removed the flag, or added the field. */
+  commit: string;
+  date: string;
+  /** The flag to use instead, where XLA moved it. */
+  replacement?: string;
+  /** How a value carries over to the replacement. */
+  value?: string;
+  note?: string;
+  /** xla.proto's field number (kind `field`). */
+  field?: number;
+}
+
+interface RemovedJson {
+  removed: Record<string, { commit: string; date: string; replacement?: string; value?: string; note?: string }>;
+  notFlags: Record<string, { field: number; commit: string; date: string; note?: string; replacement?: string }>;
+}
+
+export const GONE_FLAGS: ReadonlyMap<string, GoneFlag> = new Map([
+  ...Object.entries((removed as RemovedJson).removed).map(([name, r]): [string, GoneFlag] => [name, { name, kind: 'removed', ...r }]),
+  ...Object.entries((removed as RemovedJson).notFlags).map(([name, f]): [string, GoneFlag] => [name, { name, kind: 'field', ...f }]),
+]);
+
+/** What XLA's history says of a name it does not take, in one paragraph (diagnostics, hover, `tpw flags explain`). */
+export function goneFlagMessage(g: GoneFlag): string {
+  const at = `openxla/xla@${g.commit} (${g.date})`;
+  const head =
+    g.kind === 'removed'
+      ? `--${g.name} was removed from XLA in ${at}`
+      : `--${g.name} is not a flag: it is a DebugOptions field (xla.proto, number ${g.field}, as of ${at}) that XLA never registered for XLA_FLAGS`;
+  const use = g.replacement ? `; use --${g.replacement}${g.value ? ` (${g.value})` : ''}` : g.kind === 'removed' ? ', with no flag in its place' : '';
+  return `${head}${use}.${g.note ? ` ${g.note}` : ''}`;
+}
 
 /** The variables whose value is a flag string, and who parses them. */
 export type FlagVariable = 'LIBTPU_INIT_ARGS' | 'XLA_FLAGS';

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import builtins from './hydra-builtins.json';
+import { loadRules, type TrainerRules } from './rules';
 
 export type JsonType = 'object' | 'string' | 'integer' | 'number' | 'boolean' | 'null' | 'array';
 export type Scalar = string | number | boolean | null;
@@ -27,6 +28,18 @@ export interface GroupOption {
   name: string;
   /** Absent for options that exist only in the trainer's ConfigStore (seen through the schema). */
   file?: string;
+  /** What the schema's `x-hydra` says the option sets, where (its package) and its own defaults list. */
+  preset?: Preset;
+}
+
+/** An entry of a defaults list as written: `{group: option}`, or a name such as `_self_`. */
+export type DefaultsEntry = string | Record<string, unknown>;
+
+export interface Preset {
+  body: Record<string, unknown>;
+  /** `_global_`, or a dotted path (`data`, `model.remat`). */
+  package: string;
+  defaults: DefaultsEntry[];
 }
 
 export interface ConfigGroup {
@@ -43,6 +56,10 @@ export interface HydraModel {
   schemaFile?: string;
   /** How the tree was typed, for hover and logs. */
   origin: 'schema' | 'inferred' | 'none';
+  /** The primary config's defaults list and its own values (`_self_`), from the schema's `x-hydra`. */
+  primary?: { defaults: DefaultsEntry[]; self: Record<string, unknown> };
+  /** The trainer's cross-field rules (`x-rules`). */
+  rules?: TrainerRules;
 }
 
 export interface HydraLocations {
@@ -68,7 +85,12 @@ interface JsonSchema {
   maximum?: number;
   properties?: Record<string, JsonSchema>;
   additionalProperties?: boolean | JsonSchema;
-  'x-hydra'?: { groups?: Record<string, { default?: string; options?: Record<string, unknown> }> };
+  'x-hydra'?: {
+    defaults?: DefaultsEntry[];
+    self?: Record<string, unknown>;
+    groups?: Record<string, { default?: string; options?: Record<string, unknown>; packages?: Record<string, string>; defaults_lists?: Record<string, DefaultsEntry[]> }>;
+  };
+  'x-rules'?: unknown;
 }
 
 function fromJsonSchema(s: JsonSchema): SchemaNode {
@@ -186,12 +208,21 @@ export function loadHydraModel(loc: HydraLocations): HydraModel {
     model.root = fromJsonSchema(schema);
     model.schemaFile = schemaFile;
     model.origin = 'schema';
-    for (const [name, g] of Object.entries(schema['x-hydra']?.groups ?? {})) {
+    const xh = schema['x-hydra'];
+    for (const [name, g] of Object.entries(xh?.groups ?? {})) {
       const group: ConfigGroup = model.groups.get(name) ?? { path: name, options: new Map() };
-      for (const opt of Object.keys(g.options ?? {})) if (!group.options.has(opt)) group.options.set(opt, { name: opt });
+      for (const [opt, body] of Object.entries(g.options ?? {})) {
+        const option = group.options.get(opt) ?? { name: opt };
+        if (g.packages?.[opt] !== undefined && body && typeof body === 'object') {
+          option.preset = { body: body as Record<string, unknown>, package: g.packages[opt], defaults: g.defaults_lists?.[opt] ?? [] };
+        }
+        group.options.set(opt, option);
+      }
       if (g.default) group.default = g.default;
       model.groups.set(name, group);
     }
+    if (xh?.defaults) model.primary = { defaults: xh.defaults, self: xh.self ?? {} };
+    model.rules = loadRules(schema['x-rules']);
   } else if (configDirs.length) {
     // No schema yet: the YAML tree is the best evidence of what keys exist and what they hold.
     model.origin = 'inferred';

@@ -15,7 +15,7 @@ import {
   type Position,
 } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { checkValue, expectedValue, FLAG_BY_NAME, FLAGS, misplaced, normalizeValue, valueChoices, type FlagInfo } from '../flags/catalog';
+import { checkValue, expectedValue, FLAG_BY_NAME, FLAGS, GONE_FLAGS, goneFlagMessage, misplaced, normalizeValue, valueChoices, type FlagInfo } from '../flags/catalog';
 import { findFlagRegions, type FlagRegion, type FlagToken } from '../flags/regions';
 import { didYouMean, fuzzyScore } from './fuzzy';
 
@@ -115,6 +115,8 @@ export function flagHover(doc: TextDocument, pos: Position): Hover | null {
   const f = FLAG_BY_NAME.get(hit.token.name);
   const range = { start: doc.positionAt(hit.token.start), end: doc.positionAt(hit.token.end) };
   if (!f) {
+    const gone = GONE_FLAGS.get(hit.token.name);
+    if (gone) return { range, contents: { kind: MarkupKind.Markdown, value: `**--${gone.name}** · not in XLA\n\n${goneFlagMessage(gone)}` } };
     const near = didYouMean(hit.token.name, NAMES);
     const hint = near.length ? ` Did you mean ${near.map((n) => `\`--${n}\``).join(', ')}?` : '';
     return { range, contents: { kind: MarkupKind.Markdown, value: `**--${hit.token.name}** is not in the flag catalog (it may be a private libtpu flag).${hint}` } };
@@ -130,6 +132,22 @@ export function flagDiagnostics(doc: TextDocument): Diagnostic[] {
     const firstSeen = new Map<string, FlagToken>();
     for (const t of region.tokens) {
       const f = FLAG_BY_NAME.get(t.name);
+      const gone = f ? undefined : GONE_FLAGS.get(t.name);
+      if (gone) {
+        // XLA's XLA_FLAGS parser stops the process on a name it does not take (torch_xla: "Unknown flag in XLA_FLAGS").
+        const fatal = region.variable === 'XLA_FLAGS';
+        // A name-only fix where the value carries over as it is; a changed value is for the author to write.
+        const data: UnknownFlagData = { kind: 'unknown-flag', suggestions: gone.replacement && !gone.value ? [gone.replacement] : [] };
+        out.push({
+          range: range(t.nameStart, t.nameEnd),
+          severity: fatal ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning,
+          source: DIAGNOSTIC_SOURCE,
+          code: gone.kind === 'removed' ? 'removed-flag' : 'not-a-flag',
+          message: `${goneFlagMessage(gone)}${fatal ? ' XLA_FLAGS stops the program at start-up on it.' : ''}`,
+          data,
+        });
+        continue;
+      }
       if (!f) {
         const suggestions = didYouMean(t.name, NAMES);
         const data: UnknownFlagData = { kind: 'unknown-flag', suggestions };
@@ -188,7 +206,7 @@ export function didYouMeanData(suggestions: string[]): { data?: DidYouMeanData }
 function suggestionsOf(d: Diagnostic): { suggestions: string[]; flag: boolean } | undefined {
   const data = d.data as { kind?: unknown; suggestions?: unknown } | undefined;
   if (!data || !Array.isArray(data.suggestions) || !data.suggestions.every((x) => typeof x === 'string')) return undefined;
-  if (data.kind === 'unknown-flag' && d.code === 'unknown-flag') return { suggestions: data.suggestions as string[], flag: true };
+  if (data.kind === 'unknown-flag' && (d.code === 'unknown-flag' || d.code === 'removed-flag' || d.code === 'not-a-flag')) return { suggestions: data.suggestions as string[], flag: true };
   if (data.kind === 'did-you-mean') return { suggestions: data.suggestions as string[], flag: false };
   return undefined;
 }

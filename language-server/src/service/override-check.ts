@@ -5,9 +5,12 @@
  * float into an int), the trainer's enum and minimum checks, and interpolation targets and resolvers.
  * An error means the run would stop; a warning means it would run, probably not as meant.
  */
+import { omegaPieces } from '../hydra/compose';
 import { BUILTIN_RESOLVERS, nodeAt, typeText, type HydraModel, type SchemaNode } from '../hydra/model';
+import { PyFloat } from '../hydra/py-values';
 import { didYouMean } from './fuzzy';
 import { leaves, parseHydraOverride, OverrideSyntaxError, type Element, type ParsedOverride, type Primitive, type Sweep } from './hydra-override-grammar';
+import { HydraEvalError, elementValue, isSweepValue } from './hydra-values';
 
 export interface Problem {
   /** Offsets into the override text. */
@@ -25,8 +28,29 @@ const CASTS = new Set(['int', 'float', 'str', 'bool']);
 /** The functions hydra-core 1.3 registers for overrides. */
 const FUNCTIONS = new Set([...SWEEPS, ...CASTS]);
 
+/** What the rest of the command line says that one override's check needs: the option each group ends with. */
+export interface LineContext {
+  /** Group → the option the line's last `group=option` picks. */
+  choices: Map<string, string>;
+}
+
+/** The option a group holds once the line's overrides are in (what `~group=option` must name). */
+export function currentOption(model: HydraModel, group: string, ctx: LineContext | undefined): string | undefined {
+  const picked = ctx?.choices.get(group);
+  if (picked !== undefined) return picked;
+  const slash = group.lastIndexOf('/');
+  if (slash > 0) {
+    const parent = currentOption(model, group.slice(0, slash), ctx);
+    const preset = parent === undefined ? undefined : model.groups.get(group.slice(0, slash))?.options.get(parent)?.preset;
+    for (const entry of preset?.defaults ?? []) {
+      if (typeof entry === 'object' && typeof entry[group.slice(slash + 1)] === 'string') return entry[group.slice(slash + 1)] as string;
+    }
+  }
+  return model.groups.get(group)?.default;
+}
+
 /** Checks one override; `multirun` when `-m`/`--multirun` is on the line. */
-export function checkOverride(model: HydraModel, text: string, multirun: boolean): { parsed?: ParsedOverride; problems: Problem[] } {
+export function checkOverride(model: HydraModel, text: string, multirun: boolean, ctx?: LineContext): { parsed?: ParsedOverride; problems: Problem[] } {
   let o: ParsedOverride;
   try {
     o = parseHydraOverride(text);
@@ -61,6 +85,18 @@ export function checkOverride(model: HydraModel, text: string, multirun: boolean
       err(value.start, value.end, "interval() needs a sweeper plugin (optuna, ax, nevergrad); hydra's basic sweeper refuses it", 'interval-basic-sweeper');
       return { parsed: o, problems };
     }
+    try {
+      // A cast of several values (`int(1,2)`) is a sweep too.
+      if (!multirun && isSweepValue(elementValue(value))) {
+        err(value.start, value.end, `${key.path}=${text.slice(value.start, value.end)} is a sweep: add --multirun (-m) to run one job per value`, 'sweep-without-multirun');
+        return { parsed: o, problems };
+      }
+    } catch (e) {
+      if (!(e instanceof HydraEvalError)) throw e;
+      const call = text.slice(e.call.start, e.call.end);
+      err(e.call.start, e.call.end, `hydra cannot evaluate ${call}: ${e.message}`, 'function-error');
+      return { parsed: o, problems };
+    }
   }
 
   const group = model.groups.get(key.path);
@@ -70,6 +106,13 @@ export function checkOverride(model: HydraModel, text: string, multirun: boolean
     else if (prefix === '++') err(ks - 2, kEnd, `hydra cannot force-add a config group: write ${key.path}=${text.slice(o.valueStart)}`, 'group-force-add');
     else if (prefix === '+' && group.default !== undefined) err(ks - 1, kEnd, `${key.path} is already chosen (default ${group.default}): write ${key.path}=... to pick another option, without "+"`, 'group-append-exists');
     else if (prefix === '~' && group.default === undefined) err(ks - 1, kEnd, `${key.path} has no default to delete`, 'group-delete-missing');
+    else if (prefix === '~' && value?.kind === 'primitive' && value.type !== 'null') {
+      // hydra deletes only the entry the defaults list ends with, compared as written (no `.yaml` dropped).
+      const current = currentOption(model, key.path, ctx);
+      if (current !== undefined && String(value.value) !== current) {
+        err(value.start, value.end, `hydra cannot delete ${key.path}=${String(value.value)}: the defaults list has ${key.path}=${current} (write ~${key.path} to drop whatever it is)`, 'group-delete-mismatch');
+      }
+    }
     if (problems.length) return { parsed: o, problems };
     if (!value) return { parsed: o, problems };
     for (const el of leaves(value)) {
@@ -196,15 +239,20 @@ function kindOf(el: Element): { kind: Kind; value?: string | number | boolean | 
   if (el.kind === 'list') return { kind: 'list' };
   if (el.kind === 'dict') return { kind: 'dict' };
   if (el.kind === 'function') {
-    const arg = el.args[0]?.value;
-    const inner = arg && arg.kind === 'primitive' ? arg.value : undefined;
-    if (el.name === 'int') return { kind: 'int', value: typeof inner === 'number' ? Math.trunc(inner) : Number.parseInt(String(inner), 10) };
-    if (el.name === 'float') return { kind: 'float', value: Number(inner) };
-    if (el.name === 'str' || el.name === 'json_str') return { kind: 'string', value: inner === undefined ? undefined : String(inner) };
-    if (el.name === 'bool') return { kind: 'bool', value: Boolean(inner) };
-    if (el.name === 'range') return { kind: el.args.some((a) => a.value.kind === 'primitive' && a.value.type === 'float') ? 'float' : 'int' };
-    if (el.name === 'extend_list') return { kind: 'list' };
-    return { kind: 'unknown' };
+    let v;
+    try {
+      v = elementValue(el);
+    } catch {
+      return { kind: 'unknown' };
+    }
+    if (isSweepValue(v)) return { kind: 'unknown' };
+    if (v instanceof PyFloat) return { kind: 'float', value: v.v };
+    if (Array.isArray(v)) return { kind: 'list' };
+    if (v instanceof Map) return { kind: 'dict' };
+    if (typeof v === 'number') return { kind: 'int', value: v };
+    if (typeof v === 'boolean') return { kind: 'bool', value: v };
+    if (typeof v === 'string') return { kind: 'string', value: v };
+    return v === null ? { kind: 'null', value: null } : { kind: 'unknown' };
   }
   return { kind: el.type === 'int' ? 'int' : el.type === 'float' ? 'float' : el.type === 'bool' ? 'bool' : el.type === 'null' ? 'null' : 'string', value: el.value };
 }
@@ -272,8 +320,17 @@ function checkElement(model: HydraModel, key: string, node: SchemaNode, el: Elem
       out.push({ start: el.start, end: el.end, message: `${key}: "${s}" has an unclosed \${ (OmegaConf cannot parse it)`, code: 'bad-interpolation', severity: 'error' });
       return;
     }
-    if (el.interpolations.length) {
-      for (const body of el.interpolations) {
+    // OmegaConf's reading: `\${` (an odd run of backslashes) is a literal `${`, resolved to that text.
+    const pieces = omegaPieces(s);
+    const live = (pieces ?? []).flatMap((p) => ('interp' in p ? [p.interp] : []));
+    if (pieces && !live.length) {
+      const literal = pieces.map((p) => ('text' in p ? p.text : '')).join('');
+      const why = conversionError(node, 'string', literal, JSON.stringify(literal));
+      if (why) out.push({ start: el.start, end: el.end, message: `${key}: ${why} (an escaped \${ is resolved to that text)`, code: 'wrong-type', severity: 'error' });
+      return;
+    }
+    if (live.length) {
+      for (const body of live) {
         const bad = interpolationProblem(model, body, key);
         if (bad) {
           out.push({ start: el.start, end: el.end, message: `${key}: \${${body}}: ${bad.message}`, code: 'bad-interpolation', severity: 'error', suggestions: bad.suggestions });
@@ -281,7 +338,7 @@ function checkElement(model: HydraModel, key: string, node: SchemaNode, el: Elem
         }
       }
       // A value that is one interpolation takes the target's value: check that against this field's type.
-      const whole = /^\$\{([^}:]+)\}$/.exec(s.trim());
+      const whole = pieces!.length === 1 && /^[^}:]+$/.test(live[0]) ? [s, live[0]] : null;
       const target = whole && !whole[1].startsWith('.') ? nodeAt(model, whole[1].split('.')) : undefined;
       const d = target?.default;
       if (target && target.properties === undefined && (d === null || ['string', 'number', 'boolean'].includes(typeof d))) {
@@ -292,6 +349,19 @@ function checkElement(model: HydraModel, key: string, node: SchemaNode, el: Elem
         if (why) out.push({ start: el.start, end: el.end, message: `${key}: ${why}`, code: 'wrong-type', severity: 'error' });
       }
       return;
+    }
+  }
+  if (el.kind === 'list' || (el.kind === 'dict' && !(node.properties && node.closed))) {
+    // Inside a list or a free-form dict nothing is converted, but every `${...}` must still resolve.
+    for (const item of primitivesIn(el)) {
+      if (item.type !== 'string') continue;
+      for (const body of (omegaPieces(String(item.value)) ?? []).flatMap((p) => ('interp' in p ? [p.interp] : []))) {
+        const bad = interpolationProblem(model, body, key);
+        if (bad) {
+          out.push({ start: item.start, end: item.end, message: `${key}: \${${body}}: ${bad.message}`, code: 'bad-interpolation', severity: 'error', suggestions: bad.suggestions });
+          return;
+        }
+      }
     }
   }
   const { kind, value } = kindOf(el);
@@ -309,6 +379,12 @@ function checkElement(model: HydraModel, key: string, node: SchemaNode, el: Elem
       } else checkElement(model, `${key}.${e.key}`, child, e.value, out);
     }
   }
+}
+
+function* primitivesIn(el: Element): Generator<Primitive> {
+  if (el.kind === 'primitive') yield el;
+  else if (el.kind === 'list') for (const it of el.items) yield* primitivesIn(it);
+  else if (el.kind === 'dict') for (const e of el.entries) yield* primitivesIn(e.value);
 }
 
 function interpolationsBalanced(s: string): boolean {

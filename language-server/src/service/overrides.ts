@@ -18,7 +18,9 @@ import {
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { nodeAt, typeText, type HydraModel } from '../hydra/model';
 import { DIAGNOSTIC_SOURCE, didYouMeanData } from './flags';
-import { checkOverride } from './override-check';
+import type { ParsedOverride } from './hydra-override-grammar';
+import { checkOverride, type LineContext, type Problem } from './override-check';
+import { commandRuleProblems } from './override-rules';
 import { groupOptionItems, optionLocation, schemaMarkdown, valueItems } from './hydra-yaml';
 
 /** The trainer entry points whose arguments are hydra overrides. */
@@ -270,30 +272,85 @@ const parts = (key: string) => key.replace(/@.*$/, '').split('.');
 export function overrideDiagnostics(model: HydraModel, doc: TextDocument): Diagnostic[] {
   if (model.origin === 'none') return [];
   const out: Diagnostic[] = [];
-  const rng = (a: number, b: number) => ({ start: doc.positionAt(a), end: doc.positionAt(b) });
-  const sev = (s: 'error' | 'warning') => (s === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning);
-  for (const cmd of findTrainerCommands(doc.getText())) {
-    const multirun = cmd.words.some((w) => w.value === '-m' || w.value === '--multirun');
-    let skipNext = false;
-    for (const w of cmd.words) {
-      for (const i of w.issues) out.push({ range: rng(i.start, i.end), message: i.message, code: 'shell', severity: sev(i.severity), source: DIAGNOSTIC_SOURCE });
-      if (skipNext || w.dynamic || w.issues.some((i) => i.severity === 'error')) {
-        skipNext = false;
-        continue;
-      }
-      if (w.value.startsWith('-')) {
-        skipNext = OPTION_WITH_ARG.has(w.value);
-        continue;
-      }
-      const at = (k: number) => (k < w.map.length ? w.map[k] : k > 0 && w.map.length ? w.map[w.map.length - 1] + 1 : w.end);
-      for (const p of checkOverride(model, w.value, multirun).problems) {
-        const a = at(Math.max(0, p.start));
-        const b = Math.max(at(Math.max(p.start, p.end - 1)) + 1, a + 1);
-        out.push({ range: rng(a, Math.min(b, w.end)), message: p.message, code: p.code, severity: sev(p.severity), source: DIAGNOSTIC_SOURCE, ...didYouMeanData(p.suggestions ?? []) });
-      }
+  const text = doc.getText();
+  for (const cmd of findTrainerCommands(text)) {
+    for (const p of commandProblems(model, cmd, text)) {
+      const range = { start: doc.positionAt(cmd.argsStart + p.start), end: doc.positionAt(cmd.argsStart + p.end) };
+      out.push({ range, message: p.message, code: p.code, severity: p.severity === 'error' ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning, source: DIAGNOSTIC_SOURCE, ...didYouMeanData(p.suggestions ?? []) });
     }
   }
   return out;
+}
+
+/** A problem of one trainer command, at offsets from the start of its arguments. */
+type CommandProblem = Problem;
+
+// Diagnostics run over the whole document at every change; a command whose text did not change has the same
+// problems (its words depend on its own text only), so each is worked out once.
+const commandMemo = new WeakMap<HydraModel, Map<string, CommandProblem[]>>();
+
+function commandProblems(model: HydraModel, cmd: TrainerCommand, text: string): CommandProblem[] {
+  let memo = commandMemo.get(model);
+  if (!memo) commandMemo.set(model, (memo = new Map()));
+  const key = text.slice(cmd.argsStart, cmd.end);
+  let hit = memo.get(key);
+  if (!hit) {
+    hit = checkCommand(model, cmd);
+    if (memo.size >= 4096) memo.delete(memo.keys().next().value!);
+    memo.set(key, hit);
+  }
+  return hit;
+}
+
+function checkCommand(model: HydraModel, cmd: TrainerCommand): CommandProblem[] {
+  const out: CommandProblem[] = [];
+  const push = (start: number, end: number, p: Omit<CommandProblem, 'start' | 'end'>) => out.push({ start: start - cmd.argsStart, end: end - cmd.argsStart, ...p });
+  const multirun = cmd.words.some((w) => w.value === '-m' || w.value === '--multirun');
+  const ctx = lineContext(model, cmd.words);
+  // The whole line's checks run only where every word is known and fine, as the trainer would see it.
+  let whole = true;
+  const parsed: { word: number; parsed: ParsedOverride }[] = [];
+  let skipNext = false;
+  cmd.words.forEach((w, i) => {
+    for (const s of w.issues) push(s.start, s.end, { message: s.message, code: 'shell', severity: s.severity });
+    if (skipNext || w.dynamic || w.issues.some((s) => s.severity === 'error')) {
+      skipNext = false;
+      whole = false;
+      return;
+    }
+    if (w.value.startsWith('-')) {
+      skipNext = OPTION_WITH_ARG.has(w.value);
+      // Other options (--cfg, --help, -cn, ...) stop hydra before the job, or change the config.
+      if (w.value !== '-m' && w.value !== '--multirun') whole = false;
+      return;
+    }
+    const at = (k: number) => (k < w.map.length ? w.map[k] : k > 0 && w.map.length ? w.map[w.map.length - 1] + 1 : w.end);
+    const checked = checkOverride(model, w.value, multirun, ctx);
+    if (checked.problems.some((p) => p.severity === 'error')) whole = false;
+    if (checked.parsed) parsed.push({ word: i, parsed: checked.parsed });
+    for (const p of checked.problems) {
+      const a = at(Math.max(0, p.start));
+      const b = Math.max(at(Math.max(p.start, p.end - 1)) + 1, a + 1);
+      push(a, Math.min(b, w.end), { message: p.message, code: p.code, severity: p.severity, suggestions: p.suggestions });
+    }
+  });
+  if (!whole || !parsed.length) return out;
+  for (const p of commandRuleProblems(model, parsed, multirun)) {
+    const w = p.word === undefined ? undefined : cmd.words[p.word];
+    const [a, b] = w ? [w.start, w.end] : [cmd.words[0].start, cmd.words[cmd.words.length - 1].end];
+    push(a, b, { message: p.message, code: p.code, severity: 'error' });
+  }
+  return out;
+}
+
+/** The option each group is left with by the line's `group=option` words (what `~group=option` is held to). */
+function lineContext(model: HydraModel, words: Word[]): LineContext {
+  const choices = new Map<string, string>();
+  for (const w of words) {
+    const m = /^([A-Za-z_][\w/-]*)=([^,=\s()[\]{}'"]+)$/.exec(w.value);
+    if (m && model.groups.has(m[1])) choices.set(m[1], m[2]);
+  }
+  return { choices };
 }
 
 function commandAt(text: string, offset: number): TrainerCommand | undefined {

@@ -9,6 +9,7 @@ import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import { CompletionItemKind, DiagnosticSeverity, MarkupKind, type CompletionItem, type CompletionList, type Diagnostic, type Hover, type Position } from 'vscode-languageserver/node';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { parseTaskYaml } from '../../../protocol/task-yaml-check';
+import { tpuVmWarnings } from '../../../protocol/task-yaml-vm';
 import { RESOURCE_FIELDS, TASK_FIELDS } from '../../../protocol/task-yaml-spec';
 import { catalogAcceleratorTypes } from '../../../protocol/tpu-catalog';
 import { DIAGNOSTIC_SOURCE } from './flags';
@@ -32,7 +33,8 @@ export function taskDiagnostics(doc: TextDocument): Diagnostic[] {
   const text = doc.getText();
   const ydoc = parseDocument(text, { version: '1.1' });
   const out: Diagnostic[] = [];
-  for (const p of parseTaskYaml(text).problems) {
+  const parsed = parseTaskYaml(text);
+  for (const p of parsed.problems) {
     const r = p.field === '' ? ydoc.errors[0]?.pos : locate(ydoc, p.field);
     // "Unsupported" about something the file does not say (no accelerators: a task that may be meant for
     // another SkyPilot cloud) is for `tpw launch` to say when asked; the editor marks only what is written.
@@ -46,6 +48,10 @@ export function taskDiagnostics(doc: TextDocument): Diagnostic[] {
       source: DIAGNOSTIC_SOURCE,
       message: `${p.field === '' ? 'The file' : p.field} ${p.message}`,
     });
+  }
+  for (const w of parsed.task ? tpuVmWarnings(parsed.task) : []) {
+    const [start, end] = locate(ydoc, w.field) ?? [0, 0];
+    out.push({ range: { start: doc.positionAt(start), end: doc.positionAt(end) }, severity: DiagnosticSeverity.Warning, code: 'task-yaml-tpu-vm', source: DIAGNOSTIC_SOURCE, message: `${w.field} ${w.message}` });
   }
   return out;
 }

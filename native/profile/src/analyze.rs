@@ -10,10 +10,11 @@ use crate::op_stats::{merge_ops, OpPartial, OpStats};
 use crate::output::notes::{steps_note, unattributed_note};
 use crate::output::types::{PlaneSummary, ProfileNotes, ProfileSummary, StepSource, Timeline, UnattributedKernels};
 use crate::source::{Fault, ReadAt, Window};
-use crate::step_groups::{group_steps, GroupCollector, GroupPartial};
-use crate::steps::{kind_of, step_breakdown, Kind, StepIntervals};
+use crate::step_groups::{group_steps, host_steps, GroupCollector, GroupPartial};
+use crate::steps::{kind_of, window_breakdown, Kind, StepIntervals};
 use crate::timeline::{TimelineCollector, TimelineSink, TIMELINE_MAX_EVENTS};
 use crate::view::{LineView, PlaneView, SpaceInfo, XSpaceVisitor};
+use crate::windows::drop_incomplete;
 
 /// Device lines whose events are not op executions (their spans would count a device busy twice or wrongly).
 fn not_busy_line(name: &str) -> bool {
@@ -61,15 +62,22 @@ pub struct Partial {
 
 impl<'s> Analyzer<'s> {
     /// `timeline`: where the timeline's lines go (none: no timeline). `after_tpu`: this analyzer's planes follow a
-    /// TPU plane it does not see (another thread's share of a capture).
-    pub fn new(timeline: Option<&'s mut dyn TimelineSink>, after_tpu: bool) -> Self {
+    /// TPU plane it does not see (another thread's share of a capture). `host_steps`: the capture's steps come from
+    /// its host (Layout::host_steps).
+    pub fn new(timeline: Option<&'s mut dyn TimelineSink>, after_tpu: bool, host_steps: bool) -> Self {
         Analyzer {
             event_count: 0,
             t0: f64::INFINITY,
             t1: f64::NEG_INFINITY,
             ops: OpStats::default(),
             devices: DeviceStats::default(),
-            groups: if after_tpu { GroupCollector::after_tpu_plane() } else { GroupCollector::new() },
+            groups: if after_tpu {
+                GroupCollector::after_tpu_plane()
+            } else if host_steps {
+                GroupCollector::for_host_steps()
+            } else {
+                GroupCollector::new()
+            },
             line_busy: vec![],
             planes: vec![],
             host_index: None,
@@ -133,7 +141,7 @@ impl<'s> Analyzer<'s> {
     }
 }
 
-const KINDS: [Kind; 6] = [Kind::None, Kind::Marker, Kind::Compile, Kind::Execute, Kind::Transfer, Kind::Host];
+const KINDS: [Kind; 5] = [Kind::None, Kind::Compile, Kind::Execute, Kind::Transfer, Kind::Host];
 
 impl XSpaceVisitor for Analyzer<'_> {
     fn plane(&mut self, p: &PlaneView) {
@@ -244,7 +252,7 @@ impl XSpaceVisitor for Analyzer<'_> {
             self.line_busy.clear();
         }
         self.devices.line(l);
-        self.groups.line(l);
+        self.groups.line(p, l);
         self.t0 = t0;
         self.t1 = t1;
         self.ops.line(p, l);
@@ -285,17 +293,17 @@ pub fn summarize(parts: Vec<Partial>, info: SpaceInfo, timeline_asked: bool) -> 
     }
     let busy = u.result();
     // Steps as xprof finds them: a device's own Steps line first, else the device work step annotations group
-    // (GPU), else the host's program dispatches (torch_xla).
+    // (GPU), else, in a capture with no device, the host's step annotations (XLA on CPU).
     let step_lines: Vec<Vec<f64>> = parts.iter().flat_map(|p| p.devices.steps.iter().cloned()).collect();
     let groups: Vec<&GroupPartial> = parts.iter().map(|p| &p.groups).collect();
     let (raw, step_source) = if !step_lines.is_empty() {
         (device_steps(&step_lines, &busy), StepSource::Device)
     } else if let Some(g) = group_steps(&groups, &busy) {
         (g, StepSource::Annotations)
-    } else if let Some(h) = host {
-        let s = step_breakdown(&parts[h].step_iv, &busy);
-        let source = if s.is_empty() { StepSource::None } else { StepSource::Host };
-        (s, source)
+    } else if let Some(mut windows) = host_steps(&groups).filter(|w| !w.is_empty()) {
+        drop_incomplete(&mut windows);
+        let iv = host.map(|h| &parts[h].step_iv);
+        (window_breakdown(&windows, iv.unwrap_or(&StepIntervals::default()), &busy), StepSource::Host)
     } else {
         (vec![], StepSource::None)
     };
@@ -366,7 +374,7 @@ pub fn analyze_reader(
 ) -> Result<(ProfileSummary, f64), Fault> {
     let layout = scan_xspace(&mut Window::reading(src, SCAN_WINDOW))?;
     let asked = timeline.is_some();
-    let mut a = Analyzer::new(timeline, false);
+    let mut a = Analyzer::new(timeline, false, layout.host_steps());
     decode_planes(&mut Window::reading(src, window), &layout, 0..layout.planes.len(), &mut a, &mut |_, _| {})?;
     Ok(summarize(vec![a.partial()], layout.info, asked))
 }
@@ -381,7 +389,7 @@ pub fn analyze_bytes(
     let layout = scan_xspace(&mut Window::whole(buf))?;
     let ranges = chunks(&layout, threads.clamp(1, layout.planes.len()));
     let run = |r: std::ops::Range<usize>| -> Result<Partial, Fault> {
-        let mut a = Analyzer::new(None, layout.tpu_before(r.start));
+        let mut a = Analyzer::new(None, layout.tpu_before(r.start), layout.host_steps());
         decode_planes(&mut Window::whole(buf), &layout, r, &mut a, &mut |s, e| release(s, e))?;
         Ok(a.partial())
     };

@@ -246,6 +246,11 @@ impl ToJson for JsonOutput<'_> {
     }
 }
 
+/// Above the op table of a capture with no TPU or GPU: whose table it is.
+pub const CPU_OPS_NOTE: &str =
+    "No TPU or GPU: the XLA ops that ran on the host's CPU, by our count (xprof's hlo_stats \
+                                lists no op on CPU).";
+
 fn line(out: &mut String, s: &str) {
     out.push_str(s);
     out.push('\n');
@@ -311,6 +316,9 @@ fn text(all: &Combined, hosts: &[HostProfile], shown: usize, out: &mut String) {
             );
         }
         return;
+    }
+    if d.hardware == Hardware::Cpu {
+        line(out, CPU_OPS_NOTE);
     }
     let head =
         [pad("OP", 36), pad("CATEGORY", 18), lpad("COUNT", 7), lpad("SELF", 11), lpad("TOTAL", 11), lpad("BOUND", 7)];

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::hlo_categories::HloDecoder;
 use crate::intern::{FastMap, Interner};
+use crate::output::types::Hardware;
 use crate::source::{Fault, Window};
 use crate::view::{LineView, MetaTable, PlaneView, Program, SpaceInfo, XSpaceVisitor};
 use crate::wire::{utf8, varint_at, Corrupt, Kind, Reader, Res};
@@ -113,11 +114,19 @@ pub struct Layout {
     grouping: bool,
     /// Per plane: whether a TPU plane comes before it (step grouping then skips the host's events).
     tpu_before: Vec<bool>,
+    /// A TPU or GPU plane is in the capture (xprof then takes no steps from the host).
+    devices: bool,
 }
 
 impl Layout {
     pub fn tpu_before(&self, plane: usize) -> bool {
         self.tpu_before.get(plane).copied().unwrap_or(false)
+    }
+
+    /// Whether steps may come from the host's own step annotations: a capture with no TPU or GPU plane whose host
+    /// has step roots (xprof's host step events count only where there is no device).
+    pub fn host_steps(&self) -> bool {
+        self.grouping && !self.devices
     }
 }
 
@@ -132,6 +141,7 @@ pub fn scan_xspace(w: &mut Window) -> Result<Layout, Fault> {
     let mut grouping = false;
     let mut tpu_before = vec![];
     let mut tpu = false;
+    let mut devices = false;
     let mut off = 0;
     while off < size {
         let f = field_at(w, off, size)?;
@@ -139,9 +149,10 @@ pub fn scan_xspace(w: &mut Window) -> Result<Layout, Fault> {
         if f.wire == 2 && f.field == 1 {
             planes.push((f.start, f.end));
             tpu_before.push(tpu);
-            let (host_root, is_tpu) = plane_kind(w, f.start, f.end);
+            let (host_root, device) = plane_kind(w, f.start, f.end);
             grouping |= host_root;
-            tpu |= is_tpu;
+            tpu |= device == Some(Hardware::Tpu);
+            devices |= device.is_some();
         } else if f.wire == 2 && (2..=4).contains(&f.field) {
             let s = utf8(w.get(f.start, f.end)?);
             match f.field {
@@ -155,37 +166,41 @@ pub fn scan_xspace(w: &mut Window) -> Result<Layout, Fault> {
         return Err(Fault::Say("no planes in the profile: not an XSpace file, or an empty capture".into()));
     }
     // A TPU capture groups its steps otherwise; its host is read as before.
-    Ok(Layout { planes, info, grouping: grouping || tpu, tpu_before })
+    Ok(Layout { planes, info, grouping: grouping || tpu, tpu_before, devices })
 }
 
 /// Of the plane at [start, end): whether it is the host's (`/host:CPU`) with a step-root stat (`_r`) in its stat
 /// metadata (only then can step grouping find a step, and only then are the grouping stats worth keeping), and
-/// whether it is a TPU's. What cannot be read counts as a host with roots: the decode reports the fault.
-fn plane_kind(w: &mut Window, start: usize, end: usize) -> (bool, bool) {
+/// the device it is, if a TPU's or a GPU's. What cannot be read counts as a host with roots: the decode reports
+/// the fault.
+fn plane_kind(w: &mut Window, start: usize, end: usize) -> (bool, Option<Hardware>) {
     let mut host = false;
     let mut off = start;
     while off < end {
-        let Ok(f) = field_at(w, off, end) else { return (true, false) };
+        let Ok(f) = field_at(w, off, end) else { return (true, None) };
         off = f.end;
         if f.wire != 2 {
             continue;
         }
         if f.field == 2 {
-            let Ok(name) = w.get(f.start, f.end) else { return (true, false) };
+            let Ok(name) = w.get(f.start, f.end) else { return (true, None) };
             if name.starts_with(b"/device:TPU:") {
-                return (false, true);
+                return (false, Some(Hardware::Tpu));
+            }
+            if name.starts_with(b"/device:GPU:") {
+                return (false, Some(Hardware::Gpu));
             }
             if name != b"/host:CPU" {
-                return (false, false);
+                return (false, None);
             }
             host = true;
         } else if host && (f.field == 4 || f.field == 5) {
             // The rest of the plane is its metadata (it lies together after the lines): one read.
-            let Ok(rest) = w.get(f.at, end) else { return (true, false) };
-            return (names_root_stat(rest).unwrap_or(true), false);
+            let Ok(rest) = w.get(f.at, end) else { return (true, None) };
+            return (names_root_stat(rest).unwrap_or(true), None);
         }
     }
-    (false, false)
+    (false, None)
 }
 
 /// Whether any stat_metadata field (5) of these plane fields names a stat `_r` (map entry value 2, name 2).

@@ -11,13 +11,15 @@
 //! correlation id and nearest node above it, and device events as spans (one per run of one correlation id).
 
 mod collect;
+mod host;
 #[cfg(test)]
 mod tests;
 
 pub use collect::{GroupCollector, GroupPartial};
+pub use host::host_steps;
 
 use crate::output::types::StepBreakdown;
-use crate::windows::window_steps;
+use crate::windows::{drop_incomplete, window_steps};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -104,6 +106,12 @@ fn context_of(by_key: &mut HashMap<(u64, u64), usize>, contexts: &mut Vec<Contex
 
 /// The group of each host node (numbered across the partials in order), -1 for none.
 fn node_groups(parts: &[&GroupPartial]) -> Vec<i32> {
+    node_groups_and_roots(parts).0
+}
+
+/// The group of each host node (numbered across the partials in order, -1 for none), and the root node that made
+/// each group.
+fn node_groups_and_roots(parts: &[&GroupPartial]) -> (Vec<i32>, Vec<usize>) {
     let n: usize = parts.iter().map(|p| p.node_start.len()).sum();
     let mut level = Vec::with_capacity(n);
     let mut start = Vec::with_capacity(n);
@@ -149,7 +157,7 @@ fn node_groups(parts: &[&GroupPartial]) -> Vec<i32> {
     let mut group = vec![-1i32; n];
     let mut roots: Vec<usize> = (0..n).filter(|&k| level[k] > 0.0).collect();
     roots.sort_by(|&a, &b| level[b].total_cmp(&level[a]).then(start[a].total_cmp(&start[b])));
-    let mut next = 0;
+    let mut made_by = Vec::new();
     // Sets as generation marks (one allocation, not one per root).
     let mut seen = Marks::new(n);
     let mut queue: Vec<usize> = Vec::new();
@@ -157,8 +165,8 @@ fn node_groups(parts: &[&GroupPartial]) -> Vec<i32> {
         if group[r] >= 0 || has_root_ancestor(r, &level, &parents, &mut seen, &mut queue) {
             continue;
         }
-        let id = next;
-        next += 1;
+        let id = made_by.len() as i32;
+        made_by.push(r);
         seen.clear();
         seen.insert(r);
         queue.clear();
@@ -178,7 +186,7 @@ fn node_groups(parts: &[&GroupPartial]) -> Vec<i32> {
             }
         }
     }
-    group
+    (group, made_by)
 }
 
 /// A set of node numbers, emptied in O(1) by moving to the next generation.
@@ -282,6 +290,7 @@ fn steps_of_device_groups(plane: &[i32], s: &[f64], e: &[f64], g: &[i32], busy: 
             windows.push(we);
         }
     }
+    drop_incomplete(&mut windows);
     if windows.is_empty() {
         None
     } else {

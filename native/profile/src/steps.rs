@@ -1,14 +1,12 @@
-//! Step-time breakdown from the host plane's intervals and the device-busy intervals.
-//! Steps are the windows between consecutive XLA program dispatches (ExecuteComputation / ExecuteReplicated):
-//! torch_xla's mark_step dispatches one program per step. StepMarker events are not boundaries, because
-//! execution is asynchronous: a step's program often starts after its marker ended.
+//! Where a host step's time went, from the host plane's intervals and the busy intervals: compile, XLA program
+//! execution, transfers, torch_xla's own host work (lazy tracing, graph building), the rest. The steps themselves
+//! are xprof's (step_groups::host_steps); this only breaks each window down.
 
 use crate::output::types::StepBreakdown;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     None = 0,
-    Marker,
     Compile,
     Execute,
     Transfer,
@@ -17,9 +15,6 @@ pub enum Kind {
 
 /// The kind an event name may have; depth limits (compile ≤ 8, execute = 0) are the caller's.
 pub fn kind_of(name: &str) -> Kind {
-    if name == "StepMarker" {
-        return Kind::Marker;
-    }
     if name.to_ascii_lowercase().contains("compile") {
         return Kind::Compile;
     }
@@ -44,8 +39,8 @@ pub fn kind_of(name: &str) -> Kind {
 /// Interval starts and ends (µs) by Kind, appended in any order.
 #[derive(Default, Clone)]
 pub struct StepIntervals {
-    pub s: [Vec<f64>; 6],
-    pub e: [Vec<f64>; 6],
+    pub s: [Vec<f64>; 5],
+    pub e: [Vec<f64>; 5],
 }
 
 impl StepIntervals {
@@ -106,36 +101,25 @@ fn sum(k: &Sorted, ws: f64, we: f64) -> f64 {
     total
 }
 
-/// Steps from the host intervals; `busy` = merged intervals in which any HLO op ran, anywhere in the capture.
-pub fn step_breakdown(iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
-    // An execution dispatched before the capture's first StepMarker belongs to a step that began before it.
-    let mut first_marker = f64::INFINITY;
-    for &s in &iv.s[Kind::Marker as usize] {
-        first_marker = f64::min(first_marker, s);
-    }
-    let mut starts: Vec<f64> = iv.s[Kind::Execute as usize].iter().copied().filter(|&s| s >= first_marker).collect();
-    starts.sort_by(f64::total_cmp);
-    let mut last_end = if busy.is_empty() { 0.0 } else { busy[busy.len() - 1] };
-    for &e in &iv.e[Kind::Execute as usize] {
-        last_end = f64::max(last_end, e);
-    }
+/// Each window's breakdown (flat [start0, end0, …], µs) from the host intervals; `busy` = merged intervals in
+/// which any HLO op ran, anywhere in the capture.
+pub fn window_breakdown(windows: &[f64], iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
     let compile = sorted_kind(iv, Kind::Compile);
     let execute = sorted_kind(iv, Kind::Execute);
     let transfer = sorted_kind(iv, Kind::Transfer);
     let host = sorted_kind(iv, Kind::Host);
-    let mut steps = Vec::with_capacity(starts.len());
-    for k in 0..starts.len() {
-        let ws = starts[k];
-        let we = if k + 1 < starts.len() { starts[k + 1] } else { last_end };
+    let mut steps = Vec::with_capacity(windows.len() / 2);
+    for w in windows.chunks_exact(2) {
+        let (ws, we) = (w[0], w[1]);
         // The device's time is the union of HLO op intervals in the window (dispatch is asynchronous).
-        let execute_us = f64::max(overlap(busy, ws, we), sum(&execute, ws, we));
+        let execute_us = f64::min(we - ws, f64::max(overlap(busy, ws, we), sum(&execute, ws, we)));
         let compile_us = sum(&compile, ws, we);
         let transfer_us = sum(&transfer, ws, we);
         let total_us = we - ws;
         // Compile runs inside SyncTensorsGraphInternal: counted once, as compile.
         let host_us = f64::max(0.0, sum(&host, ws, we) - compile_us);
         steps.push(StepBreakdown {
-            index: k + 1,
+            index: steps.len() + 1,
             start_us: ws,
             total_us,
             compile_us,
@@ -161,16 +145,25 @@ mod tests {
     }
 
     #[test]
-    fn windows_between_dispatches() {
+    fn breakdown_inside_each_window() {
         let mut iv = StepIntervals::default();
-        iv.add(Kind::Marker, 0.0, 1.0);
+        iv.add(Kind::Compile, 1.0, 4.0);
+        iv.add(Kind::Host, 0.5, 6.0);
         iv.add(Kind::Execute, 10.0, 11.0);
-        iv.add(Kind::Execute, 20.0, 21.0);
-        let steps = step_breakdown(&iv, &[12.0, 15.0, 22.0, 30.0]);
+        iv.add(Kind::Transfer, 21.0, 23.0);
+        let steps = window_breakdown(&[0.0, 10.0, 10.0, 30.0], &iv, &[12.0, 15.0, 22.0, 40.0]);
         assert_eq!(steps.len(), 2);
-        assert_eq!(steps[0].total_us, 10.0);
-        assert_eq!(steps[0].execute_us, 3.0);
-        assert_eq!(steps[1].total_us, 10.0);
-        assert_eq!(steps[1].execute_us, 8.0);
+        let s = &steps[0];
+        // Compile inside the host interval is counted once, as compile.
+        assert_eq!(
+            (s.index, s.total_us, s.compile_us, s.host_us, s.execute_us, s.other_us),
+            (1, 10.0, 3.0, 2.5, 0.0, 4.5)
+        );
+        let s = &steps[1];
+        // Busy [12, 15] and [22, 30] of the window: 11 µs.
+        assert_eq!(
+            (s.index, s.start_us, s.total_us, s.execute_us, s.transfer_us, s.other_us),
+            (2, 10.0, 20.0, 11.0, 2.0, 7.0)
+        );
     }
 }

@@ -35,9 +35,28 @@ pub fn window_steps(windows: &[f64], busy: &[f64]) -> Vec<StepBreakdown> {
     steps
 }
 
+/// Leaves out the first and the last of more than 5 step windows (flat [start0, end0, ...]), as xprof does outside
+/// TPU (step_events_to_steps_db.cc: the steps at a capture's ends are likely cut by its start and stop).
+pub fn drop_incomplete(windows: &mut Vec<f64>) {
+    if windows.len() / 2 > 5 {
+        windows.drain(..2);
+        windows.truncate(windows.len() - 2);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_and_last_of_more_than_five_left_out() {
+        let mut five: Vec<f64> = (0..10).map(f64::from).collect();
+        drop_incomplete(&mut five);
+        assert_eq!(five.len(), 10);
+        let mut six: Vec<f64> = (0..12).map(f64::from).collect();
+        drop_incomplete(&mut six);
+        assert_eq!(six, (2..10).map(f64::from).collect::<Vec<_>>());
+    }
 
     #[test]
     fn busy_time_inside_each_window() {

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -198,6 +198,11 @@ class Backend(ABC):
     @abstractmethod
     def start_trace(self, profile_dir: Path) -> None:
         """Start capturing a profile into profile_dir."""
+
+    def step_annotation(self, step: int) -> AbstractContextManager[object]:
+        """What marks one training step in the capture while a trace runs, so that profilers find
+        the capture's steps (none here: torch.profiler's trace has no step grouping we read)."""
+        return nullcontext()
 
     @abstractmethod
     def stop_trace(self, profile_dir: Path) -> Path | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,14 @@ class XlaBackend(Backend):
         import torch_xla.debug.profiler as xp
 
         xp.start_trace(str(profile_dir))
+
+    def step_annotation(self, step: int) -> AbstractContextManager[object]:
+        """A step-root TraceMe named train_step with the step number, the event torch_xla's
+        StepTrace writes (xprof's step grouping finds a step under each). Not StepTrace itself:
+        it syncs again after the step, and the IR scope it pushes may not be open at the loop's
+        own sync."""
+        trace_me: AbstractContextManager[object] = torch_xla._XLAC.profiler.TraceMe("train_step", _r=1, step_num=step)
+        return trace_me
 
     def stop_trace(self, profile_dir: Path) -> Path | None:
         import torch_xla.debug.profiler as xp

@@ -7,6 +7,7 @@
 import type { WorkerStatus } from '../../../protocol/run-status';
 import { parseAnsi } from './ansi';
 import { Level, LogStore } from './store';
+import { WrapLayout } from './wrap';
 import { button, el } from '../dom';
 
 const ROW_H = 18;
@@ -33,6 +34,11 @@ export class LogView {
   private readonly search = el('input', 'search');
   private readonly count = el('span', 'count');
   private readonly followBtn: HTMLButtonElement;
+  private readonly wrapBtn: HTMLButtonElement;
+  /** Screen lines per row (Wrap): the pane scrolls over these. */
+  private readonly layout = new WrapLayout();
+  /** Width of one character of the log font, measured when Wrap is turned on. */
+  private charWidth = 0;
   private readonly level = el('select', 'level');
   private readonly workerChips = new Map<number, WorkerChip>();
   private pool: HTMLDivElement[] = [];
@@ -68,11 +74,14 @@ export class LogView {
     });
     this.count.setAttribute('aria-live', 'polite');
     this.followBtn = button('Follow', () => this.setFollow(!this.follow), 'Keep the newest line in view');
+    this.wrapBtn = button('Wrap', () => this.setWrap(!this.layout.wrapping), 'Wrap long lines instead of cutting them at the edge');
+    this.wrapBtn.setAttribute('aria-pressed', 'false');
     bar.append(
       this.chips, this.level, this.search, this.count,
       button('↑', () => this.step(-1), 'Previous match (Shift+Enter)'),
       button('↓', () => this.step(1), 'Next match (Enter)'),
       this.followBtn,
+      this.wrapBtn,
       button('First error', () => this.jumpToFirstError(), 'Jump to the first error line'),
       button('Copy', () => this.host.copy(this.store.viewText()), 'Copy the filtered lines'),
       button('Save…', () => this.host.save(this.store.viewText()), 'Save the filtered lines to a file'),
@@ -92,8 +101,37 @@ export class LogView {
     }, { passive: true });
     this.scroller.addEventListener('keydown', (e) => this.onKey(e));
     this.root.append(bar, this.scroller);
-    new ResizeObserver(() => this.schedule()).observe(this.scroller);
+    new ResizeObserver(() => {
+      // A narrower pane holds fewer characters a line: lay the wrapped rows out again.
+      if (this.layout.wrapping) this.layout.setCols(this.wrapCols());
+      this.schedule();
+    }).observe(this.scroller);
     this.setFollow(true);
+  }
+
+  /** Long lines wrap (every character shown, rows as tall as they need) or are cut at the pane's edge. */
+  setWrap(on: boolean): void {
+    this.root.classList.toggle('wrap', on);
+    this.wrapBtn.setAttribute('aria-pressed', String(on));
+    this.layout.setCols(on ? this.wrapCols() : 0);
+    // The rows drawn so far have the other mode's height.
+    for (const row of this.pool) delete row.dataset.key;
+    this.schedule();
+  }
+
+  /** Characters a wrapped line holds: the text column's width over the log font's character width. */
+  private wrapCols(): number {
+    if (!this.charWidth) {
+      const probe = el('span', 'row');
+      probe.style.cssText = 'position:absolute;visibility:hidden;white-space:pre';
+      probe.textContent = 'M'.repeat(200);
+      this.scroller.append(probe);
+      this.charWidth = probe.getBoundingClientRect().width / 200 || 7;
+      probe.remove();
+    }
+    const gutter = this.pool[0]?.firstElementChild?.getBoundingClientRect().width || 4.5 * this.charWidth;
+    // The row's right padding (8px) and a character's slack for rounding.
+    return Math.max(10, Math.floor((this.scroller.clientWidth - gutter - 8) / this.charWidth) - 1);
   }
 
   append(worker: number, lines: string[]): void {
@@ -147,6 +185,7 @@ export class LogView {
 
   private refilter(): void {
     this.store.refilter();
+    this.layout.reset();
     this.cursor = Math.min(this.cursor, this.store.viewLength - 1);
     this.runSearch();
     this.schedule();
@@ -206,22 +245,31 @@ export class LogView {
     this.setFollow(false);
     this.cursor = r;
     const visible = this.visibleRows();
-    if (r < this.firstRow || r >= this.firstRow + visible - 1) this.scrollToRow(Math.max(0, r - Math.floor(visible / 3)));
+    this.layoutRows();
+    const line = this.layout.startOf(r);
+    const first = this.layout.startOf(this.firstRow);
+    if (line < first || line + this.layout.linesOfRow(r) > first + visible - 1) this.scrollToLine(Math.max(0, line - Math.floor(visible / 3)));
     this.schedule();
   }
 
+  /** Screen lines the pane shows. */
   private visibleRows(): number {
     return Math.max(1, Math.ceil(this.scroller.clientHeight / ROW_H));
   }
 
-  private maxFirstRow(): number {
-    return Math.max(0, this.store.viewLength - this.visibleRows() + 1);
+  private maxFirstLine(): number {
+    return Math.max(0, this.layout.total - this.visibleRows() + 1);
   }
 
-  private scrollToRow(row: number): void {
+  private scrollToLine(line: number): void {
     const maxScroll = this.scroller.scrollHeight - this.scroller.clientHeight;
-    const maxRow = this.maxFirstRow();
-    this.scroller.scrollTop = maxRow > 0 ? (row / maxRow) * maxScroll : 0;
+    const maxLine = this.maxFirstLine();
+    this.scroller.scrollTop = maxLine > 0 ? (line / maxLine) * maxScroll : 0;
+  }
+
+  private layoutRows(): void {
+    const store = this.store;
+    this.layout.update(store.viewLength, (r) => store.text[store.view[r]].length);
   }
 
   private onKey(e: KeyboardEvent): void {
@@ -253,39 +301,46 @@ export class LogView {
   render(): void {
     this.frame = 0;
     const n = this.store.viewLength;
-    const height = Math.min(n * ROW_H, MAX_SCROLL_PX);
+    this.layoutRows();
+    const lines = this.layout.total;
+    const height = Math.min(lines * ROW_H, MAX_SCROLL_PX);
     if (this.spacer.style.height !== `${height}px`) this.spacer.style.height = `${height}px`;
     const visible = this.visibleRows();
     const maxScroll = Math.max(0, height - this.scroller.clientHeight);
     if (this.follow) this.scroller.scrollTop = maxScroll;
-    const maxRow = this.maxFirstRow();
-    this.firstRow = maxScroll > 0 ? Math.round((this.scroller.scrollTop / maxScroll) * maxRow) : 0;
-    if (this.follow) this.firstRow = maxRow;
-    this.rows.style.transform = `translateY(${this.scroller.scrollTop}px)`;
-    while (this.pool.length < visible) {
-      const row = el('div', 'row');
-      row.append(el('span', 'gutter'), el('span', 'text'));
-      this.pool.push(row);
-      this.rows.append(row);
-    }
-    for (let k = 0; k < this.pool.length; k++) {
-      const row = this.pool[k];
-      const r = this.firstRow + k;
-      if (k >= visible || r >= n) {
-        row.hidden = true;
-        continue;
+    const maxLine = this.maxFirstLine();
+    // Past the browser's height limit the scrollbar maps proportionally onto screen lines.
+    let firstLine = maxScroll > 0 ? Math.round((this.scroller.scrollTop / maxScroll) * maxLine) : 0;
+    if (this.follow) firstLine = maxLine;
+    this.firstRow = this.layout.rowAt(firstLine);
+    // The first row may start above the pane (a wrapped row cut at the top).
+    const above = (firstLine - this.layout.startOf(this.firstRow)) * ROW_H;
+    this.rows.style.transform = `translateY(${this.scroller.scrollTop - above}px)`;
+    let k = 0;
+    for (let r = this.firstRow, shown = -above / ROW_H; r < n && shown < visible; r++, k++) {
+      if (k === this.pool.length) {
+        const row = el('div', 'row');
+        row.append(el('span', 'gutter'), el('span', 'text'));
+        this.pool.push(row);
+        this.rows.append(row);
       }
+      const row = this.pool[k];
       row.hidden = false;
       this.fillRow(row, r);
+      shown += this.layout.linesOfRow(r);
     }
+    for (; k < this.pool.length; k++) this.pool[k].hidden = true;
   }
 
   private fillRow(row: HTMLDivElement, r: number): void {
     const store = this.store;
     const i = store.view[r];
-    const key = `${i}|${r === this.cursor ? 1 : 0}|${this.searchRe?.source ?? ''}`;
+    const lines = this.layout.linesOfRow(r);
+    const key = `${i}|${r === this.cursor ? 1 : 0}|${this.searchRe?.source ?? ''}|${lines}`;
     if (row.dataset.key === key) return;
     row.dataset.key = key;
+    const height = lines > 1 ? `${lines * ROW_H}px` : '';
+    if (row.style.height !== height) row.style.height = height;
     const gutter = row.firstChild as HTMLSpanElement;
     const text = row.lastChild as HTMLSpanElement;
     const w = store.worker[i];

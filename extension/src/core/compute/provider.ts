@@ -80,7 +80,11 @@ export const TPU_IMAGE_PROJECT = 'ubuntu-os-accelerator-images';
 /** Names of what a slice create makes besides the MIG; deletion removes them only if they carry MARK. */
 export const TEMPLATE_SUFFIX = '-tpw-template';
 export const POLICY_SUFFIX = '-tpw-policy';
-const MARK = 'Made by TPU Workbench for TPU slice';
+export const MARK = 'Made by TPU Workbench for TPU slice';
+/** The label that says which TPU accelerator type a VM belongs to (a multi-host slice's VMs all carry the slice's). */
+export const ACCELERATOR_TYPE_LABEL = 'tpw-accelerator-type';
+/** The boot disk of every VM tpw makes, in GB (as `--boot-disk-size` says it). */
+export const BOOT_DISK_GB = 100;
 const POLL_MS = 500;
 /** Metadata Compute Engine keeps per VM of a slice; a slice-wide metadata update leaves them as they are. */
 const PER_VM_KEYS = ['agent-worker-number', 'created-by', 'instance-template'];
@@ -121,6 +125,13 @@ export class ComputeTpuProvider {
     const ctx = this.ctx('list the TPU machine types of', `zone ${zone}`, project, zone);
     const [types] = await this.call(ctx, () => this.clients.machineTypes.list({ project, zone, maxResults: 500 }));
     return types.map((t) => t.name ?? '').filter((n) => machineTypeInfo(n) !== undefined);
+  }
+
+  /** The families of Google's TPU VM images (in TPU_IMAGE_PROJECT, named tpu-vm-…), for the create wizard's list. */
+  async listTpuImageFamilies(): Promise<string[]> {
+    const ctx = this.ctx('list', 'the TPU VM images', TPU_IMAGE_PROJECT);
+    const [images] = await this.call(ctx, () => this.clients.images.list({ project: TPU_IMAGE_PROJECT, maxResults: 500, filter: 'name eq tpu-vm-.*' }));
+    return [...new Set(images.map((i) => i.family ?? '').filter((f) => f.startsWith('tpu-vm-')))].sort();
   }
 
   /** The slice named `name`: a MIG of that name first (a slice), else an instance. NOT_FOUND names it. */
@@ -400,7 +411,8 @@ export class ComputeTpuProvider {
     const image = req.image ?? `projects/${TPU_IMAGE_PROJECT}/global/images/family/${familyInfo(shape.family)?.defaultImage ?? 'tpu-vm-ubuntu2204-base'}`;
     const scheduling: IInstance['scheduling'] =
       req.provisioning === 'spot'
-        ? { provisioningModel: 'SPOT', instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false }
+        ? // gcloud's --provisioning-model=SPOT also sends preemptible: true; the same VM either way.
+          { provisioningModel: 'SPOT', preemptible: true, instanceTerminationAction: 'STOP', onHostMaintenance: 'TERMINATE', automaticRestart: false }
         : req.provisioning === 'flex-start'
           ? { provisioningModel: 'FLEX_START', instanceTerminationAction: 'DELETE', maxRunDuration: { seconds: req.maxRunDurationSeconds }, onHostMaintenance: 'TERMINATE', automaticRestart: false }
           : { provisioningModel: 'STANDARD', onHostMaintenance: 'TERMINATE', automaticRestart: true };
@@ -411,11 +423,12 @@ export class ComputeTpuProvider {
           ? { consumeReservationType: 'NO_RESERVATION' }
           : undefined;
     return {
-      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: image, diskSizeGb: 100 } }],
-      networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ name: 'External NAT', type: 'ONE_TO_ONE_NAT' }] }],
+      disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: image, diskSizeGb: BOOT_DISK_GB } }],
+      // The external IP gcloud gives a VM by default, under gcloud's name for it.
+      networkInterfaces: [{ network: 'global/networks/default', accessConfigs: [{ name: 'external-nat', type: 'ONE_TO_ONE_NAT' }] }],
       scheduling,
       ...(reservationAffinity ? { reservationAffinity } : {}),
-      labels: { ...(req.labels ?? {}), 'tpw-accelerator-type': shape.acceleratorType },
+      labels: { ...(req.labels ?? {}), [ACCELERATOR_TYPE_LABEL]: shape.acceleratorType },
       metadata: { items: Object.entries(req.metadata ?? {}).map(([key, value]) => ({ key, value })) },
     };
   }

@@ -129,9 +129,37 @@ export type ProvisioningChoice = ProvisioningModel | Exclude<Provisioning, 'on-d
 const COMPUTE_ONLY: ReadonlySet<CreateStepId> = new Set<CreateStepId>(['topology', 'image', 'maxRun', 'reservation']);
 const TPU_API_ONLY: ReadonlySet<CreateStepId> = new Set<CreateStepId>(['runtime', 'validUntil', 'dataDisk']);
 
-/** Whether the wizard asks step `id`, given the answers so far and how many zones there are to choose from. */
-export function createStepApplies(id: CreateStepId, s: { plane?: ControlPlane; choice?: ProvisioningChoice }, zoneCount: number): boolean {
+/**
+ * Answers with a good default that most creates keep: not steps of their own but rows of the review step, each
+ * opened from there when it is to change (the boot image, a startup script, labels, a data disk), so the usual
+ * create is name, type, provisioning and review.
+ */
+export const REVIEW_ROWS: ReadonlySet<CreateStepId> = new Set<CreateStepId>(['image', 'startupScript', 'labels', 'dataDisk']);
+
+/** What decides which steps are asked: the answers so far. */
+export interface StepAnswers {
+  plane?: ControlPlane;
+  choice?: ProvisioningChoice;
+  /** How many control planes offer the chosen type in the zone: one is chosen without asking. */
+  planeChoices?: number;
+}
+
+/** Whether step `id` is one the review step offers to change, given the answers (it applies to this plane). */
+export function reviewRowApplies(id: CreateStepId, s: StepAnswers): boolean {
+  const plane = s.plane ?? 'tpu-api';
+  if (!REVIEW_ROWS.has(id)) return false;
+  if (COMPUTE_ONLY.has(id) && plane !== 'compute') return false;
+  return !(TPU_API_ONLY.has(id) && plane !== 'tpu-api');
+}
+
+/**
+ * Whether the wizard asks step `id` on its way to the review, given the answers so far and how many zones there
+ * are to choose from: a step with one possible answer is not asked (one zone, one control plane for the type).
+ */
+export function createStepApplies(id: CreateStepId, s: StepAnswers, zoneCount: number): boolean {
   if (id === 'zone') return zoneCount > 1;
+  if (REVIEW_ROWS.has(id)) return false;
+  if (id === 'plane') return (s.planeChoices ?? 2) > 1;
   const plane = s.plane ?? 'tpu-api';
   if (COMPUTE_ONLY.has(id) && plane !== 'compute') return false;
   if (TPU_API_ONLY.has(id) && plane !== 'tpu-api') return false;

@@ -31,12 +31,16 @@ export class WizardFlow<Id extends string, S> {
 
   /**
    * Runs the steps: each returns 'next', 'back' or 'cancel'. Back from the first step stays there. Resolves
-   * true when the last step said 'next', false on cancel.
+   * true when the last step said 'next', false on cancel. `startAt`: open at that step (answers already given,
+   * e.g. Retry after a failed create), with Back going through the steps before it.
    */
-  async run(answers: S, show: (id: Id, canGoBack: boolean) => Promise<StepOutcome>): Promise<boolean> {
+  async run(answers: S, show: (id: Id, canGoBack: boolean) => Promise<StepOutcome>, startAt?: Id): Promise<boolean> {
     const first = this.first(answers);
     if (first === undefined) return true;
     const history: Id[] = [first];
+    if (startAt !== undefined && this.applies(startAt, answers)) {
+      for (let id = this.next(first, answers); id !== undefined && history[history.length - 1] !== startAt; id = this.next(id, answers)) history.push(id);
+    }
     for (;;) {
       const current = history[history.length - 1];
       const outcome = await show(current, history.length > 1);

@@ -30,6 +30,11 @@ export interface Recipe {
   cwd: string;
   /** 1-based line of the command. */
   commandLine: number;
+  /**
+   * 1-based line of each override (parallel to `overrides`): a command continued over several lines with `\` has
+   * them on their own lines, and every message about one names that line, as the editor's Problems do.
+   */
+  overrideLines: number[];
 }
 
 const OVERRIDE = /^(\+\+|\+|~)?[A-Za-z_][\w.@/-]*(=.*)?$/;
@@ -50,24 +55,40 @@ export function readRecipe(file: string): Recipe {
   return parseRecipe(text, file);
 }
 
-/** Joins backslash-continued lines, keeping the 1-based number of each logical line's first line. */
-function logicalLines(text: string): { text: string; line: number }[] {
-  const out: { text: string; line: number }[] = [];
+interface LogicalLine {
+  text: string;
+  /** 1-based number of its first physical line. */
+  line: number;
+  /** Offsets in `text` where each following physical line begins. */
+  breaks: number[];
+}
+
+/** Joins backslash-continued lines, keeping where each physical line begins. */
+function logicalLines(text: string): LogicalLine[] {
+  const out: LogicalLine[] = [];
   const physical = text.replace(/\r\n/g, '\n').split('\n');
   let buf = '';
   let first = 0;
+  let breaks: number[] = [];
   physical.forEach((l, idx) => {
     if (buf === '') first = idx + 1;
+    else breaks.push(buf.length);
     if (/(^|[^\\])(\\\\)*\\$/.test(l)) {
       buf += l.slice(0, -1) + ' ';
     } else {
       buf += l;
-      out.push({ text: buf, line: first });
+      out.push({ text: buf, line: first, breaks });
       buf = '';
+      breaks = [];
     }
   });
-  if (buf !== '') out.push({ text: buf, line: first });
+  if (buf !== '') out.push({ text: buf, line: first, breaks });
   return out;
+}
+
+/** The 1-based physical line of a word of a logical line. */
+function lineOfWord(l: Pick<LogicalLine, 'line' | 'breaks'>, w: ShellWord): number {
+  return l.line + l.breaks.filter((b) => b <= (w.start ?? 0)).length;
 }
 
 export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
@@ -76,10 +97,10 @@ export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
     throw new TpwError('RECIPE', `${name}:${line}: ${msg}`);
   };
   const env: RecipeEnvVar[] = [];
-  let command: { words: ShellWord[]; line: number } | undefined;
+  let command: { words: ShellWord[]; line: number; breaks: number[] } | undefined;
   let cwd = '.';
 
-  for (const { text: lineText, line } of logicalLines(text)) {
+  for (const { text: lineText, line, breaks } of logicalLines(text)) {
     let words: ShellWord[];
     try {
       words = splitShellWords(lineText);
@@ -115,14 +136,14 @@ export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
       cwd = path.posix.normalize(dir);
       continue;
     }
-    command = { words, line };
+    command = { words, line, breaks };
   }
   if (!command) throw new TpwError('RECIPE', `${name}: no command found (a recipe is \`export\` lines followed by one trainer command)`);
 
   // `"$@"` lets a recipe also run by hand with extra overrides; TPU Workbench appends its own in that place.
   let words = command.words.filter((w) => w.raw !== '"$@"' && w.raw !== '$@');
   for (const w of words) {
-    if (w.expands) fail(command.line, `"${w.raw}" expands a variable in the command; put it in an export line instead`);
+    if (w.expands) fail(lineOfWord(command, w), `"${w.raw}" expands a variable in the command; put it in an export line instead`);
   }
   // torchprime recipes launch with `tp run path/train.py ...`: on a worker that is the script itself.
   if (words[0].value === 'tp' && words[1]?.value === 'run') words = [{ value: 'python3', raw: 'python3', expands: false }, ...words.slice(2)];
@@ -130,9 +151,11 @@ export function parseRecipe(text: string, file = 'recipe.sh'): Recipe {
   const firstOverride = entryArgCount(words);
   const program = argv.slice(0, firstOverride);
   const overrides = argv.slice(firstOverride);
-  const bad = overrides.find((o) => !OVERRIDE.test(o));
-  if (bad !== undefined) fail(command.line, `"${bad}" is not a hydra override (expected key=value after the program)`);
-  return { path: file, env, program, overrides, cwd, commandLine: command.line };
+  const cmd = command;
+  const overrideLines = words.slice(firstOverride).map((w) => lineOfWord(cmd, w));
+  const bad = overrides.findIndex((o) => !OVERRIDE.test(o));
+  if (bad >= 0) fail(overrideLines[bad], `"${overrides[bad]}" is not a hydra override (expected key=value after the program)`);
+  return { path: file, env, program, overrides, cwd, commandLine: command.line, overrideLines };
 }
 
 /** An override as written: the key is never quoted (`lr='1e-3'` is one, `'a=b'` is a plain argument). */

@@ -11,6 +11,8 @@ export interface ShellWord {
   raw: string;
   /** True if the shell would expand `$...` in it (outside single quotes). */
   expands: boolean;
+  /** Offset of the word's first character in the line it was split from. */
+  start?: number;
 }
 
 export class ShellSyntaxError extends Error {
@@ -81,7 +83,7 @@ export function splitShellWords(line: string): ShellWord[] {
         i++;
       }
     }
-    words.push({ value, raw: line.slice(start, i), expands });
+    words.push({ value, raw: line.slice(start, i), expands, start });
   }
   return words;
 }

@@ -132,9 +132,12 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
   };
 
   const finish = (w: WorkerTarget, r: Omit<WorkerResult, 'index' | 'host' | 'stopped'>) => {
-    const result: WorkerResult = { index: w.index, host: w.host, stopped: stopped.has(w.index), ...r };
+    // Signalled, but it had failed on its own first (every worker failing on a typo): failed, not stopped.
+    const result: WorkerResult = { index: w.index, host: w.host, stopped: stopped.has(w.index) && endedByStop(r), ...r };
     results.set(w.index, result);
     if (r.error) listener.onLine?.(w.index, 'stderr', `tpw: ${r.error}`);
+    // The log's last word on a stop is ours, one line, whatever the program printed as it went.
+    else if (result.stopped && cancelled) listener.onLine?.(w.index, 'stderr', `tpw: stopped by the user${r.exitCode !== null ? ` (exit ${r.exitCode})` : r.signal ? ` (${r.signal})` : ''}`);
     try {
       listener.onWorkerExit?.(result);
     } catch {
@@ -242,6 +245,17 @@ export function attachRun(runId: string, workers: readonly WorkerTarget[], conns
       await result;
     },
   };
+}
+
+/**
+ * Whether a worker's end is what stopping it does: a signal (SIGINT, then SIGTERM, then SIGKILL, shells' 128+N)
+ * or a program that handled SIGINT and exited 0 or 130. Any other code is the program's own failure, which the
+ * stop only raced (its tail had not reported it yet).
+ */
+export function endedByStop(r: Pick<WorkerResult, 'exitCode' | 'signal' | 'error'>): boolean {
+  if (r.error !== undefined) return false;
+  if (r.exitCode === null || r.signal !== undefined) return true;
+  return r.exitCode === 0 || r.exitCode >= 128;
 }
 
 /** Waits `ms` or until `signal` aborts; the abort listener goes with the wait (one per retry would pile up). */

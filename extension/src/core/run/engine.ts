@@ -18,10 +18,10 @@ export { newRunId, remoteWorkspaceDir, runRecipe, sliceWorkers, type SliceWorker
 export { runProgram, type ProgramRunRequest } from './program';
 export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
-export { downloadRunLogs, followRun, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';
+export { downloadRunLogs, followRun, markStopping, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
 export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
-export { locateTrainerLine } from './problem-lines';
+export { locateTrainerLine, type RecipeLocation } from './problem-lines';
 export type { EnvValue, OutputStream, RunListener, RunResult, RunSpec, WorkerResult } from './types';

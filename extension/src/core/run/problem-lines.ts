@@ -18,7 +18,34 @@ const UNLOCATED: readonly RegExp[] = [
   /^\[w\d+\] .*\bRESOURCE_EXHAUSTED\b/,
 ];
 
-/** `line` as the task prints it: prefixed with the recipe's command location when it names no file itself. */
-export function locateTrainerLine(line: string, recipe: { path: string; commandLine: number }): string {
-  return UNLOCATED.some((re) => re.test(line)) ? `${recipe.path}:${recipe.commandLine}: ${line}` : line;
+/** Where a recipe's command and its overrides are (core/recipes/recipe.ts). */
+export interface RecipeLocation {
+  path: string;
+  commandLine: number;
+  overrides?: readonly string[];
+  /** Parallel to `overrides`. */
+  overrideLines?: readonly number[];
+}
+
+/**
+ * The recipe line a trainer message is about: the override it quotes (tpu_trainer's `in override 'ARG'` /
+ * `override 'ARG':`, hydra's `Could not override 'KEY'`) on its own line, as the editor's Problems show it,
+ * else the command's first line.
+ */
+export function recipeLineOf(line: string, recipe: RecipeLocation): number {
+  const { overrides = [], overrideLines = [] } = recipe;
+  const arg = /\boverride '([^']*)'/.exec(line)?.[1];
+  if (arg !== undefined) {
+    const i = overrides.indexOf(arg);
+    if (i >= 0 && overrideLines[i] !== undefined) return overrideLines[i];
+    const key = /^Could not override '([^']*)'/.exec(line.replace(/^\[w\d+\] /, ''))?.[1];
+    const j = key === undefined ? -1 : overrides.findIndex((o) => o.replace(/^(\+\+|\+|~)/, '').split('=')[0] === key);
+    if (j >= 0 && overrideLines[j] !== undefined) return overrideLines[j];
+  }
+  return recipe.commandLine;
+}
+
+/** `line` as the task prints it: prefixed with the recipe's location when it names no file itself. */
+export function locateTrainerLine(line: string, recipe: RecipeLocation): string {
+  return UNLOCATED.some((re) => re.test(line)) ? `${recipe.path}:${recipeLineOf(line, recipe)}: ${line}` : line;
 }

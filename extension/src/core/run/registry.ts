@@ -125,7 +125,7 @@ export function resolveRunId(prefix: string, home?: string): string {
 }
 
 export function isActive(s: RunStatus): boolean {
-  return s === 'starting' || s === 'running';
+  return s === 'starting' || s === 'running' || s === 'stopping';
 }
 
 export function formatDuration(ms: number): string {

@@ -137,12 +137,30 @@ export async function watchRecordedRun(backend: Backend, conns: ConnectionManage
   return result;
 }
 
+/**
+ * Records that someone asked a run to stop, before its workers are signalled (that takes seconds): the Runs
+ * view, the run view and `tpw runs` say "stopping" at once. A run that has ended already is left as it is.
+ */
+export function markStopping(runId: string, home?: string): void {
+  try {
+    const rec = loadRun(runId, home);
+    if (isActive(rec.status) && rec.status !== 'stopping') updateRun(runId, { status: 'stopping' }, home);
+  } catch {
+    // no record (a run that never started): nothing to say
+  }
+}
+
 /** `tpw stop RUN`: stops every worker's process group and records the run as cancelled. */
 export async function stopRecordedRun(backend: Backend, conns: ConnectionManager, runId: string, opts: { graceMs?: number; home?: string; runsRoot?: AttachOptions['runsRoot'] } = {}): Promise<RunRecord> {
   const rec = loadRun(runId, opts.home);
+  markStopping(runId, opts.home);
   const workers = await workersOfRecord(backend, rec);
   const errors = await stopDetached(runId, workers, conns, { graceMs: opts.graceMs, runsRoot: opts.runsRoot });
-  if (errors.length > 0) throw new TpwError('UNAVAILABLE', `Run ${runId}: could not stop every worker: ${errors.join('; ')}`);
+  if (errors.length > 0) {
+    // Not stopped after all: the record says what it said before.
+    if (isActive(rec.status) && loadRun(runId, opts.home).status === 'stopping') updateRun(runId, { status: rec.status }, opts.home);
+    throw new TpwError('UNAVAILABLE', `Run ${runId}: could not stop every worker: ${errors.join('; ')}`);
+  }
   if (!isActive(rec.status)) return rec;
   return updateRun(runId, { status: 'cancelled', endedAt: new Date().toISOString(), reason: 'stopped by the user' }, opts.home);
 }

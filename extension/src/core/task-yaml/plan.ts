@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Backend } from '../backend';
 import { acceleratorInfo } from '../../../../protocol/tpu-catalog';
@@ -9,7 +11,8 @@ import { findNode } from '../slices/find';
 import { findSliceGroup } from '../slices/multislice';
 import { NODE_ID_PATTERN, shortName, type TpuNode } from '../tpu/models';
 import { zonesOffering } from '../tpu/zones';
-import { formatProblems, parseTaskYaml } from '../../../../protocol/task-yaml-check';
+import { parseTaskYaml } from '../../../../protocol/task-yaml-check';
+import { tpuVmWarnings } from '../../../../protocol/task-yaml-vm';
 import { groupPlaneOf, hostsPerSlice, resolveGroup, type GroupCreateTarget, type GroupStep } from './slice-group';
 import { skypilotVariableNames } from './task-env';
 import { REMOTE_WORKDIR, type TaskSpec } from '../../../../protocol/task-yaml-spec';
@@ -52,6 +55,8 @@ export interface LaunchPlan {
   /** secrets after --secret: every one has a value (never printed). */
   secrets: Record<string, string>;
   notes: string[];
+  /** What the task expects that a TPU VM will not have (conda, SkyPilot's gcpuser home): it may fail there. */
+  warnings: string[];
 }
 
 export interface PlanRequest {
@@ -62,6 +67,10 @@ export interface PlanRequest {
   cluster?: string;
   /** The global --zone. */
   zone?: string;
+  /** Where relative workdir and file_mounts paths start, as SkyPilot's: the current directory (default). */
+  cwd?: string;
+  /** Who `sky launch` would say is launching, for a generated VM name (default: SKYPILOT_USER, else the login name). */
+  user?: string;
   /** `--env K[=V]`, values already resolved (K alone: from the caller's environment). */
   envOverrides: Readonly<Record<string, string>>;
   /** `--secret K[=V]`, values already resolved. */
@@ -78,7 +87,11 @@ export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
     throw new TpwError('NOT_FOUND', `Cannot read the task YAML ${yamlPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}.`);
   }
   const parsed = parseTaskYaml(text, { envOverrides: req.envOverrides });
-  if (!parsed.task) throw new TpwError('INVALID_ARGUMENT', formatProblems(path.basename(yamlPath), parsed.problems).join('\n'));
+  if (!parsed.task) {
+    // One line that names every field at fault (the CLI prints an error's first line only).
+    const what = parsed.problems.map((p) => `${p.field === '' ? 'the file' : p.field} ${p.message.replace(/\.$/, '')}`);
+    throw new TpwError('INVALID_ARGUMENT', `${path.basename(yamlPath)} cannot run: ${what.join('; ')}.`);
+  }
   const task = parsed.task;
   const env = Object.fromEntries(Object.entries(task.envs).map(([k, v]) => [k, v ?? '']));
   const secrets: Record<string, string> = {};
@@ -87,40 +100,22 @@ export async function planLaunch(req: PlanRequest): Promise<LaunchPlan> {
     secrets[k] = v;
   }
 
-  const cluster = req.cluster ?? task.name;
-  if (!cluster) throw new TpwError('INVALID_ARGUMENT', `${path.basename(yamlPath)} has no name: give the VM one with -c NAME.`);
-  if (!NODE_ID_PATTERN.test(cluster)) {
-    throw new TpwError('INVALID_ARGUMENT', `"${cluster}" cannot be a TPU VM name: use lowercase letters, digits and hyphens, starting with a letter (at most 63)${req.cluster ? '' : '; pass -c NAME'}.`);
-  }
-
-  const base = path.dirname(yamlPath);
   const notes: string[] = [];
-  let workdir: string | undefined;
-  if (task.workdir !== undefined) {
-    workdir = path.resolve(base, expandHome(task.workdir));
-    if (!fs.statSync(workdir, { throwIfNoEntry: false })?.isDirectory()) throw new TpwError('NOT_FOUND', `workdir ${task.workdir} of ${path.basename(yamlPath)} is not a folder (${workdir}).`);
-  }
-  const localMounts: LocalMount[] = [];
-  const bucketMounts: { dest: string; source: string }[] = [];
-  if (req.mode === 'launch') {
-    for (const m of task.fileMounts) {
-      if (m.kind === 'bucket') {
-        bucketMounts.push({ dest: m.dest, source: m.source });
-        continue;
-      }
-      const source = path.resolve(base, expandHome(m.source));
-      const st = fs.statSync(source, { throwIfNoEntry: false });
-      if (!st) throw new TpwError('NOT_FOUND', `file_mounts ${m.dest}: the local path ${m.source} does not exist (${source}).`);
-      localMounts.push({ dest: m.dest, source, isDir: st.isDirectory() });
-    }
-  } else if (task.fileMounts.length > 0 || task.setup !== undefined) {
+  const named = vmName(req.cluster, task.name, req.user ?? skypilotUser());
+  const cluster = named.name;
+  if (named.note) notes.push(named.note);
+
+  const { workdir, localMounts, bucketMounts } = localPaths(task, req.cwd ?? process.cwd(), req.mode, path.basename(yamlPath));
+  if (req.mode === 'exec' && (task.fileMounts.length > 0 || task.setup !== undefined)) {
     notes.push('exec skips setup and file_mounts (as `sky exec` does); workdir is synced.');
   }
+
+  const warnings = tpuVmWarnings(task).map((w) => `${w.field}: ${w.message}`);
 
   const vm = task.numNodes > 1 ? await resolveGroup(req.backend, req.mode, task, cluster, req.zone ?? task.zone, () => createTarget(req, task), req.signal) : await resolveVm(req, task, cluster);
   const perSlice = vm.action === 'create' ? acceleratorInfo(task.acceleratorType)?.workers : vm.action === 'reuse' || vm.action === 'start' ? vm.node.networkEndpoints.length : hostsPerSlice(vm, task.acceleratorType);
   const hosts = perSlice === undefined ? undefined : perSlice * task.numNodes;
-  return { mode: req.mode, yamlPath, task, cluster, vm, hosts, slices: task.numNodes, ...(workdir ? { workdir } : {}), localMounts, bucketMounts, env, secrets, notes };
+  return { mode: req.mode, yamlPath, task, cluster, vm, hosts, slices: task.numNodes, ...(workdir ? { workdir } : {}), localMounts, bucketMounts, env, secrets, notes, warnings };
 }
 
 async function resolveVm(req: PlanRequest, task: TaskSpec, cluster: string): Promise<VmStep> {
@@ -156,19 +151,24 @@ async function resolveVm(req: PlanRequest, task: TaskSpec, cluster: string): Pro
   return { action: 'create', request, zone: target.zone };
 }
 
-/** The zone a new VM or group goes to (checked to offer the type), and its runtime version when asked. */
+/** The zone a new VM or group goes to (one that offers the type), and its runtime version when asked. */
 async function createTarget(req: PlanRequest, task: TaskSpec): Promise<GroupCreateTarget> {
   const { backend } = req;
   const zone = req.zone ?? task.zone;
-  const createZone = zone ?? (task.region ? backend.zones.find((z) => z.startsWith(`${task.region}-`)) : backend.zones[0]);
-  if (!createZone) throw new TpwError('INVALID_ARGUMENT', `No zone of ${backend.project} is in region ${task.region} (zones: ${backend.zones.join(', ')}).`);
+  const candidates = zone ? [zone] : task.region ? backend.zones.filter((z) => z.startsWith(`${task.region}-`)) : backend.zones;
+  if (candidates.length === 0) throw new TpwError('INVALID_ARGUMENT', `No zone of ${backend.project} is in region ${task.region} (zones: ${backend.zones.join(', ')}).`);
+  let createZone = candidates[0];
   // Compute Engine types (TPU7x) are not in the Cloud TPU API's list; Compute Engine refuses a zone without them itself.
   if (task.numNodes === 1 || groupPlaneOf(task.acceleratorType) === 'tpu-api') {
-    const types = (await backend.api.listAcceleratorTypes(backend.project, createZone, req.signal)).map((t) => t.type);
-    if (!types.includes(task.acceleratorType)) {
-      const elsewhere = await zonesOffering(backend.api, backend.project, task.acceleratorType).catch(() => []);
-      throw new TpwError('INVALID_ARGUMENT', `Zone ${createZone} does not offer tpu-${task.acceleratorType}${elsewhere.length ? `; these do: ${elsewhere.join(', ')} (set resources.zone or --zone)` : ''}.`);
+    // As SkyPilot's optimizer does without a zone: any zone (of the region) that offers the type.
+    const offering = await zonesOffering(backend.api, backend.project, task.acceleratorType, { zones: candidates, signal: req.signal });
+    const first = candidates.find((z) => offering.includes(z));
+    if (!first) {
+      const everywhere = await zonesOffering(backend.api, backend.project, task.acceleratorType, { signal: req.signal }).catch(() => []);
+      const where = zone ? `Zone ${zone} does not` : candidates.length === 1 ? `Zone ${candidates[0]} (the only one${task.region ? ` of region ${task.region}` : ''} this project uses) does not` : `None of the zones${task.region ? ` of region ${task.region}` : ''} this project uses (${candidates.join(', ')}) does`;
+      throw new TpwError('INVALID_ARGUMENT', `${where} offer tpu-${task.acceleratorType}; ${everywhere.length ? `it is offered in ${everywhere.join(', ')} (set resources.zone or --zone)` : 'no zone of the project offers it'}.`);
     }
+    createZone = first;
   }
   const runtimeVersion = async (): Promise<string> => {
     if (task.runtimeVersion) return task.runtimeVersion;
@@ -179,6 +179,77 @@ async function createTarget(req: PlanRequest, task: TaskSpec): Promise<GroupCrea
     return chosen;
   };
   return { zone: createZone, runtimeVersion };
+}
+
+/**
+ * The task's local paths as SkyPilot resolves them (Task.expand_and_validate_workdir / _file_mounts:
+ * os.path.abspath(os.path.expanduser(p))): from the directory `sky launch` runs in, not the YAML's. Checked to
+ * exist, as SkyPilot checks them; exec syncs the workdir only.
+ */
+export function localPaths(task: TaskSpec, cwd: string, mode: 'launch' | 'exec', file: string): { workdir?: string; localMounts: LocalMount[]; bucketMounts: { dest: string; source: string }[] } {
+  let workdir: string | undefined;
+  if (task.workdir !== undefined) {
+    workdir = path.resolve(cwd, expandHome(task.workdir));
+    if (!fs.statSync(workdir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new TpwError('NOT_FOUND', `workdir ${task.workdir} of ${file} is not a folder (${workdir}): SkyPilot reads a relative workdir from the directory it is run in, not the YAML's.`);
+    }
+  }
+  const localMounts: LocalMount[] = [];
+  const bucketMounts: { dest: string; source: string }[] = [];
+  if (mode === 'launch') {
+    for (const m of task.fileMounts) {
+      if (m.kind === 'bucket') {
+        bucketMounts.push({ dest: m.dest, source: m.source });
+        continue;
+      }
+      const source = path.resolve(cwd, expandHome(m.source));
+      const st = fs.statSync(source, { throwIfNoEntry: false });
+      if (!st) throw new TpwError('NOT_FOUND', `file_mounts ${m.dest}: the local path ${m.source} does not exist (${source}; relative paths start from the directory you run in).`);
+      localMounts.push({ dest: m.dest, source, isDir: st.isDirectory() });
+    }
+  }
+  return { ...(workdir ? { workdir } : {}), localMounts, bucketMounts };
+}
+
+/** SkyPilot's common_utils.get_cleaned_username: lowercase, [a-z0-9-_] only, no leading digits or hyphens, one trailing hyphen dropped, 63 at most. */
+export function cleanedUserName(user: string): string {
+  return user
+    .toLowerCase()
+    .replace(/[^a-z0-9-_]/g, '')
+    .replace(/^[0-9-]+/, '')
+    .replace(/-$/, '')
+    .slice(0, 63);
+}
+
+/** SkyPilot's user name (SKYPILOT_USER, else the login name), as its generated cluster names carry it. */
+function skypilotUser(): string {
+  if (process.env.SKYPILOT_USER) return process.env.SKYPILOT_USER;
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER ?? '';
+  }
+}
+
+/**
+ * The VM's name: `-c NAME`; else the task's name where it is a valid TPU VM name; else one made as `sky launch`
+ * makes a cluster's (sky.utils.cluster_utils.generate_cluster_name: `sky-` + 4 hex digits + the user name, cleaned
+ * by common_utils.get_cleaned_username, with `_` and `.` turned into `-` as make_cluster_name_on_cloud does).
+ */
+export function vmName(explicit: string | undefined, taskName: string | undefined, user: string): { name: string; note?: string } {
+  if (explicit !== undefined) {
+    if (!NODE_ID_PATTERN.test(explicit)) {
+      const near = explicit.toLowerCase().replace(/[._]/g, '-');
+      throw new TpwError('INVALID_ARGUMENT', `-c "${explicit}" cannot be a TPU VM name: use lowercase letters, digits and hyphens, starting with a letter (at most 63)${NODE_ID_PATTERN.test(near) ? `, e.g. -c ${near}` : ''}.`);
+    }
+    return { name: explicit };
+  }
+  if (taskName !== undefined && NODE_ID_PATTERN.test(taskName)) return { name: taskName };
+  // A TPU VM name has no `_` and at most 63 characters ("sky-" and 4 hex digits take 9 of them).
+  const cleaned = cleanedUserName(user).replace(/[._]/g, '-').slice(0, 54).replace(/-+$/, '');
+  const name = `sky-${randomBytes(2).toString('hex')}${cleaned ? `-${cleaned}` : ''}`;
+  const why = taskName === undefined ? 'the task has no name' : `the task's name "${taskName}" is not a valid TPU VM name`;
+  return { name, note: `no -c: the VM is named ${name}, as \`sky launch\` names a cluster (${why}); launch again with -c ${name} to reuse it.` };
 }
 
 function expandHome(p: string): string {
@@ -221,6 +292,7 @@ export function formatPlan(plan: LaunchPlan): string[] {
   lines.push(`Secrets (names only): ${Object.keys(plan.secrets).join(', ') || '(none)'}`);
   lines.push(`SkyPilot and TPU variables: ${skypilotVariableNames('run', plan.slices).filter((k) => !(k in plan.env)).join(', ')}`);
   for (const n of plan.notes) lines.push(`Note: ${n}`);
+  for (const w of plan.warnings) lines.push(`Warning: ${w}`);
   return lines;
 }
 

@@ -132,17 +132,23 @@ export class VmItem extends vscode.TreeItem {
     // A row first shown without workers (a slice whose VMs are still being made) cannot be expanded; VS Code
     // keeps that state per id, so the row gets a new id once workers appear and then shows them expanded.
     this.id = node.networkEndpoints.length > 0 ? `vm:${node.name}` : `vm:${node.name}:no-workers`;
-    const cost = vmCost(node, id.zone);
+    this.refreshAge(now);
+    this.iconPath = toneIcon(nodeStateTone(node.state));
+    // The state is part of contextValue so that menus offer Run on READY VMs and Stop on single-host ones only.
+    this.contextValue = `tpuVm.${node.state}.${isMultiHost(node) ? 'pod' : 'single'}`;
+    // No tooltip here: resolveTooltip makes it on hover, so its "(21s ago)" is the age at that moment.
+    this.accessibilityInformation = { label: `TPU VM ${id.node}, ${node.state}, ${node.acceleratorType} in ${id.zone}` };
+  }
+
+  /** The description with the VM's age as of `now` (the row is redrawn in place as the age moves on). */
+  refreshAge(now = new Date()): void {
+    const node = this.node;
+    const cost = vmCost(node, parseNodeName(node.name).zone);
     const health = node.state === 'READY' ? healthNote(node) : undefined;
     const planeNote = node.controlPlane === 'compute' ? (computeStatusNote(node, true) ?? node.compute?.machineType ?? 'Compute Engine') : node.runtimeVersion;
     this.description = [node.acceleratorType, node.state, planeNote, schedulingLabel(node), health, formatAge(node.createTime, now), cost?.text]
       .filter((s): s is string => !!s)
       .join(' · ');
-    this.iconPath = toneIcon(nodeStateTone(node.state));
-    // The state is part of contextValue so that menus offer Run on READY VMs and Stop on single-host ones only.
-    this.contextValue = `tpuVm.${node.state}.${isMultiHost(node) ? 'pod' : 'single'}`;
-    this.tooltip = vmTooltip(node, cost, now);
-    this.accessibilityInformation = { label: `TPU VM ${id.node}, ${node.state}, ${node.acceleratorType} in ${id.zone}` };
   }
 }
 
@@ -221,13 +227,30 @@ export class QueuedItem extends vscode.TreeItem {
   ) {
     super(shortName(qr.name), vscode.TreeItemCollapsibleState.None);
     this.id = `qr:${qr.name}`;
+    this.refreshAge(now);
+    this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
+    this.contextValue = `tpuQueued.${qr.state}`;
+  }
+
+  /** The description with the request's age as of `now`. */
+  refreshAge(now = new Date()): void {
+    const qr = this.qr;
     this.description = [qr.state, qr.acceleratorType, qr.tier !== 'unspecified' ? qr.tier : undefined, qr.validUntil ? `until ${qr.validUntil}` : undefined, formatAge(qr.createTime, now)]
       .filter((s): s is string => !!s)
       .join(' · ');
-    this.iconPath = toneIcon(queuedStateTone(qr.state), 'pass-filled');
-    this.contextValue = `tpuQueued.${qr.state}`;
-    this.tooltip = queuedTooltip(qr, now);
   }
+}
+
+/** The hover card of a row whose tooltip shows an age, made when it is shown (TreeDataProvider.resolveTreeItem). */
+export function resolveTooltip(element: ExplorerNode, now = new Date()): vscode.MarkdownString | undefined {
+  if (element.kind === 'vm') return vmTooltip(element.node, vmCost(element.node, parseNodeName(element.node.name).zone), now);
+  if (element.kind === 'queued') return queuedTooltip(element.qr, now);
+  return undefined;
+}
+
+/** When each row that shows an age was created, for the redraw that keeps the ages true (core/explorer/tick.ts). */
+export function shownCreateTimes(scans: readonly ZoneScan[]): string[] {
+  return scans.flatMap((s) => [...s.nodes.map((n) => n.createTime), ...s.queued.map((q) => q.createTime)]).filter((t): t is string => !!t);
 }
 
 export type ExplorerNode = ProjectItem | ControlPlaneItem | ZoneItem | ZoneErrorItem | VmItem | WorkerItem | SliceGroupItem | QueuedGroupItem | QueuedItem;

@@ -1,8 +1,9 @@
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
-import { formatRunSummary, type RunResult, type WorkerResult } from '../../core/run/engine';
+import { formatRunSummary, loadRun, type RunResult, type WorkerResult } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
+import { openRecordedRunView } from './recorded';
 import { liveMetrics, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
 import { headerStatus, workerStatus } from './status';
 
@@ -17,19 +18,32 @@ export interface RunViewFeed {
   onWorkerExit(w: WorkerResult): void;
   done(result: RunResult): void;
   failed(e: unknown, cancelled: boolean): void;
+  /** Someone asked the run to stop: said at once, the workers take seconds. */
+  stopping(): void;
+  /** Brings the panel to the front (where "Show output" goes when there is no Output channel). */
+  reveal(): void;
 }
 
-export function runViewFeed(ctx: Ctx, title: string, workers: number): RunViewFeed {
-  // Run ids are known only once the run started on every worker; the panel is keyed by the start time.
-  // Beside the editor, without focus: the recipe stays where it was, and the run shows next to it.
-  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers });
-  view.setStatus('running');
+/** `reuse`: the run this one repeats (Run Again): its panel shows this run once it has ended. */
+export function runViewFeed(ctx: Ctx, title: string, workers: number, reuse?: string): RunViewFeed {
+  // Run ids are known only once the run started on every worker; the panel is keyed by the start time till then.
+  // Without focus: the recipe stays where it was, and the run shows next to it.
+  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers, provisional: true }, true, undefined, reuse);
+  // "starting" until every worker runs the program (sync and start take seconds; a run that never starts never ran).
   let live: LiveMetrics | undefined;
+  let runId: string | undefined;
   return {
-    started: (runId, source) => {
-      view.aliasRunId(runId);
-      live ??= liveMetrics(ctx, view, runId, source);
+    started: (id, source) => {
+      runId = id;
+      view.aliasRunId(id);
+      view.setStatus('running');
+      live ??= liveMetrics(ctx, view, id, source);
       view.watchChips(source);
+    },
+    stopping: () => view.setStatus('stopping'),
+    reveal: () => {
+      if (!view.isDisposed) view.panel.reveal(undefined, false);
+      else if (runId) void openRecordedRunView(ctx, loadRun(runId)).catch((e: unknown) => ctx.showError('Open Run View failed', e));
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
     onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),

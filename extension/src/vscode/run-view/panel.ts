@@ -8,6 +8,7 @@ import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-m
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { RunStatus, WorkerStatus } from '../../../../protocol/run-status';
 import type { HostToWebview, ProfileCapture, WebviewToHost } from '../../../../protocol/run-view-messages';
+import { isActive } from '../../core/run/engine';
 import { chipIdleNoteSeconds } from '../config';
 import type { Ctx } from '../ctx';
 import { ChipsWatch } from './chips';
@@ -33,6 +34,8 @@ export interface RunViewInfo {
   runId: string;
   title: string;
   workers?: number;
+  /** `runId` is a stand-in: the run has no id yet (it is being synced and started), or the panel shows no run. */
+  provisional?: boolean;
 }
 
 /**
@@ -51,19 +54,30 @@ export class RunViewPanel implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private readonly captures = new Map<string, CaptureEntry>();
   /** Every capture is analyzed in the background as soon as it is listed, so that opening one is a lookup. */
-  private readonly analyses = new CaptureAnalyses((file, background) => this.parser().analyze(file, background), { onEvent: (e) => this.onAnalysis(e) });
+  private analyses = this.newAnalyses();
   private disposed = false;
   private readonly aliases: string[] = [];
   private chips: ChipsWatch | undefined;
 
-  /** Shows (or reveals) the panel of `info.runId`. */
-  static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column: vscode.ViewColumn = vscode.ViewColumn.Beside): RunViewPanel {
+  /**
+   * Shows (or reveals) the panel of `info.runId`. `reuse`: the run this one repeats (Run Again), whose panel, once
+   * that run has ended, shows this run instead of a new panel opening. A new panel opens where the run views
+   * already are, so runs one after another never add editor groups; the first opens beside the editor.
+   */
+  static show(ctx: Ctx, info: RunViewInfo, preserveFocus = true, column?: vscode.ViewColumn, reuse?: string): RunViewPanel {
     const existing = RunViewPanel.panels.get(info.runId);
     if (existing) {
       existing.panel.reveal(undefined, preserveFocus);
       return existing;
     }
-    const panel = vscode.window.createWebviewPanel('tpuWorkbench.runView', `Run: ${info.title}`, { viewColumn: column, preserveFocus }, {
+    const previous = reuse === undefined ? undefined : RunViewPanel.panels.get(reuse);
+    if (previous && !previous.disposed && !isActive(previous.state)) {
+      previous.restart(info);
+      previous.panel.reveal(undefined, preserveFocus);
+      return previous;
+    }
+    const where = column ?? RunViewPanel.current?.panel.viewColumn ?? vscode.ViewColumn.Beside;
+    const panel = vscode.window.createWebviewPanel('tpuWorkbench.runView', titleOf(info), { viewColumn: where, preserveFocus }, {
       enableScripts: true,
       retainContextWhenHidden: true,
       localResourceRoots: [vscode.Uri.joinPath(ctx.extContext.extensionUri, 'dist')],
@@ -82,11 +96,17 @@ export class RunViewPanel implements vscode.Disposable {
     return RunViewPanel.panels.get(runId);
   }
 
-  /** A run started here gets its id only once it started: from then on "Open Run View" on it finds this panel. */
+  /**
+   * A run started here gets its id only once it started: from then on "Open Run View" on it finds this panel,
+   * and its tab is titled by it (tabs of runs of one recipe would otherwise read alike).
+   */
   aliasRunId(runId: string): void {
     if (this.disposed || RunViewPanel.panels.has(runId)) return;
     RunViewPanel.panels.set(runId, this);
-    this.aliases.push(runId);
+    // The stand-in id stays a key of this panel (and goes with it); the page and the tab say the real one.
+    this.aliases.push(this.shown.runId);
+    this.shown = { ...this.shown, runId, provisional: false };
+    this.panel.title = titleOf(this.shown);
   }
 
   /** The most recently opened panel, for "TPU: Open Run View". */
@@ -94,16 +114,53 @@ export class RunViewPanel implements vscode.Disposable {
     return RunViewPanel.last && !RunViewPanel.last.disposed ? RunViewPanel.last : undefined;
   }
 
+  /** The run's status as last shown (a panel is reused by Run Again only once its run has ended). */
+  private state: RunStatus = 'starting';
+
   private constructor(
     private readonly ctx: Ctx,
     readonly panel: vscode.WebviewPanel,
-    readonly info: RunViewInfo,
+    private shown: RunViewInfo,
   ) {
     panel.iconPath = vscode.Uri.joinPath(ctx.extContext.extensionUri, 'media', 'tpu.svg');
-    panel.webview.html = runViewHtml(panel.webview, ctx.extContext.extensionUri, info.title);
+    panel.webview.html = runViewHtml(panel.webview, ctx.extContext.extensionUri, shown.title);
     panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m).catch((e: unknown) => ctx.log.error(`run view: ${describeError(e)}`)));
     panel.onDidDispose(() => this.dispose());
+    this.post({ type: 'runState', runId: shown.runId, state: 'starting', workers: shown.workers });
+  }
+
+  get info(): RunViewInfo {
+    return this.shown;
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Shows another run from the start: a fresh page (the old one's logs, charts and profiles go with it). */
+  private restart(info: RunViewInfo): void {
+    for (const id of [this.shown.runId, ...this.aliases]) if (RunViewPanel.panels.get(id) === this) RunViewPanel.panels.delete(id);
+    this.aliases.length = 0;
+    // The new run's chips are watched when it starts (watchChips).
+    this.chips?.dispose();
+    this.chips = undefined;
+    this.analyses.cancel();
+    this.analyses = this.newAnalyses();
+    this.captures.clear();
+    this.keyOwner.clear();
+    this.pending = new Map();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queue.length = 0;
+    this.ready = false;
+    this.shown = info;
+    this.state = 'starting';
+    this.panel.title = titleOf(info);
+    // A new nonce makes new HTML, so the webview loads again and says `ready` again.
+    this.panel.webview.html = runViewHtml(this.panel.webview, this.ctx.extContext.extensionUri, info.title);
     this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers });
+    RunViewPanel.panels.set(info.runId, this);
+    RunViewPanel.last = this;
   }
 
   appendLines(worker: number, lines: string[]): void {
@@ -114,7 +171,12 @@ export class RunViewPanel implements vscode.Disposable {
     this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
+  private newAnalyses(): CaptureAnalyses {
+    return new CaptureAnalyses((file, background) => this.parser().analyze(file, background), { onEvent: (e) => this.onAnalysis(e) });
+  }
+
   setStatus(state: RunStatus, summary?: string): void {
+    this.state = state;
     this.chips?.onStatus(state);
     this.flush();
     this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
@@ -335,6 +397,11 @@ export class RunViewPanel implements vscode.Disposable {
   }
 }
 
+/** A tab's title: the run's id once it has one (a run started here has none until it started on every worker). */
+function titleOf(info: RunViewInfo): string {
+  return info.provisional ? `Run: ${info.title}` : `Run ${info.runId}`;
+}
+
 /** "TPU: Open Run View": the latest run's panel, else an empty one to open a profile or run folder into. */
 export function openRunView(ctx: Ctx): void {
   const current = RunViewPanel.current;
@@ -342,5 +409,5 @@ export function openRunView(ctx: Ctx): void {
     current.panel.reveal(undefined, false);
     return;
   }
-  RunViewPanel.show(ctx, { runId: 'local', title: 'profiles and run folders' }, false, vscode.ViewColumn.Active).setStatus('succeeded', 'open a profile or a run folder from the Profiles tab');
+  RunViewPanel.show(ctx, { runId: 'local', title: 'profiles and run folders', provisional: true }, false, vscode.ViewColumn.Active).setStatus('succeeded', 'open a profile or a run folder from the Profiles tab');
 }

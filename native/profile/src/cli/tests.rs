@@ -114,6 +114,17 @@ fn host_c() -> ProfileSummary {
     }
 }
 
+/// XLA on CPU: steps from the host's step annotations, and the host's XLA ops.
+fn host_cpu() -> ProfileSummary {
+    ProfileSummary {
+        hosts: vec!["vm".into()],
+        steps: vec![step(1, 0.0, 2000.0), step(2, 2000.0, 4000.0)],
+        ops: vec![op("1", "dot.3", "convolution", 2, 40.0, BoundBy::None)],
+        overview: ProfileOverview { step_source: StepSource::Host, ..Default::default() },
+        ..Default::default()
+    }
+}
+
 /// Files from memory: paths to summaries, directories to their entries.
 struct Memory {
     summaries: HashMap<String, ProfileSummary>,
@@ -152,6 +163,7 @@ fn files() -> Memory {
         ("two/a.xplane.pb", host_a()),
         ("two/sub/b.xplane.pb", b),
         ("c.xplane.pb", host_c()),
+        ("cpu.xplane.pb", host_cpu()),
     ];
     let dirs = [
         ("one", vec![("a.xplane.pb", Entry::File)]),
@@ -210,6 +222,21 @@ fn one_capture_as_text() {
         ),
         "{all}"
     );
+}
+
+#[test]
+fn a_cpu_capture_says_whose_op_table_it_is() {
+    let o = run(&["cpu.xplane.pb"]);
+    let lines: Vec<&str> = o.out.lines().collect();
+    assert_eq!(lines[0], "0 × CPU on 1 host; devices busy 0.0% of their active time.");
+    assert_eq!(
+        lines[2],
+        "2 steps (from the host's step annotations (no device: XLA on CPU), as xprof groups them), average 3.00 ms."
+    );
+    assert_eq!(lines[4], CPU_OPS_NOTE);
+    assert!(lines[5].starts_with("OP ") && lines[6].starts_with("dot.3 "), "{}", o.out);
+    // Not on a TPU's table.
+    assert!(!run(&["one/a.xplane.pb"]).out.contains(CPU_OPS_NOTE));
 }
 
 #[test]

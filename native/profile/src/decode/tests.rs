@@ -139,8 +139,8 @@ fn a_varint_past_its_event_or_stat_is_reported_at_its_field() {
     }
 }
 
-/// A torch_xla-like host plane: step markers, dispatches, and ops that nest (lines before the metadata, as XLA
-/// writes them; one line out of start order).
+/// A torch_xla-like host plane: step annotations (a root TraceMe, as torch_xla's StepTrace writes), dispatches, and
+/// ops that nest (lines before the metadata, as XLA writes them; one line out of start order).
 pub(crate) fn torch_xla_xspace() -> Vec<u8> {
     let us = 1_000_000u64;
     let mut w = W::default();
@@ -178,10 +178,17 @@ pub(crate) fn torch_xla_xspace() -> Vec<u8> {
                 }
             });
         };
-        line(p, 1, "python3", &(0..3).map(|k| (1, k * 100 * us, 90 * us, vec![])).collect::<Vec<_>>());
+        // Each step: its annotation, and torch_xla's graph building inside it (host compute, as xprof needs).
+        let python: Vec<_> = (0..3)
+            .flat_map(|k| [(1, k * 100 * us, 90 * us, vec![(6, "", 1)]), (6, k * 100 * us + us, 5 * us, vec![])])
+            .collect();
+        line(p, 1, "python3", &python);
         line(p, 2, "tf_XLAEigen", &ops);
         line(p, 3, "tf_pjrt", &(0..3).map(|k| (2, k * 100 * us + 10 * us, 5 * us, vec![])).collect::<Vec<_>>());
-        for (k, n) in ["StepMarker", "ExecuteComputation", "dot.1", "call.2", "fusion.3"].iter().enumerate() {
+        for (k, n) in ["train_step", "ExecuteComputation", "dot.1", "call.2", "fusion.3", "SyncTensorsGraphInternal"]
+            .iter()
+            .enumerate()
+        {
             let id = k as u64 + 1;
             p.msg(4, |m| {
                 m.num(1, id).msg(2, |v| {
@@ -194,8 +201,8 @@ pub(crate) fn torch_xla_xspace() -> Vec<u8> {
                 });
             });
         }
-        let names = [(1, "hlo_op"), (2, "hlo_module"), (3, "flops"), (4, "_pt"), (5, "hlo_category"), (10, "dot.1")];
-        for (id, n) in names.into_iter().chain([(11, "call.2"), (12, "fusion.3"), (20, "loop fusion")]) {
+        let names = [(1, "hlo_op"), (2, "hlo_module"), (3, "flops"), (4, "_pt"), (5, "hlo_category"), (6, "_r")];
+        for (id, n) in names.into_iter().chain([(10, "dot.1"), (11, "call.2"), (12, "fusion.3"), (20, "loop fusion")]) {
             p.msg(5, |m| {
                 m.num(1, id).msg(2, |v| {
                     v.num(1, id).str(2, n);
@@ -212,6 +219,9 @@ fn a_torch_xla_capture_through_any_window() {
     let buf = torch_xla_xspace();
     let (whole, _, _) = both(&buf, 1, 1 << 20);
     assert_eq!((whole.steps.len(), whole.hosts.as_slice()), (3, ["vm".to_string()].as_slice()));
+    // Each step is its annotation (90 µs); in it the ops that ran ([120, 130] and [140, 142]), the graph building.
+    let s = &whole.steps[1];
+    assert_eq!((s.start_us, s.total_us, s.execute_us, s.host_us, s.other_us), (100.0, 90.0, 12.0, 5.0, 73.0));
     let op = |n: &str| whole.ops.iter().find(|o| o.name == n).unwrap();
     // Self time leaves out the nested dot.
     assert_eq!((op("call.2").count, op("call.2").total_us, op("call.2").self_us), (3, 30.0, 21.0));

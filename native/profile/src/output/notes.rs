@@ -16,15 +16,16 @@ pub fn us(x: f64) -> String {
 
 /// Why a capture has no steps: the three sources the analysis looks for, none found.
 pub const NO_STEPS_NOTE: &str =
-    "No steps: no device has a Steps line, no step annotation (jax.profiler.StepTraceAnnotation, or a TraceMe with \
-     step_num) groups the device work, and no host dispatched XLA programs step by step (ExecuteComputation).";
+    "No steps: no device has a Steps line, and no step annotation (jax.profiler.StepTraceAnnotation, \
+     tf.profiler.experimental.Trace with step_num and _r=1, torch_xla's StepTrace) groups the device's work or, in a \
+     capture with no device, host work.";
 
 /// Where the steps came from, as a phrase ("… steps (from PHRASE)"); where there are none, why.
 pub fn steps_note(source: StepSource) -> String {
     match source {
         StepSource::Device => "the devices' Steps lines",
         StepSource::Annotations => "step annotations: the device work under each, as xprof groups it",
-        StepSource::Host => "the host's program dispatches",
+        StepSource::Host => "the host's step annotations (no device: XLA on CPU), as xprof groups them",
         StepSource::None => NO_STEPS_NOTE,
     }
     .to_string()

@@ -11,7 +11,7 @@ literals! {
 
 literals! {
     /// Where the steps came from: a device's Steps line, the device work that step annotations group (xprof's
-    /// step grouping), the host's XLA program dispatches, or nowhere.
+    /// step grouping), in a capture with no device the host work that step annotations group, or nowhere.
     StepSource { None = "none", Device = "device", Annotations = "annotations", Host = "host" }
 }
 

@@ -1,7 +1,9 @@
 //! What step grouping keeps of a capture, plane by plane and line by line: host nodes (events with a root or context stat), each launch as
 //! its correlation id and nearest node above it on its line (its group is that node's: nothing else reaches a
-//! launch), and device events as spans, one per run of events of one correlation id on a line.
+//! launch), and device events as spans, one per run of events of one correlation id on a line. Where steps come
+//! from the host (a capture with no device), every host event under a node too, with its node and class.
 
+use super::host::host_class;
 use super::sorted_order;
 use crate::view::{LineView, PlaneView, Tag};
 
@@ -27,6 +29,13 @@ pub struct GroupPartial {
     pub dev_start: Vec<f64>,
     pub dev_end: Vec<f64>,
     pub dev_corr: Vec<f64>,
+    /// Host events under a node (only where steps come from the host): the node (itself, where it is one), whether
+    /// it is that node, its class (host::HostClass bits) and span (absolute µs).
+    pub ev_node: Vec<i32>,
+    pub ev_is_node: Vec<bool>,
+    pub ev_class: Vec<u8>,
+    pub ev_start: Vec<f64>,
+    pub ev_end: Vec<f64>,
 }
 
 /// Host line scratch, one slot per tagged event: its index on the line and grouping stats (NaN: absent).
@@ -41,6 +50,8 @@ struct Scratch {
     corr: Vec<f64>,
     is_async: Vec<bool>,
     order: Vec<u32>,
+    /// Each event's slot (-1: untagged), where every event of the line is walked.
+    slot_of: Vec<i32>,
     /// Open nodes above the current event: their line-relative ends and node numbers.
     ends: Vec<f64>,
     nodes: Vec<i32>,
@@ -57,6 +68,7 @@ impl Scratch {
         self.corr.clear();
         self.is_async.clear();
         self.order.clear();
+        self.slot_of.clear();
         self.ends.clear();
         self.nodes.clear();
     }
@@ -70,6 +82,8 @@ pub struct GroupCollector {
     device: bool,
     plane_index: i32,
     tpu: bool,
+    /// Steps come from the host: every event under a node is kept (host::host_steps).
+    host_steps: bool,
     /// Nodes and launches kept before the current plane.
     plane_nodes: usize,
     plane_launches: usize,
@@ -87,6 +101,12 @@ impl GroupCollector {
         GroupCollector { tpu: true, ..Self::new() }
     }
 
+    /// A collector for a capture whose steps come from its host (no device plane): it keeps every host event
+    /// under a node, and the nodes of a host that launched nothing.
+    pub fn for_host_steps() -> Self {
+        GroupCollector { host_steps: true, ..Self::new() }
+    }
+
     pub fn plane(&mut self, p: &PlaneView) {
         self.end_plane();
         self.host = p.name == "/host:CPU";
@@ -99,7 +119,7 @@ impl GroupCollector {
         self.tpu = self.tpu || p.name.starts_with("/device:TPU:");
     }
 
-    pub fn line(&mut self, l: &LineView) {
+    pub fn line(&mut self, p: &PlaneView, l: &LineView) {
         let n = l.tag_count;
         if n == 0 || self.tpu {
             return;
@@ -119,10 +139,11 @@ impl GroupCollector {
             if launch {
                 self.device_line(l);
             }
-        } else if self.host && (root || launch || (producer && consumer)) {
+        } else if self.host && (root || launch || (consumer && (producer || self.host_steps))) {
             // A host line with no root and no launch passes a group on only if it is reached (a consumer) and
-            // passes it on (a producer); any other is no use to grouping.
-            self.host_line(l);
+            // passes it on (a producer); where steps come from the host, what a consumer reaches is a step's too.
+            // Any other line is no use to grouping.
+            self.host_line(p, l);
         }
     }
 
@@ -135,7 +156,7 @@ impl GroupCollector {
 
     /// A host plane that launched nothing can pass no group to a device: its nodes (a TPU host's) are dropped.
     fn end_plane(&mut self) {
-        if self.host && self.out.launch_corr.len() == self.plane_launches {
+        if self.host && !self.host_steps && self.out.launch_corr.len() == self.plane_launches {
             let (o, n) = (&mut self.out, self.plane_nodes);
             o.node_start.truncate(n);
             o.root_level.truncate(n);
@@ -178,8 +199,8 @@ impl GroupCollector {
     }
 
     /// The line's tagged events: nodes with their nearest node above them, launches with theirs (line-relative
-    /// ps, exact).
-    fn host_line(&mut self, l: &LineView) {
+    /// ps, exact); where steps come from the host, every event with its nearest node.
+    fn host_line(&mut self, p: &PlaneView, l: &LineView) {
         let t = &mut self.t;
         t.clear();
         // One slot per tagged event (tags come grouped by event, events in line order).
@@ -208,18 +229,29 @@ impl GroupCollector {
                 Tag::GroupId => {}
             }
         }
-        let nt = t.ev.len();
-        let (off, dur, ev) = (&l.offset_ps, &l.duration_ps, &t.ev);
-        t.order = sorted_order(nt, |a, b| {
-            let (a, b) = (ev[a as usize] as usize, ev[b as usize] as usize);
+        let (off, dur) = (&l.offset_ps, &l.duration_ps);
+        // The walk: the tagged events, or (steps from the host) every event, in start order, longer first.
+        let all = self.host_steps;
+        let walked = if all { l.count } else { t.ev.len() };
+        if all {
+            t.slot_of.resize(l.count, -1);
+            for (j, &i) in t.ev.iter().enumerate() {
+                t.slot_of[i as usize] = j as i32;
+            }
+        }
+        let ev = &t.ev;
+        let event_of = |x: u32| if all { x as usize } else { ev[x as usize] as usize };
+        t.order = sorted_order(walked, |a, b| {
+            let (a, b) = (event_of(a), event_of(b));
             off[a].total_cmp(&off[b]).then(dur[b].total_cmp(&dur[a]))
         });
         let o = &mut self.out;
-        for &j in &t.order {
-            let j = j as usize;
-            let i = t.ev[j] as usize;
+        for k in 0..walked {
+            let x = t.order[k];
+            let i = event_of(x);
+            let slot = if all { t.slot_of[i] } else { x as i32 };
             let end = off[i] + dur[i];
-            let is_async = t.is_async[j];
+            let is_async = slot >= 0 && t.is_async[slot as usize];
             if !is_async {
                 while t.ends.last().is_some_and(|&x| x < end) {
                     t.ends.pop();
@@ -227,15 +259,24 @@ impl GroupCollector {
                 }
             }
             let above = if is_async { -1 } else { t.nodes.last().copied().unwrap_or(-1) };
-            let is_node = t.root[j] > 0.0 || !t.pt[j].is_nan() || !t.ct[j].is_nan();
-            if !t.corr[j].is_nan() {
+            let j = slot.max(0) as usize;
+            let is_node = slot >= 0 && (t.root[j] > 0.0 || !t.pt[j].is_nan() || !t.ct[j].is_nan());
+            if slot >= 0 && !t.corr[j].is_nan() {
                 o.launch_corr.push(t.corr[j]);
                 o.launch_node.push(if is_node { o.node_start.len() as i32 } else { above });
+            }
+            let node = if is_node { o.node_start.len() as i32 } else { above };
+            if all && node >= 0 {
+                let s = (l.timestamp_ns + off[i] / 1000.0) / 1000.0;
+                o.ev_node.push(node);
+                o.ev_is_node.push(is_node);
+                o.ev_class.push(p.meta.get(&l.meta_id[i]).map_or(0, |m| host_class(&m.name)));
+                o.ev_start.push(s);
+                o.ev_end.push(s + dur[i] / 1e6);
             }
             if !is_node {
                 continue;
             }
-            let node = o.node_start.len() as i32;
             o.node_start.push((l.timestamp_ns + off[i] / 1000.0) / 1000.0);
             o.root_level.push(t.root[j]);
             o.parent.push(above);

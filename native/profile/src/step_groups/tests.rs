@@ -15,6 +15,11 @@ fn plane<'a>(index: usize, name: &str, strings: &'a [std::sync::Arc<str>]) -> Pl
     }
 }
 
+/// The plane a line is read with, where its event names do not matter (steps do not come from the host).
+fn any(strings: &[std::sync::Arc<str>]) -> PlaneView<'_> {
+    plane(0, "", strings)
+}
+
 type Event<'a> = (f64, f64, &'a [(Tag, f64)]);
 
 /// A line at `ts` ns of events (offset ps, duration ps, tags), tags grouped by event in event order.
@@ -41,30 +46,36 @@ fn two_steps() -> GroupPartial {
     let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
-    c.line(&line(
-        1000.0,
-        &[
-            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
-            (10.0 * US, US, &[(Tag::Correlation, 1.0)]),
-            (50.0 * US, US, &[(Tag::Correlation, 2.0)]),
-            (200.0 * US, 100.0 * US, &[(Tag::Root, 1.0)]),
-            (210.0 * US, US, &[(Tag::Correlation, 3.0)]),
-        ],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            1000.0,
+            &[
+                (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+                (10.0 * US, US, &[(Tag::Correlation, 1.0)]),
+                (50.0 * US, US, &[(Tag::Correlation, 2.0)]),
+                (200.0 * US, 100.0 * US, &[(Tag::Root, 1.0)]),
+                (210.0 * US, US, &[(Tag::Correlation, 3.0)]),
+            ],
+        ),
+    );
     // A line with no grouping stats is not read.
-    c.line(&line(0.0, &[(0.0, US, &[])]));
+    c.line(&any(&strings), &line(0.0, &[(0.0, US, &[])]));
     c.plane(&plane(1, "/device:GPU:0", &strings));
-    c.line(&line(
-        1000.0,
-        &[
-            (20.0 * US, 5.0 * US, &[(Tag::Correlation, 1.0)]),
-            (60.0 * US, 4.0 * US, &[(Tag::Correlation, 2.0)]),
-            // A graph's next kernel: same correlation id right after, one span.
-            (65.0 * US, 5.0 * US, &[(Tag::Correlation, 2.0)]),
-            (80.0 * US, 5.0 * US, &[(Tag::Correlation, 99.0)]),
-            (220.0 * US, 30.0 * US, &[(Tag::Correlation, 3.0)]),
-        ],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            1000.0,
+            &[
+                (20.0 * US, 5.0 * US, &[(Tag::Correlation, 1.0)]),
+                (60.0 * US, 4.0 * US, &[(Tag::Correlation, 2.0)]),
+                // A graph's next kernel: same correlation id right after, one span.
+                (65.0 * US, 5.0 * US, &[(Tag::Correlation, 2.0)]),
+                (80.0 * US, 5.0 * US, &[(Tag::Correlation, 99.0)]),
+                (220.0 * US, 30.0 * US, &[(Tag::Correlation, 3.0)]),
+            ],
+        ),
+    );
     c.partial()
 }
 
@@ -109,23 +120,29 @@ fn nested_and_higher_roots() {
     let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
-    c.line(&line(
-        0.0,
-        &[
-            // A level-1 root with a level-1 root in it (grouped by the outer one) and a launch in that.
-            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
-            (10.0 * US, 50.0 * US, &[(Tag::Root, 1.0)]),
-            (20.0 * US, US, &[(Tag::Correlation, 1.0)]),
-            // A level-2 root later (taken first: its group is 0) over a launch.
-            (200.0 * US, 10.0 * US, &[(Tag::Root, 2.0)]),
-            (201.0 * US, US, &[(Tag::Correlation, 2.0)]),
-        ],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[
+                // A level-1 root with a level-1 root in it (grouped by the outer one) and a launch in that.
+                (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+                (10.0 * US, 50.0 * US, &[(Tag::Root, 1.0)]),
+                (20.0 * US, US, &[(Tag::Correlation, 1.0)]),
+                // A level-2 root later (taken first: its group is 0) over a launch.
+                (200.0 * US, 10.0 * US, &[(Tag::Root, 2.0)]),
+                (201.0 * US, US, &[(Tag::Correlation, 2.0)]),
+            ],
+        ),
+    );
     c.plane(&plane(1, "/device:GPU:0", &strings));
-    c.line(&line(
-        0.0,
-        &[(30.0 * US, 10.0 * US, &[(Tag::Correlation, 1.0)]), (205.0 * US, 2.0 * US, &[(Tag::Correlation, 2.0)])],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[(30.0 * US, 10.0 * US, &[(Tag::Correlation, 1.0)]), (205.0 * US, 2.0 * US, &[(Tag::Correlation, 2.0)])],
+        ),
+    );
     let p = c.partial();
     assert_eq!(p.parent, vec![-1, 0, -1]);
     assert_eq!(p.launch_node, vec![1, 2]);
@@ -141,39 +158,54 @@ fn producer_consumer_context() {
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     // Thread 1: a root with a producer in it.
-    c.line(&line(
-        0.0,
-        &[
-            (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
-            (10.0 * US, 10.0 * US, &[(Tag::ProducerType, 5.0), (Tag::ProducerId, 0.0)]),
-        ],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[
+                (0.0, 100.0 * US, &[(Tag::Root, 1.0)]),
+                (10.0 * US, 10.0 * US, &[(Tag::ProducerType, 5.0), (Tag::ProducerId, 0.0)]),
+            ],
+        ),
+    );
     // Thread 2: its consumer (id -0: the same context as 0), over a launch; an async event over another launch is
     // nobody's child, so that launch has no group.
-    c.line(&line(
-        0.0,
-        &[
-            (300.0 * US, 100.0 * US, &[(Tag::ConsumerType, 5.0), (Tag::ConsumerId, -0.0)]),
-            (310.0 * US, US, &[(Tag::Correlation, 9.0)]),
-            (320.0 * US, 5.0 * US, &[(Tag::Async, 1.0), (Tag::Correlation, 10.0)]),
-        ],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[
+                (300.0 * US, 100.0 * US, &[(Tag::ConsumerType, 5.0), (Tag::ConsumerId, -0.0)]),
+                (310.0 * US, US, &[(Tag::Correlation, 9.0)]),
+                (320.0 * US, 5.0 * US, &[(Tag::Async, 1.0), (Tag::Correlation, 10.0)]),
+            ],
+        ),
+    );
     // Thread 3: a consumer and producer of other contexts, no launch: kept (it can pass a group on).
-    c.line(&line(
-        0.0,
-        &[(
-            500.0 * US,
-            US,
-            &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0), (Tag::ProducerType, 7.0), (Tag::ProducerId, 1.0)],
-        )],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[(
+                500.0 * US,
+                US,
+                &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0), (Tag::ProducerType, 7.0), (Tag::ProducerId, 1.0)],
+            )],
+        ),
+    );
     // Thread 4: only a consumer: not kept.
-    c.line(&line(0.0, &[(600.0 * US, US, &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0)])]));
+    c.line(&any(&strings), &line(0.0, &[(600.0 * US, US, &[(Tag::ConsumerType, 6.0), (Tag::ConsumerId, 1.0)])]));
     c.plane(&plane(1, "/device:GPU:0", &strings));
-    c.line(&line(
-        0.0,
-        &[(320.0 * US, 10.0 * US, &[(Tag::Correlation, 9.0)]), (400.0 * US, 10.0 * US, &[(Tag::Correlation, 10.0)])],
-    ));
+    c.line(
+        &any(&strings),
+        &line(
+            0.0,
+            &[
+                (320.0 * US, 10.0 * US, &[(Tag::Correlation, 9.0)]),
+                (400.0 * US, 10.0 * US, &[(Tag::Correlation, 10.0)]),
+            ],
+        ),
+    );
     let p = c.partial();
     assert_eq!(p.node_start, vec![0.0, 10.0, 300.0, 500.0]);
     assert_eq!(p.parent, vec![-1, 0, -1, -1]);
@@ -193,7 +225,7 @@ fn grouped_capture_or_no_root_gives_none() {
     let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(3, "/device:GPU:1", &strings));
-    c.line(&line(0.0, &[(0.0, US, &[(Tag::GroupId, 4.0)])]));
+    c.line(&any(&strings), &line(0.0, &[(0.0, US, &[(Tag::GroupId, 4.0)])]));
     let g = c.partial();
     assert!(g.grouped && g.dev_corr.is_empty());
     assert_eq!(group_steps(&[&p, &g], &[]), None);
@@ -207,10 +239,10 @@ fn host_planes_that_launch_nothing_and_tpu_captures_keep_nothing() {
     let strings: Vec<std::sync::Arc<str>> = Vec::new();
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
-    c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)])]));
+    c.line(&any(&strings), &line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)])]));
     c.plane(&plane(1, "/device:TPU:0", &strings));
     c.plane(&plane(2, "/host:CPU", &strings));
-    c.line(&line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)]), (0.0, US, &[(Tag::Correlation, 1.0)])]));
+    c.line(&any(&strings), &line(0.0, &[(0.0, US, &[(Tag::Root, 1.0)]), (0.0, US, &[(Tag::Correlation, 1.0)])]));
     let p = c.partial();
     assert!(p.node_start.is_empty() && p.launch_corr.is_empty());
     assert_eq!(group_steps(&[&p], &[]), None);
@@ -222,7 +254,7 @@ fn unsorted_host_events_are_ordered_by_start_then_longest() {
     let mut c = GroupCollector::new();
     c.plane(&plane(0, "/host:CPU", &strings));
     // The launch comes first on the line but starts with the root and is shorter: the root is above it.
-    c.line(&line(0.0, &[(0.0, US, &[(Tag::Correlation, 1.0)]), (0.0, 9.0 * US, &[(Tag::Root, 3.0)])]));
+    c.line(&any(&strings), &line(0.0, &[(0.0, US, &[(Tag::Correlation, 1.0)]), (0.0, 9.0 * US, &[(Tag::Root, 3.0)])]));
     let p = c.partial();
     assert_eq!(p.launch_node, vec![0]);
     assert_eq!(p.root_level, vec![3.0]);
