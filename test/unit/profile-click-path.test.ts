@@ -5,7 +5,7 @@
  * a click; `ready()` has that instance analyze every form of the module's sample capture (its worker did the
  * same, many times), so that the code a real capture's analysis calls is compiled before the user clicks; and the
  * sample's forms take their steps from where real captures do (a TPU's Steps line, GPU kernels under the host's
- * annotations, the host's dispatches).
+ * annotations, the host's own annotations where there is no device).
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -127,7 +127,7 @@ describe('the run view click path', () => {
     const wasm = profileWasm();
     const seen = [...Array(wasm.sampleForms).keys()].map((form) => {
       const s = wasm.warm(form);
-      assert.ok(s.ops.length >= 40 && s.steps.length >= 7 && s.timeline.lines.length > 0, `form ${form}: ${s.ops.length} ops, ${s.steps.length} steps`);
+      assert.ok(s.steps.length >= 6 && s.timeline.lines.length > 0, `form ${form}: ${s.steps.length} steps`);
       assert.ok(s.timeline.lines.every((l) => l.start.length > 0 && l.start[0] >= 0), `form ${form}: timeline starts are relative to t0`);
       return s.overview.stepSource;
     });
