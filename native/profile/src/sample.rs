@@ -56,6 +56,14 @@ fn entry(p: &mut W, field: u64, id: u64, name: &str, more: impl FnOnce(&mut W)) 
     });
 }
 
+/// A line of a plane (`id`, `name`, its event offsets from 1 µs) with the events `body` writes.
+fn line(p: &mut W, id: u64, name: &str, body: impl FnOnce(&mut W)) {
+    p.msg(3, |l| {
+        l.num(1, id).str(2, name).num(3, 1_000);
+        body(l);
+    });
+}
+
 /// Stat metadata ids of the sample (every plane names them alike).
 mod stat {
     pub const HLO_OP: u64 = 1;
@@ -191,8 +199,7 @@ fn hlo_proto() -> Vec<u8> {
 /// step markers, compile, transfers and dispatches on a thread of their own.
 fn host_plane(p: &mut W) {
     p.num(1, 1).str(2, "/host:CPU");
-    p.msg(3, |l| {
-        l.num(1, 1).str(2, "python3").num(3, 1_000);
+    line(p, 1, "python3", |l| {
         for k in 0..STEPS {
             let t = k * 10 * MS;
             let ctx = [(stat::PRODUCER_TYPE, V::U(1)), (stat::PRODUCER, V::U(k + 1))];
@@ -202,8 +209,7 @@ fn host_plane(p: &mut W) {
             }
         }
     });
-    p.msg(3, |l| {
-        l.num(1, 2).str(2, "pt_xla/2").num(3, 1_000);
+    line(p, 2, "pt_xla/2", |l| {
         for k in 0..STEPS {
             let t = k * 10 * MS;
             event(l, 8, t + MS / 2, MS / 4, &[(stat::CONSUMER_TYPE, V::U(1)), (stat::CONSUMER, V::U(k + 1))]);
@@ -234,8 +240,7 @@ fn host_plane(p: &mut W) {
 /// A GPU's kernels, each naming its op and program and the launch it came from, with the device's stats.
 fn gpu_plane(p: &mut W) {
     p.num(1, 2).str(2, "/device:GPU:0");
-    p.msg(3, |l| {
-        l.num(1, 1).str(2, "Stream #1(Compute)").num(3, 1_000);
+    line(p, 1, "Stream #1(Compute)", |l| {
         for k in 0..STEPS {
             for j in 0..OPS {
                 let stats = [
@@ -278,14 +283,12 @@ fn metadata_plane(p: &mut W) {
 /// name, category, flops, bytes and program), and a Steps line.
 fn tpu_plane(p: &mut W) {
     p.num(1, 3).str(2, "/device:TPU:0");
-    p.msg(3, |l| {
-        l.num(1, 1).str(2, "XLA Modules").num(3, 1_000);
+    line(p, 1, "XLA Modules", |l| {
         for k in 0..STEPS {
             event(l, 1, k * 10 * MS + MS, 8 * MS, &[]);
         }
     });
-    p.msg(3, |l| {
-        l.num(1, 2).str(2, "XLA Ops").num(3, 1_000);
+    line(p, 2, "XLA Ops", |l| {
         for k in 0..STEPS {
             // Later ops first on odd steps: a line out of order is sorted before it is read.
             for n in 0..OPS {
@@ -294,8 +297,7 @@ fn tpu_plane(p: &mut W) {
             }
         }
     });
-    p.msg(3, |l| {
-        l.num(1, 3).str(2, "Steps").num(3, 1_000);
+    line(p, 3, "Steps", |l| {
         for k in 0..STEPS {
             event(l, 2, k * 10 * MS, 10 * MS, &[]);
         }
