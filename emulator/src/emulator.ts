@@ -298,12 +298,25 @@ export class Emulator {
    */
   async setLibtpuFault(nodeId: string, index: number, fault: LibtpuFault | undefined): Promise<void> {
     if (!this.pool?.setLibtpuFault) throw new EmulatorError('FAILED_PRECONDITION', 'This emulator\'s workers have no libtpu metrics services.');
-    await this.pool.setLibtpuFault(nodeId, index, fault);
+    await this.pool.setLibtpuFault(this.workerKeyOf(nodeId), index, fault);
   }
 
-  /** Sandbox (the worker's HOME) of worker `index` of a node. */
-  sandboxDir(nodeId: string, index: number): string {
-    return path.join(this.dir, 'workers', nodeId, `w${index}`);
+  /** The workers' key (names.ts) of the one TPU VM named `name` (`ce-<name>`: the Compute Engine instance). */
+  private workerKeyOf(name: string): string {
+    const instance = name.startsWith('ce-') ? name.slice(3) : undefined;
+    const keys = [
+      ...this.state.allNodes().map((n) => tpuNodeKey(n.name)).filter((k) => instance === undefined && k.endsWith(`/${name}`)),
+      ...[...(this.computeValue?.workers.values() ?? [])].map((w) => w.key).filter((k) => instance !== undefined && k.startsWith('compute/') && k.endsWith(`/${instance}`)),
+    ];
+    const unique = [...new Set(keys)];
+    if (unique.length === 1) return unique[0];
+    throw new EmulatorError(unique.length ? 'FAILED_PRECONDITION' : 'NOT_FOUND', unique.length ? `More than one VM is named ${name}: ${unique.join(', ')}.` : `No TPU VM named ${name}.`);
+  }
+
+  /** Worker `index`'s sandbox (its HOME), of the VM with this workers' key (names.ts) or this short name (as setLibtpuFault). */
+  sandboxDir(nodeKeyOrName: string, index: number): string {
+    const key = nodeKeyOrName.includes('/') ? nodeKeyOrName : this.workerKeyOf(nodeKeyOrName);
+    return path.join(this.dir, 'workers', key, `w${index}`);
   }
 
   private async nodeUp(node: NodeJson): Promise<void> {
