@@ -2,7 +2,7 @@
 // edit. Regenerate: TPW_WRITE_TYPES=1 npm run test:native -- output::types
 
 export type Hardware = 'CPU' | 'TPU' | 'GPU';
-export type StepSource = 'none' | 'device' | 'annotations' | 'host';
+export type StepSource = 'none' | 'device' | 'annotations' | 'host' | 'profiler';
 export type BoundBy = '' | 'Compute' | 'HBM' | 'Unknown';
 
 /** One step of the capture, and where its time went. */

@@ -17,7 +17,7 @@ run() { echo "+ $*"; "$@" || status=1; }
 SCRIPTS=(test/emulator-clients language-server/src/hydra/gen-hydra-builtins.py test/bench/cce_bench.py test/bench/cli_start_bench.py
   test/bench/ckpt_bench.py test/bench/trainer_bench.py test/bench/profile_pairs.py test/bench/profiles_cores_bench.py
   test/bench/profiles_native_bench.py test/bench/profiles_real_bench.py test/bench/profiles_open_bench.py
-  test/fixtures/profiles/real/make-expected.py)
+  test/fixtures/profiles/real/make-expected.py test/fixtures/profiles/torch/make-capture.py)
 
 run ruff check --config "$CONFIG" --cache-dir "$CACHE/ruff" trainer/tpu_trainer test/trainer "${SCRIPTS[@]}" \
   test/skypilot

@@ -13,6 +13,8 @@ import { buildNativeProfile, NATIVE_PROFILE, PROFILE_WASM } from '../../scripts/
 
 export { REPO };
 export const REAL = path.join(REPO, 'test/fixtures/profiles/real');
+/** torch.profiler's Chrome traces, made by the trainer (test/fixtures/profiles/torch/SOURCE.md). */
+export const TORCH = path.join(REPO, 'test/fixtures/profiles/torch');
 
 let built = false;
 

@@ -85,6 +85,23 @@ def test_sigint_stops_cleanly(tmp_path, sub_env):
     assert all(json.loads(line) for line in metrics.read_text().splitlines())  # no torn last line
 
 
+def test_a_bad_override_is_refused_before_torch_loads(sub_env):
+    """`python -m tpu_trainer.train` checks the override line before importing torch (seconds on a busy host)."""
+    import subprocess
+    import sys
+
+    from _trainer_helpers import REPO
+
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['train', 'max_step=20']\n"
+             "try:\n    runpy.run_module('tpu_trainer.train', run_name='__main__', alter_sys=True)\n"
+             "except SystemExit as e:\n    print('exit', e.code, 'torch' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=sub_env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.strip() == "exit 2 False", p.stdout + p.stderr[-2000:]
+    assert "did you mean 'max_steps'" in p.stderr
+
+
 def test_sigint_before_the_first_step_is_one_line(monkeypatch, capsys):
     """A Stop while the model is built or compiled (before train()'s loop): exit 130 and one line, no traceback."""
     import pytest

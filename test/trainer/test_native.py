@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from _trainer_helpers import REPO, clean_env, read_metrics, run_trainer, tiny_config
+from _trainer_helpers import REPO, clean_env, compose, read_metrics, run_trainer, tiny_config
 from tpu_trainer.preemption import PREEMPTED_EXIT_CODE
 from tpu_trainer.train import train
 
@@ -137,3 +137,26 @@ def test_sigterm_to_the_launcher_saves_every_rank_and_resumes(single, tmp_path):
     records = read_metrics(out)
     assert [r["step"] for r in records] == list(range(1, STEPS + 1))
     assert [r["loss"] for r in records] == pytest.approx(single, rel=REL)
+
+
+def test_tiny_mixtral_shards_over_fsdp_ranks_and_refuses_an_expert_axis(tmp_path):
+    """The MoE model on the native path: FSDP2 over 2 ranks trains as one process does; an expert axis (expert
+    parallelism is torch_xla's, test_sharding.py) is refused in one line naming what to use instead."""
+    moe = [a.replace("model=tiny-llama", "model=tiny-mixtral").replace(f"max_steps={STEPS}", "max_steps=3")
+           for a in ARGS] + ["checkpoint.enabled=false"]
+
+    def launch(out, *extra):
+        return run_trainer([*moe, f"output_dir={out}", f"coordinator_port={_free_port()}", *extra], clean_env(),
+                           timeout=600)
+
+    proc = launch(tmp_path / "fsdp2", "nproc_per_node=2")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cfg = compose([*moe, f"output_dir={tmp_path / 'one'}"])
+    train(cfg)
+    one = [r["loss"] for r in read_metrics(tmp_path / "one")]
+    assert len(one) == 3 and cfg.model.num_local_experts > 0
+    assert [r["loss"] for r in read_metrics(tmp_path / "fsdp2")] == pytest.approx(one, rel=REL)
+    proc = launch(tmp_path / "ep", "nproc_per_node=2", "ici_mesh.expert=2", "ici_mesh.fsdp=1")
+    assert proc.returncode != 0
+    assert "expert parallelism runs on device=xla only; on the native path put the devices on data, fsdp or tensor" \
+        in proc.stderr

@@ -72,7 +72,11 @@ def test_torch_profile_written(tmp_path):
     summary = train(tiny_config(tmp_path, max_steps=4, profile_step=2, profile_steps=2))
     traces = list((tmp_path / "profile" / "plugins" / "profile").glob("*/*.pt.trace.json"))
     assert len(traces) == 1 and summary["profile"] == str(traces[0])
-    assert "traceEvents" in json.loads(traces[0].read_text())
+    events = json.loads(traces[0].read_text())["traceEvents"]
+    # One step annotation per profiled step: where the Profiles tab and `tpw profile` take steps from.
+    steps = sorted(e["name"] for e in events
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    assert steps == ["ProfilerStep#0", "ProfilerStep#1"]
 
 
 def test_same_seed_same_run_other_seed_differs(tmp_path):
@@ -118,3 +122,24 @@ def test_failed_xla_run_still_writes_the_metrics_report(tmp_path):
     assert "/proc/tpw-not-writable" in proc.stderr
     report = out / "xla_metrics.txt"
     assert report.exists() and "Metric:" in report.read_text() and f"xla metrics report: {report}" in proc.stderr
+
+
+def test_compiled_layers_train_as_eager(tmp_path):
+    """compile=true (torch.compile of each decoder layer, inductor on CPU) runs the same steps as eager: the
+    first loss is the same model's on the same batch, and the curve stays with eager's (inductor fuses and
+    reorders float ops, so not bit for bit: 1e-4 relative is far below a step's change of the loss)."""
+    import torch._dynamo
+
+    def run(name: str, **extra) -> list[float]:
+        cfg = tiny_config(tmp_path / name, max_steps=3, logging_steps=1, global_batch_size=2, block_size=16, **extra)
+        cfg.checkpoint.enabled = False
+        train(cfg)
+        return [r["loss"] for r in read_metrics(tmp_path / name)]
+
+    eager = run("eager")
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = run("compiled", compile=True)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 1, "a layer was compiled"
+    assert len(compiled) == 3 and compiled == pytest.approx(eager, rel=1e-4)
+    torch._dynamo.reset()

@@ -58,3 +58,12 @@ test('`tpw --help` does not load dist/compute.js; a command that makes Compute E
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+test('the packaged `tpw` launcher (bin/tpw → bin/tpw.js → dist/cli.js) runs a command', async () => {
+  const root = packagedExtension().root;
+  const r = await new Promise<{ code: number | string | null | undefined; stdout: string; stderr: string }>((resolve) => {
+    execFile(path.join(root, 'bin/tpw'), ['--help'], { encoding: 'utf8', timeout: 120_000 }, (error, stdout, stderr) => resolve({ code: error ? error.code : 0, stdout, stderr }));
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /Usage: tpw/);
+});

@@ -16,6 +16,7 @@ import { findNode } from '../../extension/src/core/slices/find';
 import { emulatorPodFixture } from '../helpers/cli';
 import { acceptedConnections, waitFor } from '../helpers/process';
 import { freePort, httpGet, startOnWorker, stopOnWorker, waitForPortOnWorker } from '../helpers/worker-server';
+import { buildAll, ensureFreshBundle, REPO } from '../helpers/fresh-bundle';
 import { testAddressPrefix } from '../helpers/loopback';
 
 const pod = emulatorPodFixture('port-forward', testAddressPrefix(71), { before, after });
@@ -116,8 +117,10 @@ test('a port nothing listens on, and a local port in use, are refused with sente
 });
 
 test('`tpw forward pod:1 PORT` serves the worker on the printed local port until Ctrl-C', async () => {
-  const cli = path.resolve(__dirname, '../../extension/src/cli/main.ts');
-  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), cli, 'forward', 'pod:1', String(serverPort)], {
+  // The bundled CLI, as users run it (bin/tpw.js), made fresh from the source: a child transpiling the whole CLI
+  // through tsx needs a minute on a busy machine before it forwards anything.
+  await ensureFreshBundle({ entry: path.join(REPO, 'extension/src/cli/main.ts'), outfile: path.join(REPO, 'dist/cli.js'), build: buildAll });
+  const child = spawn(process.execPath, [path.join(REPO, 'bin/tpw.js'), 'forward', 'pod:1', String(serverPort)], {
     cwd: pod.ws,
     env: { ...process.env, TPW_HOME: pod.home },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,9 +11,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { freshProfileCli, profileBuilds, profileWasm, REAL, REPO } from '../helpers/profiles';
+import { freshProfileCli, profileBuilds, profileWasm, REAL, REPO, TORCH } from '../helpers/profiles';
 
-const captures = readdirSync(REAL).filter((f) => f.endsWith('.xplane.pb')).map((f) => path.join(REAL, f));
+// The real XSpaces, and torch.profiler's Chrome trace that the trainer wrote on CPU.
+const captures = [...readdirSync(REAL).filter((f) => f.endsWith('.xplane.pb')).map((f) => path.join(REAL, f)), path.join(TORCH, 'tiny-llama-cpu.pt.trace.json')];
 const tmp = mkdtempSync(path.join(tmpdir(), 'tpw-builds-'));
 before(freshProfileCli);
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -31,8 +32,8 @@ function nodeCli(argv: string[]): Answer {
 }
 
 test('the native and the WebAssembly tpw profile print the same bytes on every real capture and on their directory', () => {
-  assert.equal(captures.length, 8);
-  for (const target of [...captures, REAL]) {
+  assert.equal(captures.length, 9);
+  for (const target of [...captures, REAL, TORCH]) {
     for (const flags of [['--json', '--top', '0'], [], ['--top', '3']]) {
       const n = native([target, ...flags]);
       assert.equal(n.code, 0, `${target}: ${n.err}`);
@@ -87,7 +88,7 @@ function damaged(seed: number): { file: string; how: string } {
   return { file, how: `${path.basename(src)}, ${how}` };
 }
 
-test('the native and the WebAssembly tpw profile print the same bytes on 200 damaged copies of the real captures', () => {
+test('the native and the WebAssembly tpw profile print the same bytes on 200 damaged copies of the real captures (XSpaces and a Chrome trace)', () => {
   // The WebAssembly build's command in this process: the module `node bin/tpw.js profile` runs (the test above
   // holds the two to each other), without a node start per copy.
   const wasm = profileWasm();
@@ -108,6 +109,10 @@ test('the native and the WebAssembly tpw profile print the same bytes on 200 dam
           'not a valid XSpace profile: .* at byte \\d+',
           'no planes in the profile: not an XSpace file, or an empty capture',
           'the profile file is empty',
+          // torch.profiler's Chrome trace (JSON).
+          'not valid Chrome trace JSON: .* at byte \\d+',
+          'the trace is truncated: its JSON ends at byte \\d+ before .*',
+          'not a Chrome trace: .*',
         ];
         assert.match(n.err, new RegExp(`^tpw: ${file.replace(/[.]/g, '\\.')}: (${why.join('|')})\\n$`), `seed ${seed} (${how})`);
       }

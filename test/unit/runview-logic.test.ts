@@ -76,10 +76,13 @@ describe('metrics from step lines and run folders', () => {
     mkdirSync(path.join(dir, 'output'), { recursive: true });
     mkdirSync(path.join(dir, 'profile/plugins/profile/2026_01_01'), { recursive: true });
     writeFileSync(path.join(dir, 'profile/plugins/profile/2026_01_01/host.xplane.pb'), 'x');
+    // The trainer's native path (torch.profiler) writes a Chrome trace per rank beside where XLA writes an XSpace.
+    writeFileSync(path.join(dir, 'profile/plugins/profile/2026_01_01/vm_1.pt.trace.json'), '{}');
+    writeFileSync(path.join(dir, 'profile/plugins/profile/2026_01_01/vm_1.trace.json'), '{}');
     writeFileSync(path.join(dir, 'output/metrics.jsonl'), '{"step":1,"loss":2}\n{"step":2,"lo');
     assert.equal(outputDir(dir), path.join(dir, 'output'));
     assert.deepEqual(readMetricsJsonl(path.join(dir, 'output/metrics.jsonl')), [{ step: 1, loss: 2 }]);
-    assert.deepEqual(findCaptures(dir).map((c) => [c.run, c.host, c.bytes]), [['2026_01_01', 'host', 1]]);
+    assert.deepEqual(findCaptures(dir).map((c) => [c.run, c.host, c.bytes]), [['2026_01_01', 'host', 1], ['2026_01_01', 'vm_1', 2]]);
   });
 });
 

@@ -47,6 +47,11 @@ describe('run artifacts from the workers (emulator SSH)', () => {
         fs.writeFileSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00/host a.xplane.pb'), capture);
         // An mtime of its own: the listing must report the worker's, not the time of the fetch.
         fs.utimesSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_00/host a.xplane.pb'), 1_767_225_600.25, 1_767_225_600.25);
+      } else {
+        // The trainer's native path writes torch.profiler's Chrome trace; an exported trace beside it is not a capture.
+        fs.mkdirSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_01'), { recursive: true });
+        fs.writeFileSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_01/vm_1.pt.trace.json'), '{"traceEvents": []}');
+        fs.writeFileSync(path.join(run, 'profile/plugins/profile/2026_01_01_00_00_01/vm_1.trace.json'), '{}');
       }
     }
     workers = addresses.map((host, index) => ({ host, port, username, privateKey: clientKey.private, index }));
@@ -67,7 +72,7 @@ describe('run artifacts from the workers (emulator SSH)', () => {
     assert.equal(fs.readFileSync(path.join(w1.dir, 'metrics.jsonl'), 'utf8'), '{"step":1,"loss":4,"worker":1}\n');
     assert.match(fs.readFileSync(path.join(w0.dir, 'xla_metrics.txt'), 'utf8'), /UncachedCompile/);
     assert.equal(fs.existsSync(path.join(w1.dir, 'xla_metrics.txt')), false);
-    assert.equal(w1.captures.length, 0);
+    assert.deepEqual(w1.captures.map((c) => [path.basename(c.remotePath), c.bytes]), [['vm_1.pt.trace.json', 19]]);
     assert.equal(w0.captures.length, 1);
     assert.equal(w0.captures[0].bytes, capture.length);
     assert.match(w0.captures[0].remotePath, /plugins\/profile\/2026_01_01_00_00_00\/host a\.xplane\.pb$/);

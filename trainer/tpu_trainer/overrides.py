@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+import sys
 import typing
 
 from .config import TrainConfig, config_keys, register_configs
@@ -35,6 +36,15 @@ def _open_dict_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
         elif isinstance(t, type) and dataclasses.is_dataclass(t):
             out.extend(_open_dict_keys(t, key + "."))
     return out
+
+
+def refuse_bad_overrides(argv: list[str]) -> None:
+    """Exit 2 with the one line that says why the override line cannot run (check_overrides, then
+    check_composition); return where it can."""
+    problem = check_overrides(argv) or check_composition(argv)
+    if problem:
+        print(problem, file=sys.stderr, flush=True)
+        raise SystemExit(2)
 
 
 def check_overrides(argv: list[str]) -> str | None:

@@ -44,11 +44,11 @@ class Profiler:
     def after_step(self, step: int) -> None:
         if not self.active:
             return
-        if self.duration_s > 0:
-            if time.perf_counter() - self._t0 >= self.duration_s:
-                self.finish()
-        elif step >= self.stop_after:
+        done = time.perf_counter() - self._t0 >= self.duration_s if self.duration_s > 0 else step >= self.stop_after
+        if done:
             self.finish()
+        else:
+            self.backend.trace_step()
 
     def finish(self) -> None:
         """Stop and write the trace (also called at the end of a run cut short)."""

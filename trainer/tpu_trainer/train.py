@@ -82,10 +82,20 @@ hosts (TPU_WORKER_HOSTNAMES, and the slices of MEGASCALE_NUM_SLICES) train data-
 gloo (distributed.py).
 """
 
+import sys
+
+# `python -m tpu_trainer.train ...`: the override line is checked before torch is imported (seconds, more on a busy
+# host; hydra and the config need none of it), so a mistyped override is refused at once.
+_OVERRIDES_CHECKED = False
+if __name__ == "__main__":
+    from tpu_trainer.overrides import refuse_bad_overrides
+
+    refuse_bad_overrides(sys.argv[1:])
+    _OVERRIDES_CHECKED = True
+
 import dataclasses
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +117,7 @@ from .meter import StepMeter
 from .metrics import flops_per_token, matmul_params, peak_flops
 from .model import Llama, build_model, count_params
 from .optim import build_optimizer, clip_gradients, init_state
-from .overrides import check_composition, check_overrides
+from .overrides import refuse_bad_overrides
 from .parallelize import parallelize
 from .preemption import PREEMPTED_EXIT_CODE, PreemptionWatcher
 from .profiler import Profiler
@@ -452,10 +462,8 @@ def _hydra_entry() -> None:
 
 def main() -> None:
     """Console entry point (`tpu-train`, `python -m tpu_trainer.train`)."""
-    problem = check_overrides(sys.argv[1:]) or check_composition(sys.argv[1:])
-    if problem:
-        print(problem, file=sys.stderr, flush=True)
-        raise SystemExit(2)
+    if not _OVERRIDES_CHECKED:
+        refuse_bad_overrides(sys.argv[1:])
     try:
         _hydra_entry()
     except KeyboardInterrupt:

@@ -353,7 +353,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     usage: 'FILE|DIR [--json] [--top N]',
     summary: "A capture's devices, steps and op table (on TPU and GPU as xprof's hlo_stats counts them)",
     details: [
-      'DIR: every *.xplane.pb under it, one per host of a run: hosts side by side, the slowest named, ops combined.',
+      'FILE: an XSpace (*.xplane.pb: XLA, TorchTPU) or torch.profiler\'s Chrome trace (*.pt.trace.json: the trainer on CPU and CUDA).',
+      'DIR: every capture under it, one per host of a run: hosts side by side, the slowest named, ops combined.',
       "A capture with no TPU or GPU (XLA on CPU) gets a table of the host's XLA ops, which is ours: xprof's hlo_stats is empty there.",
     ],
     options: {

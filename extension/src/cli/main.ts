@@ -10,6 +10,9 @@ import { UsageError, type GlobalOptions } from './context';
 import { commandHelp, commandName, globalHelp, VERSION } from './help';
 import { CommandLineError, parseCommandLine, type CommandLine } from './parse-command-line';
 
+// bin/tpw.js (the launcher users run) sets the closed-pipe behaviour before it calls main().
+export { exitQuietlyOnClosedPipe };
+
 export async function main(
   argv: string[],
   out: (line: string) => void = (l) => process.stdout.write(l + '\n'),

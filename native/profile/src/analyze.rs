@@ -13,6 +13,7 @@ use crate::source::{Fault, ReadAt, Window};
 use crate::step_groups::{group_steps, host_steps, GroupCollector, GroupPartial};
 use crate::steps::{kind_of, window_breakdown, Kind, StepIntervals};
 use crate::timeline::{TimelineCollector, TimelineSink, TIMELINE_MAX_EVENTS};
+use crate::torch_trace::{analyze_trace, is_chrome_trace, is_gzip};
 use crate::view::{LineView, PlaneView, SpaceInfo, XSpaceVisitor};
 use crate::windows::drop_incomplete;
 
@@ -361,6 +362,18 @@ fn chunks(layout: &Layout, threads: usize) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// Whether the capture is torch.profiler's Chrome trace JSON rather than an XSpace (a gzipped one is refused,
+/// saying so).
+pub fn chrome_trace(w: &mut Window) -> Result<bool, Fault> {
+    let head = w.get_up_to(0, 4096)?;
+    if is_gzip(head) {
+        return Err(Fault::Say(
+            "it is gzip-compressed (a .json.gz trace): decompress it first (gunzip -k FILE)".into(),
+        ));
+    }
+    Ok(is_chrome_trace(head))
+}
+
 /// Read windows: the top-level scan reads little at a time (plane headers); the decoder reads a plane or a line.
 const SCAN_WINDOW: usize = 4 << 10;
 pub const DECODE_WINDOW: usize = 8 << 20;
@@ -372,6 +385,9 @@ pub fn analyze_reader(
     timeline: Option<&mut dyn TimelineSink>,
     window: usize,
 ) -> Result<(ProfileSummary, f64), Fault> {
+    if chrome_trace(&mut Window::reading(src, SCAN_WINDOW))? {
+        return analyze_trace(&mut Window::reading(src, window), timeline);
+    }
     let layout = scan_xspace(&mut Window::reading(src, SCAN_WINDOW))?;
     let asked = timeline.is_some();
     let mut a = Analyzer::new(timeline, false, layout.host_steps());
@@ -386,6 +402,9 @@ pub fn analyze_bytes(
     threads: usize,
     release: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<ProfileSummary, Fault> {
+    if chrome_trace(&mut Window::whole(buf))? {
+        return Ok(analyze_trace(&mut Window::whole(buf), None)?.0);
+    }
     let layout = scan_xspace(&mut Window::whole(buf))?;
     let ranges = chunks(&layout, threads.clamp(1, layout.planes.len()));
     let run = |r: std::ops::Range<usize>| -> Result<Partial, Fault> {

@@ -1,5 +1,5 @@
 //! `tpw profile FILE|DIR [--json] [--top N]`: a capture's overview, steps and op table in a terminal or CI. A
-//! directory is every `*.xplane.pb` under it (one per host of a run, or the sessions of a log directory): each
+//! directory is every capture under it (`*.xplane.pb`, torch.profiler's `*.pt.trace.json`) (one per host of a run, or the sessions of a log directory): each
 //! host's overview and step time side by side, the slowest named, and the op table of all of them combined. The
 //! native executable and the WebAssembly build (`node bin/tpw.js profile`) run this same code; they differ only
 //! in how they reach files (Files).
@@ -67,7 +67,7 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// The captures named by `target`: the file itself, or every *.xplane.pb under the directory (regular files only:
+/// The captures named by `target`: the file itself, or every capture under the directory (regular files only:
 /// symbolic links are neither followed nor counted), sorted.
 fn captures_of(target: &str, files: &dyn Files) -> Result<Vec<String>, Fail> {
     match files.kind(target) {
@@ -77,7 +77,9 @@ fn captures_of(target: &str, files: &dyn Files) -> Result<Vec<String>, Fail> {
             walk(target, files, &mut found)?;
             found.sort();
             if found.is_empty() {
-                return Err(Fail::Say(format!("The directory {target} holds no *.xplane.pb capture.")));
+                return Err(Fail::Say(format!(
+                    "The directory {target} holds no capture (*.xplane.pb, *.pt.trace.json)."
+                )));
             }
             Ok(found)
         }
@@ -85,12 +87,17 @@ fn captures_of(target: &str, files: &dyn Files) -> Result<Vec<String>, Fail> {
     }
 }
 
+/// A capture's file name: an XSpace, or torch.profiler's Chrome trace as TensorBoard's layout names it.
+pub fn is_capture_name(name: &str) -> bool {
+    name.ends_with(".xplane.pb") || name.ends_with(".pt.trace.json")
+}
+
 fn walk(dir: &str, files: &dyn Files, found: &mut Vec<String>) -> Result<(), Fail> {
     let entries = files.list(dir).map_err(|why| Fail::Say(format!("Cannot read the directory {dir}: {why}.")))?;
     for (name, kind) in entries {
         match kind {
             Entry::Dir => walk(&join(dir, &name), files, found)?,
-            Entry::File if name.ends_with(".xplane.pb") => found.push(join(dir, &name)),
+            Entry::File if is_capture_name(&name) => found.push(join(dir, &name)),
             _ => {}
         }
     }
@@ -112,7 +119,11 @@ fn profile_command(args: &ProfileArgs, files: &dyn Files, out: &mut String) -> R
     }
     let target = match args.positionals.first() {
         Some(t) if !t.is_empty() => t,
-        _ => return Err(Fail::Usage("missing FILE or DIR (a .xplane.pb capture, or a directory of them)".into())),
+        _ => {
+            return Err(Fail::Usage(
+                "missing FILE or DIR (a .xplane.pb or .pt.trace.json capture, or a directory of them)".into(),
+            ))
+        }
     };
     let top = match &args.top {
         None => 20,

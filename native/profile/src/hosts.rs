@@ -41,7 +41,7 @@ pub fn host_name(h: &HostProfile) -> String {
         Some(n) if !n.is_empty() => n.clone(),
         _ => {
             let b = h.file.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-            b.strip_suffix(".xplane.pb").unwrap_or(b).to_owned()
+            b.strip_suffix(".xplane.pb").or_else(|| b.strip_suffix(".pt.trace.json")).unwrap_or(b).to_owned()
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod source;
 pub mod step_groups;
 pub mod steps;
 pub mod timeline;
+pub mod torch_trace;
 pub mod trace;
 pub mod view;
 #[cfg(target_arch = "wasm32")]

@@ -1,11 +1,14 @@
-//! A small capture made here, with what real ones have (a TPU's XLA Ops, Modules and Steps lines with op stats on
-//! their metadata; GPU kernels naming their op and program, launched under a step annotation; a host's step
-//! markers and dispatches; a program's HLO), so that its analysis runs every path a real capture takes. The
-//! WebAssembly build analyzes it when its host loads it (`warm`): V8 compiles a module's functions on their first
-//! call, and the first capture a user opens should not pay for that.
+//! A small capture made here, with what real ones have (a TPU's XLA Modules, XLA Ops and Steps lines with op
+//! stats on their metadata; GPU kernels naming their op and program, launched under step annotations whose
+//! contexts link threads; a host's step markers, compiles, transfers and dispatches; a program's HLO; the devices'
+//! stats), so that its analysis runs the paths a real capture takes. The WebAssembly build's hosts analyze it, as
+//! a file, when they load the module (wasm.rs `sample_capture`, `warm`): V8 compiles a module's functions on their
+//! first call with a baseline compiler and optimizes the ones that run a lot, and the first capture a user opens
+//! should find both done.
 
 use crate::analyze::analyze_reader;
-use crate::source::ReadAt;
+use crate::output::types::ProfileSummary;
+use crate::source::{Fault, ReadAt};
 
 /// Protocol-buffer bytes, written as XLA writes them.
 #[derive(Default)]
@@ -53,94 +56,289 @@ fn entry(p: &mut W, field: u64, id: u64, name: &str, more: impl FnOnce(&mut W)) 
     });
 }
 
-/// An event: metadata id, offset and duration (ps), and stats (metadata id, value; stat 1, hlo_op, by ref).
-fn event(l: &mut W, meta: u64, off: u64, dur: u64, stats: &[(u64, u64)]) {
+/// A line of a plane (`id`, `name`, its event offsets from 1 µs) with the events `body` writes.
+fn line(p: &mut W, id: u64, name: &str, body: impl FnOnce(&mut W)) {
+    p.msg(3, |l| {
+        l.num(1, id).str(2, name).num(3, 1_000);
+        body(l);
+    });
+}
+
+/// Stat metadata ids of the sample (every plane names them alike).
+mod stat {
+    pub const HLO_OP: u64 = 1;
+    pub const PROGRAM: u64 = 2;
+    pub const CORRELATION: u64 = 3;
+    pub const ROOT: u64 = 4;
+    pub const CATEGORY: u64 = 5;
+    pub const FLOPS: u64 = 6;
+    pub const BYTES: u64 = 7;
+    pub const PRODUCER_TYPE: u64 = 8;
+    pub const PRODUCER: u64 = 9;
+    pub const CONSUMER_TYPE: u64 = 10;
+    pub const CONSUMER: u64 = 11;
+    pub const VENDOR: u64 = 12;
+    pub const CC_MAJOR: u64 = 13;
+    pub const CC_MINOR: u64 = 14;
+    pub const GPU_NAME: u64 = 15;
+    pub const BANDWIDTH: u64 = 16;
+    pub const PEAK_TFLOPS: u64 = 17;
+    pub const PEAK_HBM: u64 = 18;
+    pub const HLO_PROTO: u64 = 19;
+    /// Op names (string values by reference): OP_NAME + op.
+    pub const OP_NAME: u64 = 100;
+    pub const NAMES: [&str; 19] = [
+        "hlo_op",
+        "program_id",
+        "correlation_id",
+        "_r",
+        "hlo_category",
+        "flops",
+        "bytes_accessed",
+        "_pt",
+        "_p",
+        "_ct",
+        "_c",
+        "device_vendor",
+        "compute_cap_major",
+        "compute_cap_minor",
+        "gpu_device_name",
+        "memory_bandwidth",
+        "peak_teraflops_per_second",
+        "peak_hbm_bw_gigabytes_per_second",
+        "Hlo Proto",
+    ];
+}
+
+/// A stat's value: a number, a string, or a string by reference (the stat metadata id of the string).
+#[derive(Clone, Copy)]
+enum V<'a> {
+    U(u64),
+    F(f64),
+    S(&'a str),
+    Ref(u64),
+}
+
+fn stat_value(s: &mut W, id: u64, v: V) {
+    s.num(1, id);
+    match v {
+        V::U(x) => s.num(3, x),
+        V::F(x) => s.double(2, x),
+        V::S(x) => s.str(5, x),
+        V::Ref(x) => s.num(7, x),
+    };
+}
+
+/// An event: metadata id, offset and duration (ps), and its stats.
+fn event(l: &mut W, meta: u64, off: u64, dur: u64, stats: &[(u64, V)]) {
     l.msg(4, |e| {
         e.num(1, meta).num(2, off).num(3, dur);
-        for &(m, v) in stats {
-            e.msg(4, |s| {
-                s.num(1, m).num(if m == 1 { 7 } else { 3 }, v);
-            });
+        for &(id, v) in stats {
+            e.msg(4, |s| stat_value(s, id, v));
         }
     });
 }
 
-/// The sample capture's bytes; `tpu`: with a TPU plane (whose Steps line then gives the steps; without it, the
-/// GPU's kernels are grouped under the host's step annotations).
-pub fn capture(tpu: bool) -> Vec<u8> {
-    let ms = 1_000_000_000u64;
+/// Steps of the sample, and the distinct ops each runs: enough for its tables to grow and its sorts to take their
+/// general path (past 20 elements), as a real capture's do, and for the hot functions to run often enough per
+/// analysis that V8 optimizes them within a few analyses.
+pub const STEPS: u64 = 8;
+pub const OPS: u64 = 40;
+/// The program every op belongs to.
+const PROGRAM: u64 = 7;
+const MS: u64 = 1_000_000_000;
+/// The opcodes and fusion kinds of the ops, in turn (their HLO categories differ).
+const OPCODES: [(&str, &str); 5] =
+    [("fusion", "kLoop"), ("fusion", "kOutput"), ("convolution", ""), ("add", ""), ("all-reduce", "")];
+
+/// The sample's three forms: the steps come from a TPU's Steps line, from GPU kernels grouped under the host's
+/// step annotations, or, in a capture with no device (XLA on CPU), from the host's step annotations themselves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Form {
+    TpuSteps,
+    GpuAnnotations,
+    CpuHost,
+}
+
+pub const FORMS: [Form; 3] = [Form::TpuSteps, Form::GpuAnnotations, Form::CpuHost];
+
+fn op_name(j: u64) -> String {
+    format!("{}.{}", OPCODES[(j % 5) as usize].0, j + 1)
+}
+
+fn stat_names(p: &mut W) {
+    for (k, n) in stat::NAMES.iter().enumerate() {
+        entry(p, 5, k as u64 + 1, n, |_| {});
+    }
+    for j in 0..OPS {
+        entry(p, 5, stat::OP_NAME + j, &op_name(j), |_| {});
+    }
+}
+
+/// The program's serialized xla.HloProto: one computation with every op (hlo_categories.rs reads it).
+fn hlo_proto() -> Vec<u8> {
     let mut w = W::default();
-    // Stat names every plane shares: 1 hlo_op, 2 program_id, 3 correlation_id, 4 _r, 5 hlo_category, 6 flops,
-    // 7 bytes_accessed, 8 group; 10.. op names (ref values).
-    let stat_names = |p: &mut W| {
-        let names = ["hlo_op", "program_id", "correlation_id", "_r", "hlo_category", "flops", "bytes_accessed"];
-        for (k, n) in names.iter().enumerate() {
-            entry(p, 5, k as u64 + 1, n, |_| {});
-        }
-        entry(p, 5, 10, "fusion.1", |_| {});
-        entry(p, 5, 11, "dot.2", |_| {});
-    };
-    w.msg(1, |p| {
-        p.num(1, 1).str(2, "/host:CPU");
-        p.msg(3, |l| {
-            l.str(2, "python3").num(3, 1_000);
-            for k in 0..4 {
-                event(l, 1, k * 10 * ms, 9 * ms, &[(4, 1)]);
-                event(l, 2, k * 10 * ms + ms, ms, &[(3, k + 1)]);
-            }
-        });
-        entry(p, 4, 1, "train", |_| {});
-        entry(p, 4, 2, "cuLaunchKernel", |_| {});
-        stat_names(p);
-    });
-    w.msg(1, |p| {
-        p.num(1, 2).str(2, "/device:GPU:0");
-        p.msg(3, |l| {
-            l.str(2, "Stream #1(Kernel)").num(3, 1_000);
-            for k in 0..4 {
-                event(l, 1, k * 10 * ms + 2 * ms, 3 * ms, &[(1, 10), (2, 0), (3, k + 1)]);
-            }
-        });
-        entry(p, 4, 1, "fusion_kernel", |_| {});
-        stat_names(p);
-    });
-    w.msg(if tpu { 1 } else { 15 }, |p| {
-        p.num(1, 3).str(2, "/device:TPU:0");
-        p.msg(3, |l| {
-            l.str(2, "XLA Ops").num(3, 1_000);
-            for k in 0..4 {
-                event(l, 1, k * 10 * ms, 5 * ms, &[]);
-                event(l, 2, k * 10 * ms + ms, 2 * ms, &[]);
-            }
-        });
-        p.msg(3, |l| {
-            l.str(2, "Steps").num(3, 1_000);
-            for k in 0..4 {
-                event(l, 3, k * 10 * ms, 10 * ms, &[]);
-            }
-        });
-        for (id, name, short) in [(1, "%fusion.1 = fusion(...)", "fusion.1"), (2, "%dot.2 = dot(...)", "dot.2")] {
-            p.msg(4, |m| {
-                m.num(1, id).msg(2, |v| {
-                    v.num(1, id).str(2, name).str(4, short);
-                    v.msg(5, |s| {
-                        s.num(1, 5).str(5, "convolution");
-                    });
-                    v.msg(5, |s| {
-                        s.num(1, 6).double(2, 1e9);
-                    });
-                    v.msg(5, |s| {
-                        s.num(1, 2).num(3, 7);
-                    });
+    w.msg(1, |m| {
+        m.str(1, "jit_train_step").num(5, PROGRAM);
+        m.msg(3, |c| {
+            for j in 0..OPS {
+                let (opcode, kind) = OPCODES[(j % 5) as usize];
+                c.msg(2, |i| {
+                    i.str(1, &op_name(j)).str(2, opcode);
+                    if !kind.is_empty() {
+                        i.str(11, kind);
+                    }
                 });
-            });
-        }
-        entry(p, 4, 3, "1", |_| {});
-        stat_names(p);
-        p.msg(6, |s| {
-            s.num(1, 7).double(2, 1640.0);
+            }
         });
     });
+    w.0
+}
+
+/// The host plane: step annotations with contexts on the main thread and the kernels' launches, and torch_xla's
+/// step markers, compile, transfers and dispatches on a thread of their own.
+fn host_plane(p: &mut W) {
+    p.num(1, 1).str(2, "/host:CPU");
+    line(p, 1, "python3", |l| {
+        for k in 0..STEPS {
+            let t = k * 10 * MS;
+            let ctx = [(stat::PRODUCER_TYPE, V::U(1)), (stat::PRODUCER, V::U(k + 1))];
+            event(l, 1, t, 9 * MS, &[(stat::ROOT, V::U(1)), ctx[0], ctx[1]]);
+            for j in 0..OPS {
+                event(l, 2, t + MS + j * 1_000_000, 500_000, &[(stat::CORRELATION, V::U(k * OPS + j + 1))]);
+            }
+        }
+    });
+    line(p, 2, "pt_xla/2", |l| {
+        for k in 0..STEPS {
+            let t = k * 10 * MS;
+            event(l, 8, t + MS / 2, MS / 4, &[(stat::CONSUMER_TYPE, V::U(1)), (stat::CONSUMER, V::U(k + 1))]);
+            event(l, 3, t, MS / 10, &[]);
+            if k == 0 {
+                event(l, 4, t + MS / 10, MS / 2, &[]);
+            }
+            event(l, 5, t + MS, MS / 5, &[]);
+            event(l, 6, t + 2 * MS, MS / 5, &[]);
+            event(l, 7, t + 3 * MS, MS / 5, &[]);
+        }
+    });
+    for (id, name) in [
+        (1, "train"),
+        (2, "cuLaunchKernel"),
+        (3, "StepMarker"),
+        (4, "XlaCompile"),
+        (5, "SyncTensorsGraphInternal"),
+        (6, "TransferToDevice"),
+        (7, "ExecuteComputation"),
+        (8, "ThunkExecute"),
+    ] {
+        entry(p, 4, id, name, |_| {});
+    }
+    stat_names(p);
+}
+
+/// A GPU's kernels, each naming its op and program and the launch it came from, with the device's stats.
+fn gpu_plane(p: &mut W) {
+    p.num(1, 2).str(2, "/device:GPU:0");
+    line(p, 1, "Stream #1(Compute)", |l| {
+        for k in 0..STEPS {
+            for j in 0..OPS {
+                let stats = [
+                    (stat::HLO_OP, V::Ref(stat::OP_NAME + j)),
+                    (stat::PROGRAM, V::U(PROGRAM)),
+                    (stat::CORRELATION, V::U(k * OPS + j + 1)),
+                ];
+                event(l, 1 + j % 3, k * 10 * MS + 2 * MS + j * 150_000_000, 100_000_000, &stats);
+            }
+        }
+    });
+    for (id, name) in [(1, "loop_fusion_kernel"), (2, "cutlass_gemm"), (3, "nccl_all_reduce")] {
+        entry(p, 4, id, name, |_| {});
+    }
+    stat_names(p);
+    let plane_stats = [
+        (stat::VENDOR, V::S("Nvidia")),
+        (stat::CC_MAJOR, V::U(9)),
+        (stat::CC_MINOR, V::U(0)),
+        (stat::GPU_NAME, V::S("NVIDIA H200")),
+    ];
+    for (id, v) in plane_stats.into_iter().chain([(stat::BANDWIDTH, V::F(4.8e12))]) {
+        p.msg(6, |s| stat_value(s, id, v));
+    }
+}
+
+/// The programs' HLO, as JAX writes it for a GPU capture.
+fn metadata_plane(p: &mut W) {
+    p.num(1, 4).str(2, "/host:metadata");
+    let hlo = hlo_proto();
+    entry(p, 4, PROGRAM, "jit_train_step", |m| {
+        m.msg(5, |s| {
+            s.num(1, stat::HLO_PROTO).bytes(6, &hlo);
+        });
+    });
+    stat_names(p);
+}
+
+/// A TPU: its programs on XLA Modules, every op execution on XLA Ops (metadata with the op's HLO text, short
+/// name, category, flops, bytes and program), and a Steps line.
+fn tpu_plane(p: &mut W) {
+    p.num(1, 3).str(2, "/device:TPU:0");
+    line(p, 1, "XLA Modules", |l| {
+        for k in 0..STEPS {
+            event(l, 1, k * 10 * MS + MS, 8 * MS, &[]);
+        }
+    });
+    line(p, 2, "XLA Ops", |l| {
+        for k in 0..STEPS {
+            // Later ops first on odd steps: a line out of order is sorted before it is read.
+            for n in 0..OPS {
+                let j = if k % 2 == 1 { OPS - 1 - n } else { n };
+                event(l, 10 + j, k * 10 * MS + MS + j * 190_000_000, 150_000_000, &[]);
+            }
+        }
+    });
+    line(p, 3, "Steps", |l| {
+        for k in 0..STEPS {
+            event(l, 2, k * 10 * MS, 10 * MS, &[]);
+        }
+    });
+    entry(p, 4, 1, &format!("jit_train_step({PROGRAM})"), |_| {});
+    entry(p, 4, 2, "1", |_| {});
+    for j in 0..OPS {
+        let name = op_name(j);
+        let category = ["convolution", "loop fusion", "data formatting", "all-reduce", "non-fusion elementwise"];
+        p.msg(4, |m| {
+            m.num(1, 10 + j).msg(2, |v| {
+                v.num(1, 10 + j).str(2, &format!("%{name} = {}(...)", OPCODES[(j % 5) as usize].0)).str(4, &name);
+                let stats = [
+                    (stat::CATEGORY, V::S(category[(j % 5) as usize])),
+                    (stat::FLOPS, V::F(1e9 * (j + 1) as f64)),
+                    (stat::BYTES, V::U(1 << 20)),
+                    (stat::PROGRAM, V::U(PROGRAM)),
+                ];
+                for (id, x) in stats {
+                    v.msg(5, |s| stat_value(s, id, x));
+                }
+            });
+        });
+    }
+    stat_names(p);
+    for (id, v) in [(stat::PEAK_TFLOPS, V::F(918.0)), (stat::PEAK_HBM, V::F(1640.0))] {
+        p.msg(6, |s| stat_value(s, id, v));
+    }
+}
+
+/// The sample capture's bytes in one of its forms.
+pub fn capture(form: Form) -> Vec<u8> {
+    let mut w = W::default();
+    w.msg(1, host_plane);
+    if form != Form::CpuHost {
+        w.msg(1, gpu_plane);
+    }
+    w.msg(1, metadata_plane);
+    if form == Form::TpuSteps {
+        w.msg(1, tpu_plane);
+    }
     w.str(4, "sample-host");
     w.0
 }
@@ -158,35 +356,41 @@ impl ReadAt for InMemory {
     }
 }
 
-/// Analyzes the sample capture with and without its TPU plane, with the timeline, through a small read window
-/// (every path of the reading too): the number of events found.
-pub fn analyze_sample(mut timeline: Option<&mut dyn crate::timeline::TimelineSink>) -> usize {
-    let mut n = 0;
-    for tpu in [true, false] {
-        let t = timeline.as_mut().map(|t| &mut **t as &mut dyn crate::timeline::TimelineSink);
-        n += analyze_reader(&InMemory(capture(tpu)), t, 4 << 10).map_or(0, |(s, _)| s.event_count);
-    }
-    n
+/// The sample capture in `form` analyzed as a file is, through a small read window (every path of the reading).
+pub fn analyze_sample(
+    form: Form,
+    timeline: Option<&mut dyn crate::timeline::TimelineSink>,
+) -> Result<(ProfileSummary, f64), Fault> {
+    analyze_reader(&InMemory(capture(form)), timeline, 4 << 10)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::analyze_bytes;
-    use crate::output::types::{Hardware, StepSource};
+    use crate::output::types::StepSource;
 
     #[test]
-    fn the_sample_takes_the_paths_of_real_captures() {
-        assert_eq!(analyze_sample(None), 24 + 12);
-        let s = analyze_bytes(&capture(true), 1, &|_, _| {}).unwrap();
-        assert_eq!(
-            (s.overview.hardware, s.overview.step_source, s.steps.len()),
-            (Hardware::Gpu, StepSource::Device, 4)
-        );
-        let mut names: Vec<_> = s.ops.iter().map(|o| (o.name.as_str(), o.count)).collect();
-        names.sort();
-        assert_eq!(names, [("dot.2", 4), ("fusion.1", 4), ("fusion.1", 4)]);
-        let s = analyze_bytes(&capture(false), 1, &|_, _| {}).unwrap();
-        assert_eq!((s.overview.step_source, s.steps.len(), s.ops.len()), (StepSource::Annotations, 4, 1));
+    fn each_form_takes_its_steps_from_where_real_captures_do() {
+        let want = [
+            (Form::TpuSteps, StepSource::Device),
+            (Form::GpuAnnotations, StepSource::Annotations),
+            (Form::CpuHost, StepSource::Host),
+        ];
+        for (form, source) in want {
+            let (s, _) = analyze_sample(form, None).unwrap();
+            assert_eq!(s.overview.step_source, source, "{form:?}");
+            assert!(s.steps.len() as u64 >= STEPS - 2, "{form:?}: {} steps", s.steps.len());
+        }
+    }
+
+    #[test]
+    fn ops_are_named_categorized_and_counted() {
+        // The GPU's kernels alone, and with the TPU's executions of the same ops beside them (each op twice a step).
+        for (form, per_step) in [(Form::GpuAnnotations, 1), (Form::TpuSteps, 2)] {
+            let (s, _) = analyze_sample(form, None).unwrap();
+            assert_eq!(s.ops.len() as u64, OPS, "{form:?}");
+            let counted = s.ops.iter().all(|o| o.count == per_step * STEPS && !o.category.is_empty());
+            assert!(counted, "{form:?}: {:?}", s.ops);
+        }
     }
 }

@@ -1,12 +1,14 @@
-//! XSpace → Chrome trace event JSON (the format Perfetto and chrome://tracing open), every event of every line,
+//! XSpace → Chrome trace event JSON (the format Perfetto and chrome://tracing open; a capture that is one already,
+//! torch.profiler's, is copied as it is), every event of every line,
 //! written out in 1 MiB pieces so that a capture with millions of events never becomes one giant string. The
 //! capture is decoded twice (the first pass only finds the earliest event, which times are relative to), so it is
 //! never held whole either.
 
-use crate::analyze::DECODE_WINDOW;
+use crate::analyze::{chrome_trace, DECODE_WINDOW};
 use crate::decode::{decode_planes, scan_xspace};
 use crate::output::json::string;
 use crate::source::{Fault, ReadAt, Window};
+use crate::torch_trace::copy_trace;
 use crate::view::{LineView, PlaneView, XSpaceVisitor};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -107,6 +109,9 @@ impl XSpaceVisitor for TraceWriter<'_> {
 
 /// Writes the capture read through `src` to `out` as Chrome trace JSON; returns the number of events.
 pub fn export_trace(src: &dyn ReadAt, out: &mut dyn Out) -> Result<usize, Fault> {
+    if chrome_trace(&mut Window::reading(src, 4 << 10))? {
+        return copy_trace(src, out);
+    }
     let layout = scan_xspace(&mut Window::reading(src, 4 << 10))?;
     let all = 0..layout.planes.len();
     let mut first = FirstEvent(f64::INFINITY);

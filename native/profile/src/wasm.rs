@@ -167,16 +167,11 @@ fn summary_of(path: &str, timeline: Option<&mut dyn TimelineSink>) -> Result<(Pr
     analyze_reader(&f, timeline, DECODE_WINDOW).map_err(|e| format!("{path}: {}", e.describe(f.size)))
 }
 
-/// The run view's analysis of one capture: `{"t0": µs, "summary": ProfileSummary}` (the timeline's lines went
-/// to `timeline_line`, their starts absolute: t0 is what to subtract). 0: done; 1: the error is the output.
-///
-/// # Safety
-/// `path` points at `len` bytes of UTF-8.
-#[no_mangle]
-pub unsafe extern "C" fn analyze(path: *const u8, len: usize, timeline: i32) -> i32 {
-    let mut sink = HostTimeline;
-    let sink: Option<&mut dyn TimelineSink> = if timeline != 0 { Some(&mut sink) } else { None };
-    match summary_of(text(path, len), sink) {
+/// Leaves the run view's answer for one capture in the output buffer: `{"t0": µs, "summary": ProfileSummary}`
+/// (the timeline's lines went to `timeline_line`, their starts absolute: t0 is what to subtract) and 0, or the
+/// sentence saying why not and 1.
+fn answer_summary(result: Result<(ProfileSummary, f64), String>) -> i32 {
+    match result {
         Ok((summary, t0)) => {
             struct Answer<'a>(f64, &'a ProfileSummary);
             impl ToJson for Answer<'_> {
@@ -195,6 +190,17 @@ pub unsafe extern "C" fn analyze(path: *const u8, len: usize, timeline: i32) -> 
             1
         }
     }
+}
+
+/// The run view's analysis of one capture (see answer_summary).
+///
+/// # Safety
+/// `path` points at `len` bytes of UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn analyze(path: *const u8, len: usize, timeline: i32) -> i32 {
+    let mut sink = HostTimeline;
+    let sink: Option<&mut dyn TimelineSink> = if timeline != 0 { Some(&mut sink) } else { None };
+    answer_summary(summary_of(text(path, len), sink))
 }
 
 /// Several hosts' captures side by side (ProfileHosts JSON); `paths` are NUL-separated. A capture that cannot be
@@ -307,9 +313,28 @@ pub unsafe extern "C" fn cli(argv: *const u8, len: usize) -> i32 {
     }
 }
 
-/// Analyzes a small capture made here (sample.rs), its timeline to the host as any: what loading the module does,
-/// so that the functions an analysis calls are compiled before the first capture a user opens. Its event count.
+/// The sample capture (sample.rs) in its `form`-th form (of `sample::FORMS`, taken modulo their number) analyzed
+/// and answered as `analyze` answers for a file, timeline and all: what the profile worker runs when it starts, so
+/// that the functions a click calls are compiled, and the hot ones optimized, before the first capture a user opens.
 #[no_mangle]
-pub extern "C" fn warm() -> usize {
-    crate::sample::analyze_sample(Some(&mut HostTimeline))
+pub extern "C" fn warm(form: u32) -> i32 {
+    let form = crate::sample::FORMS[form as usize % crate::sample::FORMS.len()];
+    answer_summary(crate::sample::analyze_sample(form, Some(&mut HostTimeline)).map_err(|e| e.describe(0)))
+}
+
+/// How many forms the sample capture has (what `warm` and `sample_capture` take, modulo).
+#[no_mangle]
+pub extern "C" fn sample_forms() -> u32 {
+    crate::sample::FORMS.len() as u32
+}
+
+/// The sample capture's bytes in its `form`-th form, in the output buffer (the host writes them to a file and
+/// analyzes that, so that its warm-up runs a click's path, file reads included): their length.
+#[no_mangle]
+pub extern "C" fn sample_capture(form: u32) -> usize {
+    let form = crate::sample::FORMS[form as usize % crate::sample::FORMS.len()];
+    OUT.with(|o| {
+        *o.borrow_mut() = crate::sample::capture(form);
+        o.borrow().len()
+    })
 }

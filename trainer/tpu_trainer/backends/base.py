@@ -199,6 +199,10 @@ class Backend(ABC):
     def start_trace(self, profile_dir: Path) -> None:
         """Start capturing a profile into profile_dir."""
 
+    def trace_step(self) -> None:
+        """A step ended and the capture goes on to the next (torch.profiler marks each step of its
+        trace, `ProfilerStep#N`, which is where the run view's Profiles tab takes steps from)."""
+
     def step_annotation(self, step: int) -> AbstractContextManager[object]:
         """What marks one training step in the capture while a trace runs, so that profilers find
         the capture's steps (none here: torch.profiler's trace has no step grouping we read)."""

@@ -255,8 +255,16 @@ class NativeBackend(Backend):
             activities.append(torch.profiler.ProfilerActivity.PrivateUse1)
             config = torch.tpu.profiler.TpuProfilerConfig(  # type: ignore[attr-defined]
                 run_dir=str(profile_dir), worker_rank=str(self.rank))
-        self._profile = torch.profiler.profile(activities=activities, experimental_config=config)
+        # A schedule that always records makes torch.profiler mark steps (`ProfilerStep#N`, from
+        # trace_step), which the Profiles tab takes steps from; without one it marks none.
+        self._profile = torch.profiler.profile(activities=activities, experimental_config=config,
+                                               schedule=lambda _step: torch.profiler.ProfilerAction.RECORD,
+                                               acc_events=True)
         self._profile.__enter__()
+
+    def trace_step(self) -> None:
+        if self._profile is not None:
+            self._profile.step()
 
     def stop_trace(self, profile_dir: Path) -> Path | None:
         self.flush_step_closures()

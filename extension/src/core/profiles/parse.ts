@@ -8,7 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ProfileHosts, ProfileSummary } from '../../../../protocol/run-view-messages';
-import { compileProfileWasm, profileWasmFile, ProfileFormatError, ProfileWasm, type WasmModule } from './wasm-host';
+import { compileProfileWasm, compileProfileWasmAsync, profileWasmFile, ProfileFormatError, ProfileWasm, type WasmModule } from './wasm-host';
 
 /** Captures up to this size the user is waiting for are analyzed on the calling thread (tens of milliseconds at most). */
 export const INLINE_MAX_BYTES = 4 << 20;
@@ -31,7 +31,11 @@ export interface ParserOptions {
 
 export class ProfileParser {
   private module: WasmModule | undefined;
+  /** The module's compilation under way (ready() starts it). */
+  private compiling: Promise<WasmModule> | undefined;
   private inline: ProfileWasm | undefined;
+  /** Whether `inline` ran the sample (ready() does it once per instance). */
+  private inlineWarm = false;
   private worker: Worker | undefined;
   private next = 1;
   private readonly pending = new Map<number, { resolve(r: WorkerReply): void; reject(e: Error): void }>();
@@ -59,9 +63,12 @@ export class ProfileParser {
 
   /**
    * Loads the analysis and starts its worker now; resolves once the worker has warmed the module (worker.ts) and
-   * this thread's instance has run on the code that compiled (a millisecond or two here).
+   * this thread's instance has analyzed each form of the module's sample capture once from a file, on the code the
+   * worker's runs compiled and optimized (a few milliseconds here), so that a capture clicked next finds the code its
+   * analysis calls compiled, and the hot part optimized, instead of waiting for V8 to do it.
    */
   async ready(): Promise<void> {
+    await this.compiledAsync();
     const w = this.start();
     await new Promise<void>((resolve) => {
       const id = this.next++;
@@ -69,14 +76,44 @@ export class ProfileParser {
       w.ref();
       w.postMessage({ id, op: 'hosts', files: [] } satisfies WorkerRequest);
     });
-    this.inline ??= new ProfileWasm(this.compiled());
-    this.inline.warm();
+    if (this.inlineWarm) return;
+    const inline = this.inlineWasm();
+    inline.warmUp(inline.sampleForms);
+    this.inlineWarm = true;
   }
 
-  private compiled(): WasmModule {
+  private wasmFile(): string {
     const beside = path.join(path.dirname(this.workerFile), 'profile.wasm');
-    this.module ??= compileProfileWasm(this.opts.wasmFile ?? (existsSync(beside) ? beside : profileWasmFile()));
+    return this.opts.wasmFile ?? (existsSync(beside) ? beside : profileWasmFile());
+  }
+
+  /**
+   * The module, compiled once for this parser's life, off this thread (the extension host's) when ready() or a
+   * worker request asks first; its worker gets it compiled, and instances share its code.
+   */
+  private compiledAsync(): Promise<WasmModule> {
+    if (this.module) return Promise.resolve(this.module);
+    this.compiling ??= compileProfileWasmAsync(this.wasmFile()).then(
+      (m) => (this.module ??= m),
+      (e: unknown) => {
+        // Tried again at the next call (a build may have made the file since).
+        this.compiling = undefined;
+        throw e;
+      },
+    );
+    return this.compiling;
+  }
+
+  /** The module now: a capture clicked before ready() began compiles it here, once. */
+  private compiled(): WasmModule {
+    this.module ??= compileProfileWasm(this.wasmFile());
     return this.module;
+  }
+
+  /** This thread's instance, made once: the clicks of small captures all run on it. */
+  private inlineWasm(): ProfileWasm {
+    this.inline ??= new ProfileWasm(this.compiled());
+    return this.inline;
   }
 
   private start(): Worker {
@@ -101,6 +138,7 @@ export class ProfileParser {
   }
 
   private async call(req: Request): Promise<WorkerReply & { ok: true }> {
+    await this.compiledAsync();
     const id = this.next++;
     const r = await new Promise<WorkerReply>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -119,8 +157,8 @@ export class ProfileParser {
    */
   async analyze(file: string, background = false): Promise<ProfileSummary> {
     if (!background && statSync(file).size <= this.inlineMaxBytes) {
-      this.inline ??= new ProfileWasm(this.compiled());
-      return this.inline.analyze(file);
+      if (!this.module && this.compiling) await this.compiling;
+      return this.inlineWasm().analyze(file);
     }
     return (await this.call({ op: 'analyze', file, timeline: true })).summary!;
   }
@@ -141,5 +179,6 @@ export class ProfileParser {
     void this.worker?.terminate();
     this.worker = undefined;
     this.inline = undefined;
+    this.inlineWarm = false;
   }
 }

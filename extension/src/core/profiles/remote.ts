@@ -10,6 +10,7 @@ import { runDirWord } from '../ssh/run-dir';
 import { channelEnd, type ConnectionManager } from '../ssh/connection';
 import { execCollectRaw, type ExecExit } from '../ssh/exec';
 import type { WorkerTarget } from '../ssh/types';
+import { FIND_CAPTURES } from './capture-names';
 import { ProfileFormatError } from './wasm-host';
 
 export interface RemoteCapture {
@@ -40,7 +41,7 @@ export async function fetchRunArtifacts(workers: readonly WorkerTarget[], conns:
         const out = await execCollectRaw(conn, bashCommand(`cat -- ${dir}/output/${f} 2>/dev/null`));
         if (out.code === 0) fs.writeFileSync(path.join(local, f), out.stdout);
       }
-      const list = await execCollectRaw(conn, bashCommand(`find ${dir} -maxdepth 7 -name '*.xplane.pb' -type f -printf '%s %T@ %p\\n' 2>/dev/null`));
+      const list = await execCollectRaw(conn, bashCommand(`find ${dir} -maxdepth 7 ${FIND_CAPTURES} -type f -printf '%s %T@ %p\\n' 2>/dev/null`));
       const captures = list.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => {
         const [, bytes, mtime, remotePath] = /^(\d+) ([\d.]+) (.*)$/.exec(l) ?? [];
         return { worker: w.index, bytes: Number(bytes), mtimeMs: Math.round(Number(mtime) * 1000), remotePath };

@@ -7,6 +7,7 @@
  * Nothing here analyzes anything: it moves bytes and strings across the module's boundary.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ProfileHosts, ProfileSummary, TimelineLine } from '../../../../protocol/run-view-messages';
 import { ColumnSlabs } from './slabs';
@@ -29,6 +30,7 @@ interface WasmMemory {
 interface WasmApi {
   Module: new (bytes: Uint8Array) => WasmModule;
   Instance: new (module: WasmModule, imports: Record<string, Record<string, unknown>>) => { exports: unknown };
+  compile(bytes: Uint8Array): Promise<WasmModule>;
 }
 const WebAssemblyApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
@@ -39,15 +41,30 @@ export function profileWasmFile(): string {
   return path.resolve(__dirname, '../../../../dist/profile.wasm');
 }
 
+function missing(file: string): Error {
+  return new Error(`${file} is missing: run \`npm run build\` (it needs Rust's cargo with the wasm32-unknown-unknown target)`);
+}
+
 /** Compiles the module (once per process or thread; instances are cheap to make from it). */
 export function compileProfileWasm(file = profileWasmFile()): WasmModule {
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(file);
   } catch {
-    throw new Error(`${file} is missing: run \`npm run build\` (it needs Rust's cargo with the wasm32-unknown-unknown target)`);
+    throw missing(file);
   }
   return new WebAssemblyApi.Module(bytes);
+}
+
+/** compileProfileWasm off the calling thread: the file read asynchronously, the module validated on V8's threads. */
+export async function compileProfileWasmAsync(file = profileWasmFile()): Promise<WasmModule> {
+  let bytes: Buffer;
+  try {
+    bytes = await fs.promises.readFile(file);
+  } catch {
+    throw missing(file);
+  }
+  return WebAssemblyApi.compile(bytes);
 }
 
 interface Exports {
@@ -62,7 +79,9 @@ interface Exports {
   hosts(paths: number, len: number): number;
   trace(path: number, len: number, out: number): number;
   cli(argv: number, len: number): number;
-  warm(): number;
+  warm(form: number): number;
+  sample_forms(): number;
+  sample_capture(form: number): number;
 }
 
 /** Node's error code of a failed fs call, as the module's negative codes (native/profile/src/wasm.rs io_words). */
@@ -173,31 +192,58 @@ export class ProfileWasm {
 
   /** The capture's summary; with the timeline (the run view's), its columns in slabs (see timelineBuffers). */
   analyze(file: string, timeline = true): ProfileSummary {
+    return this.summary(timeline, () => this.withText(file, (p, n) => this.x.analyze(p, n, timeline ? 1 : 0)));
+  }
+
+  /**
+   * The summary of the module's own sample capture in its `form`-th form (native/profile/src/sample.rs; any
+   * number, taken modulo the forms there are), answered as `analyze` answers for a file: what the profile worker
+   * runs when it starts, so that the code a capture's analysis calls, here and in the module, is compiled before
+   * the user opens one (V8 compiles a WebAssembly function on its first call, and optimizes it once it ran enough).
+   */
+  warm(form = 0): ProfileSummary {
+    return this.summary(true, () => this.x.warm(form));
+  }
+
+  /** How many forms the sample capture has (`warm` with 0 up to this runs each). */
+  get sampleForms(): number {
+    return this.x.sample_forms();
+  }
+
+  /**
+   * `runs` analyses of the sample capture, its forms in turn, each as a click's is: from a file (written to a
+   * temporary folder, removed after), so that the file reads and their glue here are compiled too. Where no
+   * temporary folder can be written, the sample is analyzed from the module's memory (`warm`).
+   */
+  warmUp(runs: number): void {
+    let dir: string | undefined;
+    try {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-profile-warm-'));
+      const files = [...Array(this.sampleForms).keys()].map((form) => {
+        const file = path.join(dir!, `sample-${form}.xplane.pb`);
+        const n = this.x.sample_capture(form);
+        fs.writeFileSync(file, this.bytes(this.x.out_ptr(), n));
+        return file;
+      });
+      for (let k = 0; k < runs; k++) this.analyze(files[k % files.length]);
+    } catch {
+      for (let k = 0; k < runs; k++) this.warm(k);
+    } finally {
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Runs `analyze` (the module's call, timeline lines to `timeline_line`) and reads its answer. */
+  private summary(timeline: boolean, analyze: () => number): ProfileSummary {
     this.lines = timeline ? [] : undefined;
     this.slabs = new ColumnSlabs();
     try {
-      const status = this.withText(file, (p, n) => this.x.analyze(p, n, timeline ? 1 : 0));
-      if (status !== 0) throw new ProfileFormatError(this.out());
+      if (analyze() !== 0) throw new ProfileFormatError(this.out());
       const { t0, summary } = JSON.parse(this.out()) as { t0: number; summary: ProfileSummary };
       const lines = this.lines ?? [];
       for (const l of lines) for (let k = 0; k < l.start.length; k++) l.start[k] -= t0;
       summary.timeline.lines = lines;
       return summary;
-    } finally {
-      this.lines = undefined;
-      this.slabs = new ColumnSlabs();
-    }
-  }
-
-  /**
-   * Analyzes a small capture the module makes itself: V8 compiles a module's functions on their first call, and
-   * the first capture a user opens should not wait for that. The compiled code is the module's, so every instance
-   * made from it, on any thread, runs warm after one warmed. Returns the sample's event count.
-   */
-  warm(): number {
-    this.lines = [];
-    try {
-      return this.x.warm();
     } finally {
       this.lines = undefined;
       this.slabs = new ColumnSlabs();

@@ -7,7 +7,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { ProfileWasm, timelineBuffers, type WasmModule } from './wasm-host';
 import type { WorkerReply, WorkerRequest } from './parse';
 
-/** Analyses of the module's own sample capture when the worker starts (1–3 ms each once optimized). */
+/**
+ * Analyses of the module's own sample capture when the worker starts, through its forms in turn (about a
+ * millisecond each once optimized): fewer leave V8 optimizing the hot code while the user clicks (with 30, the
+ * first click was slower than the TypeScript analysis's again in profiles_open_bench.py; BENCHMARKS.md).
+ */
 const WARM_RUNS = 100;
 
 /** An instance whose memory grew past this (a big capture) is dropped after its request: memory never shrinks. */
@@ -18,7 +22,7 @@ const module = (workerData as { module: WasmModule }).module;
 // thread and the parser's, and run often enough for V8 to optimize what is hot (it compiles a module's functions
 // on their first call with a baseline compiler, and optimizes them as they run).
 let wasm: ProfileWasm | undefined = new ProfileWasm(module);
-for (let k = 0; k < WARM_RUNS; k++) wasm.warm();
+wasm.warmUp(WARM_RUNS);
 
 function handle(req: WorkerRequest): WorkerReply {
   try {

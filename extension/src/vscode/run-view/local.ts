@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { captureHost, isCaptureName } from '../../core/profiles/capture-names';
 import { parseMetricsLines } from '../../core/profiles/metrics-tail';
 import type { MetricRecord } from '../../../../protocol/metrics-record';
 
@@ -15,14 +16,14 @@ export interface LocalCapture {
   bytes: number;
 }
 
-/** Every `*.xplane.pb` under `dir` (at most 6 levels down: <profile_dir>/plugins/profile/<run>/<host>.xplane.pb). */
+/** Every capture under `dir` (at most 6 levels down: <profile_dir>/plugins/profile/<run>/<host>.xplane.pb or .pt.trace.json). */
 export function findCaptures(dir: string, depth = 6): LocalCapture[] {
   const out: LocalCapture[] = [];
   if (depth < 0 || !existsSync(dir)) return out;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
     if (e.isDirectory() && e.name !== 'checkpoints') out.push(...findCaptures(p, depth - 1));
-    else if (e.isFile() && e.name.endsWith('.xplane.pb')) out.push({ file: p, run: path.basename(dir), host: e.name.replace(/\.xplane\.pb$/, ''), bytes: statSync(p).size });
+    else if (e.isFile() && isCaptureName(e.name)) out.push({ file: p, run: path.basename(dir), host: captureHost(e.name), bytes: statSync(p).size });
   }
   return out.sort((a, b) => a.file.localeCompare(b.file));
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
+import { captureHost } from '../../core/profiles/capture-names';
 import { ProfileParser } from '../../core/profiles/parse';
 import { CaptureAnalyses, captureKey, type AnalysisEvent, type CaptureIdentity, type CaptureJob } from '../../core/profiles/prefetch';
 import { healthFindings, parseXlaMetricsReport } from '../../core/profiles/xla-metrics';
@@ -349,7 +350,7 @@ export class RunViewPanel implements vscode.Disposable {
       case 'exportTrace': {
         const file = await this.localFile(m.id);
         if (!file) return;
-        const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.file(file.replace(/\.xplane\.pb$/, '.trace.json')), filters: { 'Chrome trace JSON': ['json'] } });
+        const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.file(path.join(path.dirname(file), `${captureHost(path.basename(file))}.trace.json`)), filters: { 'Chrome trace JSON': ['json'] } });
         if (!target) return;
         const n = await this.parser().exportChromeTrace(file, target.fsPath);
         const open = await vscode.window.showInformationMessage(`Wrote ${n} trace events to ${path.basename(target.fsPath)}. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.`, 'Open Perfetto');
@@ -357,7 +358,7 @@ export class RunViewPanel implements vscode.Disposable {
         break;
       }
       case 'browse': {
-        const picked = await vscode.window.showOpenDialog({ canSelectFiles: true, canSelectFolders: true, canSelectMany: false, title: 'Open a profile (.xplane.pb) or a run folder', filters: { 'XLA profile': ['pb'] } });
+        const picked = await vscode.window.showOpenDialog({ canSelectFiles: true, canSelectFolders: true, canSelectMany: false, title: 'Open a profile (.xplane.pb, .pt.trace.json) or a run folder', filters: { 'Profile capture': ['pb', 'json'] } });
         const uri = picked?.[0];
         if (!uri) return;
         if (statSync(uri.fsPath).isDirectory()) this.addLocalFolder(uri.fsPath);

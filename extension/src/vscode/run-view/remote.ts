@@ -1,5 +1,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { captureHost } from '../../core/profiles/capture-names';
 import { MetricsTail } from '../../core/profiles/metrics-tail';
 import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
 import { loadRun, workersOfRecord, type RunConnections } from '../../core/run/engine';
@@ -38,7 +39,7 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
         const local = path.join(cacheDir(runId), `w${a.worker}`, 'captures', c.remotePath.replace(/^\/+/, '').replace(/\//g, '_'));
         const parts = c.remotePath.split('/');
         const identity = { where: `${target.host}:${target.port}`, path: c.remotePath, bytes: c.bytes, mtimeMs: c.mtimeMs };
-        view.addRemoteCapture(`w${a.worker} · ${parts.at(-2) ?? ''} · ${parts.at(-1)?.replace(/\.xplane\.pb$/, '')}`, a.worker, identity, async (signal) => {
+        view.addRemoteCapture(`w${a.worker} · ${parts.at(-2) ?? ''} · ${captureHost(parts.at(-1) ?? '')}`, a.worker, identity, async (signal) => {
           // The shared owner reconnects if the connection idled out before the capture was fetched.
           await fetchCapture(target, conns, c.remotePath, local, signal);
           return local;

@@ -295,13 +295,13 @@ fn errors_name_what_is_at_fault() {
         assert_eq!((o.code, o.out.as_str(), o.err.as_str()), (code, "", want), "{args:?}");
     };
     let usage = |m: &str| format!("tpw profile: {m}; see tpw profile --help\n");
-    err(&[], 2, &usage("missing FILE or DIR (a .xplane.pb capture, or a directory of them)"));
+    err(&[], 2, &usage("missing FILE or DIR (a .xplane.pb or .pt.trace.json capture, or a directory of them)"));
     err(&["a", "b"], 2, &usage("unexpected argument \"b\""));
     for bad in ["x", "1.5", "-"] {
         err(&["one/a.xplane.pb", "--top", bad], 2, &usage(&format!("--top must be a whole number, not \"{bad}\"")));
     }
     err(&["missing.xplane.pb"], 1, "tpw: There is no file or directory missing.xplane.pb.\n");
-    err(&["empty"], 1, "tpw: The directory empty holds no *.xplane.pb capture.\n");
+    err(&["empty"], 1, "tpw: The directory empty holds no capture (*.xplane.pb, *.pt.trace.json).\n");
     err(&["bad"], 1, "tpw: bad/x.xplane.pb: the profile file is empty\n");
     assert_eq!(profile_main(&argv(&["--help"]), &files()), None, "--help is the full CLI's");
 }

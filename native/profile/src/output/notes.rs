@@ -18,7 +18,8 @@ pub fn us(x: f64) -> String {
 pub const NO_STEPS_NOTE: &str =
     "No steps: no device has a Steps line, and no step annotation (jax.profiler.StepTraceAnnotation, \
      tf.profiler.experimental.Trace with step_num and _r=1, torch_xla's StepTrace) groups the device's work or, in a \
-     capture with no device, host work.";
+     capture with no device, host work, and torch.profiler marked no step (ProfilerStep#N: it does with a \
+     schedule, at each prof.step()).";
 
 /// Where the steps came from, as a phrase ("… steps (from PHRASE)"); where there are none, why.
 pub fn steps_note(source: StepSource) -> String {
@@ -26,6 +27,7 @@ pub fn steps_note(source: StepSource) -> String {
         StepSource::Device => "the devices' Steps lines",
         StepSource::Annotations => "step annotations: the device work under each, as xprof groups it",
         StepSource::Host => "the host's step annotations (no device: XLA on CPU), as xprof groups them",
+        StepSource::Profiler => "torch.profiler's step annotations (ProfilerStep#N)",
         StepSource::None => NO_STEPS_NOTE,
     }
     .to_string()

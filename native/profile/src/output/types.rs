@@ -11,8 +11,9 @@ literals! {
 
 literals! {
     /// Where the steps came from: a device's Steps line, the device work that step annotations group (xprof's
-    /// step grouping), in a capture with no device the host work that step annotations group, or nowhere.
-    StepSource { None = "none", Device = "device", Annotations = "annotations", Host = "host" }
+    /// step grouping), in a capture with no device the host work that step annotations group,
+    /// torch.profiler's step annotations (`ProfilerStep#N`, in its Chrome trace), or nowhere.
+    StepSource { None = "none", Device = "device", Annotations = "annotations", Host = "host", Profiler = "profiler" }
 }
 
 literals! {
