@@ -48,6 +48,13 @@ def shell_words(line: str, cwd: str) -> tuple[list[str] | None, str]:
 
 
 def verdict(line: str, cwd: str) -> tuple[bool, str]:
+    """(accepted, the refusal as one line); hydra's config search path names this checkout, written `<repo>` so that
+    the stored verdicts hold in any clone."""
+    ok, message = _verdict(line, cwd)
+    return ok, message.replace(str(REPO), "<repo>")
+
+
+def _verdict(line: str, cwd: str) -> tuple[bool, str]:
     words, err = shell_words(line, cwd)
     if words is None:
         return False, err
