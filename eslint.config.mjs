@@ -11,6 +11,7 @@ const CORE_LAYERS = [
   ['local-emulator.ts', 'change-journal.ts', 'ssh', 'recipes'],
   ['tpu', 'sync', 'profiles', 'chips'],
   ['compute'],
+  ['gke'],
   ['backend.ts'],
   ['slices', 'run'],
   ['debug', 'explorer'],

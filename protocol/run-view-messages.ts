@@ -24,6 +24,13 @@ export interface RunStateMessage {
   summary?: string;
   /** Number of workers, so every worker gets a status chip before it prints anything. */
   workers?: number;
+  /** Workers per slice of a multislice run (or a GKE run): worker i is labelled s⌊i/n⌋w(i mod n), as `[sNwM]` in logs. */
+  workersPerSlice?: number;
+}
+
+/** A worker's label: `w5`, or `s1w1` when the run has slices of `perSlice` workers (the `[sNwM]` of the logs). */
+export function workerLabel(worker: number, perSlice?: number): string {
+  return perSlice && perSlice > 0 ? `s${Math.floor(worker / perSlice)}w${worker % perSlice}` : `w${worker}`;
 }
 
 export interface WorkerStatusMessage {

@@ -29,16 +29,20 @@ const common = {
 };
 
 /**
- * @google-cloud/compute is 73 MB of the bundles that use it (every Compute Engine message type, as code and as
- * JSON): parsing that took ~1.3 s at every `tpw` command and extension activation, which most never reach Compute
- * Engine. It is bundled on its own, as dist/compute.js, and the bundles that use it require that file when
- * core/compute/client.ts makes the first client.
- * @type {import('esbuild').Plugin}
+ * Libraries most commands never reach, each bundled on its own and required by the bundles that use them only when
+ * the first client is made, so that every `tpw` command and extension activation does not parse them:
+ * - @google-cloud/compute, 73 MB of Compute Engine message types (~1.3 s to parse): dist/compute.js, loaded by
+ *   core/compute/client.ts;
+ * - @google-cloud/container, 9 MB (the GKE API's messages): dist/container.js, loaded by core/gke/gke-api.ts;
+ * - @kubernetes/client-node, 15 MB (every Kubernetes model): dist/kubernetes.js, loaded by core/gke/kube.ts.
  */
+const APART = { '@google-cloud/compute': './compute.js', '@google-cloud/container': './container.js', '@kubernetes/client-node': './kubernetes.js' };
+
+/** @type {import('esbuild').Plugin} */
 const computeApart = {
-  name: 'compute-apart',
+  name: 'libraries-apart',
   setup(build) {
-    build.onResolve({ filter: /^@google-cloud\/compute$/ }, () => ({ path: './compute.js', external: true }));
+    build.onResolve({ filter: /^(@google-cloud\/(compute|container)|@kubernetes\/client-node)$/ }, (args) => ({ path: APART[args.path], external: true }));
   },
 };
 
@@ -65,17 +69,17 @@ const targets = [
     external: ['cpu-features', '*.node'],
     plugins: [computeApart],
   },
-  {
-    // Required by dist/extension.js and dist/cli.js when the first Compute Engine client is made (computeApart).
+  // Required by dist/extension.js and dist/cli.js when their first client is made (APART above).
+  ...Object.entries(APART).map(([lib, file]) => ({
     ...common,
-    entryPoints: ['@google-cloud/compute'],
-    outfile: 'dist/compute.js',
+    entryPoints: [lib],
+    outfile: `dist/${file.slice(2)}`,
     // proto3-json-serializer tells a Long by its class name: minified, every int64 field (a disk's size) fails.
     keepNames: true,
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-  },
+  })),
   // `tpw profile` on its own (bin/tpw.js loads it instead of the whole CLI: see profile-main.ts).
   {
     ...common,

@@ -5,7 +5,9 @@
 #              dist/ (with the profile analysis, dist/tpw-profile and dist/profile.wasm, which need Rust's cargo);
 #   --test     also what only the tests need (`npm test` passes it): OpenSSH's server (the tests' real sshd),
 #              gdb, rsync and pssh (peers), Debian chromium and code-server 4.100.3 (VS Code 1.100) for the
-#              end-to-end tests. (--e2e is the same, kept for old notes.)
+#              end-to-end tests, and the Kubernetes binaries of the emulator's GKE clusters (scripts/k8s-binaries.sh:
+#              built once per machine and version from the Go module proxy, cached in $TPW_CACHE/k8s; the demo does
+#              not need them). (--e2e is the same, kept for old notes.)
 # Caches live under $TPW_CACHE (default ~/.cache/tpu-workbench) so a second run on the same machine is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +50,12 @@ TPW_PYTHON_ENV=$([ $e2e = 1 ] && echo all || echo runtime) bash scripts/python-e
 # --- code-server for the end-to-end tests -----------------------------------------------------------
 if [ $e2e = 1 ]; then
   bash scripts/install-code-server.sh "$TPW_CACHE/code-server"
+fi
+
+# --- the emulator's Kubernetes binaries, for the GKE tests ---------------------------------------------
+# Not fatal here: without Go (1.25 or later) the GKE tests fail with a message that says how to build them.
+if [ $e2e = 1 ]; then
+  bash scripts/k8s-binaries.sh >/dev/null || say "the emulator's Kubernetes binaries were not built (above): the GKE tests will fail"
 fi
 
 # --- Rust, for the profile analysis (native/profile: dist/tpw-profile and dist/profile.wasm) ---------------------

@@ -1,9 +1,9 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EmulatorError } from './errors';
+import { freePort } from './free-port';
 import { emulatorDir } from '../../protocol/node/emulator-endpoint';
 import { generateEd25519KeyPair, parsesAsPublicKey } from '../../protocol/node/ssh-keys';
 import { tpuNodeKey } from './names';
@@ -16,6 +16,7 @@ import { EMULATOR_ACCOUNT } from './os-login';
 import { RestServer, type CapacityFault, type FaultSpec } from './rest';
 import type { SshWorkerPoolOptions, WorkerSpec } from './ssh-workers';
 import { VmServices } from './vm-services';
+import { GkeService, gkeOptions } from './gke/gke-service';
 import { EmulatorState, type NodeDownReason, type NodeJson, type OperationVerb } from './state';
 import { resetState, restorePreviousState, type StateRecovery } from './state-file';
 
@@ -97,6 +98,7 @@ export class Emulator {
   private computeValue: ComputeState | undefined;
   private restValue: RestServer | undefined;
   private servicesValue: VmServices | undefined;
+  private gkeValue: GkeService | undefined;
   private pool: WorkerPool | undefined;
   private endpointValue: EmulatorEndpoint | undefined;
   private lockHeld = false;
@@ -120,6 +122,12 @@ export class Emulator {
   get compute(): ComputeState {
     if (!this.computeValue) throw new Error('emulator not started');
     return this.computeValue;
+  }
+
+  /** GKE's clusters (their Kubernetes side runs only while a cluster exists). */
+  get gke(): GkeService {
+    if (!this.gkeValue) throw new Error('emulator not started');
+    return this.gkeValue;
   }
 
   /** The REST server, for fault and latency injection in tests. */
@@ -226,6 +234,12 @@ export class Emulator {
     compute.groups.resumeAll();
     compute.resumeInserts();
 
+    const gke = new GkeService(gkeOptions({
+      dir: this.dir, project, zones, account: EMULATOR_ACCOUNT, addresses: state,
+      pathPrefix: this.opts.workerPathPrefix ?? defaultWorkerPathPrefix(), vmServices: services, log: this.log,
+    }));
+    this.gkeValue = gke;
+
     // A new token at each start: a client holding an old one (or a copy of an old endpoint file) is refused.
     const token = crypto.randomBytes(32).toString('base64url');
     this.restValue = new RestServer({
@@ -243,8 +257,10 @@ export class Emulator {
       hostPublicKey: keys.hostPublicKey,
       log: this.log,
       compute,
+      gke,
     });
     const restPort = await this.restValue.listen();
+    gke.start(token);
     const endpoint: EmulatorEndpoint = {
       pid: process.pid,
       ...ownIdentity(),
@@ -276,6 +292,7 @@ export class Emulator {
       }
     };
     await step(() => this.restValue?.close());
+    await step(() => this.gkeValue?.stop());
     await step(() => this.servicesValue?.close());
     await step(() => this.computeValue?.close());
     await step(() => this.stateValue?.close());
@@ -283,6 +300,7 @@ export class Emulator {
     if (this.endpointValue) await step(() => fs.rmSync(endpointFile(this.dir), { force: true }));
     if (this.lockHeld) await step(() => fs.rmSync(lockFile(this.dir), { force: true }));
     this.restValue = undefined;
+    this.gkeValue = undefined;
     this.servicesValue = undefined;
     this.stateValue = undefined;
     this.computeValue = undefined;
@@ -492,16 +510,4 @@ function writeFileAtomic(file: string, text: string): void {
   fs.rmSync(tmp, { force: true });
   fs.writeFileSync(tmp, text, { flag: 'wx', mode: 0o600 });
   fs.renameSync(tmp, file);
-}
-
-/** A port free on `host` now; the SSH workers bind it on their own addresses. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }

@@ -11,6 +11,8 @@ import { osLoginRoutes } from './os-login';
 import { formatBatch, parseBatch, type BatchResponse } from './compute-batch';
 import { parseJsonBody, PayloadTooLarge, readBody, readJson, send } from './http-json';
 import { guardRequest } from './rest-guard';
+import { gkeRoutes } from './gke/gke-rest';
+import type { GkeService } from './gke/gke-service';
 import type { EmulatorState } from './state';
 import { ApiError, GOOGLE_STATUS, type AttachedDiskJson, type CreateNodeInput, type NodeJson } from './types';
 
@@ -58,6 +60,8 @@ export interface RestServerOptions {
   token: string;
   /** Compute Engine resources: with it, the server also answers the compute/v1 subset (compute-rest.ts). */
   compute?: ComputeState;
+  /** GKE: with it, the server also answers the container/v1 subset (gke/gke-rest.ts). */
+  gke?: GkeService;
 }
 
 type Query = URLSearchParams;
@@ -117,6 +121,7 @@ export class RestServer {
     this.routes = this.buildRoutes();
     const cs = opts.compute;
     if (cs) this.routes.push(...computeRoutes({ compute: cs, project: opts.project, zones: opts.zones }), ...osLoginRoutes({ osLogin: cs.osLogin, project: opts.project, save: () => opts.state.save() }));
+    if (opts.gke) this.routes.push(...gkeRoutes(opts.gke));
     this.server = http.createServer((req, res) => void this.handle(req, res));
     // Clients keep sockets alive between calls (node's global agent does, closing idle ones after 5 s); a server
     // closing an idle socket at the same 5 s races a request sent on it, which then fails with ECONNRESET.

@@ -4,7 +4,6 @@ or in Debian's archive, so a machine without it skips these (they are never coun
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -21,19 +20,8 @@ pytestmark = pytest.mark.skipif(GCLOUD is None, reason="gcloud is not installed 
 @pytest.fixture(scope="module")
 def gcloud(emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
     """Runs `gcloud compute tpus ARGS` with its own config dir, the emulator as the TPU endpoint and a static token."""
-    config = tmp_path_factory.mktemp("gcloud-config")
-    token_file = config / "token"
-    token_file.write_text(emulator.token or "local-emulator")
-    env = {
-        **os.environ,
-        "CLOUDSDK_CONFIG": str(config),
-        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(token_file),
-        "CLOUDSDK_CORE_PROJECT": emulator.project,
-        "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
-        "CLOUDSDK_CORE_DISABLE_USAGE_REPORTING": "1",
-        "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU": f"http://{emulator.host}:{emulator.port}/",
-    }
+    env = emulator.gcloud_env(tmp_path_factory.mktemp("gcloud-config"),
+                              CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=f"http://{emulator.host}:{emulator.port}/")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         assert GCLOUD is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import pathlib
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,22 @@ class Emulator:
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.zone}"
+
+    def gcloud_env(self, config: pathlib.Path, **overrides: str) -> dict[str, str]:
+        """gcloud's environment: its own config folder, the emulator's token as a static access token, no prompts,
+        and `overrides` (the API endpoints to point at the emulator)."""
+        token_file = config / "token"
+        token_file.write_text(self.token or "local-emulator")
+        return {
+            **os.environ,
+            "CLOUDSDK_CONFIG": str(config),
+            "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(token_file),
+            "CLOUDSDK_CORE_PROJECT": self.project,
+            "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
+            "CLOUDSDK_CORE_DISABLE_USAGE_REPORTING": "1",
+            "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
+            **overrides,
+        }
 
     def credentials(self) -> Credentials:
         return TokenCredentials(self.token) if self.token else AnonymousCredentials()

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { freePort } from '../../emulator/src/free-port';
 
 /**
  * A real OpenSSH sshd on a loopback address, for tests: real TPU VMs run OpenSSH, so the SSH stack is tested
@@ -55,17 +56,7 @@ export function makeKeyPair(file: string, comment = 'tpw-test'): void {
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', file], { stdio: 'ignore' });
 }
 
-/** A port that was free a moment ago on `host`. */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Resolves once something accepts TCP connections and speaks SSH on host:port. */
 export async function waitForSsh(host: string, port: number, timeoutMs = 10_000): Promise<void> {

@@ -72,6 +72,21 @@ def test_metrics_writer_keeps_records_up_to_resume_step(tmp_path):
     assert path.read_text() == ""
 
 
+def test_metrics_writer_echoes_records_for_a_pod_log(tmp_path, monkeypatch, capsys):
+    """On GKE (TPW_METRICS_ECHO set) each record also goes to stdout after the prefix, exactly as written to the file:
+    the run view reads a pod's metrics from its log (extension/src/core/run/gke-follow.ts)."""
+    monkeypatch.setenv("TPW_METRICS_ECHO", "tpw-metric ")
+    path = tmp_path / "metrics.jsonl"
+    w = MetricsWriter(path)
+    w.write({"step": 1, "loss": 2.5})
+    w.close()
+    echoed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("tpw-metric ")]
+    assert [line.removeprefix("tpw-metric ") for line in echoed] == path.read_text().splitlines()
+    monkeypatch.delenv("TPW_METRICS_ECHO")
+    MetricsWriter(tmp_path / "quiet.jsonl").write({"step": 1, "loss": 1.0})
+    assert "tpw-metric" not in capsys.readouterr().out
+
+
 def test_writers_call_tensorboard_and_wandb_apis(tmp_path, monkeypatch):
     """The glue to both libraries, against stand-ins that record calls (neither package is a dependency)."""
     import sys

@@ -369,4 +369,18 @@ describe('profile views from a real torch_xla capture', () => {
     await page.waitForSelector('.profiles .status.error');
     assert.match((await page.textContent('.profiles .status')) ?? '', /Could not open the profile: the profile is truncated/);
   });
+
+  it('labels the workers of a run with slices sNwM, in chips and in the gutter (a GKE or multislice run)', async () => {
+    const h = await openHarness();
+    try {
+      await post(h.page, { type: 'runState', runId: 'gke-run', state: 'running', workers: 8, workersPerSlice: 4 });
+      await post(h.page, { type: 'logLines', worker: 5, lines: ['hello from slice 1, host 1'] });
+      await h.page.waitForTimeout(100);
+      const chips = await h.page.$$eval('.chip', (els) => els.map((e) => e.textContent));
+      assert.deepEqual(chips, ['s0w0 · running', 's0w1 · running', 's0w2 · running', 's0w3 · running', 's1w0 · running', 's1w1 · running', 's1w2 · running', 's1w3 · running']);
+      assert.deepEqual(await h.page.$$eval('.log-rows .row:not([hidden]) .gutter', (els) => els.map((e) => e.textContent)), ['s1w1']);
+    } finally {
+      await h.browser.close();
+    }
+  });
 });

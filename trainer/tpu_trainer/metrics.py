@@ -121,10 +121,16 @@ class MetricsWriter:
     resumed run keeps the records up to the step it resumed from and drops any
     later ones (logged after that checkpoint by the interrupted process, and
     about to be logged again), so the file reads as one uninterrupted run.
+
+    With TPW_METRICS_ECHO set (a run on GKE), each record is also printed on
+    stdout after that prefix: a pod's log is the one channel TPU Workbench can
+    read from every cluster while the run goes and after it ends, so the run
+    view charts those lines (extension/src/core/run/gke-follow.ts).
     """
 
     def __init__(self, path: Path, keep_until_step: int = 0):
         self.path = path
+        self._echo = os.environ.get("TPW_METRICS_ECHO") or None
         path.parent.mkdir(parents=True, exist_ok=True)
         kept = []
         if keep_until_step > 0 and path.exists():
@@ -139,8 +145,11 @@ class MetricsWriter:
         self._f.flush()
 
     def write(self, record: dict[str, Any]) -> None:
-        self._f.write(json.dumps(record, allow_nan=True) + "\n")
+        line = json.dumps(record, allow_nan=True)
+        self._f.write(line + "\n")
         self._f.flush()
+        if self._echo:
+            print(self._echo + line, flush=True)
 
     def close(self) -> None:
         self._f.close()

@@ -104,6 +104,7 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
       title.textContent = msg.runId;
       state.textContent = msg.state + (msg.summary ? ` — ${msg.summary}` : '');
       state.dataset.state = msg.state;
+      if (msg.workersPerSlice) logs.store.perSlice = msg.workersPerSlice;
       for (let w = 0; w < (msg.workers ?? 0); w++) if (!logs.store.workers.has(w)) logs.setWorkerStatus(w, 'running');
       break;
     case 'workerStatus':

@@ -6,6 +6,7 @@
 import type { CommandContext } from './context';
 import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
 import { flagsExplain, flagsLint } from './flags-commands';
+import { gkeClusters, gkeNodePools, gkeQueues, gkeUse, gkeWorkloads } from './gke-commands';
 import { profileCommand } from './profile-command';
 import { forwardCommand } from './forward-command';
 import { qrDelete, qrList } from './qr-commands';
@@ -180,6 +181,66 @@ const EMULATOR: CommandSpec = {
   ],
 };
 
+const CLUSTER_OPTION: OptionSpec = { type: 'string', arg: 'C', description: 'The GKE cluster (default: the one `tpw gke use` remembered for this folder)' };
+
+const GKE: CommandSpec = {
+  name: 'gke',
+  summary: 'GKE: remember a cluster (as `tp use`), list clusters, TPU node pools, Kueue queues and workloads',
+  subcommands: [
+    {
+      name: 'use',
+      usage: '--cluster C --project P --zone Z --tpu-type T [--num-slices N] [--artifact-dir gs://…] [--image I]',
+      summary: "Remember a cluster for this folder, as torchprime's `tp use`: `tpw run` here then runs on it",
+      details: [
+        'The cluster must exist in P at Z and have a TPU node pool of type T. With --emulator, the local emulator\'s cluster (P is its project).',
+        'Remembered under <TPW_HOME>/gke/use/ for the current folder; run it again to change it.',
+      ],
+      options: {
+        cluster: { type: 'string', arg: 'C', description: 'The GKE cluster' },
+        'tpu-type': { type: 'string', arg: 'T', description: 'TPU type of each slice, e.g. v6e-256 or v5litepod-16' },
+        'num-slices': { type: 'string', arg: 'N', description: 'Slices per run (default 1)' },
+        'artifact-dir': { type: 'string', arg: 'gs://…', description: 'Where each pod copies its output and profiles at its end (<dir>/<workload>/…)' },
+        image: { type: 'string', arg: 'IMAGE', description: "The pods' image (default: torch_xla's TPU image, as torchprime uses)" },
+        namespace: { type: 'string', arg: 'NS', description: 'Namespace of the workloads (default: default)' },
+      },
+      globals: ['project', 'zone', 'emulator'],
+      run: gkeUse,
+    },
+    { name: 'clusters', summary: 'GKE clusters of the project (every location; --zone for one), * marks the remembered one', options: { json: JSON_OPTION }, globals: BACKEND, run: gkeClusters },
+    {
+      name: 'nodepools',
+      usage: '[--cluster C]',
+      summary: 'Node pools of a cluster: TPU type, topology, nodes ready, status, spot or reservation',
+      options: { cluster: CLUSTER_OPTION, json: JSON_OPTION },
+      globals: BACKEND,
+      run: gkeNodePools,
+    },
+    {
+      name: 'queues',
+      usage: '[--cluster C]',
+      summary: 'Kueue ClusterQueues (quota used/nominal, admitted, pending) and LocalQueues of a cluster',
+      options: { cluster: CLUSTER_OPTION, json: JSON_OPTION },
+      globals: BACKEND,
+      run: gkeQueues,
+    },
+    {
+      name: 'workloads',
+      usage: '[--cluster C] [--limit N] [--all]',
+      summary: 'JobSet workloads of a cluster: queued (and why), admitted, running, finished',
+      details: ['A page of --limit (default 100) at a time, as the API server pages them; --all reads every page.'],
+      options: {
+        cluster: CLUSTER_OPTION,
+        namespace: { type: 'string', arg: 'NS', description: 'Namespace (default: the remembered one, else default)' },
+        limit: { type: 'string', arg: 'N', description: 'Workloads per page (default 100)' },
+        all: { type: 'boolean', description: 'Every page' },
+        json: JSON_OPTION,
+      },
+      globals: BACKEND,
+      run: gkeWorkloads,
+    },
+  ],
+};
+
 const FLAGS: CommandSpec = {
   name: 'flags',
   summary: 'LIBTPU_INIT_ARGS / XLA_FLAGS: lint files, explain flags',
@@ -208,18 +269,30 @@ const FLAGS: CommandSpec = {
 export const COMMANDS: readonly CommandSpec[] = [
   VM,
   QR,
+  GKE,
   {
     name: 'run',
-    usage: 'RECIPE --vm NAME [options] [-- OVERRIDE...]',
-    summary: 'Sync the current folder to every worker and run the recipe on all of them',
+    usage: 'RECIPE --vm NAME [options] [-- OVERRIDE...] | RECIPE|SCRIPT.py [--cluster C] [options] [-- OVERRIDE...]',
+    summary: 'Sync the current folder to every worker and run the recipe on all of them (TPU VMs, or a JobSet on GKE)',
     details: [
       `Ctrl-C stops the run on every worker (${stopSignals('its')}); a second Ctrl-C exits at once.`,
       'Hydra overrides go after --, and reach the recipe\'s command literally (even ones that start with -).',
+      'GKE: with --cluster, or in a folder `tpw gke use` set up, the recipe (or a Python script, run as `tp run` runs it) goes to the cluster as a JobSet the way xpk makes one: a pod per TPU VM of each slice, queued by Kueue; the folder reaches the pods in ConfigMaps, HF_TOKEN and WANDB_API_KEY in a Secret. Ctrl-C deletes the workload. --dry-run prints the manifests.',
     ],
     options: {
       vm: { type: 'string', arg: 'NAME', description: 'The TPU VM to run on (`tpw vm list`)' },
-      'no-fail-fast': { type: 'boolean', description: 'Let the other workers go on when one fails (default: stop them all)' },
-      detach: { type: 'boolean', description: 'Return once the run started on every worker, printing its id' },
+      'no-fail-fast': { type: 'boolean', description: 'Let the other workers go on when one fails (default: stop them all; VMs only)' },
+      detach: { type: 'boolean', description: 'Return once the run started on every worker (GKE: once submitted), printing its id' },
+      cluster: { type: 'string', arg: 'C', description: 'GKE: the cluster to run on (default: the one `tpw gke use` remembered)' },
+      'tpu-type': { type: 'string', arg: 'T', description: 'GKE: TPU type of each slice (default: remembered)' },
+      'num-slices': { type: 'string', arg: 'N', description: 'GKE: slices (default: remembered, else 1)' },
+      image: { type: 'string', arg: 'IMAGE', description: "GKE: the pods' image (default: remembered, else torch_xla's TPU image)" },
+      name: { type: 'string', arg: 'W', description: 'GKE: the workload (JobSet) name (default: tpw-<run id>)' },
+      priority: { type: 'string', arg: 'P', description: 'GKE: very-low, low, medium (default), high, very-high' },
+      'max-restarts': { type: 'string', arg: 'N', description: 'GKE: JobSet restarts allowed (default 0, as xpk)' },
+      'artifact-dir': { type: 'string', arg: 'gs://…', description: 'GKE: where pods copy output and profiles (default: remembered)' },
+      namespace: { type: 'string', arg: 'NS', description: 'GKE: namespace (default: remembered, else default)' },
+      'dry-run': { type: 'boolean', description: 'GKE: print the manifests (JobSet, Secret keys, ConfigMap sizes) and submit nothing' },
     },
     globals: BACKEND_SSH,
     passthrough: "hydra OVERRIDEs, appended to the recipe's command",

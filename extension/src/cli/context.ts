@@ -3,6 +3,7 @@
  * parser cannot see (a missing NAME, a bad combination). Kept apart from main.ts so the handlers and the
  * command table do not import the entry point.
  */
+import type { RunResult, RunTails } from '../core/run/engine';
 import type { CliConnections } from './connections';
 
 export interface GlobalOptions {
@@ -26,6 +27,17 @@ export interface CommandContext {
 }
 
 export class UsageError extends Error {}
+
+/** `tpw run`'s end, on VMs and on GKE alike: a detached run's id, or the run's report; the exit code. */
+export function finishRun(ctx: CommandContext, result: RunResult, tails: RunTails): number {
+  if (result.detached) {
+    ctx.out(result.runId);
+    return 0;
+  }
+  for (const line of tails.report(result)) ctx.out(line);
+  if (result.cancelled) return 130;
+  return result.ok ? 0 : 1;
+}
 
 export function requireArg(value: string | undefined, what: string): string {
   if (!value) throw new UsageError(`missing ${what}`);

@@ -4,9 +4,11 @@ import { TpwError } from '../core/errors';
 import { passthroughEnv, prefixLine, runRecipe, RunTails } from '../core/run/engine';
 import { findRunTarget } from '../core/slices/multislice';
 import { openCliBackend } from './backend-from-args';
+import { usedHere } from './gke-commands';
+import { gkeRunCommand, refuseVmFlagsOnGke } from './gke-run-command';
 import { connectionsFor } from './connections';
 import { stopOnInterrupt } from './interrupt';
-import { requireArg, UsageError, type CommandContext } from './context';
+import { finishRun, requireArg, UsageError, type CommandContext } from './context';
 
 /**
  * `tpw run RECIPE --vm NAME [-- overrides]`: the current folder is the workspace that is synced. NAME is a VM, or
@@ -18,7 +20,17 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}" (hydra overrides go after --)`);
   const recipePath = path.resolve(requireArg(recipeArg, 'RECIPE (e.g. tpw run recipes/tiny-llama.sh --vm demo)'));
   if (!fs.existsSync(recipePath)) throw new TpwError('NOT_FOUND', `Recipe not found: ${recipePath}`);
-  const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`)');
+  // GKE: --cluster, or the cluster `tpw gke use` remembered for this folder (unless --vm says otherwise).
+  const use = ctx.values.vm ? undefined : usedHere();
+  if (ctx.values.cluster || use) {
+    if (ctx.values.vm) throw new UsageError('--vm and --cluster exclude each other');
+    refuseVmFlagsOnGke(ctx);
+    return gkeRunCommand(ctx, recipePath, use);
+  }
+  for (const gkeOnly of ['dry-run', 'tpu-type', 'num-slices', 'image', 'name', 'priority', 'max-restarts', 'artifact-dir', 'namespace']) {
+    if (ctx.values[gkeOnly] !== undefined) throw new UsageError(`--${gkeOnly} is for runs on GKE (--cluster C)`);
+  }
+  const vm = requireArg(ctx.values.vm as string | undefined, '--vm NAME (see `tpw vm list`), or --cluster C for GKE');
   const backend = await openCliBackend(ctx.globals);
   const interrupt = stopOnInterrupt(ctx, 'Stopping the run on every worker');
   try {
@@ -45,13 +57,7 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
         onLine: (worker, _stream, line) => ctx.out(prefixLine(worker, line, perSlice)),
       }),
     });
-    if (result.detached) {
-      ctx.out(result.runId);
-      return 0;
-    }
-    for (const line of tails.report(result)) ctx.out(line);
-    if (result.cancelled) return 130;
-    return result.ok ? 0 : 1;
+    return finishRun(ctx, result, tails);
   } finally {
     interrupt.dispose();
     await backend.close();

@@ -15,6 +15,9 @@ import {
   type RunRecord,
 } from '../core/run/engine';
 import { openCliBackend } from './backend-from-args';
+import { gkeGlobalsForRun } from './gke-commands';
+import { gkeResume } from './gke-run-command';
+import { isGkeRun } from '../core/run/engine';
 import { connectionsFor } from './connections';
 import { requireArg, UsageError, type CommandContext } from './context';
 
@@ -53,7 +56,7 @@ export async function runsCommand(ctx: CommandContext): Promise<number> {
 export async function logsCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
   const follow = Boolean(ctx.values.follow);
-  const backend = await openCliBackend(ctx.globals);
+  const backend = await openCliBackend(gkeGlobalsForRun(ctx.globals, loadRun(runId)));
   const conns = connectionsFor(ctx, backend);
   const detach = new AbortController();
   // Ctrl-C while following stops *watching*; the run goes on (`tpw stop` stops it).
@@ -62,7 +65,8 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
   try {
     const tails = new RunTails();
     const perSlice = loadRun(runId).workersPerSlice;
-    const result = await watchRecordedRun(backend, conns, runId, tails.wrap({ onLine: (w, _s, line) => ctx.out(prefixLine(w, line, perSlice)) }), {
+    const listener = tails.wrap({ onLine: (w: number, _s: unknown, line: string) => ctx.out(prefixLine(w, line, perSlice)), onNotice: (m: string) => ctx.err(`tpw: ${m}`) });
+    const result = await watchRecordedRun(backend, conns, runId, listener, {
       follow,
       signal: detach.signal,
       onNotice: (w, m) => ctx.err(`tpw: w${w}: ${m}`),
@@ -90,10 +94,14 @@ export async function logsCommand(ctx: CommandContext): Promise<number> {
 
 export async function stopCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
-  const backend = await openCliBackend(ctx.globals);
+  const backend = await openCliBackend(gkeGlobalsForRun(ctx.globals, loadRun(runId)));
   const conns = connectionsFor(ctx, backend);
   try {
     const rec = await stopRecordedRun(backend, conns, runId);
+    if (isGkeRun(rec)) {
+      ctx.out(`run ${runId}: workload ${rec.gke.jobset} deleted (${rec.status})`);
+      return 0;
+    }
     ctx.out(`run ${runId}: stopped on ${rec.workers.length} workers (${rec.status})`);
     return 0;
   } finally {
@@ -110,6 +118,7 @@ export async function resumeCommand(ctx: CommandContext): Promise<number> {
   const runId = resolveRunId(requireArg(ctx.positionals[0], 'RUN (see `tpw runs`)'));
   const rec = loadRun(runId);
   if (isTaskYamlRun(rec)) throw relaunchInstead(rec);
+  if (isGkeRun(rec)) return gkeResume({ ...ctx, globals: gkeGlobalsForRun(ctx.globals, rec) }, rec, undefined);
   const backend = await openCliBackend(ctx.globals);
   try {
     // Every slice of a multislice run is brought back; only the ones that went away are recreated or started.

@@ -1,12 +1,16 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { GoogleAuth } from 'google-auth-library';
 import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
 import { journaled, recordChange } from './change-journal';
 import { readEmulatorEndpoint } from './local-emulator';
+import { adcTokenSource, staticToken } from './gke/credentials';
+import { emulatorGkeApi, googleGkeApi } from './gke/gke-api';
+import { GkeProvider } from './gke/provider';
 import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';
@@ -53,6 +57,8 @@ export interface Backend {
   readonly api: TpuApi;
   /** Compute Engine's TPU VMs and slices (creating them, and what only Compute Engine has). */
   readonly compute: ComputeTpuProvider;
+  /** GKE clusters of the project and their Kubernetes APIs (nothing is loaded or asked until first used). */
+  readonly gke: GkeProvider;
   readonly project: string;
   readonly zones: string[];
   /** SSH targets for every worker of a READY node, in worker order. */
@@ -121,10 +127,13 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
   const api = withComputeSlices(emulatorTpuApi(endpoint), compute);
   const osLogin = emulatorOsLogin(endpoint);
   const osLoginUser = osLoginUsers(compute, osLogin, endpoint.project, opts.onNotice);
+  // The emulator's clusters take its endpoint token, as GKE takes a Google access token (emulator/GKE.md §3).
+  const gke = new GkeProvider(emulatorGkeApi(endpoint), staticToken(endpoint.token, "the local emulator's token"), false);
   return {
     kind: 'emulator',
     api,
     compute,
+    gke,
     project: endpoint.project,
     zones: opts.zones && opts.zones.length > 0 ? opts.zones.filter((z) => endpoint.zones.includes(z)) : endpoint.zones,
     workersOf: async (node) => {
@@ -134,7 +143,7 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
     },
     osLoginUser,
     close: async () => {
-      await Promise.allSettled([api.close(), osLogin.close()]);
+      await Promise.allSettled([api.close(), osLogin.close(), gke.close()]);
     },
   };
 }
@@ -148,6 +157,9 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   const api = withComputeSlices(await cloudTpuApiForProject(opts.project), compute);
   const osLogin = googleOsLogin();
   const osLoginUser = osLoginUsers(compute, osLogin, opts.project, opts.onNotice);
+  // ADC for the GKE API, and for clusters gcloud wrote no kubeconfig context for (what gke-gcloud-auth-plugin hands out).
+  const gkeAuth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] });
+  const gke = new GkeProvider(googleGkeApi(gkeAuth), adcTokenSource(gkeAuth), true);
   // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
   let zones = opts.zones ?? [];
   if (zones.length === 0) {
@@ -193,8 +205,9 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
       return workerAddresses(node, external).map((host, index) => ({ index, host, port: 22, username, privateKey, proxyJump, proxyCommand }));
     },
     osLoginUser,
+    gke,
     close: async () => {
-      await Promise.allSettled([api.close(), osLogin.close()]);
+      await Promise.allSettled([api.close(), osLogin.close(), gke.close()]);
     },
   };
 }

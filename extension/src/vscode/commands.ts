@@ -20,6 +20,8 @@ import { getSampleRecipe } from './sample-recipe';
 import { launchTaskYaml } from './task-launch';
 import { attachDebugger, debugOnTpu } from './debug';
 import { openInBrowser, type PortForwards } from './port-forwards';
+import { loadMore, runHere, runOnTpuGke, showPodLog, stopWorkload, useThisCluster } from './gke-commands';
+import type { GkeTreeProvider } from './gke-tree';
 
 /** What command handlers need besides the context. */
 export interface Services {
@@ -31,6 +33,7 @@ export interface Services {
   terminals: WorkerTerminals;
   details: DetailsDocuments;
   forwards: PortForwards;
+  gkeTree: GkeTreeProvider;
 }
 
 /** The VM of a tree item, fetched again (the row may be seconds old), or a pick among the READY ones. */
@@ -51,7 +54,18 @@ interface CommandSpec {
 
 /** Every command of the extension; ids match `contributes.commands` in package.json. */
 const COMMANDS: Record<string, CommandSpec> = {
-  'tpuWorkbench.runOnTpu': { title: 'Run on TPU', handler: ({ runs }, arg) => runs.run(arg) },
+  'tpuWorkbench.runOnTpu': {
+    title: 'Run on TPU',
+    handler: async ({ ctx, runs }, arg) => {
+      if (!(await runOnTpuGke(ctx, runs, arg))) await runs.run(arg);
+    },
+  },
+  'tpuWorkbench.gke.refresh': { title: 'Refresh GKE', handler: ({ gkeTree }) => gkeTree.refresh() },
+  'tpuWorkbench.gke.runHere': { title: 'Run on TPU Here', handler: ({ ctx, runs, gkeTree }, arg) => runHere(ctx, runs, arg).finally(() => gkeTree.refresh()) },
+  'tpuWorkbench.gke.useCluster': { title: 'Use This Cluster', handler: ({ gkeTree }, arg) => useThisCluster(gkeTree, arg) },
+  'tpuWorkbench.gke.stopWorkload': { title: 'Stop Workload', handler: ({ ctx, gkeTree }, arg) => stopWorkload(ctx, gkeTree, arg) },
+  'tpuWorkbench.gke.showPodLog': { title: 'Show Pod Log', handler: (_s, arg) => showPodLog(arg) },
+  'tpuWorkbench.gke.loadMore': { title: 'Load More Workloads', handler: ({ gkeTree }, arg) => loadMore(gkeTree, arg) },
   'tpuWorkbench.runOnTpuWithOverrides': {
     title: 'Run on TPU with Overrides',
     handler: async ({ runs, language }, arg) => {

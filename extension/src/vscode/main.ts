@@ -14,6 +14,7 @@ import { registerRunView } from './run-view/hook';
 import { WorkerTerminals } from './terminal';
 import { VmTreeProvider } from './vm-tree';
 import { ExplorerWatch } from './explorer/watch';
+import { GkeTreeProvider } from './gke-tree';
 import { DetailsDocuments } from './worker-actions';
 
 let ctx: Ctx | undefined;
@@ -30,6 +31,8 @@ export function activate(context: vscode.ExtensionContext): void {
   tree.attach(view);
   c.own(new ExplorerWatch(c, tree));
   const runs = c.own(new RunManager(c, tree));
+  const gkeTree = c.own(new GkeTreeProvider(c));
+  c.own(vscode.window.createTreeView('tpuWorkbench.gke', { treeDataProvider: gkeTree, showCollapseAll: true }));
   const runsTree = c.own(new RunsTreeProvider(c));
   runsTree.attach(c.own(vscode.window.createTreeView('tpuWorkbench.runs', { treeDataProvider: runsTree })));
   runs.onRunsChanged = () => runsTree.refresh();
@@ -39,7 +42,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const details = new DetailsDocuments();
   c.own(vscode.workspace.registerTextDocumentContentProvider(DetailsDocuments.scheme, details));
   const forwards = c.own(new PortForwards(c));
-  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards });
+  registerCommands({ ctx: c, tree, runs, runsTree, language, terminals, details, forwards, gkeTree });
   watchTaskYamlContext(c);
   registerTpuDebugAdapter(c);
   c.own(registerTpuTasks(c, vmSource(c, tree)));
@@ -51,6 +54,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (!config.affectsBackend(e)) return;
       c.dropBackend();
       tree.refresh(true);
+      gkeTree.refresh();
     }),
   );
   c.log.info(`TPU Workbench ${String(context.extension.packageJSON.version)} activated`);

@@ -4,7 +4,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { downloadRunLogs, loadRun, stopRecordedRun, vmForResume, workersOfRecord, type RunRecord } from '../core/run/engine';
+import { downloadGkeRunLogs, downloadRunLogs, isGkeRun, loadRun, stopRecordedRun, vmForResume, workersOfRecord, type RunRecord } from '../core/run/engine';
+import { parseClusterName } from '../core/gke/models';
+import { runOnGke } from './gke-run';
 import { parseNodeName } from '../core/tpu/models';
 import * as config from './config';
 import type { Ctx } from './ctx';
@@ -52,6 +54,7 @@ export async function runAgain(ctx: Ctx, runs: RunManager, arg: unknown): Promis
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
   // A task YAML's run goes again the way it went first: launch (setup skipped while unchanged).
   if (isTaskYamlRun(rec)) return launchTaskYaml(ctx, vscode.Uri.file(rec.recipe), rec.vm);
+  if (isGkeRun(rec)) return rerunOnGke(ctx, runs, rec, false);
   const backend = await ctx.backend();
   const node = await backend.api.getNode(parseNodeName(rec.node));
   // Its run view (once that run ended) shows the new one: no new tab, no new editor group.
@@ -65,7 +68,7 @@ export async function downloadLogs(ctx: Ctx, arg: unknown): Promise<void> {
   const dest = path.join(folder, '.tpw', 'logs', rec.runId);
   const backend = await ctx.backend();
   const files = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Downloading logs of ${rec.runId}` }, async () =>
-    downloadRunLogs(await workersOfRecord(backend, rec), ctx.connections(backend), rec.runId, dest),
+    isGkeRun(rec) ? downloadGkeRunLogs(backend.gke, rec, dest) : downloadRunLogs(await workersOfRecord(backend, rec), ctx.connections(backend), rec.runId, dest),
   );
   ctx.log.info(`downloaded ${files.length} logs of ${rec.runId} to ${dest}`);
   if (files[0]) await vscode.window.showTextDocument(vscode.Uri.file(files[0]), { preview: true });
@@ -84,6 +87,8 @@ export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promi
   const rec = recordOf(arg);
   if (!fs.existsSync(rec.recipe)) throw new TpwError('NOT_FOUND', `The recipe of that run is gone: ${rec.recipe}`);
   if (isTaskYamlRun(rec)) throw relaunchInstead(rec);
+  // GKE brings preempted nodes back itself: the same workload is submitted again, resuming from its checkpoint.
+  if (isGkeRun(rec)) return rerunOnGke(ctx, runs, rec, true);
   const backend = await ctx.backend();
   // Every slice of a multislice run comes back; only the ones that went away are recreated or started.
   const slices = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `TPU: bringing ${rec.vm} back` }, async (progress) => {
@@ -94,4 +99,11 @@ export async function resumeRun(ctx: Ctx, runs: RunManager, arg: unknown): Promi
     return back;
   });
   await runs.run(vscode.Uri.file(rec.recipe), slices.length > 1 ? slices : slices[0], true);
+}
+
+/** A GKE run submitted again to the same cluster, type and slices ("Run Again", or "Resume" with resume=auto). */
+async function rerunOnGke(ctx: Ctx, runs: RunManager, rec: RunRecord & { gke: NonNullable<RunRecord['gke']> }, resume: boolean): Promise<void> {
+  const backend = await ctx.backend();
+  const cluster = await backend.gke.api.getCluster(parseClusterName(rec.gke.cluster));
+  await runOnGke(ctx, runs, vscode.Uri.file(rec.recipe), { backend, cluster, tpuType: rec.gke.tpuType, numSlices: rec.gke.slices }, resume, rec.extraOverrides);
 }

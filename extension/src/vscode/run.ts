@@ -1,7 +1,22 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, TpwError } from '../core/errors';
-import { firstFailure, formatRunSummary, loadRun, markStopping, prefixLine, runRecipe, RunTails, stopRecordedRun, watchRecordedRun, type EnvValue, type RunPhase, type RunResult } from '../core/run/engine';
+import {
+  firstFailure,
+  formatRunSummary,
+  loadRun,
+  markStopping,
+  prefixLine,
+  runRecipe,
+  RunTails,
+  stopRecordedRun,
+  watchRecordedRun,
+  type EnvValue,
+  type RunConnections,
+  type RunListener,
+  type RunPhase,
+  type RunResult,
+} from '../core/run/engine';
 import { runTargetItems } from '../core/explorer/run-targets';
 import { parseNodeName, shortName, type TpuNode } from '../core/tpu/models';
 import * as config from './config';
@@ -15,6 +30,17 @@ import { PreparedRecipe } from './prepare-workers';
 import { RunChannels, type RunOutput } from './run-output';
 import { confirmRecipeErrors } from './recipe-errors';
 import { openRecordedRunView } from './run-view/recorded';
+
+/** What RunManager.track hands the code that starts a run. */
+export interface RunHooks {
+  /** Aborting stops the run (every worker, or the JobSet). */
+  signal: AbortSignal;
+  /** Aborting stops watching only. */
+  detachSignal: AbortSignal;
+  /** Once the run has its id; `source`: its workers over SSH (VM runs), for live metrics and artifacts. */
+  onStarted(runId: string, source?: RunConnections): void;
+  listener: RunListener & { onPhase(phase: RunPhase, detail: string): void };
+}
 
 /** What a caller adds to a run started by RunManager.run ("Debug on TPU", "Run Again"). */
 export interface RunLaunchExtras {
@@ -149,24 +175,61 @@ export class RunManager implements vscode.Disposable {
     // The run syncs files from disk: unsaved edits (to the recipe or the trainer) would silently not be run.
     await vscode.workspace.saveAll(false);
 
-    // Re-checked after the awaits above: a second invocation may have started meanwhile.
-    const busy = this.onVm(node.name);
-    if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${shortName(node.name)} (${busy.label}).`);
     const vm = slices ? `${shortName(node.sliceGroup ?? node.name)} (${slices.length} slices)` : shortName(node.name);
-    // Multislice lines read [s1w3]: slice 1, its worker 3.
-    const perSlice = slices ? node.networkEndpoints.length : undefined;
     const workerCount = node.networkEndpoints.length * (slices?.length ?? 1);
     const recipeName = path.basename(recipe.fsPath);
-    const label = `${recipeName} on ${vm}`;
+    await this.track({
+      label: `${recipeName} on ${vm}`,
+      busyKey: node.name,
+      workerCount,
+      // Multislice lines read [s1w3]: slice 1, its worker 3.
+      perSlice: slices ? node.networkEndpoints.length : undefined,
+      header: `Run ${recipeName} on ${vm} (${node.acceleratorType}, ${workerCount} workers) from ${folder.uri.fsPath}`,
+      again: launch.again,
+      start: async (h) =>
+        runRecipe({
+          backend,
+          node,
+          ...(slices ? { slices } : {}),
+          recipePath: recipe.fsPath,
+          workspaceRoot: folder.uri.fsPath,
+          failFast: config.failFast(),
+          passEnv: await runEnvironment(this.ctx),
+          conns: this.ctx.connections(backend),
+          resume,
+          extraOverrides,
+          extraEnv: launch.extraEnv,
+          envPrepend: launch.envPrepend,
+          signal: h.signal,
+          detachSignal: h.detachSignal,
+          onStarted: (runId, source) => {
+            h.onStarted(runId, source);
+            launch.onStarted?.(runId, h.signal);
+          },
+          listener: h.listener,
+        }),
+    });
+  }
+
+  /**
+   * What every run watched here shares, whatever it runs on: its channel (lines prefixed [wN] or [sNwM]), the run
+   * view, a cancellable progress notification, the status bar, the report at its end, and one run per target at a
+   * time (`busyKey`: the VM, or the GKE node pools' cluster and type). `start` starts it with the hooks.
+   */
+  async track(o: { label: string; busyKey: string; workerCount: number; perSlice?: number; header: string; again?: string; start(h: RunHooks): Promise<RunResult> }): Promise<void> {
+    // Re-checked after the caller's awaits: a second invocation may have started meanwhile.
+    const busy = this.onVm(o.busyKey);
+    if (busy) throw new TpwError('FAILED_PRECONDITION', `A run is already in progress on ${o.label.split(' on ').pop()} (${busy.label}).`);
+    const { label, perSlice } = o;
     const controller = new AbortController();
     const out = this.channels.open(label, undefined, config.runOutputChannel());
-    const active: ActiveRun = { label, controller, detach: new AbortController(), node: node.name, out };
+    const active: ActiveRun = { label, controller, detach: new AbortController(), node: o.busyKey, out };
     this.watching(active);
     const tails = new RunTails();
 
-    const view = runViewFeed(this.ctx, label, workerCount, launch.again);
+    const view = runViewFeed(this.ctx, label, o.workerCount, { reuse: o.again, workersPerSlice: perSlice });
     out.reveal = () => view.reveal();
-    out.appendLine(`Run ${recipeName} on ${vm} (${node.acceleratorType}, ${workerCount} workers) from ${folder.uri.fsPath}`);
+    out.appendLine(o.header);
     if (out.channel) out.show();
     this.ctx.log.info(`run ${label}: start`);
 
@@ -179,19 +242,7 @@ export class RunManager implements vscode.Disposable {
             view.stopping();
             progress.report({ message: 'Stopping…' });
           }), { once: true });
-          return runRecipe({
-            backend,
-            node,
-            ...(slices ? { slices } : {}),
-            recipePath: recipe.fsPath,
-            workspaceRoot: folder.uri.fsPath,
-            failFast: config.failFast(),
-            passEnv: await runEnvironment(this.ctx),
-            conns: this.ctx.connections(backend),
-            resume,
-            extraOverrides,
-            extraEnv: launch.extraEnv,
-            envPrepend: launch.envPrepend,
+          return o.start({
             signal: controller.signal,
             detachSignal: active.detach.signal,
             onStarted: (runId, source) => {
@@ -201,7 +252,6 @@ export class RunManager implements vscode.Disposable {
               if (active.stopping) markStopping(runId);
               view.started(runId, source);
               this.onRunsChanged();
-              launch.onStarted?.(runId, controller.signal);
             },
             listener: tails.wrap({
               onLine: (worker, _stream, line) => {
@@ -217,6 +267,11 @@ export class RunManager implements vscode.Disposable {
               onWorkerExit: (w) => {
                 view.onWorkerExit(w);
                 this.ctx.log.info(`run ${label}: w${w.index} exit=${w.exitCode ?? w.signal ?? 'none'}${w.error ? ` error=${w.error}` : ''}`);
+              },
+              onMetrics: (worker, records) => view.onMetrics(worker, records),
+              onNotice: (m) => {
+                out.push(`tpw: ${m}`);
+                this.ctx.log.info(`run ${label}: ${m}`);
               },
             }),
           });
@@ -364,7 +419,7 @@ function isRecipe(uri: vscode.Uri): boolean {
  * on (editor title passes its URI), else the
  * active editor if it is a recipe, else a pick among `recipes/*.sh` (a single one is used directly).
  */
-async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
+export async function resolveRecipe(arg: unknown): Promise<vscode.Uri | undefined> {
   if (arg instanceof PreparedRecipe) return arg.uri;
   if (arg instanceof vscode.Uri && isRecipe(arg)) return arg;
   const active = vscode.window.activeTextEditor?.document.uri;

@@ -1,3 +1,5 @@
+import { workerLabel } from '../../../protocol/run-view-messages';
+
 /**
  * All log lines of a run, columnar: the text (ANSI stripped, for search) plus raw text only where it had
  * escapes, and worker and level in typed arrays. The view is an index (Int32Array) of the lines that pass the
@@ -34,6 +36,8 @@ export class LogStore {
   readonly workers = new Set<number>();
   /** Lines per worker, for the chips. */
   readonly perWorker = new Map<number, number>();
+  /** Workers per slice, once the run says (labels read sNwM then). */
+  perSlice: number | undefined;
 
   get length(): number {
     return this.text.length;
@@ -119,7 +123,7 @@ export class LogStore {
     const out: string[] = [];
     for (let r = from; r < to; r++) {
       const i = this.view[r];
-      out.push(`[w${this.worker[i]}] ${this.text[i]}`);
+      out.push(`[${workerLabel(this.worker[i], this.perSlice)}] ${this.text[i]}`);
     }
     return out.join('\n');
   }

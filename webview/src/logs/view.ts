@@ -1,3 +1,5 @@
+import { workerLabel } from '../../../protocol/run-view-messages';
+
 /**
  * The log pane: every worker's lines in one virtualized list. Only the rows on screen exist in the DOM (a
  * fixed pool, refilled on scroll), so 1,000,000 lines cost one string each, not one element each.
@@ -148,7 +150,7 @@ export class LogView {
   setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {
     let chip = this.workerChips.get(worker);
     if (!chip) {
-      const b = button(`w${worker}`, () => {
+      const b = button(workerLabel(worker, this.store.perSlice), () => {
         if (this.store.hiddenWorkers.has(worker)) this.store.hiddenWorkers.delete(worker);
         else this.store.hiddenWorkers.add(worker);
         this.updateChip(worker);
@@ -171,7 +173,7 @@ export class LogView {
     if (!chip) return;
     const shown = !this.store.hiddenWorkers.has(worker);
     const status = chip.state === 'exited' || chip.state === 'failed' ? `exit ${chip.exitCode ?? '?'}` : chip.state;
-    chip.el.textContent = `w${worker} · ${status}`;
+    chip.el.textContent = `${workerLabel(worker, this.store.perSlice)} · ${status}`;
     chip.el.dataset.state = chip.state === 'exited' && chip.exitCode !== 0 ? 'failed' : chip.state;
     chip.el.setAttribute('aria-pressed', String(shown));
     chip.el.title = `Worker ${worker}: ${status}, ${this.store.perWorker.get(worker) ?? 0} lines. Click to ${shown ? 'hide' : 'show'} its lines.`;
@@ -344,7 +346,7 @@ export class LogView {
     const gutter = row.firstChild as HTMLSpanElement;
     const text = row.lastChild as HTMLSpanElement;
     const w = store.worker[i];
-    gutter.textContent = `w${w}`;
+    gutter.textContent = workerLabel(w, store.perSlice);
     gutter.dataset.worker = String(w % 8);
     row.dataset.level = String(store.level[i]);
     row.classList.toggle('cursor', r === this.cursor);

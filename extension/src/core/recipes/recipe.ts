@@ -178,6 +178,17 @@ function entryArgCount(words: ShellWord[]): number {
   return i;
 }
 
+/**
+ * A Python script run as it is, as torchprime's `tp run path/train.py overrides…` runs one: `python3 <script>` from
+ * the workspace root, no exports; the overrides come from the command line.
+ */
+export function scriptRecipe(file: string, workspaceRoot: string): Recipe {
+  const rel = path.relative(path.resolve(workspaceRoot), path.resolve(file));
+  if (rel.startsWith('..') || path.isAbsolute(rel)) throw new TpwError('RECIPE', `${file} is outside the workspace ${workspaceRoot}: only the workspace reaches the workers.`);
+  if (!fs.existsSync(file)) throw new TpwError('NOT_FOUND', `Script not found: ${file}`);
+  return { path: path.resolve(file), env: [], program: ['python3', rel.split(path.sep).join('/')], overrides: [], cwd: '.', commandLine: 1, overrideLines: [] };
+}
+
 /** The full argv of a recipe, with extra overrides appended (later overrides win in hydra). */
 export function recipeArgv(recipe: Recipe, extra: string[] = []): string[] {
   return [...recipe.program, ...recipe.overrides, ...extra];

@@ -13,14 +13,19 @@
  *   session.ts         a recorded run seen again from another process (`tpw logs`, a restarted VS Code)
  *   remote-script.ts   the shell programs sent to the workers
  *   registry.ts        the local run history; summary.ts the report; preemption.ts spot VMs
+ *   dispatch.ts        a recorded run on VMs or on GKE, seen again the same way
+ *   gke-run.ts         "Run on TPU" on GKE (gke-plan.ts the JobSet, gke-follow.ts its pods' logs as the workers' output)
  */
 export { newRunId, remoteWorkspaceDir, runRecipe, sliceWorkers, type SliceWorkers } from './pipeline';
 export { runProgram, type ProgramRunRequest } from './program';
 export type { RecipeRunRequest, RunConnections, RunPhase } from './pipeline-types';
 export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachOptions, type RunsRoot } from './detached';
-export { downloadRunLogs, followRun, markStopping, recordResult, statusOf, stopRecordedRun, watchRecordedRun, workersOfRecord, type WatchOptions } from './session';
+export { downloadRunLogs, followRun, markStopping, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
+export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
+export { downloadGkeRunLogs, gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
+export { deleteWorkload } from './gke-follow';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
-export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type RunRecord, type RunStatus } from './registry';
+export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
 export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
 export { locateTrainerLine, type RecipeLocation } from './problem-lines';

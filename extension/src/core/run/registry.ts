@@ -15,6 +15,20 @@ import { validateRunId } from '../ssh/run-dir';
 
 export type { RunStatus };
 
+/** Where a run on GKE lives: the JobSet tpw submitted, and what it asked for. */
+export interface GkeRunRef {
+  /** projects/P/locations/L/clusters/C */
+  cluster: string;
+  namespace: string;
+  jobset: string;
+  tpuType: string;
+  slices: number;
+  podsPerSlice: number;
+  image: string;
+  /** Submitted to the local emulator's cluster (so `tpw logs` finds it without flags). */
+  emulator?: boolean;
+}
+
 export interface RunRecord {
   runId: string;
   /** Full node name (projects/p/locations/z/nodes/n). */
@@ -34,6 +48,8 @@ export interface RunRecord {
    * end of its run (flex-start): "Resume" makes it again as it was.
    */
   recreate?: CreateNodeRequest[];
+  /** A run on GKE: its JobSet (then `node` is the cluster's full name and `workers` the pods' slots). */
+  gke?: GkeRunRef;
   startedAt: string;
   endedAt?: string;
   status: RunStatus;

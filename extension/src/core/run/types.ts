@@ -1,3 +1,4 @@
+import type { MetricRecord } from '../../../../protocol/metrics-record';
 import type { OutputStream, WorkerTarget } from '../ssh/types';
 
 export type { OutputStream } from '../ssh/types';
@@ -56,4 +57,11 @@ export interface RunListener {
   /** A complete line of output from one worker (no trailing newline). */
   onLine?(worker: number, stream: OutputStream, line: string): void;
   onWorkerExit?(result: WorkerResult): void;
+  /**
+   * Metrics records that arrived with the output (a GKE pod's log carries the trainer's records: core/gke), rather
+   * than being read from the worker's metrics.jsonl.
+   */
+  onMetrics?(worker: number, records: MetricRecord[]): void;
+  /** Notes for a person about the run as a whole (a restart of the JobSet, a preempted node pool): never output. */
+  onNotice?(message: string): void;
 }

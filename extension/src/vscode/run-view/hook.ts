@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { describeError } from '../../core/errors';
+import type { MetricRecord } from '../../../../protocol/metrics-record';
 import { formatRunSummary, loadRun, type RunResult, type WorkerResult } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
@@ -12,9 +13,13 @@ import { headerStatus, workerStatus } from './status';
  * stays a few lines (runs are being reworked in parallel there).
  */
 export interface RunViewFeed {
-  /** The run has its id (it started on every worker): live metrics begin, over the run's connections. */
-  started(runId: string, source: RunSource): void;
+  /**
+   * The run has its id (it started on every worker): live metrics begin, over the run's connections; without a
+   * source (a GKE run) the metrics come with its output (onMetrics) and nothing is fetched from workers at its end.
+   */
+  started(runId: string, source?: RunSource): void;
   onLine(worker: number, line: string): void;
+  onMetrics(worker: number, records: MetricRecord[]): void;
   onWorkerExit(w: WorkerResult): void;
   done(result: RunResult): void;
   failed(e: unknown, cancelled: boolean): void;
@@ -24,21 +29,29 @@ export interface RunViewFeed {
   reveal(): void;
 }
 
-/** `reuse`: the run this one repeats (Run Again): its panel shows this run once it has ended. */
-export function runViewFeed(ctx: Ctx, title: string, workers: number, reuse?: string): RunViewFeed {
+/**
+ * `reuse`: the run this one repeats (Run Again): its panel shows this run once it has ended. `workersPerSlice`:
+ * a run with slices (GKE, multislice), whose workers the view labels sNwM.
+ */
+export function runViewFeed(ctx: Ctx, title: string, workers: number, opts: { reuse?: string; workersPerSlice?: number } = {}): RunViewFeed {
   // Run ids are known only once the run started on every worker; the panel is keyed by the start time till then.
   // Without focus: the recipe stays where it was, and the run shows next to it.
-  const view = RunViewPanel.show(ctx, { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers, provisional: true }, true, undefined, reuse);
+  const info = { runId: `${title} @ ${new Date().toISOString().slice(11, 19)}`, title, workers, provisional: true, ...(opts.workersPerSlice ? { workersPerSlice: opts.workersPerSlice } : {}) };
+  const view = RunViewPanel.show(ctx, info, true, undefined, opts.reuse);
   // "starting" until every worker runs the program (sync and start take seconds; a run that never starts never ran).
   let live: LiveMetrics | undefined;
   let runId: string | undefined;
+  let overSsh = false;
   return {
     started: (id, source) => {
       runId = id;
       view.aliasRunId(id);
       view.setStatus('running');
-      live ??= liveMetrics(ctx, view, id, source);
-      view.watchChips(source);
+      overSsh = source !== undefined;
+      if (source) {
+        live ??= liveMetrics(ctx, view, id, source);
+        view.watchChips(source);
+      }
     },
     stopping: () => view.setStatus('stopping'),
     reveal: () => {
@@ -46,6 +59,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number, reuse?: st
       else if (runId) void openRecordedRunView(ctx, loadRun(runId)).catch((e: unknown) => ctx.showError('Open Run View failed', e));
     },
     onLine: (worker, line) => view.appendLines(worker, [line]),
+    onMetrics: (_worker, records) => view.setMetrics(records),
     onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),
     done: (result) => {
       if (result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
@@ -53,7 +67,7 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number, reuse?: st
       // metrics.jsonl (exact values, every worker), the metrics report (health) and the profile captures.
       // No last live read: the whole file is fetched next.
       void live?.stop(false);
-      if (result.runId && !result.detached) void loadRemoteArtifacts(ctx, view, result.runId);
+      if (result.runId && !result.detached && overSsh) void loadRemoteArtifacts(ctx, view, result.runId);
     },
     failed: (e, cancelled) => {
       void live?.stop(false);

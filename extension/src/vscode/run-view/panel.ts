@@ -35,9 +35,14 @@ export interface RunViewInfo {
   runId: string;
   title: string;
   workers?: number;
+  /** Multislice and GKE runs: workers per slice, so the view labels them sNwM. */
+  workersPerSlice?: number;
   /** `runId` is a stand-in: the run has no id yet (it is being synced and started), or the panel shows no run. */
   provisional?: boolean;
 }
+
+/** The runState field that makes the view label workers sNwM, when the run has slices. */
+const slices = (info: RunViewInfo): { workersPerSlice?: number } => (info.workersPerSlice ? { workersPerSlice: info.workersPerSlice } : {});
 
 /**
  * One webview panel per run: every worker's log, live metrics, profiles. The panel survives being hidden
@@ -127,7 +132,7 @@ export class RunViewPanel implements vscode.Disposable {
     panel.webview.html = runViewHtml(panel.webview, ctx.extContext.extensionUri, shown.title);
     panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m).catch((e: unknown) => ctx.log.error(`run view: ${describeError(e)}`)));
     panel.onDidDispose(() => this.dispose());
-    this.post({ type: 'runState', runId: shown.runId, state: 'starting', workers: shown.workers });
+    this.post({ type: 'runState', runId: shown.runId, state: 'starting', workers: shown.workers, ...slices(shown) });
   }
 
   get info(): RunViewInfo {
@@ -159,7 +164,7 @@ export class RunViewPanel implements vscode.Disposable {
     this.panel.title = titleOf(info);
     // A new nonce makes new HTML, so the webview loads again and says `ready` again.
     this.panel.webview.html = runViewHtml(this.panel.webview, this.ctx.extContext.extensionUri, info.title);
-    this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers });
+    this.post({ type: 'runState', runId: info.runId, state: 'starting', workers: info.workers, ...slices(info) });
     RunViewPanel.panels.set(info.runId, this);
     RunViewPanel.last = this;
   }
@@ -180,7 +185,7 @@ export class RunViewPanel implements vscode.Disposable {
     this.state = state;
     this.chips?.onStatus(state);
     this.flush();
-    this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers });
+    this.post({ type: 'runState', runId: this.info.runId, state, summary, workers: this.info.workers, ...slices(this.info) });
   }
 
   setWorkerStatus(worker: number, state: WorkerStatus, exitCode?: number | null): void {

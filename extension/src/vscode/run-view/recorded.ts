@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { describeError } from '../../core/errors';
-import { attachRun, formatRunSummary, isActive, loadRun, type RunRecord } from '../../core/run/engine';
+import { attachRun, formatRunSummary, isActive, isGkeRun, loadRun, watchRecordedRun, type RunRecord } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { RunViewPanel } from './panel';
 import { liveMetrics, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
@@ -18,11 +18,16 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
     existing.panel.reveal(undefined, false);
     return;
   }
-  const view = RunViewPanel.show(ctx, { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length }, false);
+  const view = RunViewPanel.show(
+    ctx,
+    { runId: rec.runId, title: `${path.basename(rec.recipe)} on ${rec.vm}`, workers: rec.workers.length, ...(rec.workersPerSlice ? { workersPerSlice: rec.workersPerSlice } : {}) },
+    false,
+  );
   const active = isActive(rec.status);
   view.setStatus(active ? 'running' : rec.status, active ? undefined : rec.reason);
   const closed = new AbortController();
   view.panel.onDidDispose(() => closed.abort());
+  if (isGkeRun(rec)) return followGkeRun();
   let source: RunSource;
   try {
     source = await openRunSource(ctx, rec.runId);
@@ -37,6 +42,31 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
   await follow();
   await live?.stop();
   if (!closed.signal.aborted) await loadRemoteArtifacts(ctx, view, rec.runId, source);
+
+  /** A GKE run: its pods' logs from the API server, metrics from the lines the trainer echoes into them. */
+  async function followGkeRun(): Promise<void> {
+    try {
+      const backend = await ctx.backend();
+      const result = await watchRecordedRun(
+        backend,
+        ctx.connections(backend),
+        rec.runId,
+        {
+          onLine: (w, _stream, line) => view.appendLines(w, [line]),
+          onWorkerExit: (w) => view.setWorkerStatus(w.index, workerStatus(w), w.exitCode),
+          onMetrics: (_w, records) => view.setMetrics(records),
+          onNotice: (m) => ctx.log.info(`run view ${rec.runId}: ${m}`),
+        },
+        { follow: active, signal: closed.signal },
+      );
+      if (result.detached) return;
+      const now = loadRun(rec.runId);
+      if (now.status === 'preempted' || result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
+      view.setStatus(headerStatus(result, now), now.reason ?? formatRunSummary(result));
+    } catch (e) {
+      view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
+    }
+  }
 
   async function follow(): Promise<void> {
     try {

@@ -1,0 +1,318 @@
+/**
+ * GKE runs on the one run engine, against the emulator's real control plane (kube-apiserver, etcd, the JobSet
+ * controller, Kueue, the scheduler; its TPU nodes and kubelet stand-in): the product's own code end to end —
+ * `openBackend`'s GKE provider, `runRecipeOnGke`, `watchRecordedRun`, `stopRecordedRun` — on a cluster as
+ * `xpk cluster create` leaves it, with two v5litepod-16 node pools (4 VMs each) and a spot one.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { openBackend, type Backend } from '../../extension/src/core/backend';
+import { isTpwError } from '../../extension/src/core/errors';
+import { KubeClient } from '../../extension/src/core/gke/kube';
+import { staticToken } from '../../extension/src/core/gke/credentials';
+import { listQueues, listWorkloads } from '../../extension/src/core/gke/workloads';
+import { loadRun, runRecipeOnGke, stopRecordedRun, watchRecordedRun, type RunResult } from '../../extension/src/core/run/engine';
+import type { MetricRecord } from '../../protocol/metrics-record';
+import { tpwInProcess } from '../helpers/cli';
+import { emulatorRequest } from '../helpers/emulator-http';
+import { k8sLib, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
+import { testAddressPrefix } from '../helpers/loopback';
+import { diffPaths, xpkCases } from '../helpers/xpk-fixtures';
+import { renderJobSet } from '../../extension/src/core/gke/manifest';
+
+const k8s = k8sLib();
+const ZONE = 'us-central2-b';
+const CLUSTER = 'demo';
+let f: GkeFixture;
+let backend: Backend;
+
+let ws: string;
+
+const TOKEN = 'hf_test_secret_token';
+/** What the pods print of the token: its hash, so the recipe (which reaches the JobSet) never holds the value. */
+const TOKEN_SHA = createHash('sha256').update(TOKEN).digest('hex').slice(0, 12);
+const RECIPE_HELLO = `export GREETING="hello from"
+python3 -c "import os, sys, json; print(os.environ['GREETING'], 'worker', os.environ['TPW_WORKER_INDEX'], 'tpu', os.environ.get('TPU_WORKER_ID'), 'slice', os.environ.get('MEGASCALE_SLICE_ID'), 'of', os.environ.get('MEGASCALE_NUM_SLICES'), 'data', open('data.txt').read().strip(), 'secret', __import__('hashlib').sha256(os.environ.get('HF_TOKEN', '').encode()).hexdigest()[:12]); print(os.environ['TPW_METRICS_ECHO'] + json.dumps({'step': 1, 'loss': 2.5, 'worker': int(os.environ['TPW_WORKER_INDEX'])}), flush=True)"
+`;
+
+function writeRecipe(name: string, text: string): string {
+  const file = path.join(ws, 'recipes', name);
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+async function setQuota(chips: number): Promise<void> {
+  const kube = backend.gke.kube(await backend.gke.findCluster(f.project, CLUSTER));
+  const q = (await kube.custom.getClusterCustomObject({ group: 'kueue.x-k8s.io', version: 'v1beta1', plural: 'clusterqueues', name: 'cluster-queue' })) as { spec: { resourceGroups: Array<{ coveredResources: string[]; flavors: Array<{ name: string; resources: Array<{ name: string; nominalQuota: number }> }> }> } };
+  for (const g of q.spec.resourceGroups) for (const fl of g.flavors) for (const r of fl.resources) if (r.name === 'google.com/tpu') r.nominalQuota = chips;
+  await kube.custom.patchClusterCustomObject({ group: 'kueue.x-k8s.io', version: 'v1beta1', plural: 'clusterqueues', name: 'cluster-queue', body: { spec: { resourceGroups: q.spec.resourceGroups } } }, mergePatch);
+}
+
+interface Collected {
+  lines: Map<number, string[]>;
+  metrics: MetricRecord[];
+  notices: string[];
+}
+
+function collector(): Collected & { listener: Parameters<typeof runRecipeOnGke>[0]['listener'] } {
+  const c: Collected = { lines: new Map(), metrics: [], notices: [] };
+  return {
+    ...c,
+    listener: {
+      onLine: (w, _s, line) => c.lines.set(w, [...(c.lines.get(w) ?? []), line]),
+      onMetrics: (_w, records) => c.metrics.push(...records),
+      onNotice: (m) => c.notices.push(m),
+    },
+  };
+}
+
+before(async () => {
+  f = await startGkeEmulator('tpw-gke-run-', { addressPrefix: testAddressPrefix(1) });
+  const pool = (name: string, spot = false) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot }, placementPolicy: { tpuTopology: '4x4' } });
+  const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: CLUSTER, nodePools: [pool('np-a'), pool('np-b')] } });
+  await waitOperation(f, ZONE, op, 900_000);
+  backend = await openBackend({ useEmulator: true, tpwHome: f.dir });
+  ws = fs.mkdtempSync(path.join(f.dir, 'ws-'));
+  fs.mkdirSync(path.join(ws, 'recipes'));
+  fs.writeFileSync(path.join(ws, 'data.txt'), 'from-the-workspace\n');
+});
+
+after(async () => {
+  await backend?.close();
+  await f?.close();
+});
+
+test('the provider sees the cluster, its TPU node pools with their nodes, and xpk’s queues', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  assert.equal(cluster.status, 'RUNNING');
+  const pools = await backend.gke.nodePools(cluster);
+  assert.deepEqual(
+    pools.map((p) => [p.name, p.tpu?.type, p.tpu?.topology, `${p.nodes.ready}/${p.nodeCount}`]),
+    [
+      ['np-a', 'v5litepod-16', '4x4', '4/4'],
+      ['np-b', 'v5litepod-16', '4x4', '4/4'],
+    ],
+  );
+  const q = await listQueues(backend.gke.kube(cluster));
+  assert.deepEqual(q.localQueues.map((l) => [l.namespace, l.name, l.clusterQueue]), [['default', 'multislice-queue', 'cluster-queue']]);
+  assert.ok(q.clusterQueues[0].resources.some((r) => r.resource === 'google.com/tpu' && Number(r.nominal) === 32));
+  await assert.rejects(backend.gke.findCluster(f.project, 'nope'), (e: unknown) => isTpwError(e, 'NOT_FOUND') && /No GKE cluster "nope" in project .*; it has demo \(us-central2-b\)/.test(e.message));
+});
+
+test('the CLI: tpw gke use remembers the cluster for the folder; clusters, nodepools, queues, workloads; run --dry-run prints the JobSet; an unknown cluster is one line', async () => {
+  const tpw = (...argv: string[]) => tpwInProcess(argv, { cwd: ws, env: { TPW_HOME: f.dir, HF_TOKEN: TOKEN } });
+  const ok = async (...argv: string[]) => {
+    const r = await tpw(...argv);
+    assert.equal(r.code, 0, `tpw ${argv.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  assert.match(await ok('gke', 'use', '--emulator', '--project', f.project, '--zone', ZONE, '--cluster', CLUSTER, '--tpu-type', 'v5litepod-16', '--num-slices', '2'), /Using GKE cluster demo .*2 × v5litepod-16/);
+  assert.match(await ok('gke', 'clusters', '--emulator'), new RegExp(`^demo \\* +${ZONE} +RUNNING .*v5litepod-16$`, 'm'), '* marks the cluster this folder uses');
+  // From here on the folder's remembered cluster (and the emulator) is used: no --cluster, no --emulator.
+  const pools = await ok('gke', 'nodepools');
+  for (const np of ['np-a', 'np-b']) assert.match(pools, new RegExp(`^${np} +v5litepod-16 +4x4 +4/4 `, 'm'));
+  assert.match(await ok('gke', 'queues'), /^multislice-queue +default +cluster-queue /m);
+  assert.match(await ok('gke', 'workloads'), /^(WORKLOAD +PHASE|No workloads in namespace default)/m);
+  writeRecipe('dry.sh', RECIPE_HELLO);
+  const yaml = await ok('run', 'recipes/dry.sh', '--dry-run', '--', 'model=tiny');
+  assert.match(yaml, /^kind: JobSet$/m);
+  assert.match(yaml, /kueue\.x-k8s\.io\/queue-name: multislice-queue/);
+  assert.match(yaml, /^ +replicas: 2$/m, 'one replicated job per slice');
+  assert.match(yaml, /model=tiny/);
+  assert.ok(!yaml.includes(TOKEN), 'HF_TOKEN is in a Secret, never in the printed manifests');
+  assert.equal((await listWorkloads(backend.gke.kube(await backend.gke.findCluster(f.project, CLUSTER)))).items.length, 0, '--dry-run submits nothing (and no run came before this test)');
+  const bad = await tpw('run', 'recipes/dry.sh', '--cluster', 'nope', '--dry-run');
+  assert.notEqual(bad.code, 0);
+  assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+  assert.match(bad.stderr, /No GKE cluster "nope"/);
+});
+
+test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worker, secrets by reference, metrics from the log', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  let runId = '';
+  const result = await runRecipeOnGke({
+    gke: backend.gke,
+    cluster,
+    tpuType: 'v5litepod-16',
+    numSlices: 2,
+    image: 'python:3.11',
+    recipePath: writeRecipe('hello.sh', RECIPE_HELLO),
+    workspaceRoot: ws,
+    passEnv: { HF_TOKEN: TOKEN },
+    tpwHome: f.dir,
+    pollMs: 500,
+    onStarted: (id) => (runId = id),
+    listener: c.listener,
+  });
+  assert.equal(result.ok, true, JSON.stringify(result));
+  assert.deepEqual([...c.lines.keys()].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7]);
+  for (let w = 0; w < 8; w++) {
+    const line = c.lines.get(w)!.find((l) => l.startsWith('hello from'));
+    const slice = Math.floor(w / 4);
+    assert.equal(line, `hello from worker ${w} tpu ${w % 4} slice ${slice} of 2 data from-the-workspace secret ${TOKEN_SHA}`, `w${w}: ${c.lines.get(w)!.join(' | ')}`);
+    // The metrics line went to the metrics, not to the log.
+    assert.ok(!c.lines.get(w)!.some((l) => l.startsWith('tpw-metric')));
+  }
+  assert.deepEqual(c.metrics.map((m) => m.worker).sort(), [0, 1, 2, 3, 4, 5, 6, 7]);
+  const rec = loadRun(runId, f.dir);
+  assert.equal(rec.status, 'succeeded');
+  assert.equal(rec.gke?.jobset, `tpw-${runId}`);
+  // The JobSet as stored holds no secret value; the Secret and the workspace ConfigMaps are owned by it.
+  const kube = backend.gke.kube(cluster);
+  const js = await kube.custom.getNamespacedCustomObject({ group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets', name: rec.gke!.jobset });
+  assert.ok(!JSON.stringify(js).includes(TOKEN));
+  const cms = await kube.core.listNamespacedConfigMap({ namespace: 'default', labelSelector: `tpu-workbench.dev/run=${runId}` });
+  assert.ok(cms.items.length >= 1);
+  assert.ok(cms.items.every((cm) => cm.metadata?.ownerReferences?.[0]?.kind === 'JobSet'));
+  // Real kubectl sees the same workload and the same lines (its kubeconfig as gcloud would write it).
+  const kubeconfig = path.join(f.dir, 'kubeconfig');
+  fs.writeFileSync(kubeconfig, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: `https://${cluster.endpoint}`, 'certificate-authority-data': Buffer.from(cluster.caCertificate).toString('base64') } }],
+    users: [{ name: 'u', user: { token: f.ep.token } }],
+    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }), { mode: 0o600 });
+  const pod = (await kubectlOk(kubeconfig, ['get', 'pods', '-l', `jobset.sigs.k8s.io/jobset-name=${rec.gke!.jobset},jobset.sigs.k8s.io/job-index=1,batch.kubernetes.io/job-completion-index=2`, '-o', 'name'])).trim();
+  const viaKubectl = (await kubectlOk(kubeconfig, ['logs', pod, '-c', 'jax-tpu'])).trimEnd().split('\n');
+  assert.deepEqual(viaKubectl.filter((l) => !l.startsWith('tpw-metric ') && !/^XPK (Start|End): /.test(l) && !l.startsWith('EXIT_CODE=')), c.lines.get(6)!.filter((l) => !/^XPK (Start|End): /.test(l) && !l.startsWith('EXIT_CODE=')));
+  // `tpw logs RUN` later: the same lines again, each once.
+  const again = collector();
+  await watchRecordedRun(backend, undefined as never, runId, again.listener, { home: f.dir, follow: false });
+  for (let w = 0; w < 8; w++) assert.deepEqual(again.lines.get(w), c.lines.get(w), `w${w} replayed`);
+});
+
+test('a failing worker fails the run fast (the JobSet’s policy) and is named as the first to fail', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  const result: RunResult = await runRecipeOnGke({
+    gke: backend.gke,
+    cluster,
+    tpuType: 'v5litepod-16',
+    numSlices: 1,
+    image: 'python:3.11',
+    recipePath: writeRecipe('fail.sh', 'python3 -c "import os, sys, time; w = int(os.environ[\'TPW_WORKER_INDEX\']); print(\'w\', w, flush=True); sys.exit(3) if w == 2 else time.sleep(600)"\n'),
+    workspaceRoot: ws,
+    tpwHome: f.dir,
+    pollMs: 500,
+    listener: c.listener,
+  });
+  assert.equal(result.ok, false);
+  assert.equal(result.firstFailed, 2);
+  assert.equal(result.workers.find((w) => w.index === 2)?.exitCode, 3);
+  assert.equal(loadRun(result.runId, f.dir).status, 'failed');
+});
+
+test('stop deletes the workload: its pods end and the run is recorded as cancelled', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  const started = await runRecipeOnGke({
+    gke: backend.gke,
+    cluster,
+    tpuType: 'v5litepod-16',
+    numSlices: 2,
+    image: 'python:3.11',
+    recipePath: writeRecipe('sleep.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'),
+    workspaceRoot: ws,
+    tpwHome: f.dir,
+    detach: true,
+    listener: c.listener,
+  });
+  const kube = backend.gke.kube(cluster);
+  const jobset = loadRun(started.runId, f.dir).gke!.jobset;
+  await until('8 pods running', async () => {
+    const pods = await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` });
+    return pods.items.length === 8 && pods.items.every((p) => p.status?.phase === 'Running') ? true : undefined;
+  });
+  const rec = await stopRecordedRun(backend, undefined as never, started.runId, { home: f.dir });
+  assert.equal(rec.status, 'cancelled');
+  await until('pods gone', async () => ((await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items.length === 0 ? true : undefined));
+});
+
+test('a workload waits while its queue has no quota left, says why, and starts when quota frees', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  await setQuota(16);
+  try {
+    const base = { gke: backend.gke, cluster, tpuType: 'v5litepod-16', numSlices: 1, image: 'python:3.11', workspaceRoot: ws, tpwHome: f.dir, detach: true, listener: {} };
+    const first = await runRecipeOnGke({ ...base, recipePath: writeRecipe('hold.sh', 'python3 -c "import time; print(\'holding\', flush=True); time.sleep(600)"\n') });
+    const kube = backend.gke.kube(cluster);
+    await until('the first admitted', async () => ((await listWorkloads(kube)).items.find((w) => w.runId === first.runId)?.phase === 'running' ? true : undefined));
+    const c = collector();
+    const second = runRecipeOnGke({ ...base, detach: false, pollMs: 500, recipePath: writeRecipe('next.sh', 'echo next-ran\n'), listener: c.listener });
+    const waiting = await until('the second queued', async () => (await listWorkloads(kube)).items.find((w) => w.runId !== first.runId && w.phase === 'queued' && /insufficient.*quota/i.test(w.message ?? '')));
+    assert.match(waiting.message!, /google\.com\/tpu/);
+    await until('the queued notice', async () => (c.notices.some((n) => /^Queued: .*insufficient.*quota/i.test(n)) ? true : undefined));
+    await stopRecordedRun(backend, undefined as never, first.runId, { home: f.dir });
+    const result = await second;
+    assert.equal(result.ok, true);
+    assert.ok([...c.lines.values()].flat().includes('next-ran'));
+  } finally {
+    await setQuota(32);
+  }
+});
+
+test('a quota too small for the run, and an expired credential, are one line each naming what is at fault', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  await setQuota(16);
+  try {
+    await assert.rejects(
+      runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v5litepod-16', numSlices: 2, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('q.sh', 'echo x\n'), tpwHome: f.dir, listener: {} }),
+      (e: unknown) => isTpwError(e, 'RESOURCE_EXHAUSTED') && /ClusterQueue "cluster-queue" of GKE cluster "demo" has a quota of 16 google.com\/tpu; the run needs 32/.test(e.message),
+    );
+  } finally {
+    await setQuota(32);
+  }
+  await assert.rejects(
+    runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v6e-8', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('q.sh', 'echo x\n'), tpwHome: f.dir, listener: {} }),
+    (e: unknown) => isTpwError(e, 'FAILED_PRECONDITION') && /has no TPU node pool of type v6e-8; its TPU node pools: np-a \(v5litepod-16\), np-b \(v5litepod-16\)/.test(e.message),
+  );
+  const stale = new KubeClient({ label: 'GKE cluster "demo"', server: `https://${cluster.endpoint}`, caPem: cluster.caCertificate, tokens: staticToken('expired-token', 'Application Default Credentials') });
+  await assert.rejects(listQueues(stale), (e: unknown) => isTpwError(e, 'UNAUTHENTICATED') && /refused the credential from Application Default Credentials \(expired or revoked\)/.test(e.message) && !e.message.includes('\n'));
+});
+
+test('a preempted spot node pool ends the run as preempted, with the reason', async () => {
+  const cluster0 = await backend.gke.findCluster(f.project, CLUSTER);
+  // A type of its own (v5p-16: 2 VMs), so the workload can only land on the spot pool.
+  const [op] = await f.gke.createNodePool({ parent: cluster0.fullName, nodePool: { name: 'spot-v5p', initialNodeCount: 2, config: { machineType: 'ct5p-hightpu-4t', spot: true }, placementPolicy: { tpuTopology: '2x2x2' } } });
+  await waitOperation(f, ZONE, op, 600_000);
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v5p-16', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('long.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'), tpwHome: f.dir, pollMs: 500, listener: c.listener });
+  await until('both pods logging', async () => (c.lines.size === 2 ? true : undefined));
+  await emulatorRequest(f.ep, 'POST', `/emulator/v1/projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/spot-v5p:preempt?downSeconds=5`);
+  const result = await running;
+  assert.equal(result.preempted, true, JSON.stringify(result));
+  assert.match(result.preemptedReason ?? '', /preempted/);
+  assert.equal(loadRun(result.runId, f.dir).status, 'preempted');
+  assert.ok(c.notices.some((n) => /^Preempted: pod .* on node .*Terminat/i.test(n)), c.notices.join('\n'));
+});
+
+test('on the API server, xpk’s JobSet and ours come out of the JobSet and Kueue webhooks the same (server-side dry run)', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const kube = backend.gke.kube(cluster);
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- API server objects
+  const dryRun = async (body: any): Promise<any> => {
+    const got = (await kube.custom.createNamespacedCustomObject({ group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets', body, dryRun: 'All' })) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    for (const k of ['uid', 'creationTimestamp', 'managedFields', 'generation', 'resourceVersion']) delete got.metadata[k];
+    return got;
+  };
+  for (const c of xpkCases().filter((x) => ['v5litepod-16x2', 'v6e-256x1-tp'].includes(x.name))) {
+    const theirs = await dryRun(c.manifest);
+    const ours = await dryRun(renderJobSet(c.inputs));
+    // What xpk leaves to the webhooks, both get: Kueue suspends the JobSet until admission, JobSet names the
+    // failure-policy rule and adds its success policy, startup policy and DNS hostnames.
+    for (const o of [theirs, ours]) {
+      assert.equal(o.spec.suspend, true, `${c.name}: Kueue's webhook suspends it`);
+      assert.ok(o.spec.failurePolicy.rules[0].name, `${c.name}: JobSet's webhook names the rule`);
+      assert.ok(o.spec.successPolicy && o.spec.network?.enableDNSHostnames === true, `${c.name}: JobSet's defaults`);
+    }
+    const pod = 'spec.replicatedJobs[0].template.spec.template.spec';
+    const known = [`${pod}.imagePullSecrets`, `${pod}.serviceAccountName`];
+    assert.deepEqual(diffPaths(ours, theirs).filter((d) => !known.includes(d.split(':')[0])), [], c.name);
+  }
+});
