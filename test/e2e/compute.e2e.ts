@@ -113,7 +113,8 @@ describe('Compute Engine TPU slices in VS Code (code-server)', { timeout: 20 * 6
     await wb.acceptQuickPick('Boot image');
     await wb.waitQuickInputTitle(/: boot image \(/);
     await quickRows().first().filter({ hasText: /tpu-vm-ubuntu2204-base.*default for tpu7x-16/ }).waitFor({ timeout: 15_000 });
-    assert.ok((await quickRows().allInnerTexts()).some((t) => t.startsWith('Other image')), 'any other image can be typed');
+    const rowTexts = await quickRows().allInnerTexts();
+    assert.ok(rowTexts.some((t) => t.trim().startsWith('Other image')), `any other image can be typed: ${JSON.stringify(rowTexts)}`);
     await wb.page.keyboard.press('Enter');
     await wb.waitQuickInputTitle(/: review \(/);
     const create = quickRows().first().filter({ hasText: `Create ${SLICE}` });
