@@ -159,6 +159,10 @@ describe('TPU VM explorer actions in VS Code (code-server)', { timeout: 20 * 60_
 
   step('a single-host VM offers Stop; the tree follows STOPPING → STOPPED, and Start brings it back READY', async () => {
     await wb.openViewContainer('TPU');
+    // The GKE and Runs views share the sidebar (this file looks at neither): collapsed, they leave the TPU VMs tree
+    // tall enough that a queued resource's row under its VMs is drawn (the tree draws only the rows in sight).
+    await wb.collapsePane('GKE');
+    await wb.collapsePane('Runs');
     await wb.widenSidebar(620);
     await vmRow(SOLO, SOLO_TYPE).filter({ hasText: 'READY' }).waitFor({ timeout: 90_000 });
     let labels = await wb.contextMenuLabels(vmRow(SOLO, SOLO_TYPE));

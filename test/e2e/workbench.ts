@@ -49,6 +49,14 @@ export class Workbench {
     return this.page.locator('.part.sidebar .pane').filter({ has: this.page.locator(`.pane-header[aria-label^="${title}"]`) });
   }
 
+  /** Collapses the sidebar pane titled `title` (a view the test does not look at), giving its height to the others. */
+  async collapsePane(title: string): Promise<void> {
+    const header = this.page.locator(`.part.sidebar .pane-header[aria-label^="${title}"]`);
+    await header.waitFor({ timeout: 30_000 });
+    if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
+    await this.page.locator(`.part.sidebar .pane-header[aria-label^="${title}"][aria-expanded="false"]`).waitFor({ timeout: 10_000 });
+  }
+
   /** A tree row whose text contains `text`, within the pane. */
   row(paneTitle: string, text: string | RegExp): Locator {
     return this.pane(paneTitle).locator('.monaco-list-row').filter({ hasText: text });
