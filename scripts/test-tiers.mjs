@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-const SLOW = /\b(Emulator|startSshd|emulatorPodFixture|startEmulatorApi|startGkeEmulator|SshWorkerPool|ensureFreshBundle|child_process|worker_threads|runTpw|tpwInProcess|spawnTpw|chromium|playwright)\b|emulator\/src\/(emulator|daemon|ssh-workers|vm-services)|helpers\/(cli|sshd|emulator-api)/;
+const SLOW = /\b(Emulator|startSshd|emulatorPodFixture|startEmulatorApi|startGkeEmulator|SshWorkerPool|ensureFreshBundle|child_process|worker_threads|runTpw|tpwInProcess|spawnTpw|chromium|playwright)\b|emulator\/src\/(emulator|daemon|ssh-workers|vm-services)|helpers\/(cli|sshd|emulator-api|profiles)/;
 const dir = 'test/unit';
 const fast = readdirSync(dir)
   .filter((f) => f.endsWith('.test.ts'))
