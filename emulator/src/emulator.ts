@@ -322,10 +322,9 @@ export class Emulator {
   /** The workers' key (names.ts) of the one TPU VM named `name` (`ce-<name>`: the Compute Engine instance). */
   private workerKeyOf(name: string): string {
     const instance = name.startsWith('ce-') ? name.slice(3) : undefined;
-    const keys = [
-      ...this.state.allNodes().map((n) => tpuNodeKey(n.name)).filter((k) => instance === undefined && k.endsWith(`/${name}`)),
-      ...[...(this.computeValue?.workers.values() ?? [])].map((w) => w.key).filter((k) => instance !== undefined && k.startsWith('compute/') && k.endsWith(`/${instance}`)),
-    ];
+    const keys = instance === undefined
+      ? this.state.allNodes().map((n) => tpuNodeKey(n.name)).filter((k) => k.endsWith(`/${name}`))
+      : [...(this.computeValue?.workers.values() ?? [])].map((w) => w.key).filter((k) => k.endsWith(`/${instance}`));
     const unique = [...new Set(keys)];
     if (unique.length === 1) return unique[0];
     throw new EmulatorError(unique.length ? 'FAILED_PRECONDITION' : 'NOT_FOUND', unique.length ? `More than one VM is named ${name}: ${unique.join(', ')}.` : `No TPU VM named ${name}.`);

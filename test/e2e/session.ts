@@ -18,6 +18,7 @@ import { installExtension, REPO, startCodeServer } from './code-server';
 import { delay, ProcessTracker, sweep } from './processes';
 import { launchBrowser, Workbench } from './workbench';
 import { testAddressPrefix } from '../helpers/loopback';
+import { TRAINER_VENV } from '../helpers/trainer-venv';
 
 export const ARTIFACTS = path.join(REPO, 'test-artifacts', 'e2e');
 /** The CLI users get: the production bundle in the packaged .vsix (built on first use, then cached). */
@@ -29,7 +30,8 @@ export function emulatorPath(): string {
   return path.join(packagedExtension().root, 'dist', 'emulator.js');
 }
 /** The trainer's venv (torch, torch_xla) that scripts/setup.sh makes. */
-export const VENV = process.env.TPW_VENV ?? path.join(os.homedir(), '.cache', 'tpu-workbench', 'venv');
+/** The trainer's venv (test/helpers/trainer-venv.ts says where python-env.sh makes it). */
+export const VENV = TRAINER_VENV;
 
 /** Packages the extension (or takes it from the cache) and checks it holds the bundles a test drives. */
 export function requireBuilt(...bundles: string[]): void {
