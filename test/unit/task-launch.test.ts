@@ -42,7 +42,7 @@ run: |
   echo "rank=$SKYPILOT_NODE_RANK n=$SKYPILOT_NUM_NODES tpu=$TPU_WORKER_ID type=$TPU_ACCELERATOR_TYPE wd=$(cat marker.txt) m=$(cat ~/mounted.txt) d=$(cat ~/mdir/f.txt) A=$A B=$B setups=$(wc -l < ~/setup-count)"
   echo "ips=$(printf '%s' "$SKYPILOT_NODE_IPS" | paste -sd, -) task=$SKYPILOT_TASK_ID"
   ps -eww -o args > ~/ps.txt
-  echo "secret=$(printf %s "$MY_SECRET" | sha256sum | cut -c1-16) in-argv=$(grep -c -F -- "$MY_SECRET" ~/ps.txt) envfile=$(if [ -e "$TPW_RUN_DIR/env" ]; then stat -c %a "$TPW_RUN_DIR/env"; else echo gone; fi)"
+  echo "secret=$(printf %s "$MY_SECRET" | sha256sum | cut -c1-16) in-argv=$(grep -c -F -f <(printf '%s\\n' "$MY_SECRET") ~/ps.txt) envfile=$(if [ -e "$TPW_RUN_DIR/env" ]; then stat -c %a "$TPW_RUN_DIR/env"; else echo gone; fi)"
 envs:
   A: from-yaml
   B: from-yaml
