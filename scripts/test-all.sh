@@ -7,7 +7,7 @@
 #
 # Suites that do not share anything run side by side, in phases (PHASES below); inside a suite, test files run
 # side by side too (scripts/test-suite.sh). Each step's output goes to test-artifacts/<step>.log; a failed step's
-# log ends the output. Ends with each step's time and one "N passed, N failed" line over all runners.
+# failures and the end of its log end the output. Ends with each step's time and one "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-artifacts/steps
@@ -84,9 +84,17 @@ for f in test-artifacts/steps/*; do
   read -r rc _ <"$f"
   [ "$rc" = 0 ] || broken+=("$(basename "$f")")
 done
+# A failed step names its failures first (a log's tail alone can end in passing tests: node's runner prints the
+# files in the order they ended), then the end of its log.
+failures_of() { # log — node's "not ok" entries with their YAML blocks; pytest's and cargo's failure sections
+  awk '/^ *not ok /{n=40} n>0{print; n--}' "$1" | head -n 400
+  grep -E '^(FAILED|ERROR) |^=+ (FAILURES|ERRORS) =+$|^---- .* stdout ----$|^failures:$' -A0 "$1" | head -n 60
+}
 for b in ${broken[@]+"${broken[@]}"}; do
+  echo "=== $b FAILED: its failures (test-artifacts/$b.log)"
+  failures_of "test-artifacts/$b.log"
   echo "=== $b FAILED: the end of test-artifacts/$b.log"
-  tail -n 150 "test-artifacts/$b.log"
+  tail -n 60 "test-artifacts/$b.log"
 done
 
 echo "=== step times (seconds; steps of one phase ran side by side)"
