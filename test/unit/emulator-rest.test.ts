@@ -14,8 +14,12 @@ import { testAddressPrefix } from '../helpers/loopback';
 
 const removed: string[] = [];
 const downs: string[] = [];
+/** While set, rest-a's workers do not come up, so its create stays CREATING however slow the machine is. */
+let holdRestA: Promise<void> | undefined;
 const pool: WorkerPool = {
-  addWorker: async () => undefined,
+  addWorker: async (spec) => {
+    if (spec.nodeId.endsWith('/rest-a')) await holdRestA;
+  },
   removeNode: async (id) => {
     downs.push(id);
     // Keeps js-slice's delete operation pending long enough to be cancelled.
@@ -82,12 +86,15 @@ describe('emulator REST API', () => {
   });
 
   it('creates a node through a long-running operation', async () => {
+    let release = (): void => undefined;
+    holdRestA = new Promise((r) => (release = r));
     const r = await request('POST', `${BASE}/nodes?nodeId=rest-a&${INT}`, { acceleratorType: 'v5litepod-16', runtimeVersion: 'v2-alpha-tpuv5-lite', labels: { team: 'ml' } });
     assert.equal(r.status, 200);
     assert.equal(r.body.done, false);
     assert.match(String(r.body.name), /^projects\/local-project\/locations\/us-central2-b\/operations\/operation-/);
     assert.equal((r.body.metadata as Record<string, unknown>)['@type'], 'type.googleapis.com/google.cloud.tpu.v2.OperationMetadata');
     const during = await request('GET', `${BASE}/nodes/rest-a`);
+    release();
     assert.equal(during.body.state, 'CREATING');
 
     const op = await waitOp(String(r.body.name));

@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { jobSet, kubeconfigFor, kubectl, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 import { escapeRegExp, testAddressPrefix } from '../helpers/loopback';
+import { KubeClient, type KubeObject } from '../../emulator/src/gke/kube-client';
 
 const PREFIX = testAddressPrefix(1);
 
@@ -59,6 +60,33 @@ test('the GKE API shows the cluster with its endpoint, CA and TPU node pools; ba
   const parent = `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}`;
   await assert.rejects(f.gke.createNodePool({ parent, nodePool: { name: 'bad', initialNodeCount: 3, config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '4x4' } } }), /has 4 nodes, so initialNodeCount must be 4, not 3/);
   await assert.rejects(f.gke.createNodePool({ parent, nodePool: { name: 'bad', config: { machineType: 'ct5lp-hightpu-4t' }, placementPolicy: { tpuTopology: '3x3' } } }), /Topology "3x3"/);
+});
+
+test("the emulator's apply reads again and writes again when another client wrote between its read and its write", async () => {
+  const { caPem } = await kubeconfigFor(f, ZONE, CLUSTER, path.join(f.dir, 'kubeconfig-apply'));
+  const opts = { server, token: f.ep.token, caPem };
+  const other = new KubeClient(opts);
+  const collection = '/api/v1/namespaces/default/configmaps';
+  await other.create(collection, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'apply-race', namespace: 'default' }, data: { v: '1' } });
+  let reads = 0;
+  // Kueue writes a LocalQueue's status while the emulator applies it; here the other client writes right after
+  // our first read, every time, so the first write is a conflict for certain.
+  class Raced extends KubeClient {
+    override async get<T = KubeObject>(p: string): Promise<T> {
+      const got = await super.get<T>(p);
+      if (reads++ === 0) await other.patch(p, { metadata: { labels: { written: 'between' } } });
+      return got;
+    }
+  }
+  const mine = new Raced(opts);
+  try {
+    const applied = await mine.apply(collection, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'apply-race', namespace: 'default' }, data: { v: '2' } });
+    assert.deepEqual((applied as KubeObject & { data?: Record<string, string> }).data, { v: '2' });
+    assert.equal(reads, 2, 'read again after the conflict');
+  } finally {
+    mine.close();
+    other.close();
+  }
 });
 
 test('kubectl sees GKE TPU nodes: labels, taint, google.com/tpu capacity, Ready; only the owner gets in', async () => {

@@ -33,6 +33,9 @@ export interface WatchEvent {
   object: KubeObject;
 }
 
+/** How many times `apply` reads and writes again when a controller's write came between its own read and write. */
+const APPLY_ATTEMPTS = 10;
+
 export class KubeError extends Error {
   constructor(
     readonly code: number,
@@ -85,15 +88,26 @@ export class KubeClient {
     return this.request('DELETE', p, body);
   }
 
-  /** Creates the object, or replaces what is there (keeping its resourceVersion): `kubectl apply` for our own objects. */
+  /**
+   * Creates the object, or replaces what is there (keeping its resourceVersion): `kubectl apply` for our own objects.
+   * A controller may write the object between our read and our write (Kueue updates a LocalQueue's status all the
+   * time), and the API server then refuses the write as a conflict: read again and retry, as client-go's
+   * RetryOnConflict does.
+   */
   async apply(collection: string, obj: KubeObject): Promise<KubeObject> {
     try {
       return await this.create(collection, obj);
     } catch (e) {
       if (!(e instanceof KubeError) || e.code !== 409) throw e;
-      const item = `${collection}/${obj.metadata.name}`;
+    }
+    const item = `${collection}/${obj.metadata.name}`;
+    for (let attempt = 1; ; attempt++) {
       const current = await this.get(item);
-      return this.put(item, { ...obj, metadata: { ...obj.metadata, resourceVersion: current.metadata.resourceVersion } });
+      try {
+        return await this.put(item, { ...obj, metadata: { ...obj.metadata, resourceVersion: current.metadata.resourceVersion } });
+      } catch (e) {
+        if (!(e instanceof KubeError) || e.code !== 409 || attempt >= APPLY_ATTEMPTS) throw e;
+      }
     }
   }
 
