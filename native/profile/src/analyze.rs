@@ -111,6 +111,7 @@ impl<'s> Analyzer<'s> {
 
     /// Events in start order, longer first on equal starts (a parent before the child it begins with); false
     /// when already so.
+    #[inline(never)] // kept small: lib.rs, "Function size"
     fn sort_line(&mut self, l: &LineView) -> bool {
         let (o, d, n) = (&l.offset_ps, &l.duration_ps, l.count);
         if (1..n).all(|i| o[i - 1] < o[i] || (o[i - 1] == o[i] && d[i - 1] >= d[i])) {

@@ -159,6 +159,7 @@ impl DeviceStats {
         }
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn line(&mut self, l: &LineView) {
         if self.current.is_none() || l.name != "Steps" || l.count == 0 {
             return;
@@ -197,6 +198,7 @@ impl DeviceStats {
 
 /// Steps from the devices' Steps lines: step k takes the window of the device whose step k was longest, as xprof
 /// takes the slowest core's (the devices' clocks need not agree, so windows are not merged).
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub fn device_steps(per_device: &[Vec<f64>], busy: &[f64]) -> Vec<StepBreakdown> {
     let n = per_device.iter().map(Vec::len).min().unwrap_or(0);
     let mut windows = vec![];
@@ -216,6 +218,7 @@ pub fn device_steps(per_device: &[Vec<f64>], busy: &[f64]) -> Vec<StepBreakdown>
 }
 
 /// The overview of the devices, and each op's roofline point on their chip.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub fn overview_of(
     parts: &[&DevicePartial],
     host_count: usize,

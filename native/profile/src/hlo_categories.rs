@@ -132,6 +132,7 @@ impl HloDecoder {
     }
 
     /// One program's HLO; corrupt bytes are an error.
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn decode(&mut self, bytes: &[u8]) -> R<HloProgram> {
         let mut r = Reader::new(bytes, 0, 0, bytes.len());
         let mut out = HloProgram::default();

@@ -162,6 +162,7 @@ impl OpStats {
         Self::default()
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn plane(&mut self, p: &PlaneView) {
         self.is_device = p.name.starts_with("/device:");
         self.row_of_meta.fill(-1);
@@ -185,6 +186,7 @@ impl OpStats {
         }
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn line(&mut self, p: &PlaneView, l: &LineView) {
         let n = l.count;
         if n == 0 {

@@ -26,6 +26,7 @@ use std::collections::HashMap;
 /// The steps the partials' step annotations make (partials in plane order), or None where there are none: no
 /// root, or a capture grouped when written. `busy` (merged device-busy intervals, µs) gives each step's execute
 /// time.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub fn group_steps(parts: &[&GroupPartial], busy: &[f64]) -> Option<Vec<StepBreakdown>> {
     if parts.iter().any(|p| p.grouped) || !parts.iter().any(|p| p.root_level.iter().any(|&r| r > 0.0)) {
         return None;

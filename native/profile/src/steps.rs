@@ -103,6 +103,7 @@ fn sum(k: &Sorted, ws: f64, we: f64) -> f64 {
 
 /// Each window's breakdown (flat [start0, end0, …], µs) from the host intervals; `busy` = merged intervals in
 /// which any HLO op ran, anywhere in the capture.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub fn window_breakdown(windows: &[f64], iv: &StepIntervals, busy: &[f64]) -> Vec<StepBreakdown> {
     let compile = sorted_kind(iv, Kind::Compile);
     let execute = sorted_kind(iv, Kind::Execute);

@@ -81,6 +81,7 @@ impl<'s> TimelineCollector<'s> {
         self.depth.push(depth);
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn end_line(&mut self, plane: &str, name: &str) {
         self.sink.line(plane, name, &self.start, &self.dur, &self.name_id, &self.depth);
     }

@@ -66,6 +66,7 @@ fn tag_of(k: Kept) -> Tag {
 }
 
 /// The XLine that `r` holds into `c`.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub(super) fn decode_line(
     r: &mut Reader,
     c: &mut LineView,

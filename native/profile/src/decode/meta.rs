@@ -28,6 +28,7 @@ pub(super) struct RawStat {
 }
 
 /// The XStat that `r` holds, to its end.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub(super) fn read_stat(r: &mut Reader) -> Res<RawStat> {
     let mut s = RawStat { meta: 0, value: None, bin: None };
     while r.more() {
@@ -139,6 +140,7 @@ fn map_entry(r: &mut Reader, mut field: impl FnMut(&mut Reader, u64, u8) -> Res<
     Ok(if id != 0 { id } else { key })
 }
 
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub(super) fn decode_event_meta(r: &mut Reader, t: &mut Interner) -> Res<MetaEntry> {
     let mut m = MetaEntry { id: 0, key: -1, display: -1, stats: None };
     m.id = map_entry(r, |r, f, wire| {
@@ -165,6 +167,7 @@ fn read_key(r: &mut Reader, t: &mut Interner) -> Res<i32> {
     Ok(t.intern(&r.buf[a..b]))
 }
 
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub(super) fn decode_stat_meta(r: &mut Reader, names: &mut StatNames, t: &mut Interner) -> Res<()> {
     let mut name = -1;
     let id = map_entry(r, |r, f, wire| {
@@ -182,6 +185,7 @@ pub(super) fn decode_stat_meta(r: &mut Reader, names: &mut StatNames, t: &mut In
 }
 
 /// What the analysis needs of a metadata entry with stats or a display name.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub(super) fn meta_info(m: &MetaEntry, names: &StatNames, s: &Strings) -> EventInfo {
     let t = &s.table;
     let stats = m.stats.as_deref().unwrap_or(&[]);

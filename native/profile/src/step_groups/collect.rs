@@ -107,6 +107,7 @@ impl GroupCollector {
         GroupCollector { host_steps: true, ..Self::new() }
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn plane(&mut self, p: &PlaneView) {
         self.end_plane();
         self.host = p.name == "/host:CPU";
@@ -119,6 +120,7 @@ impl GroupCollector {
         self.tpu = self.tpu || p.name.starts_with("/device:TPU:");
     }
 
+    #[inline(never)] // kept small: lib.rs, "Function size"
     pub fn line(&mut self, p: &PlaneView, l: &LineView) {
         let n = l.tag_count;
         if n == 0 || self.tpu {

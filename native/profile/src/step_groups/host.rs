@@ -63,6 +63,7 @@ pub fn host_class(name: &str) -> u8 {
 }
 
 /// Each step's window (flat [start0, end0, …], µs) in group order, or None where the host gives none.
+#[inline(never)] // kept small: lib.rs, "Function size"
 pub fn host_steps(parts: &[&GroupPartial]) -> Option<Vec<f64>> {
     if parts.iter().any(|p| p.grouped) {
         return None;
