@@ -10,8 +10,8 @@
 # failures and the end of its log end the output. Ends with each step's time and one "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p test-artifacts/steps
-rm -f test-artifacts/steps/*
+mkdir -p test-artifacts/steps test-artifacts/cpu
+rm -f test-artifacts/steps/* test-artifacts/cpu/*
 started_all=$SECONDS
 
 timed() { # name cmd… — runs in the foreground, output on the console and in its log
@@ -28,13 +28,21 @@ timed setup env TPW_SKIP_BUILD=1 bash scripts/setup.sh --test || { echo "setup f
 timed build node scripts/build.mjs || { echo "the build failed (test-artifacts/build.log)"; exit 1; }
 export TPW_BUILT=1
 
+# The CPU seconds a step's processes used (user + system, of every process it waited for): beside its wall time,
+# it says whether a suite waits (room for more side by side) or computes (only less work makes it faster).
+# `times` reports this shell's children, so the step's own shell runs it, into a file (in a pipe or $(…) it would
+# run in a new subshell that has no children); this reads its second line.
+cpu_seconds() { tail -1 "$1" | tr -d 's' | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); s += p[1] * 60 + p[2] } printf "%d", s }'; }
+
 step() { # name cmd… — in the background; its output only in its log
   local name=$1; shift
   (
     t=$SECONDS
     "$@" >"test-artifacts/$name.log" 2>&1
     rc=$?
-    echo "$rc $((SECONDS - t))" >"test-artifacts/steps/$name"
+    times >"test-artifacts/cpu/$name"
+    cpu=$(cpu_seconds "test-artifacts/cpu/$name")
+    echo "$rc $((SECONDS - t)) $cpu" >"test-artifacts/steps/$name"
     echo "=== $name: $([ $rc = 0 ] && echo ok || echo FAILED) ($((SECONDS - t))s)"
   ) &
 }
@@ -43,8 +51,8 @@ step() { # name cmd… — in the background; its output only in its log
 # Steps in one phase must share nothing but the machine (their own TPW_HOME, ports, loopback addresses).
 PHASES=(
   "typecheck lint native python-checks"
-  "unit trainer"
-  "lsp webview emulator-clients"
+  "unit trainer-main"
+  "lsp webview emulator-clients trainer-xla"
   "e2e"
 )
 run() {
@@ -54,7 +62,8 @@ run() {
     native) step native npm run -s test:native ;;
     python-checks) step python-checks npm run -s check:python ;;
     unit) step unit npm run -s test:unit -- --test-reporter=tap ;;
-    trainer) step trainer npm run -s test:trainer ;;
+    trainer-main) step trainer-main bash scripts/test-suite.sh trainer-main ;;
+    trainer-xla) step trainer-xla bash scripts/test-suite.sh trainer-xla ;;
     lsp) step lsp npm run -s test:lsp -- --test-reporter=tap ;;
     webview) step webview npm run -s test:webview -- --test-reporter=tap ;;
     emulator-clients) step emulator-clients python3 -m pytest -q test/emulator-clients ;;
@@ -77,7 +86,7 @@ count_cargo() { passed=$((passed + $(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ p
 count_pytest() { local line; line=$(grep -E '[0-9]+ (passed|failed)' "$1" | tail -1); passed=$((passed + $(echo "$line" | grep -oE '[0-9]+ passed' | awk '{print $1}' | sum))); failed=$((failed + $(echo "$line" | grep -oE '[0-9]+ failed' | awk '{print $1}' | sum))); }
 for s in unit lsp webview e2e; do count_node "test-artifacts/$s.log"; done
 count_cargo test-artifacts/native.log
-for s in trainer emulator-clients; do count_pytest "test-artifacts/$s.log"; done
+for s in trainer-main trainer-xla emulator-clients; do count_pytest "test-artifacts/$s.log"; done
 
 broken=()
 for f in test-artifacts/steps/*; do
@@ -97,10 +106,11 @@ for b in ${broken[@]+"${broken[@]}"}; do
   tail -n 60 "test-artifacts/$b.log"
 done
 
-echo "=== step times (seconds; steps of one phase ran side by side)"
-for name in setup build; do read -r rc secs <"test-artifacts/steps/$name"; printf '  %-17s %5s  %s\n' "$name" "$secs" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; done
+echo "=== step times (seconds of wall time and of CPU time; steps of one phase ran side by side)"
+row() { local rc secs cpu; read -r rc secs cpu <"test-artifacts/steps/$1"; printf '  %-17s %5s %6s  %s\n' "$1" "$secs" "${cpu:+cpu $cpu}" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; }
+for name in setup build; do row "$name"; done
 for phase in "${PHASES[@]}"; do
-  for name in $phase; do read -r rc secs <"test-artifacts/steps/$name"; printf '  %-17s %5s  %s\n' "$name" "$secs" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; done
+  for name in $phase; do row "$name"; done
 done
 printf '  %-17s %5s\n' total $((SECONDS - started_all))
 [ ${#broken[@]} -gt 0 ] && echo "failed steps: ${broken[*]}"

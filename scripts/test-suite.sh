@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One test suite, run the way `npm run test:<suite>` and scripts/test-all.sh both run it (so they cannot drift):
 #
-#   bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-fast|e2e|native [FILE…] [OPTION…]
+#   bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-main|trainer-xla|trainer-fast|e2e|native [FILE…] [OPTION…]
 #
 # With no FILE it runs every test file of the suite. An argument that names an existing file (for pytest, before
 # any `::test`) is a FILE; every other argument goes to the runner as it is (node's test runner; pytest for the
@@ -16,9 +16,9 @@
 # while another suite starts a bundle could hand it a half-written file); the LSP harness rebuilds the language
 # server itself when its sources are newer (test/helpers/fresh-bundle.ts).
 #
-# Test files run side by side: TPW_TEST_JOBS of them at once (default 3 for unit and LSP, 2 for the webview; e2e
-# files one at a time, each owns a code-server). Each file has its own TPW_HOME, ports and loopback addresses
-# (test/helpers/loopback.ts).
+# Test files run side by side: TPW_TEST_JOBS of them at once (default 3 for unit and LSP, 2 for the webview and for
+# e2e, where each file owns a code-server, a Chromium and an emulator, and mostly waits on them). Each file has its
+# own TPW_HOME, ports and loopback addresses (test/helpers/loopback.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -44,7 +44,7 @@ case $suite in
   unit-fast) runner=(--test-concurrency="$jobs"); mapfile -t fast < <(node scripts/test-tiers.mjs); node_suite "${fast[@]}" ;;
   lsp) runner=(--test-concurrency="$jobs"); node_suite test/lsp/*.test.ts ;;
   webview) build; runner=(--test-concurrency=2); node_suite test/webview/*.test.ts ;;
-  e2e) build; runner=(--test-concurrency=1); node_suite test/e2e/*.e2e.ts ;;
+  e2e) build; runner=(--test-concurrency="${TPW_TEST_JOBS:-2}"); node_suite test/e2e/*.e2e.ts ;;
   # The profile analysis (Rust): formatted, lint-free on both targets (native, and WebAssembly, whose host
   # interface only that target compiles), its tests. OPTIONs go to `cargo test`.
   native)
@@ -56,27 +56,32 @@ case $suite in
     "$cargo" clippy --release --lib --target wasm32-unknown-unknown --locked -q -- -D warnings
     exec "$cargo" test --release --locked ${opts[@]+"${opts[@]}"} ;;
   # The trainer: its venv runs every test but the torch_xla (legacy) ones, which run in $TPW_VENV-xla (torch_xla
-  # pins torch 2.9; the trainer's venv has torch 2.11 for TorchTPU). pytest's exit 5 (nothing selected: a file
-  # of only one kind) counts as none run there; the last line adds up both runs.
-  trainer)
+  # pins torch 2.9; the trainer's venv has torch 2.11 for TorchTPU). `trainer` runs both, one after the other, and
+  # its last line adds them up; `trainer-main` and `trainer-xla` run one each (scripts/test-all.sh runs them in
+  # different phases). pytest's exit 5 (nothing selected: a file of only one kind) counts as none run there.
+  trainer|trainer-main|trainer-xla)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
     log=$(mktemp); trap 'rm -f "$log"' EXIT
     status=0
-    python3 -m pytest -q -m "not xla" ${opts[@]+"${opts[@]}"} "${files[@]}" | tee "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
-    xla_python="$TPW_VENV-xla/bin/python"
-    if [ -x "$xla_python" ]; then
-      "$xla_python" -m pytest -q -p no:cacheprovider -m xla ${opts[@]+"${opts[@]}"} "${files[@]}" | tee -a "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
-    else
-      echo "trainer: the torch_xla venv $TPW_VENV-xla is missing (bash scripts/python-env.sh makes it)" >&2
-      status=1
+    if [ "$suite" != trainer-xla ]; then
+      python3 -m pytest -q -m "not xla" ${opts[@]+"${opts[@]}"} "${files[@]}" | tee "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
+    fi
+    if [ "$suite" != trainer-main ]; then
+      xla_python="$TPW_VENV-xla/bin/python"
+      if [ -x "$xla_python" ]; then
+        "$xla_python" -m pytest -q -p no:cacheprovider -m xla ${opts[@]+"${opts[@]}"} "${files[@]}" | tee -a "$log" || { c=${PIPESTATUS[0]}; [ "$c" = 5 ] || status=$c; }
+      else
+        echo "trainer: the torch_xla venv $TPW_VENV-xla is missing (bash scripts/python-env.sh makes it)" >&2
+        status=1
+      fi
     fi
     sum() { grep -E '[0-9]+ (passed|failed).* in [0-9.]+s' "$log" | grep -oE "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
-    echo "trainer: $(sum passed) passed, $(sum failed) failed"
+    echo "$suite: $(sum passed) passed, $(sum failed) failed"
     exit $status ;;
   # The fast tier's trainer tests: modules that start no process (test/trainer/conftest.py marks the others slow),
   # in the trainer's venv (the torch_xla tests all start processes, so none is fast).
   trainer-fast)
     [ ${#files[@]} -gt 0 ] || files=(test/trainer)
     exec python3 -m pytest -q -m 'not slow and not xla' ${opts[@]+"${opts[@]}"} "${files[@]}" ;;
-  *) echo "usage: bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-fast|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/test-suite.sh unit|unit-fast|lsp|webview|trainer|trainer-main|trainer-xla|trainer-fast|e2e|native [FILE…] [OPTION…] (got: '${suite}')" >&2; exit 2 ;;
 esac

@@ -44,8 +44,11 @@ describe('profiles from a real torch_xla run', () => {
     const s = await parser.analyze(xplane);
     assert.equal(s.steps.length, PROFILE_STEPS, 'one step per profiled training step');
     for (const st of s.steps) {
-      assert.ok(st.totalUs > 0 && st.executeUs > 0 && st.executeUs <= st.totalUs, JSON.stringify(st));
+      assert.ok(st.totalUs > 0 && st.executeUs >= 0 && st.executeUs <= st.totalUs, JSON.stringify(st));
     }
+    // One step's window may hold none of its device work when the machine is busy (torch_xla dispatches a step's
+    // program asynchronously, and it can run in the next step's window), but the profiled steps together do.
+    assert.ok(s.steps.reduce((a, st) => a + st.executeUs, 0) > 0, JSON.stringify(s.steps));
     const names = new Set(s.ops.map((o) => o.name));
     assert.ok([...names].some((n) => /^dot(\.\d+)?$/.test(n)), 'matmuls (dot) of the model are in the op profile');
     // Each op of the step graph ran once per profiled step; once more when the previous step's program, dispatched
