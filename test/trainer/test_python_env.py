@@ -69,7 +69,7 @@ def test_check_tools_are_pinned_installed_and_run_in_ci():
     assert "requirements-checks.txt" in SCRIPT.read_text()
     # CI runs the checks before the trainer's tests, and a finding fails the step.
     test_all = (REPO / "scripts" / "test-all.sh").read_text()
-    assert test_all.index("step python-checks npm run -s check:python") < test_all.index("step trainer ")
+    assert test_all.index("step python-checks npm run -s check:python") < test_all.index("step trainer-main ")
     scripts = json.loads((REPO / "package.json").read_text())["scripts"]
     assert scripts["check:python"] == "bash scripts/python-checks.sh"
     assert "exit $status" in (REPO / "scripts" / "python-checks.sh").read_text()

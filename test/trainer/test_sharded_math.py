@@ -96,11 +96,16 @@ def _worker(rank: int, port: int, out: str) -> None:
         mesh = init_device_mesh("cpu", (WORLD,))
         _check_cce(mesh)
         _check_optimizers(mesh)
-        dist.destroy_process_group()
         Path(out, f"ok{rank}").write_text("ok")
     except Exception:
         Path(out, f"err{rank}").write_text(traceback.format_exc())
         raise
+    finally:
+        # On every path, failures included: a process that ends with gloo's process group alive aborts in the
+        # interpreter's teardown (SIGABRT, "terminate called without an active exception"), and the exception
+        # that ended it would be reported as that signal.
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def test_cce_and_optimizers_on_sharded_state_match_one_process(tmp_path):
@@ -109,7 +114,9 @@ def test_cce_and_optimizers_on_sharded_state_match_one_process(tmp_path):
         port = s.getsockname()[1]
     try:
         mp.spawn(_worker, args=(port, str(tmp_path)), nprocs=WORLD, join=True)
-    finally:
+    except mp.ProcessExitedException as e:
         errors = [p.read_text() for p in sorted(tmp_path.glob("err*"))]
+        raise AssertionError(f"{e}; the ranks' errors: {errors or 'none written'}") from e
+    errors = [p.read_text() for p in sorted(tmp_path.glob("err*"))]
     assert not errors, errors[0]
     assert sorted(p.name for p in tmp_path.glob("ok*")) == ["ok0", "ok1"]
