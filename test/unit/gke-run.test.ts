@@ -141,6 +141,26 @@ test('the CLI: tpw gke use remembers the cluster for the folder; clusters, nodep
   assert.match(bad.stderr, /No GKE cluster "nope"/);
 });
 
+test('tpw gke create-nodepool: a TPU node pool out of a specific reservation, listed with it; spot and a reservation together are one line', async () => {
+  const tpw = (...argv: string[]) => tpwInProcess(argv, { cwd: ws, env: { TPW_HOME: f.dir } });
+  const made = await tpw('gke', 'create-nodepool', 'res-a', '--tpu-type', 'v5p-8', '--reservation', 'team-res', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.equal(made.code, 0, made.stderr);
+  assert.equal(made.stdout.trim(), 'res-a RUNNING: v5p-8 2x2x1, 1 nodes, reservation team-res');
+  // What GKE stored is what gcloud's --reservation-affinity=specific --reservation=R sends.
+  const [stored] = await f.gke.getNodePool({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/res-a` });
+  assert.deepEqual(
+    [stored.config?.machineType, stored.initialNodeCount, stored.config?.reservationAffinity?.consumeReservationType, stored.config?.reservationAffinity?.key, stored.config?.reservationAffinity?.values],
+    ['ct5p-hightpu-4t', 1, 'SPECIFIC_RESERVATION', 'compute.googleapis.com/reservation-name', ['team-res']],
+  );
+  const pools = await tpw('gke', 'nodepools', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.match(pools.stdout, /^res-a +v5p-8 +2x2x1 +\d\/1 +RUNNING +reservation team-res$/m, pools.stdout);
+  const both = await tpw('gke', 'create-nodepool', 'res-b', '--tpu-type', 'v5p-8', '--reservation', 'team-res', '--spot', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.notEqual(both.code, 0);
+  assert.equal(both.stderr.trim(), 'tpw: A node pool is either --spot or out of --reservation R, not both.');
+  const [op] = await f.gke.deleteNodePool({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/res-a` });
+  await waitOperation(f, ZONE, op);
+});
+
 test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worker, secrets by reference, metrics from the log', async () => {
   const cluster = await backend.gke.findCluster(f.project, CLUSTER);
   const c = collector();

@@ -92,8 +92,16 @@ export class KubeClient {
     } catch (e) {
       if (!(e instanceof KubeError) || e.code !== 409) throw e;
       const item = `${collection}/${obj.metadata.name}`;
-      const current = await this.get(item);
-      return this.put(item, { ...obj, metadata: { ...obj.metadata, resourceVersion: current.metadata.resourceVersion } });
+      // A controller may write the object (Kueue its LocalQueue's status) between the read and the replace: the
+      // replace is refused with 409 then, and is made again on the newer version.
+      for (let attempt = 1; ; attempt++) {
+        const current = await this.get(item);
+        try {
+          return await this.put(item, { ...obj, metadata: { ...obj.metadata, resourceVersion: current.metadata.resourceVersion } });
+        } catch (e2) {
+          if (!(e2 instanceof KubeError) || e2.code !== 409 || attempt >= 5) throw e2;
+        }
+      }
     }
   }
 
