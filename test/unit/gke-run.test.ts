@@ -256,33 +256,7 @@ test('a failing worker fails the run fast (the JobSet’s policy) and is named a
   assert.equal(loadRun(result.runId, f.dir).status, 'failed');
 });
 
-test('stop deletes the workload: its pods end and the run is recorded as cancelled', async () => {
-  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
-  const c = collector();
-  const started = await runRecipeOnGke({
-    gke: backend.gke,
-    cluster,
-    tpuType: 'v5litepod-16',
-    numSlices: 2,
-    image: 'python:3.11',
-    recipePath: writeRecipe('sleep.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'),
-    workspaceRoot: ws,
-    tpwHome: f.dir,
-    detach: true,
-    listener: c.listener,
-  });
-  const kube = backend.gke.kube(cluster);
-  const jobset = loadRun(started.runId, f.dir).gke!.jobset;
-  await until('8 pods running', async () => {
-    const pods = await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` });
-    return pods.items.length === 8 && pods.items.every((p) => p.status?.phase === 'Running') ? true : undefined;
-  });
-  const rec = await stopRecordedRun(backend, undefined as never, started.runId, { home: f.dir });
-  assert.equal(rec.status, 'cancelled');
-  await until('pods gone', async () => ((await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items.length === 0 ? true : undefined));
-});
-
-test('the shipped CLI: tpw logs RUN prints every pod’s lines with [sNwM], tpw logs -f follows until tpw stop RUN deletes the JobSet', async () => {
+test('the shipped CLI: tpw logs RUN prints every pod’s lines with [sNwM], tpw logs -f follows until tpw stop RUN deletes the JobSet, its pods end and the run is recorded as cancelled', async () => {
   const tpw = (...argv: string[]) => productionTpw(prodCli, argv, { cwd: ws, env: { TPW_HOME: f.dir } });
   writeRecipe('cli.sh', 'python3 -c "import os, time; print(\'up\', os.environ[\'TPW_WORKER_INDEX\'], flush=True); time.sleep(600)"\n');
   const started = await tpw('run', 'recipes/cli.sh', '--emulator', '--cluster', CLUSTER, '--zone', ZONE, '--tpu-type', 'v5litepod-16', '--num-slices', '2', '--image', 'python:3.11', '--detach');
@@ -319,6 +293,7 @@ test('the shipped CLI: tpw logs RUN prints every pod’s lines with [sNwM], tpw 
   assert.equal(followed.code, 1, `${followed.stdout}\n${followed.stderr}`);
   assert.equal(followed.stdout.split('\n').filter((l) => / up \d$/.test(l)).length, 8, followed.stdout);
   assert.equal(loadRun(runId, f.dir).status, 'cancelled');
+  await until('its pods gone', async () => ((await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items.length === 0 ? true : undefined));
 });
 
 test('a workload waits while its queue has no quota left, says why, and starts when quota frees', async () => {
