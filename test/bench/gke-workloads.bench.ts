@@ -10,10 +10,11 @@
  *
  *   npm run build && node --import tsx test/bench/gke-workloads.bench.ts
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import { openBackend } from '../../extension/src/core/backend';
 import { renderJobSet } from '../../extension/src/core/gke/manifest';
 import { gkeTpuType } from '../../extension/src/core/gke/tpu-types';
@@ -80,10 +81,12 @@ async function main(): Promise<void> {
       contexts: [{ name: 'busy', context: { cluster: 'busy', user: 'e' } }],
     }), { mode: 0o600 });
     const env = { ...process.env, TPW_HOME: f.dir };
+    // The CLI runs as a child while the emulator it asks runs in this process: never a synchronous exec, which
+    // would block the very server the child waits on (it failed with "fetch failed" after the server's silence).
     const variants: Variant[] = [
       { name: 'listWorkloads, first page of 100 (the view, tpw gke workloads)', kind: 'ours', vs: 'kubectl get jobsets', samples: [], once: async () => void (await listWorkloads(kube, { limit: 100 })) },
       { name: 'listWorkloads, all 1,000 in pages of 100 (--all)', kind: 'ours', vs: 'kubectl get jobsets', samples: [], once: all },
-      { name: 'tpw gke workloads --cluster busy (a process; first page)', kind: 'diagnostic', samples: [], once: async () => void execFileSync(process.execPath, [CLI, 'gke', 'workloads', '--cluster', 'busy'], { env, stdio: 'pipe' }) },
+      { name: 'tpw gke workloads --cluster busy (a process; first page)', kind: 'diagnostic', samples: [], once: async () => void (await promisify(execFile)(process.execPath, [CLI, 'gke', 'workloads', '--cluster', 'busy'], { env })) },
       { name: 'kubectl get jobsets', kind: 'peer', samples: [], once: async () => void (await kubectlOk(kubeconfig, ['get', 'jobsets', '-o', 'name'])) },
       { name: 'kubectl get workloads.kueue.x-k8s.io', kind: 'peer', samples: [], once: async () => void (await kubectlOk(kubeconfig, ['get', 'workloads.kueue.x-k8s.io', '-o', 'name'])) },
     ];

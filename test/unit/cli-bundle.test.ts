@@ -50,6 +50,10 @@ test('`tpw --help` does not load dist/compute.js; a command that makes Compute E
     const types = await loadedFromDist(`require('./cli.js').main(['vm', 'types', '--zone', 'us-central2-b']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });
     assert.match(types.out, /^Compute Engine TPU types in us-central2-b: .*tpu7x-8 \(1×tpu7x-standard-4t\)/m);
     assert.deepEqual(types.loaded, ['cli.js', 'compute.js']);
+    // A GKE command opens the same backend and makes no Compute Engine client: the library stays unloaded.
+    const gke = await loadedFromDist(`require('./cli.js').main(['gke', 'clusters']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });
+    assert.match(gke.out, /No GKE clusters/, gke.out);
+    assert.deepEqual(gke.loaded, ['cli.js', 'container.js']);
     // A create sends int64 fields (the boot disk's size): the serializer must still know a Long when minified.
     const create = await loadedFromDist(`require('./cli.js').main(['vm', 'create', 'ce', '--type', 'tpu7x-8']).then((c) => { process.exitCode = c; });`, { ...process.env, TPW_HOME: home });
     assert.match(create.out, /^ce READY: w0=/m, create.out);

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { isTpwError } from '../../extension/src/core/errors';
-import { execTokenSource, gcloudContextName, kubeconfigClusterFor, REFRESH_MARGIN_MS } from '../../extension/src/core/gke/credentials';
+import { adcTokenSource, execTokenSource, gkeGoogleAuth, gcloudContextName, kubeconfigClusterFor, REFRESH_MARGIN_MS } from '../../extension/src/core/gke/credentials';
 import { checkGkeUse, loadGkeUse, saveGkeUse } from '../../extension/src/core/gke/use-config';
 
 /**
@@ -43,6 +45,55 @@ test('the exec plugin runs once for callers at once, and again only when its tok
   now += 2 * 60_000;
   assert.equal(await src.token(), 'tok-2');
   assert.equal(p.runs(), 2);
+});
+
+test('without a kubeconfig context: an access token from Application Default Credentials (google-auth-library), asked for again once within 5 minutes of its expiry', async () => {
+  // ADC as on a GCE VM or GKE node: no GOOGLE_APPLICATION_CREDENTIALS, no gcloud ADC file, the metadata server's
+  // token endpoint (Google's wire format; expires_in set per answer here, so the refresh rule can be seen).
+  let expiresIn = 3600;
+  let issued = 0;
+  const asked: string[] = [];
+  const server = http.createServer((req, res) => {
+    asked.push(req.url ?? '');
+    if (req.url?.startsWith('/computeMetadata/v1/instance/service-accounts/default/token') && req.headers['metadata-flavor'] === 'Google') {
+      issued++;
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Metadata-Flavor': 'Google' });
+      res.end(JSON.stringify({ access_token: `adc-${issued}`, expires_in: expiresIn, token_type: 'Bearer' }));
+      return;
+    }
+    res.writeHead(404, { 'Metadata-Flavor': 'Google' }).end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const vars = ['GCE_METADATA_HOST', 'METADATA_SERVER_DETECTION', 'GOOGLE_APPLICATION_CREDENTIALS', 'CLOUDSDK_CONFIG'] as const;
+  const saved = Object.fromEntries(vars.map((k) => [k, process.env[k]]));
+  try {
+    process.env.GCE_METADATA_HOST = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    process.env.METADATA_SERVER_DETECTION = 'assume-present';
+    delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    process.env.CLOUDSDK_CONFIG = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-gke-adc-'));
+    assert.equal(kubeconfigClusterFor({ project: 'p1', location: 'us-central2-b', cluster: 'demo' }, [path.join(process.env.CLOUDSDK_CONFIG, 'absent')]), undefined, 'no kubeconfig: ADC it is');
+    const src = adcTokenSource(gkeGoogleAuth('p1'));
+    assert.equal(src.describe, 'Application Default Credentials');
+    assert.equal(await src.token(), 'adc-1');
+    assert.equal(await src.token(), 'adc-1', 'an hour left: kept');
+    assert.equal(issued, 1);
+    // The project is tpw's, not looked up (by gcloud, seconds, then the metadata server) before the first token.
+    assert.deepEqual(asked.filter((u) => !u.includes('/token')), []);
+    // A token with less than the margin left is never handed out: each ask gets a new one.
+    expiresIn = REFRESH_MARGIN_MS / 1000 - 60;
+    const other = adcTokenSource(gkeGoogleAuth('p1'));
+    assert.equal(await other.token(), 'adc-2');
+    assert.equal(await other.token(), 'adc-3');
+    // No credentials anywhere (not on a VM either): one line naming ADC and the fix.
+    process.env.METADATA_SERVER_DETECTION = 'none';
+    await assert.rejects(adcTokenSource(gkeGoogleAuth('p1')).token(), (e: unknown) => isTpwError(e, 'UNAUTHENTICATED') && /^Application Default Credentials gave no access token for GKE: /.test(e.message) && !e.message.includes('\n'));
+  } finally {
+    server.close();
+    for (const k of vars) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  }
 });
 
 test('a failing plugin is one line naming it and the fix', async () => {

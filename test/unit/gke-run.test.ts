@@ -7,19 +7,22 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openBackend, type Backend } from '../../extension/src/core/backend';
 import { isTpwError } from '../../extension/src/core/errors';
 import { KubeClient } from '../../extension/src/core/gke/kube';
 import { staticToken } from '../../extension/src/core/gke/credentials';
-import { listQueues, listWorkloads } from '../../extension/src/core/gke/workloads';
-import { loadRun, runRecipeOnGke, stopRecordedRun, watchRecordedRun, type RunResult } from '../../extension/src/core/run/engine';
+import { getWorkload, listPods, listQueues, listWorkloads, POD_CONTAINER, readPodLog, workloadsByNodePool } from '../../extension/src/core/gke/workloads';
+import { workloadChildren } from '../../extension/src/core/explorer/gke-rows';
+import { loadRun, runRecipeOnGke, runStatusText, stopRecordedRun, watchRecordedRun, type RunResult } from '../../extension/src/core/run/engine';
 import type { MetricRecord } from '../../protocol/metrics-record';
 import { tpwInProcess } from '../helpers/cli';
 import { emulatorRequest } from '../helpers/emulator-http';
 import { k8sLib, kubectlOk, startGkeEmulator, until, waitOperation, type GkeFixture } from '../helpers/gke';
 import { testAddressPrefix } from '../helpers/loopback';
+import { buildProductionBundles, productionTpw } from '../helpers/production-cli';
 import { diffPaths, xpkCases } from '../helpers/xpk-fixtures';
 import { renderJobSet } from '../../extension/src/core/gke/manifest';
 
@@ -30,6 +33,8 @@ let f: GkeFixture;
 let backend: Backend;
 
 let ws: string;
+/** The production CLI bundles (cli.js with kubernetes.js and container.js, minified), built apart from dist/. */
+let prodCli: string;
 
 const TOKEN = 'hf_test_secret_token';
 /** What the pods print of the token: its hash, so the recipe (which reaches the JobSet) never holds the value. */
@@ -72,6 +77,8 @@ function collector(): Collected & { listener: Parameters<typeof runRecipeOnGke>[
 }
 
 before(async () => {
+  prodCli = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-gke-prod-cli-'));
+  const building = buildProductionBundles(prodCli, ['cli', 'compute', 'container', 'kubernetes']);
   f = await startGkeEmulator('tpw-gke-run-', { addressPrefix: testAddressPrefix(1) });
   const pool = (name: string, spot = false) => ({ name, initialNodeCount: 4, config: { machineType: 'ct5lp-hightpu-4t', spot }, placementPolicy: { tpuTopology: '4x4' } });
   const [op] = await f.gke.createCluster({ parent: `projects/${f.project}/locations/${ZONE}`, cluster: { name: CLUSTER, nodePools: [pool('np-a'), pool('np-b')] } });
@@ -80,11 +87,13 @@ before(async () => {
   ws = fs.mkdtempSync(path.join(f.dir, 'ws-'));
   fs.mkdirSync(path.join(ws, 'recipes'));
   fs.writeFileSync(path.join(ws, 'data.txt'), 'from-the-workspace\n');
+  await building;
 });
 
 after(async () => {
   await backend?.close();
   await f?.close();
+  if (prodCli) fs.rmSync(prodCli, { recursive: true, force: true });
 });
 
 test('the provider sees the cluster, its TPU node pools with their nodes, and xpk’s queues', async () => {
@@ -130,6 +139,26 @@ test('the CLI: tpw gke use remembers the cluster for the folder; clusters, nodep
   assert.notEqual(bad.code, 0);
   assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
   assert.match(bad.stderr, /No GKE cluster "nope"/);
+});
+
+test('tpw gke create-nodepool: a TPU node pool out of a specific reservation, listed with it; spot and a reservation together are one line', async () => {
+  const tpw = (...argv: string[]) => tpwInProcess(argv, { cwd: ws, env: { TPW_HOME: f.dir } });
+  const made = await tpw('gke', 'create-nodepool', 'res-a', '--tpu-type', 'v5p-8', '--reservation', 'team-res', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.equal(made.code, 0, made.stderr);
+  assert.equal(made.stdout.trim(), 'res-a RUNNING: v5p-8 2x2x1, 1 nodes, reservation team-res');
+  // What GKE stored is what gcloud's --reservation-affinity=specific --reservation=R sends.
+  const [stored] = await f.gke.getNodePool({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/res-a` });
+  assert.deepEqual(
+    [stored.config?.machineType, stored.initialNodeCount, stored.config?.reservationAffinity?.consumeReservationType, stored.config?.reservationAffinity?.key, stored.config?.reservationAffinity?.values],
+    ['ct5p-hightpu-4t', 1, 'SPECIFIC_RESERVATION', 'compute.googleapis.com/reservation-name', ['team-res']],
+  );
+  const pools = await tpw('gke', 'nodepools', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.match(pools.stdout, /^res-a +v5p-8 +2x2x1 +\d\/1 +RUNNING +reservation team-res$/m, pools.stdout);
+  const both = await tpw('gke', 'create-nodepool', 'res-b', '--tpu-type', 'v5p-8', '--reservation', 'team-res', '--spot', '--emulator', '--cluster', CLUSTER, '--zone', ZONE);
+  assert.notEqual(both.code, 0);
+  assert.equal(both.stderr.trim(), 'tpw: A node pool is either --spot or out of --reservation R, not both.');
+  const [op] = await f.gke.deleteNodePool({ name: `projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/res-a` });
+  await waitOperation(f, ZONE, op);
 });
 
 test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worker, secrets by reference, metrics from the log', async () => {
@@ -185,6 +214,25 @@ test('a 2-slice v5litepod-16 run: all 8 pods log, each knows its slice and worke
   const again = collector();
   await watchRecordedRun(backend, undefined as never, runId, again.listener, { home: f.dir, follow: false });
   for (let w = 0; w < 8; w++) assert.deepEqual(again.lines.get(w), c.lines.get(w), `w${w} replayed`);
+  // The GKE view from the same answers: each node pool → this workload → its 8 pods (phase, node, restarts),
+  // and a pod's log as a click shows it.
+  const onPools = await workloadsByNodePool(kube, 'default');
+  assert.deepEqual(['np-a', 'np-b'].map((p) => onPools.get(p)?.includes(rec.gke!.jobset)), [true, true], 'one slice on each pool');
+  const workload = await getWorkload(kube, 'default', rec.gke!.jobset);
+  const children = workloadChildren(workload, await listPods(kube, 'default', rec.gke!.jobset));
+  assert.ok('pods' in children, JSON.stringify(children));
+  const nodes = await kube.core.listNode({});
+  const poolOf = new Map(nodes.items.map((n) => [n.metadata!.name!, n.metadata!.labels!['cloud.google.com/gke-nodepool']]));
+  assert.deepEqual(children.pods.map(({ row }) => row.label.split(' ')[0]), ['s0w0', 's0w1', 's0w2', 's0w3', 's1w0', 's1w1', 's1w2', 's1w3']);
+  const slicePools = new Set<string>();
+  for (const { pod, row } of children.pods) {
+    assert.equal(row.description, `Succeeded · exit 0 · ${pod.node}`, row.label);
+    assert.match(row.tooltip, /Restarts: JobSet attempt 0, container restarted 0 times/);
+    slicePools.add(`${pod.slice}:${poolOf.get(pod.node!)}`);
+  }
+  assert.equal(slicePools.size, 2, `each slice's pods on one pool: ${[...slicePools].join(' ')}`);
+  const w6 = children.pods[6];
+  assert.match(await readPodLog(kube, 'default', w6.pod.name, POD_CONTAINER), new RegExp(`^hello from worker 6 tpu 2 slice 1 of 2 `, 'm'));
 });
 
 test('a failing worker fails the run fast (the JobSet’s policy) and is named as the first to fail', async () => {
@@ -208,30 +256,44 @@ test('a failing worker fails the run fast (the JobSet’s policy) and is named a
   assert.equal(loadRun(result.runId, f.dir).status, 'failed');
 });
 
-test('stop deletes the workload: its pods end and the run is recorded as cancelled', async () => {
-  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
-  const c = collector();
-  const started = await runRecipeOnGke({
-    gke: backend.gke,
-    cluster,
-    tpuType: 'v5litepod-16',
-    numSlices: 2,
-    image: 'python:3.11',
-    recipePath: writeRecipe('sleep.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'),
-    workspaceRoot: ws,
-    tpwHome: f.dir,
-    detach: true,
-    listener: c.listener,
-  });
-  const kube = backend.gke.kube(cluster);
-  const jobset = loadRun(started.runId, f.dir).gke!.jobset;
-  await until('8 pods running', async () => {
-    const pods = await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` });
-    return pods.items.length === 8 && pods.items.every((p) => p.status?.phase === 'Running') ? true : undefined;
-  });
-  const rec = await stopRecordedRun(backend, undefined as never, started.runId, { home: f.dir });
-  assert.equal(rec.status, 'cancelled');
-  await until('pods gone', async () => ((await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items.length === 0 ? true : undefined));
+test('the shipped CLI: tpw logs RUN prints every pod’s lines with [sNwM], tpw logs -f follows until tpw stop RUN deletes the JobSet, its pods end and the run is recorded as cancelled', async () => {
+  const tpw = (...argv: string[]) => productionTpw(prodCli, argv, { cwd: ws, env: { TPW_HOME: f.dir } });
+  writeRecipe('cli.sh', 'python3 -c "import os, time; print(\'up\', os.environ[\'TPW_WORKER_INDEX\'], flush=True); time.sleep(600)"\n');
+  const started = await tpw('run', 'recipes/cli.sh', '--emulator', '--cluster', CLUSTER, '--zone', ZONE, '--tpu-type', 'v5litepod-16', '--num-slices', '2', '--image', 'python:3.11', '--detach');
+  assert.equal(started.code, 0, started.stderr);
+  const runId = /Run (\S+) submitted as workload/.exec(started.stderr)?.[1] ?? assert.fail(started.stderr);
+  const jobset = loadRun(runId, f.dir).gke!.jobset;
+  const kube = backend.gke.kube(await backend.gke.findCluster(f.project, CLUSTER));
+  const podLines = async () => {
+    const pods = (await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items;
+    const logs = await Promise.all(pods.map((p) => kube.core.readNamespacedPodLog({ namespace: 'default', name: p.metadata!.name!, container: 'jax-tpu' }).catch(() => '')));
+    return logs.filter((l) => /^up \d$/m.test(l)).length;
+  };
+  await until('every pod has logged', async () => ((await podLines()) === 8 ? true : undefined));
+  const logs = await tpw('logs', runId);
+  assert.equal(logs.code, 0, logs.stderr);
+  const ups = logs.stdout.split('\n').filter((l) => / up \d$/.test(l)).sort();
+  assert.deepEqual(ups, Array.from({ length: 8 }, (_, w) => `[s${Math.floor(w / 4)}w${w % 4}] up ${w}`));
+  assert.match(logs.stderr, new RegExp(`run ${runId}: (starting|running)`));
+  // A follower in another process, then stop: the follower sees the workload go and ends, the run cancelled.
+  let seen = '';
+  const following = productionTpw(prodCli, ['logs', runId, '--follow'], { cwd: ws, env: { TPW_HOME: f.dir }, onStdout: (d) => (seen += d) });
+  await until('the follower has printed every pod’s line', async () => (seen.split('\n').filter((l) => / up \d$/.test(l)).length === 8 ? true : undefined));
+  const stop = await tpw('stop', runId);
+  assert.equal(stop.code, 0, stop.stderr);
+  assert.equal(stop.stdout.trim(), `run ${runId}: workload ${jobset} deleted (cancelled)`);
+  // Deleted in the foreground: the JobSet goes once its pods have.
+  await until('the JobSet gone', () =>
+    kube.custom.getNamespacedCustomObject({ group: 'jobset.x-k8s.io', version: 'v1alpha2', namespace: 'default', plural: 'jobsets', name: jobset }).then(
+      () => undefined,
+      (e: unknown) => (/404|not found/i.test(String(e)) ? true : undefined),
+    ),
+  );
+  const followed = await following;
+  assert.equal(followed.code, 1, `${followed.stdout}\n${followed.stderr}`);
+  assert.equal(followed.stdout.split('\n').filter((l) => / up \d$/.test(l)).length, 8, followed.stdout);
+  assert.equal(loadRun(runId, f.dir).status, 'cancelled');
+  await until('its pods gone', async () => ((await kube.core.listNamespacedPod({ namespace: 'default', labelSelector: `jobset.sigs.k8s.io/jobset-name=${jobset}` })).items.length === 0 ? true : undefined));
 });
 
 test('a workload waits while its queue has no quota left, says why, and starts when quota frees', async () => {
@@ -246,6 +308,9 @@ test('a workload waits while its queue has no quota left, says why, and starts w
     const second = runRecipeOnGke({ ...base, detach: false, pollMs: 500, recipePath: writeRecipe('next.sh', 'echo next-ran\n'), listener: c.listener });
     const waiting = await until('the second queued', async () => (await listWorkloads(kube)).items.find((w) => w.runId !== first.runId && w.phase === 'queued' && /insufficient.*quota/i.test(w.message ?? '')));
     assert.match(waiting.message!, /google\.com\/tpu/);
+    // In the GKE view the queued workload says why it waits instead of listing pods.
+    const queuedRow = workloadChildren(waiting, await listPods(kube, 'default', waiting.name));
+    assert.ok('message' in queuedRow && /^Queued: .*insufficient.*quota/i.test(queuedRow.message), JSON.stringify(queuedRow));
     await until('the queued notice', async () => (c.notices.some((n) => /^Queued: .*insufficient.*quota/i.test(n)) ? true : undefined));
     await stopRecordedRun(backend, undefined as never, first.runId, { home: f.dir });
     const result = await second;
@@ -282,7 +347,11 @@ test('a preempted spot node pool ends the run as preempted, with the reason', as
   await waitOperation(f, ZONE, op, 600_000);
   const cluster = await backend.gke.findCluster(f.project, CLUSTER);
   const c = collector();
-  const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v5p-16', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: writeRecipe('long.sh', 'python3 -c "import time; print(\'up\', flush=True); time.sleep(600)"\n'), tpwHome: f.dir, pollMs: 500, listener: c.listener });
+  // The first run sleeps until the pool is taken away; the resumed one (a marker per worker in this machine's /tmp,
+  // which the emulator's pods share) says so and ends.
+  const marker = path.join(f.dir, 'preempt-marker-');
+  const recipe = writeRecipe('long.sh', `python3 -c "import os, sys, time; m = '${marker}' + os.environ['TPW_WORKER_INDEX']; r = os.path.exists(m); open(m, 'w').close(); print('resumed' if r else 'up', flush=True); sys.exit(0) if r else time.sleep(600)"\n`);
+  const running = runRecipeOnGke({ gke: backend.gke, cluster, tpuType: 'v5p-16', numSlices: 1, image: 'i', workspaceRoot: ws, recipePath: recipe, tpwHome: f.dir, pollMs: 500, listener: c.listener });
   await until('both pods logging', async () => (c.lines.size === 2 ? true : undefined));
   await emulatorRequest(f.ep, 'POST', `/emulator/v1/projects/${f.project}/locations/${ZONE}/clusters/${CLUSTER}/nodePools/spot-v5p:preempt?downSeconds=5`);
   const result = await running;
@@ -290,6 +359,43 @@ test('a preempted spot node pool ends the run as preempted, with the reason', as
   assert.match(result.preemptedReason ?? '', /preempted/);
   assert.equal(loadRun(result.runId, f.dir).status, 'preempted');
   assert.ok(c.notices.some((n) => /^Preempted: pod .* on node .*Terminat/i.test(n)), c.notices.join('\n'));
+  // Resume (`tpw resume RUN`): the same workload submitted again from the run record, once GKE brought the nodes back.
+  const resumed = await tpwInProcess(['resume', result.runId], { cwd: ws, env: { TPW_HOME: f.dir } });
+  assert.equal(resumed.code, 0, resumed.stderr);
+  const newRun = new RegExp(`Run (\\S+) resumes ${result.runId} as workload (\\S+)\\.`).exec(resumed.stderr) ?? assert.fail(resumed.stderr);
+  assert.deepEqual(resumed.stdout.split('\n').filter((l) => l.endsWith(' resumed')).sort(), ['[s0w0] resumed', '[s0w1] resumed']);
+  const again = loadRun(newRun[1], f.dir);
+  assert.deepEqual([again.status, again.gke?.tpuType, again.gke?.slices, again.recipe, again.gke?.jobset], ['succeeded', 'v5p-16', 1, recipe, newRun[2]]);
+});
+
+test('a JobSet restart: the run follows the new attempt’s pods to the end, says so, and the record counts it', async () => {
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  // Attempt 0: worker 0 exits 42 (xpk's restart code) and the others wait; attempt 1 (the markers there): all end well.
+  const marker = path.join(f.dir, 'restart-marker-');
+  const result = await runRecipeOnGke({
+    gke: backend.gke,
+    cluster,
+    tpuType: 'v5litepod-16',
+    numSlices: 1,
+    maxRestarts: 1,
+    image: 'i',
+    workspaceRoot: ws,
+    recipePath: writeRecipe('restart.sh', `python3 -c "import os, sys, time; w = os.environ['TPW_WORKER_INDEX']; m = '${marker}' + w; again = os.path.exists(m); open(m, 'w').close(); print('again' if again else 'first', w, flush=True); sys.exit(0) if again else (sys.exit(42) if w == '0' else time.sleep(600))"\n`),
+    tpwHome: f.dir,
+    pollMs: 500,
+    listener: c.listener,
+  });
+  assert.equal(result.ok, true, JSON.stringify(result));
+  for (let w = 0; w < 4; w++) assert.ok(c.lines.get(w)?.includes(`again ${w}`), `w${w}: ${c.lines.get(w)?.join(' | ')}`);
+  assert.ok(c.notices.some((n) => /restarted \(attempt 1\)/.test(n)), c.notices.join('\n'));
+  const rec = loadRun(result.runId, f.dir);
+  assert.equal(rec.gke?.restarts, 1);
+  assert.equal(runStatusText(rec), 'succeeded, restarted 1 time');
+  // The GKE view lists the pods of the newest attempt only, marked as such.
+  const kube = backend.gke.kube(cluster);
+  const children = workloadChildren(await getWorkload(kube, 'default', rec.gke!.jobset), await listPods(kube, 'default', rec.gke!.jobset));
+  assert.ok('pods' in children && children.pods.length === 4 && children.pods.every(({ pod, row }) => pod.restartAttempt === 1 && row.description.includes('attempt 1')), JSON.stringify(children));
 });
 
 test('on the API server, xpk’s JobSet and ours come out of the JobSet and Kueue webhooks the same (server-side dry run)', async () => {

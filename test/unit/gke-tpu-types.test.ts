@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { isTpwError } from '../../extension/src/core/errors';
+import { tpuNodePoolRequest } from '../../extension/src/core/gke/node-pool-request';
 import { gkeTpuType, knownTpuTypeNames, tpuTypeOfNodePool } from '../../extension/src/core/gke/tpu-types';
 
 /** xpk 1.16.0's own table (test/fixtures/gke/xpk/tpu_types.py wrote it). */
@@ -47,4 +48,19 @@ test('an unknown TPU type is refused in one line that names it', () => {
   for (const bad of ['v5litepod-3', 'v9-8', 'v5litepod-3x3', 'tpu', '']) {
     assert.throws(() => gkeTpuType(bad), (e: unknown) => isTpwError(e, 'INVALID_ARGUMENT') && e.message.includes(`"${bad}"`) && !e.message.includes('\n'));
   }
+});
+
+test('a TPU node pool request: one slice’s nodes, machine type and topology from the type; spot or a named reservation; bad input in one line', () => {
+  assert.deepEqual(tpuNodePoolRequest({ name: 'np-res', tpuType: 'v5litepod-16', reservation: 'team-res' }), {
+    name: 'np-res',
+    initialNodeCount: 4,
+    config: { machineType: 'ct5lp-hightpu-4t', reservationAffinity: { consumeReservationType: 'SPECIFIC_RESERVATION', key: 'compute.googleapis.com/reservation-name', values: ['team-res'] } },
+    placementPolicy: { tpuTopology: '4x4' },
+  });
+  // A single-host pool's topology follows from its machine type: none is sent.
+  assert.deepEqual(tpuNodePoolRequest({ name: 'one', tpuType: 'v5p-8', spot: true }), { name: 'one', initialNodeCount: 1, config: { machineType: 'ct5p-hightpu-4t', spot: true } });
+  const oneLine = (re: RegExp) => (e: unknown) => isTpwError(e) && re.test(e.message) && !e.message.includes('\n');
+  assert.throws(() => tpuNodePoolRequest({ name: 'Bad_Name', tpuType: 'v5p-8' }), oneLine(/^"Bad_Name" is not a node pool name/));
+  assert.throws(() => tpuNodePoolRequest({ name: 'np', tpuType: 'v5p-8', reservation: 'Res 1' }), oneLine(/^--reservation "Res 1" is not a reservation name/));
+  assert.throws(() => tpuNodePoolRequest({ name: 'np', tpuType: 'tpu7x-16' }), oneLine(/multi-host tpu7x-16 node pool needs a Compute Engine workload policy/));
 });

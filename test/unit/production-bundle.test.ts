@@ -8,24 +8,22 @@
  * flags), so the test never touches dist/ that other tests run.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Emulator } from '../../emulator/src/emulator';
-import { REPO } from '../helpers/fresh-bundle';
+import { buildProductionBundles, productionTpw as runProductionTpw } from '../helpers/production-cli';
 import { escapeRegExp, testAddressPrefix } from '../helpers/loopback';
 
 let out = '';
 let home = '';
 let emu: Emulator | undefined;
 
-before(() => {
+before(async () => {
   out = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-prod-bundle-'));
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'tpw-prod-home-'));
-  const r = spawnSync(process.execPath, [path.join(REPO, 'scripts/build.mjs'), '--production', '--outdir', out, '--only', 'cli,compute'], { cwd: REPO, encoding: 'utf8', timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`the production build failed (exit ${r.status ?? r.signal}):\n${r.stdout}${r.stderr}`);
+  await buildProductionBundles(out, ['cli', 'compute']);
 });
 
 after(async () => {
@@ -35,13 +33,8 @@ after(async () => {
 });
 
 /** Runs the production CLI in a child node (the emulator it talks to runs in this process). */
-function productionTpw(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script = `require(${JSON.stringify(path.join(out, 'cli.js'))}).main(${JSON.stringify(argv)}).then((c) => { process.exitCode = c; });`;
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script], { cwd: home, env: { ...process.env, TPW_HOME: home }, encoding: 'utf8', timeout: 180_000 }, (error, stdout, stderr) =>
-      resolve({ code: typeof error?.code === 'number' ? error.code : error ? 1 : 0, stdout, stderr }),
-    );
-  });
+function productionTpw(argv: string[]): ReturnType<typeof runProductionTpw> {
+  return runProductionTpw(out, argv, { cwd: home, env: { TPW_HOME: home } });
 }
 
 test('the production build is the minified one the package ships', () => {

@@ -6,7 +6,7 @@
 import type { CommandContext } from './context';
 import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorStop } from './emulator-commands';
 import { flagsExplain, flagsLint } from './flags-commands';
-import { gkeClusters, gkeNodePools, gkeQueues, gkeUse, gkeWorkloads } from './gke-commands';
+import { gkeClusters, gkeCreateNodePool, gkeNodePools, gkeQueues, gkeUse, gkeWorkloads } from './gke-commands';
 import { profileCommand } from './profile-command';
 import { forwardCommand } from './forward-command';
 import { qrDelete, qrList } from './qr-commands';
@@ -214,6 +214,20 @@ const GKE: CommandSpec = {
       options: { cluster: CLUSTER_OPTION, json: JSON_OPTION },
       globals: BACKEND,
       run: gkeNodePools,
+    },
+    {
+      name: 'create-nodepool',
+      usage: 'NAME --tpu-type T [--cluster C] [--spot | --reservation R]',
+      summary: 'Create a TPU node pool of one slice of type T, on spot capacity or out of a specific reservation',
+      details: ['As `gcloud container node-pools create NAME --machine-type M --tpu-topology T --num-nodes N [--spot | --reservation-affinity=specific --reservation=R]`; waits until GKE has made it.'],
+      options: {
+        cluster: CLUSTER_OPTION,
+        'tpu-type': { type: 'string', arg: 'T', description: 'TPU type of the slice, e.g. v5litepod-16 (default: the remembered one)' },
+        spot: { type: 'boolean', description: 'Spot capacity (can be preempted)' },
+        reservation: { type: 'string', arg: 'R', description: 'Consume the specific Compute Engine reservation R' },
+      },
+      globals: BACKEND,
+      run: gkeCreateNodePool,
     },
     {
       name: 'queues',

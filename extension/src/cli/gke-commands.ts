@@ -3,6 +3,7 @@ import { TpwError } from '../core/errors';
 import { parseClusterName, type GkeCluster } from '../core/gke/models';
 import type { RunRecord } from '../core/run/engine';
 import { checkGkeUse, DEFAULT_IMAGE, loadGkeUse, saveGkeUse, type GkeUse } from '../core/gke/use-config';
+import { tpuNodePoolRequest } from '../core/gke/node-pool-request';
 import { listQueues, listWorkloads } from '../core/gke/workloads';
 import { openCliBackend } from './backend-from-args';
 import { positionalsUpTo, requireArg, UsageError, type CommandContext, type GlobalOptions } from './context';
@@ -138,6 +139,26 @@ export async function gkeNodePools(ctx: CommandContext): Promise<number> {
       [p.spot ? 'spot' : '', p.reservation ? `reservation ${p.reservation}` : ''].filter(Boolean).join(', '),
     ]);
     for (const l of formatTable(['NODE POOL', 'TYPE', 'TOPOLOGY', 'NODES READY', 'STATUS', 'CAPACITY'], rows)) ctx.out(l);
+    return 0;
+  });
+}
+
+/** `tpw gke create-nodepool NAME --tpu-type T [--cluster C] [--spot | --reservation R]`: one slice's TPU node pool. */
+export async function gkeCreateNodePool(ctx: CommandContext): Promise<number> {
+  const [name] = positionalsUpTo(ctx, 1);
+  const use = usedHere();
+  const tpuType = (ctx.values['tpu-type'] as string | undefined) ?? use?.tpuType;
+  const body = tpuNodePoolRequest({
+    name: requireArg(name, 'NAME (the node pool)'),
+    tpuType: requireArg(tpuType, '--tpu-type T'),
+    ...(ctx.values.spot ? { spot: true } : {}),
+    ...(ctx.values.reservation !== undefined ? { reservation: ctx.values.reservation as string } : {}),
+  });
+  return withGkeBackend(ctx, use, async (backend) => {
+    const cluster = await resolveCluster(ctx, backend, use);
+    ctx.err(`Creating node pool ${body.name} (${tpuType}: ${body.initialNodeCount} × ${body.config.machineType}${body.config.spot ? ', spot' : ''}${body.config.reservationAffinity ? `, reservation ${body.config.reservationAffinity.values[0]}` : ''}) in GKE cluster ${cluster.cluster}…`);
+    const pool = await backend.gke.api.createNodePool(cluster, body, { ...(backend.gke.api.emulator ? { pollMs: 300 } : {}) });
+    ctx.out(`${pool.name} ${pool.status}: ${pool.tpu?.type ?? pool.machineType} ${pool.tpu?.topology ?? ''}, ${pool.nodeCount} nodes${pool.spot ? ', spot' : ''}${pool.reservation ? `, reservation ${pool.reservation}` : ''}`);
     return 0;
   });
 }

@@ -8,6 +8,7 @@ import {
   prefixLine,
   resolveRunId,
   runRecipe,
+  runStatusText,
   RunTails,
   stopRecordedRun,
   vmForResume,
@@ -46,7 +47,7 @@ export async function runsCommand(ctx: CommandContext): Promise<number> {
     ctx.out('No runs yet. Start one with `tpw run RECIPE --vm NAME`.');
     return 0;
   }
-  const rows = runs.map((r) => [r.runId, r.status, r.vm, r.recipe.split('/').pop() ?? r.recipe, r.startedAt.replace('T', ' ').slice(0, 19), duration(r), exitCodes(r)]);
+  const rows = runs.map((r) => [r.runId, runStatusText(r), r.vm, r.recipe.split('/').pop() ?? r.recipe, r.startedAt.replace('T', ' ').slice(0, 19), duration(r), exitCodes(r)]);
   const head = ['RUN', 'STATUS', 'VM', 'RECIPE', 'STARTED (UTC)', 'DURATION', 'EXIT CODES'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   for (const row of [head, ...rows]) ctx.out(row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());

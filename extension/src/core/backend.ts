@@ -1,14 +1,13 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { GoogleAuth } from 'google-auth-library';
 import { emulatorComputeClients, googleComputeClients } from './compute/client';
 import { emulatorOsLogin, googleOsLogin, importKeyForOsLogin, publicKeyOf, type OsLoginAccess, type OsLoginUser } from './compute/os-login';
 import { ComputeTpuProvider } from './compute/provider';
 import { withComputeSlices } from './compute/slice-api';
 import { journaled, recordChange } from './change-journal';
 import { readEmulatorEndpoint } from './local-emulator';
-import { adcTokenSource, staticToken } from './gke/credentials';
+import { adcTokenSource, gkeGoogleAuth, staticToken } from './gke/credentials';
 import { emulatorGkeApi, googleGkeApi } from './gke/gke-api';
 import { GkeProvider } from './gke/provider';
 import { isTpwError, TpwError } from './errors';
@@ -158,7 +157,7 @@ async function openCloudBackend(opts: BackendOptions): Promise<Backend> {
   const osLogin = googleOsLogin();
   const osLoginUser = osLoginUsers(compute, osLogin, opts.project, opts.onNotice);
   // ADC for the GKE API, and for clusters gcloud wrote no kubeconfig context for (what gke-gcloud-auth-plugin hands out).
-  const gkeAuth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] });
+  const gkeAuth = gkeGoogleAuth(opts.project);
   const gke = new GkeProvider(googleGkeApi(gkeAuth), adcTokenSource(gkeAuth), true);
   // No zones set means every zone of the project that offers Cloud TPU (the API's locations).
   let zones = opts.zones ?? [];

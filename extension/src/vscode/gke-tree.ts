@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Backend } from '../core/backend';
 import { describeError } from '../core/errors';
-import { clusterRow, nodePoolRow, podRow, queueRow, sortWorkloads, workloadRow, type Row } from '../core/explorer/gke-rows';
+import { clusterRow, nodePoolRow, queueRow, sortWorkloads, workloadChildren, workloadRow, type Row } from '../core/explorer/gke-rows';
 import type { StateTone } from '../core/explorer/node-status';
 import type { GkeCluster, GkeNodePool, GkePod, GkeWorkload } from '../core/gke/models';
 import { getWorkload, listPods, listQueues, listWorkloads, workloadsByNodePool } from '../core/gke/workloads';
@@ -90,6 +90,7 @@ export class GkePodItem extends vscode.TreeItem {
     this.id = `${parentId}/p/${row.label}`;
     drawn(this, row, 'vm-running');
     this.contextValue = 'gkePod';
+    this.command = { command: 'tpuWorkbench.gke.showPodLog', title: 'Show Pod Log', arguments: [this] };
   }
 }
 
@@ -188,10 +189,9 @@ export class GkeTreeProvider implements vscode.TreeDataProvider<GkeNode>, vscode
       return rows;
     }
     if (item instanceof GkeWorkloadItem) {
-      const pods = await listPods(item.backend.gke.kube(item.cluster), item.workload.namespace, item.workload.name);
-      if (pods.length === 0) return [new GkeMessageItem(item.workload.phase === 'queued' ? `Queued: ${item.workload.message ?? 'waiting for Kueue'}` : 'No pods.')];
-      const newest = Math.max(...pods.map((p) => p.restartAttempt));
-      return pods.filter((p) => p.restartAttempt === newest).map((p) => new GkePodItem(item.backend, item.cluster, item.workload, p, podRow(p, item.workload.podsPerSlice), item.id!));
+      const got = workloadChildren(item.workload, await listPods(item.backend.gke.kube(item.cluster), item.workload.namespace, item.workload.name));
+      if ('message' in got) return [new GkeMessageItem(got.message)];
+      return got.pods.map(({ pod, row }) => new GkePodItem(item.backend, item.cluster, item.workload, pod, row, item.id!));
     }
     return [];
   }

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { RunStatus } from '../../../protocol/run-status';
 import { nextTickMs } from '../core/explorer/tick';
-import { formatDuration, isActive, listRuns, runsDir, type RunRecord } from '../core/run/engine';
+import { formatDuration, isActive, listRuns, runsDir, runStatusText, type RunRecord } from '../core/run/engine';
 import { tpwHome } from '../core/paths';
 import type { Ctx } from './ctx';
 
@@ -43,7 +43,7 @@ export class RunItem extends vscode.TreeItem {
   update(record: RunRecord, now = Date.now()): void {
     this.record = record;
     const end = record.endedAt ? Date.parse(record.endedAt) : now;
-    this.description = `${record.status} · ${new Date(record.startedAt).toLocaleString()} · ${formatDuration(end - Date.parse(record.startedAt))}`;
+    this.description = `${runStatusText(record)} · ${new Date(record.startedAt).toLocaleString()} · ${formatDuration(end - Date.parse(record.startedAt))}`;
     const [icon, color] = ICONS[record.status] ?? ICONS.unknown;
     this.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
     // Status in contextValue: "Stop" only on active runs, "Recreate and resume" only on preempted ones.

@@ -75,14 +75,33 @@ export function workloadRow(w: GkeWorkload): Row {
 
 export function podRow(p: GkePod, perSlice: number): Row {
   const where = `s${p.slice}w${p.host}`;
+  const restarts = [p.restartAttempt > 0 ? `attempt ${p.restartAttempt}` : '', p.containerRestarts > 0 ? `${p.containerRestarts} container restart${p.containerRestarts === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
   return {
     label: `${where} ${p.name}`,
-    description: [p.phase, p.exitCode !== undefined ? `exit ${p.exitCode}` : '', p.node ?? '', p.disrupted ? 'preempted' : ''].filter(Boolean).join(' · '),
-    tooltip: [`Pod ${p.name}: slice ${p.slice}, host ${p.host} (worker ${p.slice * perSlice + p.host})`, `Phase: ${p.phase}`, p.node && `Node: ${p.node}`, p.reason && `Why: ${p.reason}`, p.restartAttempt > 0 && `Restart attempt ${p.restartAttempt}`]
+    description: [p.phase, p.exitCode !== undefined ? `exit ${p.exitCode}` : '', p.node ?? '', restarts, p.disrupted ? 'preempted' : ''].filter(Boolean).join(' · '),
+    tooltip: [
+      `Pod ${p.name}: slice ${p.slice}, host ${p.host} (worker ${p.slice * perSlice + p.host})`,
+      `Phase: ${p.phase}`,
+      p.node && `Node: ${p.node}`,
+      p.reason && `Why: ${p.reason}`,
+      `Restarts: JobSet attempt ${p.restartAttempt}, container restarted ${p.containerRestarts} time${p.containerRestarts === 1 ? '' : 's'}`,
+      'Click to read its log.',
+    ]
       .filter(Boolean)
       .join('\n'),
     tone: p.disrupted ? 'bad' : p.phase === 'Running' ? 'ok' : p.phase === 'Succeeded' ? 'stopped' : p.phase === 'Failed' ? 'bad' : 'transitional',
   };
+}
+
+/**
+ * A workload's children in the GKE view: the pods of its newest restart attempt (those of earlier attempts are gone
+ * or going), slice-major; without pods, one line saying why (queued, with Kueue's reason).
+ */
+export function workloadChildren(w: GkeWorkload, pods: readonly GkePod[]): { pods: Array<{ pod: GkePod; row: Row }> } | { message: string } {
+  if (pods.length === 0) return { message: w.phase === 'queued' ? `Queued: ${w.message ?? 'waiting for Kueue'}` : w.phase === 'admitted' ? 'Admitted: the pods are being made.' : 'No pods.' };
+  const newest = Math.max(...pods.map((p) => p.restartAttempt));
+  const current = pods.filter((p) => p.restartAttempt === newest).sort((a, b) => a.slice - b.slice || a.host - b.host);
+  return { pods: current.map((pod) => ({ pod, row: podRow(pod, w.podsPerSlice) })) };
 }
 
 export function queueRow(q: GkeClusterQueue): Row {

@@ -4,6 +4,7 @@ import type { EmulatorEndpoint } from '../local-emulator';
 import { TpwError, type TpwErrorCode } from '../errors';
 import { activationUrl, ADC_HINT } from '../tpu/cloud';
 import { clusterFullName, type ClusterId, type GkeCluster, type GkeNodePool } from './models';
+import type { NodePoolBody } from './node-pool-request';
 import { tpuTypeOfNodePool } from './tpu-types';
 
 type ICluster = container.protos.google.container.v1.ICluster;
@@ -21,6 +22,8 @@ export interface GkeApi {
   /** Every cluster of the project in `location` ('-': every location). */
   listClusters(project: string, location?: string): Promise<GkeCluster[]>;
   getCluster(id: ClusterId): Promise<GkeCluster>;
+  /** Creates a node pool (node-pool-request.ts) and waits for its operation; the pool as the cluster then lists it. */
+  createNodePool(id: ClusterId, pool: NodePoolBody, opts?: { pollMs?: number; onWait?: (status: string) => void }): Promise<GkeNodePool>;
   close(): Promise<void>;
 }
 
@@ -57,6 +60,30 @@ class ContainerGkeApi implements GkeApi {
       return toCluster(id.project, c);
     } catch (e) {
       throw gkeError(e, { verb: 'get', what: `GKE cluster "${id.cluster}"`, where: `project ${id.project}, location ${id.location}`, project: id.project, emulator: this.emulator });
+    }
+  }
+
+  async createNodePool(id: ClusterId, pool: NodePoolBody, opts: { pollMs?: number; onWait?: (status: string) => void } = {}): Promise<GkeNodePool> {
+    const ctx = { verb: 'create', what: `node pool "${pool.name}" of GKE cluster "${id.cluster}"`, where: `project ${id.project}, location ${id.location}`, project: id.project, emulator: this.emulator };
+    try {
+      const [op] = await this.cm.createNodePool({ parent: clusterFullName(id), nodePool: pool });
+      const name = `projects/${id.project}/locations/${id.location}/operations/${op.name ?? ''}`;
+      const lib = containerLibrary().protos.google.container.v1;
+      for (let got = op; ; ) {
+        const status = enumName(got.status, lib.Operation.Status as unknown as Record<string, string | number>);
+        if (status === 'DONE') {
+          if (got.error?.message) throw new TpwError('FAILED_PRECONDITION', `GKE could not create node pool "${pool.name}" of cluster "${id.cluster}": ${got.error.message}`);
+          break;
+        }
+        opts.onWait?.(got.detail || status);
+        await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000));
+        [got] = await this.cm.getOperation({ name });
+      }
+      const made = (await this.getCluster(id)).nodePools.find((p) => p.name === pool.name);
+      if (!made) throw new TpwError('INTERNAL', `GKE said node pool "${pool.name}" was made, but cluster "${id.cluster}" does not list it.`);
+      return made;
+    } catch (e) {
+      throw gkeError(e, ctx);
     }
   }
 

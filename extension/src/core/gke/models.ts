@@ -103,6 +103,8 @@ export interface GkePod {
   slice: number;
   host: number;
   restartAttempt: number;
+  /** How often the kubelet restarted its main container in place (xpk's pods have restartPolicy Never: 0 there). */
+  containerRestarts: number;
   /** Pending, Running, Succeeded, Failed, Unknown */
   phase: string;
   node?: string;

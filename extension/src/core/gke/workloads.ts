@@ -181,7 +181,7 @@ interface PodLike {
     reason?: string;
     message?: string;
     conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
-    containerStatuses?: Array<{ name?: string; state?: { terminated?: { exitCode?: number; reason?: string; message?: string }; waiting?: { reason?: string; message?: string } } }>;
+    containerStatuses?: Array<{ name?: string; restartCount?: number; state?: { terminated?: { exitCode?: number; reason?: string; message?: string }; waiting?: { reason?: string; message?: string } } }>;
     initContainerStatuses?: Array<{ name?: string; state?: { terminated?: { exitCode?: number; reason?: string; message?: string }; waiting?: { reason?: string; message?: string } } }>;
   };
 }
@@ -216,6 +216,7 @@ export function toPod(p: PodLike, container = 'jax-tpu'): GkePod {
     host: num(labels['batch.kubernetes.io/job-completion-index'] ?? ann['batch.kubernetes.io/job-completion-index']),
     restartAttempt: num(labels['jobset.sigs.k8s.io/restart-attempt'] ?? ann['jobset.sigs.k8s.io/restart-attempt']),
     phase: p.status?.phase ?? 'Unknown',
+    containerRestarts: main?.restartCount ?? 0,
     ...(p.spec?.nodeName ? { node: p.spec.nodeName } : {}),
     ...(term?.exitCode !== undefined ? { exitCode: term.exitCode } : {}),
     ...(reason ? { reason } : {}),

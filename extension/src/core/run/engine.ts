@@ -25,7 +25,7 @@ export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
 export { downloadGkeRunLogs, gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
 export { deleteWorkload } from './gke-follow';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
-export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
+export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, runStatusText, type GkeRunRef, type RunRecord, type RunStatus } from './registry';
 export { isGoneState, PREEMPTED_EXIT, recreateNode, vmForResume, withResume } from './preemption';
 export { PASSTHROUGH_NAMES, passthroughEnv, redact, SECRET_NAMES } from './secrets';
 export { locateTrainerLine, type RecipeLocation } from './problem-lines';

@@ -30,6 +30,8 @@ export interface FollowWorkloadOptions {
   signal?: AbortSignal;
   /** Between looks at the JobSet and its pods (default 2 s). */
   pollMs?: number;
+  /** The JobSet is at restart attempt `attempt` (> 0), seen for the first time: when it restarts while followed, or on attaching. */
+  onRestart?(attempt: number): void;
 }
 
 export interface WorkloadWatch {
@@ -190,6 +192,7 @@ export function followWorkload(kube: KubeClient, listener: RunListener, opts: Fo
       const newest = Math.max(restarts, ...pods.map((p) => p.restartAttempt));
       if (newest > attempt) {
         if (attempt >= 0) notice(`restart:${newest}`, `Workload ${opts.jobset} restarted (attempt ${newest})${preemptedReason ? ` after ${preemptedReason}` : ''}.`);
+        if (newest > 0) opts.onRestart?.(newest);
         attempt = newest;
       }
       const current = pods.filter((p) => p.restartAttempt === attempt);

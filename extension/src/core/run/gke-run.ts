@@ -229,7 +229,20 @@ export async function followRecordedGke(
         listener.onLine?.(w, s, line);
       },
     },
-    { namespace: ref.namespace, jobset: ref.jobset, slices: ref.slices, perSlice: ref.podsPerSlice, follow: opts.follow, signal: opts.detachSignal, pollMs: opts.pollMs },
+    {
+      namespace: ref.namespace,
+      jobset: ref.jobset,
+      slices: ref.slices,
+      perSlice: ref.podsPerSlice,
+      follow: opts.follow,
+      signal: opts.detachSignal,
+      pollMs: opts.pollMs,
+      // The Runs view and `tpw runs` say how often it restarted: the record keeps the highest attempt seen.
+      onRestart: (attempt) => {
+        const now = loadRun(rec.runId, opts.home);
+        if (now.gke && (now.gke.restarts ?? 0) < attempt) updateRun(rec.runId, { gke: { ...now.gke, restarts: attempt } }, opts.home);
+      },
+    },
   );
   const onAbort = () => void watch.cancel();
   opts.signal?.addEventListener('abort', onAbort, { once: true });

@@ -27,6 +27,8 @@ export interface GkeRunRef {
   image: string;
   /** Submitted to the local emulator's cluster (so `tpw logs` finds it without flags). */
   emulator?: boolean;
+  /** How often the JobSet has restarted so far (its newest restart attempt), as a follower last saw it. */
+  restarts?: number;
 }
 
 export interface RunRecord {
@@ -149,4 +151,10 @@ export function formatDuration(ms: number): string {
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** A run's status as the Runs view and `tpw runs` show it: a GKE run that restarted says how often. */
+export function runStatusText(rec: Pick<RunRecord, 'status' | 'gke'>): string {
+  const n = rec.gke?.restarts ?? 0;
+  return n > 0 ? `${rec.status}, restarted ${n} time${n === 1 ? '' : 's'}` : rec.status;
 }
