@@ -97,7 +97,7 @@ done
 # files in the order they ended), then the end of its log.
 failures_of() { # log — node's "not ok" entries with their YAML blocks; pytest's and cargo's failure sections
   awk '/^ *not ok /{n=40} n>0{print; n--}' "$1" | head -n 400
-  grep -E '^(FAILED|ERROR) |^=+ (FAILURES|ERRORS) =+$|^---- .* stdout ----$|^failures:$' -A0 "$1" | head -n 60
+  grep -E '^(FAILED|ERROR) |^---- .* stdout ----$' "$1" | head -n 60
 }
 for b in ${broken[@]+"${broken[@]}"}; do
   echo "=== $b FAILED: its failures (test-artifacts/$b.log)"
@@ -107,7 +107,7 @@ for b in ${broken[@]+"${broken[@]}"}; do
 done
 
 echo "=== step times (seconds of wall time and of CPU time; steps of one phase ran side by side)"
-row() { local rc secs cpu; read -r rc secs cpu <"test-artifacts/steps/$1"; printf '  %-17s %5s %6s  %s\n' "$1" "$secs" "${cpu:+cpu $cpu}" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; }
+row() { local rc secs cpu; read -r rc secs cpu <"test-artifacts/steps/$1"; printf '  %-17s %5s  %-9s %s\n' "$1" "$secs" "${cpu:+cpu $cpu}" "$([ "$rc" = 0 ] && echo ok || echo FAILED)"; }
 for name in setup build; do row "$name"; done
 for phase in "${PHASES[@]}"; do
   for name in $phase; do row "$name"; done
