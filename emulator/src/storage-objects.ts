@@ -163,7 +163,8 @@ function readBody(req: http.IncomingMessage, limit = 2 ** 31): Promise<Buffer> {
 
 /** `multipart/related`: the object's JSON metadata, then its bytes (the JSON API's `uploadType=multipart`). */
 function parseRelated(contentType: string, body: Buffer): { meta: Record<string, unknown>; data: Buffer } {
-  const boundary = /boundary="?([^";]+)"?/i.exec(contentType)?.[1];
+  // Python's email package (gcloud's apitools) quotes the boundary with ' and ends lines with a bare LF.
+  const boundary = /boundary=(?:"([^"]+)"|'([^']+)'|([^;\s]+))/i.exec(contentType)?.slice(1).find((b) => b !== undefined);
   if (!boundary) throw new BadObjectName('A multipart upload needs a multipart/related Content-Type with a boundary.');
   const delim = Buffer.from(`--${boundary}`);
   const parts: Buffer[] = [];
@@ -175,10 +176,13 @@ function parseRelated(contentType: string, body: Buffer): { meta: Record<string,
     at = next;
   }
   const split = (p: Buffer): Buffer => {
-    const cut = p.indexOf('\r\n\r\n');
-    // The part ends with the CRLF before the next delimiter.
-    const content = cut >= 0 ? p.subarray(cut + 4) : Buffer.alloc(0);
-    return content.subarray(0, content.length >= 2 && content.subarray(-2).toString() === '\r\n' ? content.length - 2 : content.length);
+    const crlf = p.indexOf('\r\n\r\n');
+    const lf = p.indexOf('\n\n');
+    const useLf = lf >= 0 && (crlf < 0 || lf < crlf);
+    const content = useLf ? p.subarray(lf + 2) : crlf >= 0 ? p.subarray(crlf + 4) : Buffer.alloc(0);
+    // The line break before the next delimiter belongs to the delimiter, not to the data.
+    const eol = content.subarray(-2).toString('latin1') === '\r\n' ? 2 : content.subarray(-1).toString('latin1') === '\n' ? 1 : 0;
+    return content.subarray(0, content.length - eol);
   };
   if (parts.length < 2) throw new BadObjectName('A multipart upload needs two parts: the metadata, then the data.');
   return { meta: JSON.parse(split(parts[0]).toString('utf8') || '{}') as Record<string, unknown>, data: split(parts[1]) };
@@ -197,7 +201,7 @@ export class Uploads {
   constructor(private readonly bucketRoot: (bucket: string) => string | undefined) {}
 
   async handle(req: http.IncomingMessage, url: URL, base: string, r: Responder): Promise<void> {
-    const m = /^\/upload\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
+    const m = /^\/(?:resumable\/)?upload\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
     const bucket = decodeName(m?.[1] ?? '', 'bucket name');
     if (!bucket) return r.fail(404, `Not a Cloud Storage upload path: ${url.pathname}.`, 'notFound');
     const root = this.bucketRoot(bucket);

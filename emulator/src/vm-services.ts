@@ -157,7 +157,7 @@ export class VmServices {
       const vm = m ? this.byToken.get(digest(m[1])) : undefined;
       if (!vm) return fail(401, m ? 'The access token is not that of an emulated VM that still exists.' : 'Anonymous caller does not have storage.objects.get access.', 'required');
       const base = `http://${local}:${req.socket.localPort ?? 0}`;
-      if (url.pathname.startsWith('/upload/storage/v1/') && (req.method === 'POST' || req.method === 'PUT')) {
+      if (/^\/(resumable\/)?upload\/storage\/v1\//.test(url.pathname) && (req.method === 'POST' || req.method === 'PUT')) {
         return await this.uploads.handle(req, url, base, r);
       }
       if (req.method !== 'GET') return fail(405, `This emulator's Cloud Storage takes no ${req.method} ${url.pathname}.`, 'methodNotAllowed');
@@ -199,11 +199,14 @@ export class VmServices {
     const list = /^\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
     const one = /^\/(?:download\/)?storage\/v1\/b\/([^/]+)\/o\/(.+)$/.exec(url.pathname);
     const bucketOnly = /^\/storage\/v1\/b\/([^/]+)$/.exec(url.pathname);
-    const bucket = decodeName((list ?? one ?? bucketOnly)?.[1] ?? '', 'bucket name');
+    // What gcloud storage asks before it writes: whether the bucket has a hierarchical namespace (it has not).
+    const layout = /^\/storage\/v1\/b\/([^/]+)\/storageLayout$/.exec(url.pathname);
+    const bucket = decodeName((list ?? one ?? bucketOnly ?? layout)?.[1] ?? '', 'bucket name');
     if (!bucket) return fail(404, `Not a Cloud Storage JSON API path: ${url.pathname}.`, 'notFound');
     const root = this.bucketRoot(bucket);
     if (!root) return fail(404, 'The specified bucket does not exist.', 'notFound');
     if (bucketOnly) return json(200, { kind: 'storage#bucket', id: bucket, name: bucket, location: 'US', storageClass: 'STANDARD' });
+    if (layout) return json(200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
     if (list) return json(200, listPage(root, url.searchParams, (name) => objectResource(base, bucket, name, path.join(root, name))));
     const name = decodeName(one?.[2] ?? '', 'object name');
     const file = path.join(root, name);
