@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { TpwError } from '../errors';
-import type { TokenSource } from '../gke/credentials';
 
 /**
  * Reading Cloud Storage over its JSON API as Google serves it (`GET /storage/v1/b/B/o?prefix=…`, a page at a time
@@ -11,6 +10,13 @@ import type { TokenSource } from '../gke/credentials';
  * credentials the GKE target uses. What a GKE run's pods copied to its artifact folder comes back through it. The
  * endpoint is `https://storage.googleapis.com` on Google and the emulator's REST server locally.
  */
+
+/** Where a bearer token comes from (gke/credentials.ts makes them: ADC, or the emulator's token). */
+export interface TokenSource {
+  /** For messages: "Application Default Credentials", "the local emulator's token". */
+  readonly describe: string;
+  token(): Promise<string>;
+}
 
 export const GOOGLE_STORAGE_ENDPOINT = 'https://storage.googleapis.com';
 

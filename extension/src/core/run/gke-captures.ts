@@ -1,7 +1,7 @@
 import * as path from 'node:path';
-import type { GkeRunRef } from '../run/registry';
+import type { GkeRunRef } from './registry';
 import { parseGsUrl, type GcsReader } from '../storage/gcs-reader';
-import { isCaptureName } from './capture-names';
+import { isCaptureName } from '../profiles/capture-names';
 
 /**
  * A GKE run's profile captures, which travel through Cloud Storage: the trainer writes them in the pod's run
