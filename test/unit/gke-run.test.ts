@@ -446,6 +446,13 @@ test('profiles travel through Cloud Storage: pods 0 and 3 copy their capture to 
     assert.equal(r?.code, 0, r?.err);
     assert.ok((JSON.parse(r!.out) as { ops: unknown[] }).ops.length > 0, 'the op table of the fetched capture');
   }
+  // The CLI: `tpw profile --run RUN` fetches them per pod and analyzes the folder.
+  const cli = await tpwInProcess(['profile', '--run', result.runId, '--json'], { cwd: ws, env: { TPW_HOME: f.dir } });
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.match(cli.stderr, new RegExp(`^Fetched 2 captures of run ${result.runId} into .*profiles/${result.runId}$`, 'm'));
+  const both = JSON.parse(cli.stdout) as { device: { host_count: number }; ops: unknown[] };
+  assert.equal(both.device.host_count, 2, 'both pods\' captures, side by side');
+  assert.ok(both.ops.length > 0);
   const oneLine = (re: RegExp) => (e: unknown) => isTpwError(e) && !e.message.includes('\n') && re.test(e.message);
   const refused = new GcsReader(staticToken('not-the-token', 'a stale token'), `http://${f.ep.host}:${f.ep.restPort}`);
   await assert.rejects(listGkeCaptures(refused, rec.gke!), oneLine(/^Cloud Storage refused a stale token for bucket "tpw-artifacts" \(/));
