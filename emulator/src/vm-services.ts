@@ -11,8 +11,9 @@ import { BadObjectName, decodeName, isObjectFile, listPage, objectResource, Uplo
  * What a TPU VM's own tools reach besides the TPU API: the GCE metadata server (where `gcloud` on the VM gets
  * the VM service account's token and the project) and the subset of the Cloud Storage JSON API that
  * `gcloud storage rsync` / `cp` use to copy from and to a bucket (get an object, list objects by prefix and
- * delimiter a page at a time, download, and upload as media, multipart or resumable). One loopback HTTP server; the emulated workers find it through gcloud's and google-auth's own
- * overrides (workerEnv), where a real VM has metadata.google.internal and storage.googleapis.com.
+ * delimiter a page at a time, download, and upload as media, multipart or resumable: storage-objects.ts). One
+ * loopback HTTP server; the emulated workers find it through gcloud's and google-auth's own overrides
+ * (workerEnv), where a real VM has metadata.google.internal and storage.googleapis.com.
  *
  * Buckets are folders: object `a/b.txt` of bucket `bkt` is the file `<dir>/bkt/a/b.txt`; a symlink is no object,
  * so nothing outside the folders is ever served. Who may ask:
@@ -22,7 +23,8 @@ import { BadObjectName, decodeName, isObjectFile, listPage, objectResource, Uplo
  *  - each VM asks at an address of its own (its first worker's, as a real VM reaches its own metadata server),
  *    so the metadata server knows which VM asks and hands it that VM's service-account token, which dies with
  *    the VM; Cloud Storage takes only such a token (never the emulator's REST token, which can put SSH keys on
- *    every worker) and reads the buckets of the VM's project.
+ *    every worker) and reads and writes the buckets of the VM's project. The owner reads them with the REST
+ *    token through the REST server (serveOwner), which checks that token as for every other call.
  *  - metadata requests need `Metadata-Flavor: Google` (as the real server), a loopback Host, and no browser.
  */
 
