@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
  */
 const CORE_LAYERS = [
   ['errors.ts', 'paths.ts'],
-  ['local-emulator.ts', 'change-journal.ts', 'ssh', 'recipes'],
+  ['local-emulator.ts', 'change-journal.ts', 'ssh', 'recipes', 'storage'],
   ['tpu', 'sync', 'profiles', 'chips'],
   ['compute'],
   ['gke'],

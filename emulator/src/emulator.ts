@@ -258,6 +258,7 @@ export class Emulator {
       log: this.log,
       compute,
       gke,
+      storage: (req, res, base) => services.serveOwner(req, res, base),
     });
     const restPort = await this.restValue.listen();
     gke.start(token);

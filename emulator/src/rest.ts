@@ -62,6 +62,8 @@ export interface RestServerOptions {
   compute?: ComputeState;
   /** GKE: with it, the server also answers the container/v1 subset (gke/gke-rest.ts). */
   gke?: GkeService;
+  /** Cloud Storage reads with the owner's token (vm-services.ts serveOwner), as `storage.googleapis.com` takes a user's. */
+  storage?: (req: http.IncomingMessage, res: http.ServerResponse, base: string) => void;
 }
 
 type Query = URLSearchParams;
@@ -182,6 +184,11 @@ export class RestServer {
     try {
       const refused = guardRequest(req, { token: this.opts.token, port: () => this.port, host: this.opts.host ?? '127.0.0.1' }, { multipartMixed: batch });
       if (refused) throw refused;
+      if (this.opts.storage && /^\/(download\/)?storage\/v1\//.test(url.pathname)) {
+        this.opts.storage(req, res, `http://${req.headers.host ?? `127.0.0.1:${this.port}`}`);
+        this.log(`${method} ${url.pathname}${url.search} -> ${res.statusCode}`);
+        return;
+      }
       if (batch) {
         // Each part is a call of its own, under the outer request's credentials (checked above).
         const parts = parseBatch(String(req.headers['content-type'] ?? ''), await readBody(req));

@@ -5,13 +5,15 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { peerUid } from './peer-uid';
 import { guardRequest } from './rest-guard';
+import { BadObjectName, decodeName, isObjectFile, listPage, objectResource, Uploads } from './storage-objects';
 
 /**
  * What a TPU VM's own tools reach besides the TPU API: the GCE metadata server (where `gcloud` on the VM gets
  * the VM service account's token and the project) and the subset of the Cloud Storage JSON API that
- * `gcloud storage rsync` / `cp` use to copy from a bucket (get an object, list objects by prefix and delimiter,
- * download). One loopback HTTP server; the emulated workers find it through gcloud's and google-auth's own
- * overrides (workerEnv), where a real VM has metadata.google.internal and storage.googleapis.com.
+ * `gcloud storage rsync` / `cp` use to copy from and to a bucket (get an object, list objects by prefix and
+ * delimiter a page at a time, download, and upload as media, multipart or resumable: storage-objects.ts). One
+ * loopback HTTP server; the emulated workers find it through gcloud's and google-auth's own overrides
+ * (workerEnv), where a real VM has metadata.google.internal and storage.googleapis.com.
  *
  * Buckets are folders: object `a/b.txt` of bucket `bkt` is the file `<dir>/bkt/a/b.txt`; a symlink is no object,
  * so nothing outside the folders is ever served. Who may ask:
@@ -21,7 +23,8 @@ import { guardRequest } from './rest-guard';
  *  - each VM asks at an address of its own (its first worker's, as a real VM reaches its own metadata server),
  *    so the metadata server knows which VM asks and hands it that VM's service-account token, which dies with
  *    the VM; Cloud Storage takes only such a token (never the emulator's REST token, which can put SSH keys on
- *    every worker) and reads the buckets of the VM's project.
+ *    every worker) and reads and writes the buckets of the VM's project. The owner reads them with the REST
+ *    token through the REST server (serveOwner), which checks that token as for every other call.
  *  - metadata requests need `Metadata-Flavor: Google` (as the real server), a loopback Host, and no browser.
  */
 
@@ -35,18 +38,6 @@ export interface VmServicesOptions {
 
 const SERVICE_ACCOUNT = (project: string) => `tpu-vm@${project}.iam.gserviceaccount.com`;
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
-
-/** CRC32C (Castagnoli), as Cloud Storage reports it: big-endian, base64. gcloud checks every download against it. */
-function crc32c(data: Buffer): string {
-  let c = ~0;
-  for (const byte of data) {
-    c ^= byte;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-  }
-  const out = Buffer.alloc(4);
-  out.writeUInt32BE(~c >>> 0);
-  return out.toString('base64');
-}
 
 /** A VM the services know: where it asks, and its service account's token. */
 interface Vm {
@@ -70,6 +61,24 @@ export class VmServices {
   listen(): Promise<void> {
     fs.mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
     return Promise.resolve();
+  }
+
+  /**
+   * The emulator's owner, reading Cloud Storage through the REST server with the emulator's token (checked there),
+   * as a user's own credentials read their buckets on Google. Reads only: what the product needs (a GKE run's
+   * artifacts). Answers as `handle` does.
+   */
+  serveOwner(req: http.IncomingMessage, res: http.ServerResponse, base: string): void {
+    const r = responder(res);
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://vm-services');
+      if (req.method !== 'GET') return r.fail(405, `The emulator's Cloud Storage takes only reads with its own token (${req.method} ${url.pathname}).`, 'methodNotAllowed');
+      this.storage(url, base, r);
+    } catch (e) {
+      if (e instanceof BadObjectName) return r.fail(400, e.message, 'invalid');
+      r.fail(500, (e as Error).message, 'backendError');
+    }
   }
 
   /** Listens at `address` (a worker's) for VM `vmId`, which gets a token of its own with the first address. */
@@ -119,7 +128,7 @@ export class VmServices {
     return { GCE_METADATA_ROOT: at, GCE_METADATA_HOST: at, GCE_METADATA_IP: at, CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE: `http://${at}/storage/v1/` };
   }
 
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://vm-services');
@@ -127,12 +136,8 @@ export class VmServices {
       res.writeHead(400).end();
       return;
     }
-    const send = (code: number, body: string | Buffer, type: string, headers: Record<string, string> = {}) => {
-      res.writeHead(code, { 'Content-Type': type, 'Metadata-Flavor': 'Google', ...headers });
-      res.end(body);
-    };
-    const json = (code: number, body: unknown) => send(code, JSON.stringify(body), 'application/json; charset=UTF-8');
-    const fail = (code: number, message: string, reason: string) => json(code, { error: { code, message, errors: [{ message, reason, domain: 'global' }] } });
+    const r = responder(res);
+    const { send, json, fail } = r;
     try {
       const uid = peerUid(req.socket);
       if (this.owner !== undefined && uid !== this.owner) {
@@ -153,8 +158,12 @@ export class VmServices {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
       const vm = m ? this.byToken.get(digest(m[1])) : undefined;
       if (!vm) return fail(401, m ? 'The access token is not that of an emulated VM that still exists.' : 'Anonymous caller does not have storage.objects.get access.', 'required');
-      if (req.method !== 'GET') return fail(405, `This emulator's Cloud Storage is read-only (${req.method} ${url.pathname}).`, 'methodNotAllowed');
-      this.storage(url, `http://${local}:${req.socket.localPort ?? 0}`, send, json, fail);
+      const base = `http://${local}:${req.socket.localPort ?? 0}`;
+      if (/^\/(resumable\/)?upload\/storage\/v1\//.test(url.pathname) && (req.method === 'POST' || req.method === 'PUT')) {
+        return await this.uploads.handle(req, url, base, r);
+      }
+      if (req.method !== 'GET') return fail(405, `This emulator's Cloud Storage takes no ${req.method} ${url.pathname}.`, 'methodNotAllowed');
+      this.storage(url, base, r);
     } catch (e) {
       if (e instanceof BadObjectName) return fail(400, e.message, 'invalid');
       this.opts.log?.(`vm-services: ${req.method} ${url.pathname}: ${(e as Error).message}`);
@@ -179,37 +188,28 @@ export class VmServices {
     return { access_token: vm.token, expires_in: 3599, token_type: 'Bearer' };
   }
 
-  private storage(
-    url: URL,
-    base: string,
-    send: (code: number, body: string | Buffer, type: string, headers?: Record<string, string>) => void,
-    json: (code: number, body: unknown) => void,
-    fail: (code: number, message: string, reason: string) => void,
-  ): void {
+  private readonly uploads = new Uploads((bucket) => this.bucketRoot(bucket));
+
+  /** A bucket's folder, or undefined where there is no such bucket. */
+  private bucketRoot(bucket: string): string | undefined {
+    const root = path.join(this.opts.dir, bucket);
+    // lstat: a bucket folder that is a symlink is no bucket (it would lead anywhere).
+    return /^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$/.test(bucket) && fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory() ? root : undefined;
+  }
+
+  private storage(url: URL, base: string, { send, json, fail }: Responder): void {
     const list = /^\/storage\/v1\/b\/([^/]+)\/o$/.exec(url.pathname);
     const one = /^\/(?:download\/)?storage\/v1\/b\/([^/]+)\/o\/(.+)$/.exec(url.pathname);
     const bucketOnly = /^\/storage\/v1\/b\/([^/]+)$/.exec(url.pathname);
-    const bucket = decodeName((list ?? one ?? bucketOnly)?.[1] ?? '', 'bucket name');
+    // What gcloud storage asks before it writes: whether the bucket has a hierarchical namespace (it has not).
+    const layout = /^\/storage\/v1\/b\/([^/]+)\/storageLayout$/.exec(url.pathname);
+    const bucket = decodeName((list ?? one ?? bucketOnly ?? layout)?.[1] ?? '', 'bucket name');
     if (!bucket) return fail(404, `Not a Cloud Storage JSON API path: ${url.pathname}.`, 'notFound');
-    const root = path.join(this.opts.dir, bucket);
-    // lstat: a bucket folder that is a symlink is no bucket (it would lead anywhere).
-    if (!/^[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]$/.test(bucket) || !fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory()) {
-      return fail(404, 'The specified bucket does not exist.', 'notFound');
-    }
+    const root = this.bucketRoot(bucket);
+    if (!root) return fail(404, 'The specified bucket does not exist.', 'notFound');
     if (bucketOnly) return json(200, { kind: 'storage#bucket', id: bucket, name: bucket, location: 'US', storageClass: 'STANDARD' });
-    if (list) {
-      const prefix = url.searchParams.get('prefix') ?? '';
-      const delimiter = url.searchParams.get('delimiter');
-      const items: unknown[] = [];
-      const prefixes = new Set<string>();
-      for (const name of objectNames(root).filter((n) => n.startsWith(prefix))) {
-        const rest = name.slice(prefix.length);
-        const cut = delimiter ? rest.indexOf(delimiter) : -1;
-        if (delimiter && cut >= 0) prefixes.add(prefix + rest.slice(0, cut + delimiter.length));
-        else items.push(objectResource(base, bucket, name, path.join(root, name)));
-      }
-      return json(200, { kind: 'storage#objects', ...(items.length ? { items } : {}), ...(prefixes.size ? { prefixes: [...prefixes].sort() } : {}) });
-    }
+    if (layout) return json(200, { kind: 'storage#storageLayout', bucket, location: 'US', locationType: 'multi-region', hierarchicalNamespace: { enabled: false } });
+    if (list) return json(200, listPage(root, url.searchParams, (name) => objectResource(base, bucket, name, path.join(root, name))));
     const name = decodeName(one?.[2] ?? '', 'object name');
     const file = path.join(root, name);
     if (!name || !isObjectFile(root, file)) return fail(404, `No such object: ${bucket}/${name}`, 'notFound');
@@ -221,77 +221,20 @@ export class VmServices {
   }
 }
 
+type Responder = ReturnType<typeof responder>;
+
+/** How every answer is written: Google's headers, its JSON error body. */
+function responder(res: http.ServerResponse) {
+  const send = (code: number, body: string | Buffer, type: string, headers: Record<string, string> = {}) => {
+    res.writeHead(code, { 'Content-Type': type, 'Metadata-Flavor': 'Google', ...headers });
+    res.end(body);
+  };
+  const json = (code: number, body: unknown, headers: Record<string, string> = {}) => send(code, JSON.stringify(body), 'application/json; charset=UTF-8', headers);
+  const fail = (code: number, message: string, reason: string) => json(code, { error: { code, message, errors: [{ message, reason, domain: 'global' }] } });
+  return { send, json, fail, res };
+}
+
 function digest(token: string): string {
   return crypto.createHash('sha256').update(token).digest('base64');
 }
 
-class BadObjectName extends Error {}
-
-/** A name from the URL: a bad `%` escape or a NUL is the client's error (400), as Cloud Storage answers it. */
-function decodeName(raw: string, what: string): string {
-  let name: string;
-  try {
-    name = decodeURIComponent(raw);
-  } catch {
-    throw new BadObjectName(`The ${what} "${raw.slice(0, 100)}" has a malformed %-escape.`);
-  }
-  if (name.includes('\0')) throw new BadObjectName(`The ${what} contains a NUL character, which Cloud Storage does not allow.`);
-  return name;
-}
-
-/**
- * Whether `file` is a regular file under `root` reached through no symlink at all: an object name that climbs
- * out (`..`), names a folder, or passes through a link (one to /etc/shadow, say) is no object.
- */
-function isObjectFile(root: string, file: string): boolean {
-  const inside = path.relative(root, file);
-  if (inside === '' || inside.startsWith('..') || path.isAbsolute(inside)) return false;
-  let at = root;
-  for (const part of inside.split(path.sep)) {
-    at = path.join(at, part);
-    const st = fs.lstatSync(at, { throwIfNoEntry: false });
-    if (!st || st.isSymbolicLink()) return false;
-  }
-  return fs.lstatSync(file).isFile();
-}
-
-/** Every file under `root` as an object name (`a/b.txt`), sorted as Cloud Storage lists them. */
-function objectNames(root: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(r);
-      else if (e.isFile()) out.push(r);
-    }
-  };
-  walk('');
-  return out.sort();
-}
-
-function objectResource(base: string, bucket: string, name: string, file: string) {
-  const data = fs.readFileSync(file);
-  const st = fs.statSync(file);
-  const time = st.mtime.toISOString();
-  // The generation changes when the file does, as an overwritten object gets a new one.
-  const generation = String(Math.floor(st.mtimeMs * 1000));
-  return {
-    kind: 'storage#object',
-    id: `${bucket}/${name}/${generation}`,
-    name,
-    bucket,
-    generation,
-    metageneration: '1',
-    size: String(data.length),
-    md5Hash: crypto.createHash('md5').update(data).digest('base64'),
-    crc32c: crc32c(data),
-    contentType: 'application/octet-stream',
-    storageClass: 'STANDARD',
-    timeCreated: time,
-    updated: time,
-    selfLink: `${base}/storage/v1/b/${bucket}/o/${encodeURIComponent(name)}`,
-    // Where gcloud downloads a whole object from (its metadata's mediaLink, as Cloud Storage gives it).
-    mediaLink: `${base}/download/storage/v1/b/${bucket}/o/${encodeURIComponent(name)}?generation=${generation}&alt=media`,
-    etag: crypto.createHash('sha256').update(`${name}:${generation}`).digest('base64').slice(0, 12),
-  };
-}

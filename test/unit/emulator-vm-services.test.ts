@@ -3,7 +3,8 @@
  * gcloud on a worker reads works (task-launch.test.ts copies gs:// mounts with the real gcloud); what must not
  * is refused: metadata without `Metadata-Flavor: Google` or from a browser, storage without a VM's token (or with
  * another, or a deleted VM's), object names that climb out of their bucket or pass through a symlink, bad
- * escapes and NULs (400, not 500), writes; and a second local user gets nothing at all.
+ * escapes and NULs (400, not 500), deletes; and a second local user gets nothing at all. Writes come as gcloud
+ * storage cp sends them (gke-run.test.ts runs the real gcloud in pods); the product's reader (core/storage) pages.
  */
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
@@ -12,6 +13,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it, test } from 'node:test';
 import { VmServices } from '../../emulator/src/vm-services';
+import { staticToken } from '../../extension/src/core/gke/credentials';
+import { isTpwError } from '../../extension/src/core/errors';
+import { GcsReader } from '../../extension/src/core/storage/gcs-reader';
 import { testAddressPrefix } from '../helpers/loopback';
 import { SECOND_USER_SKIP, secondUserFixture } from '../helpers/second-user';
 
@@ -108,6 +112,66 @@ test('each VM has a token of its own that dies with it; symlinks, bad escapes an
     assert.equal(((await r.json()) as { error: { errors: { reason: string }[] } }).error.errors[0].reason, 'invalid');
   }
   assert.equal((await fetch(`${base}/storage/v1/b/bk%zzt/o`, { headers: auth() })).status, 400);
+});
+
+test('uploads as gcloud sends them: media, multipart (apitools: a \'-quoted boundary, bare LFs), resumable in chunks; names that climb out are refused', async () => {
+  fs.mkdirSync(path.join(dir, 'store/upl'), { recursive: true });
+  const stored = (name: string) => fs.readFileSync(path.join(dir, 'store/upl', name));
+  const data = Buffer.concat([Buffer.from('\n\r\n--x\n'), crypto.randomBytes(3000), Buffer.from('\r\n')]);
+  const media = await fetch(`${base}/upload/storage/v1/b/upl/o?uploadType=media&name=m%2Fa.bin`, { method: 'POST', headers: auth(), body: data });
+  assert.equal(media.status, 200);
+  assert.equal(((await media.json()) as { md5Hash: string }).md5Hash, crypto.createHash('md5').update(data).digest('base64'));
+  assert.ok(stored('m/a.bin').equals(data));
+  const b = '===============7853279394417345798==';
+  const related = Buffer.concat([Buffer.from(`--${b}\nContent-Type: application/json\nMIME-Version: 1.0\n\n{"bucket": "upl", "name": "p/0-1/h.xplane.pb"}\n--${b}\nContent-Type: application/octet-stream\nMIME-Version: 1.0\nContent-Transfer-Encoding: binary\n\n`), data, Buffer.from(`\n--${b}--`)]);
+  const multi = await fetch(`${base}/upload/storage/v1/b/upl/o?uploadType=multipart`, { method: 'POST', headers: { ...auth(), 'Content-Type': `multipart/related; boundary='${b}'` }, body: related });
+  assert.equal(multi.status, 200, await multi.clone().text());
+  assert.ok(stored('p/0-1/h.xplane.pb').equals(data), 'the data part byte for byte, its leading LF kept');
+  const start = await fetch(`${base}/resumable/upload/storage/v1/b/upl/o?uploadType=resumable`, { method: 'POST', headers: { ...auth(), 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'r/big.bin' }) });
+  const session = start.headers.get('location')!;
+  assert.match(session, /upload_id=/);
+  const first = await fetch(session, { method: 'PUT', headers: { ...auth(), 'Content-Range': `bytes 0-999/${data.length}` }, body: data.subarray(0, 1000) });
+  assert.equal(first.status, 308);
+  assert.equal(first.headers.get('range'), 'bytes=0-999');
+  const last = await fetch(session, { method: 'PUT', headers: { ...auth(), 'Content-Range': `bytes 1000-${data.length - 1}/${data.length}` }, body: data.subarray(1000) });
+  assert.equal(last.status, 200);
+  assert.ok(stored('r/big.bin').equals(data));
+  for (const bad of ['..%2Fescape.txt', 'a%2F..%2F..%2Fx', 'a%2F%2Fb', '']) {
+    const r = await fetch(`${base}/upload/storage/v1/b/upl/o?uploadType=media&name=${bad}`, { method: 'POST', headers: auth(), body: 'x' });
+    assert.equal(r.status, 400, bad);
+  }
+  assert.ok(!fs.existsSync(path.join(dir, 'store/escape.txt')) && !fs.existsSync(path.join(dir, 'x')));
+  assert.equal((await fetch(`${base}/upload/storage/v1/b/upl/o?uploadType=media&name=n.txt`, { method: 'POST', body: 'x' })).status, 401, 'no token, no write');
+  assert.equal((await fetch(`${base}/upload/storage/v1/b/nope/o?uploadType=media&name=n.txt`, { method: 'POST', headers: auth(), body: 'x' })).status, 404);
+});
+
+test('the product\'s Cloud Storage reader follows nextPageToken to the last page, downloads byte for byte, and says a refusal and a missing bucket in one line naming the bucket', async () => {
+  fs.mkdirSync(path.join(dir, 'store/pages/run/profile/0-0'), { recursive: true });
+  const names = ['run/profile/0-0/a.pb', 'run/profile/0-0/b.pb', 'run/profile/0-1', 'run/profile/1-0.x', 'run/profile/z'];
+  fs.mkdirSync(path.join(dir, 'store/pages/other'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'store/pages/other/not-listed'), 'x');
+  for (const [i, n] of names.entries()) fs.writeFileSync(path.join(dir, 'store/pages', n), 'y'.repeat(i + 1));
+  // The server pages as Google does: two per page, three pages.
+  let pages = 0;
+  let pageToken = '';
+  do {
+    const page = (await (await fetch(`${base}/storage/v1/b/pages/o?prefix=run%2F&maxResults=2${pageToken ? `&pageToken=${pageToken}` : ''}`, { headers: auth() })).json()) as { items: unknown[]; nextPageToken?: string };
+    pages++;
+    assert.ok(page.items.length <= 2);
+    pageToken = page.nextPageToken ?? '';
+  } while (pageToken);
+  assert.equal(pages, 3);
+  const reader = new GcsReader(staticToken(token, "the VM's token"), base, 2);
+  const listed = await reader.list('pages', 'run/');
+  assert.deepEqual(listed.map((o) => [o.name, o.bytes]), names.map((n, i) => [n, i + 1]));
+  const local = path.join(dir, 'got', 'b.pb');
+  await reader.download('pages', 'run/profile/0-0/b.pb', local);
+  assert.equal(fs.readFileSync(local, 'utf8'), 'yy');
+  assert.deepEqual(fs.readdirSync(path.dirname(local)), ['b.pb'], 'no partial file left');
+  const oneLine = (re: RegExp) => (e: unknown) => isTpwError(e) && !e.message.includes('\n') && re.test(e.message);
+  await assert.rejects(new GcsReader(staticToken('not-a-token', 'a revoked token'), base).list('pages', ''), oneLine(/^Cloud Storage refused a revoked token for bucket "pages" \(/));
+  await assert.rejects(reader.list('no-such-bucket', ''), oneLine(/^Cloud Storage bucket "no-such-bucket" does not exist\.$/));
+  await assert.rejects(reader.download('pages', 'run/nothing', path.join(dir, 'got', 'n')), oneLine(/no such object in bucket "pages"/));
 });
 
 describe('a second local user', { skip: SECOND_USER_SKIP }, () => {

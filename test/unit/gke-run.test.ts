@@ -25,6 +25,10 @@ import { testAddressPrefix } from '../helpers/loopback';
 import { buildProductionBundles, productionTpw } from '../helpers/production-cli';
 import { diffPaths, xpkCases } from '../helpers/xpk-fixtures';
 import { renderJobSet } from '../../extension/src/core/gke/manifest';
+import { fetchGkeCaptures, listGkeCaptures } from '../../extension/src/core/run/gke-captures';
+import { ProfileWasm } from '../../extension/src/core/profiles/wasm-host';
+import { GcsReader } from '../../extension/src/core/storage/gcs-reader';
+import { storageDir } from '../../emulator/src/emulator';
 
 const k8s = k8sLib();
 const ZONE = 'us-central2-b';
@@ -396,6 +400,63 @@ test('a JobSet restart: the run follows the new attempt’s pods to the end, say
   const kube = backend.gke.kube(cluster);
   const children = workloadChildren(await getWorkload(kube, 'default', rec.gke!.jobset), await listPods(kube, 'default', rec.gke!.jobset));
   assert.ok('pods' in children && children.pods.length === 4 && children.pods.every(({ pod, row }) => pod.restartAttempt === 1 && row.description.includes('attempt 1')), JSON.stringify(children));
+});
+
+const hasGcloud = (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'gcloud')));
+/** A real capture of the trainer (test/fixtures/profiles/real/cpu/README.md says how it was made). */
+const CAPTURE = path.join(__dirname, '../fixtures/profiles/real/cpu/cpu-trainer-torch-xla.xplane.pb');
+
+test('profiles travel through Cloud Storage: pods 0 and 3 copy their capture to the artifact dir with the real gcloud, and the run\'s reader lists them per pod, fetches them and they analyze', { skip: !hasGcloud && 'gcloud is not installed on this machine' }, async () => {
+  // A bucket of the emulator is a folder of its storage.
+  fs.mkdirSync(path.join(storageDir(path.join(f.dir, 'emulator')), 'tpw-artifacts'), { recursive: true });
+  fs.copyFileSync(CAPTURE, path.join(ws, 'capture.xplane.pb'));
+  const cluster = await backend.gke.findCluster(f.project, CLUSTER);
+  const c = collector();
+  // As the trainer's profiler leaves it: <profile_dir>/plugins/profile/<run>/<host>.xplane.pb, on two of the pods.
+  const recipe = `python3 -c "import os, shutil; w = os.environ['TPW_WORKER_INDEX']; d = os.path.join(os.environ['TPW_RUN_DIR'], 'profile', 'plugins', 'profile', '2026_11_29_05_00_00'); w in ('0', '3') and (os.makedirs(d), shutil.copy('capture.xplane.pb', os.path.join(d, 'pod' + w + '.xplane.pb')))"\n`;
+  const result = await runRecipeOnGke({
+    gke: backend.gke,
+    cluster,
+    tpuType: 'v5litepod-16',
+    numSlices: 1,
+    image: 'i',
+    artifactDir: 'gs://tpw-artifacts/runs/',
+    recipePath: writeRecipe('profiled.sh', recipe),
+    workspaceRoot: ws,
+    tpwHome: f.dir,
+    pollMs: 500,
+    listener: c.listener,
+  });
+  assert.equal(result.ok, true, JSON.stringify(result));
+  for (let w = 0; w < 4; w++) assert.ok(!(c.lines.get(w) ?? []).some((l) => l.startsWith('tpw: could not copy')), `w${w}: ${c.lines.get(w)?.join(' | ')}`);
+  const rec = loadRun(result.runId, f.dir);
+  assert.equal(rec.gke?.artifactDir, 'gs://tpw-artifacts/runs/');
+  // Through the emulator's REST server with the owner's token, as the product reads Google's Cloud Storage.
+  const captures = await listGkeCaptures(backend.gke.storage, rec.gke!);
+  assert.deepEqual(
+    captures.map((x) => [x.pod, x.worker, x.object]),
+    [0, 3].map((w) => [`s0w${w}`, w, `runs/${rec.gke!.jobset}/profile/0-${w}/plugins/profile/2026_11_29_05_00_00/pod${w}.xplane.pb`]),
+  );
+  const files = await fetchGkeCaptures(backend.gke.storage, rec.gke!, path.join(f.dir, 'fetched', result.runId));
+  assert.deepEqual(files.map((x) => path.relative(path.join(f.dir, 'fetched', result.runId), x)), [0, 3].map((w) => `s0w${w}/plugins/profile/2026_11_29_05_00_00/pod${w}.xplane.pb`));
+  const wasm = new ProfileWasm();
+  for (const file of files) {
+    assert.ok(fs.readFileSync(file).equals(fs.readFileSync(CAPTURE)), `${file}: the capture byte for byte`);
+    const r = wasm.cli(['--json', file]);
+    assert.equal(r?.code, 0, r?.err);
+    assert.ok((JSON.parse(r!.out) as { ops: unknown[] }).ops.length > 0, 'the op table of the fetched capture');
+  }
+  // The CLI: `tpw profile --run RUN` fetches them per pod and analyzes the folder.
+  const cli = await tpwInProcess(['profile', '--run', result.runId, '--json'], { cwd: ws, env: { TPW_HOME: f.dir } });
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.match(cli.stderr, new RegExp(`^Fetched 2 captures of run ${result.runId} into .*profiles/${result.runId}$`, 'm'));
+  const both = JSON.parse(cli.stdout) as { device: { host_count: number }; ops: unknown[] };
+  assert.equal(both.device.host_count, 2, 'both pods\' captures, side by side');
+  assert.ok(both.ops.length > 0);
+  const oneLine = (re: RegExp) => (e: unknown) => isTpwError(e) && !e.message.includes('\n') && re.test(e.message);
+  const refused = new GcsReader(staticToken('not-the-token', 'a stale token'), `http://${f.ep.host}:${f.ep.restPort}`);
+  await assert.rejects(listGkeCaptures(refused, rec.gke!), oneLine(/^Cloud Storage refused a stale token for bucket "tpw-artifacts" \(/));
+  await assert.rejects(listGkeCaptures(backend.gke.storage, { ...rec.gke!, artifactDir: 'gs://no-such-bucket/runs' }), oneLine(/^Cloud Storage bucket "no-such-bucket" does not exist\.$/));
 });
 
 test('on the API server, xpk’s JobSet and ours come out of the JobSet and Kueue webhooks the same (server-side dry run)', async () => {

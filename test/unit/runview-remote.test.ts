@@ -13,7 +13,7 @@ import { generateEd25519KeyPair } from '../../extension/src/core/ssh/keys';
 import { SshWorkerPool } from '../../emulator/src/ssh-workers';
 import { MetricsTail } from '../../extension/src/core/profiles/metrics-tail';
 import type { MetricRecord } from '../../protocol/metrics-record';
-import { fetchCapture, fetchRunArtifacts } from '../../extension/src/core/profiles/remote';
+import { fetchCapture, fetchRunArtifacts, fetchRunCaptures } from '../../extension/src/core/profiles/remote';
 import { ConnectionManager } from '../../extension/src/core/ssh/connection';
 import type { WorkerTarget } from '../../extension/src/core/ssh/types';
 import { freePort } from '../helpers/sshd';
@@ -90,6 +90,15 @@ describe('run artifacts from the workers (emulator SSH)', () => {
     cancelled.abort();
     await assert.rejects(fetchCapture(workers[0], conns, w0.captures[0].remotePath, gone, cancelled.signal), /was cancelled/);
     assert.deepEqual([fs.existsSync(gone), fs.existsSync(`${gone}.part`)], [false, false]);
+  });
+
+  it('tpw profile --run: every worker\'s captures into one folder per worker, byte for byte, and no scratch left', async () => {
+    const dest = path.join(tmp, 'profiles', RUN);
+    fs.mkdirSync(path.dirname(dest), { recursive: true });
+    const files = await fetchRunCaptures(workers, conns, RUN, dest);
+    assert.deepEqual(files.map((f) => path.relative(dest, f)).sort(), ['w0/2026_01_01_00_00_00/host a.xplane.pb', 'w1/2026_01_01_00_00_01/vm_1.pt.trace.json']);
+    assert.ok(fs.readFileSync(path.join(dest, 'w0/2026_01_01_00_00_00/host a.xplane.pb')).equals(capture));
+    assert.deepEqual(fs.readdirSync(path.dirname(dest)), [RUN], 'the metrics files fetched on the way are gone');
   });
 
   it('tails every worker\'s metrics.jsonl live: whole lines once each, a torn line when it ends, a rewritten file again', async () => {

@@ -8,6 +8,7 @@ import { emulatorRunForeground, emulatorStart, emulatorStatusCommand, emulatorSt
 import { flagsExplain, flagsLint } from './flags-commands';
 import { gkeClusters, gkeCreateNodePool, gkeNodePools, gkeQueues, gkeUse, gkeWorkloads } from './gke-commands';
 import { profileCommand } from './profile-command';
+import { profileRunCommand } from './profile-run';
 import { forwardCommand } from './forward-command';
 import { qrDelete, qrList } from './qr-commands';
 import { runCommand } from './run-command';
@@ -364,18 +365,21 @@ export const COMMANDS: readonly CommandSpec[] = [
   FLAGS,
   {
     name: 'profile',
-    usage: 'FILE|DIR [--json] [--top N]',
+    usage: 'FILE|DIR|--run RUN [--json] [--top N]',
     summary: "A capture's devices, steps and op table (on TPU and GPU as xprof's hlo_stats counts them)",
     details: [
       'FILE: an XSpace (*.xplane.pb: XLA, TorchTPU) or torch.profiler\'s Chrome trace (*.pt.trace.json: the trainer on CPU and CUDA).',
       'DIR: every capture under it, one per host of a run: hosts side by side, the slowest named, ops combined.',
+      "--run RUN: the run's captures, fetched into <TPW_HOME>/profiles/RUN/ first (a VM run's from its workers over SSH, a GKE run's from its artifact dir in Cloud Storage, per pod), then analyzed as a DIR.",
       "A capture with no TPU or GPU (XLA on CPU) gets a table of the host's XLA ops, which is ours: xprof's hlo_stats is empty there.",
     ],
     options: {
       json: { type: 'boolean', description: 'Print {"device", "steps", "ops"} as JSON' },
       top: { type: 'string', arg: 'N', description: 'Show the N ops with the most self time (default 20; 0: all)' },
+      run: { type: 'string', arg: 'RUN', description: "The run's captures, fetched first (see `tpw runs`)" },
     },
-    run: profileCommand,
+    globals: BACKEND_SSH,
+    run: (ctx) => (ctx.values.run !== undefined ? profileRunCommand(ctx) : profileCommand(ctx)),
   },
   // SkyPilot task YAMLs (core/task-yaml/).
   {

@@ -12,6 +12,8 @@ export async function profileMain(
   out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
   err: (line: string) => void = (l) => process.stderr.write(l + '\n'),
 ): Promise<number | undefined> {
+  // A run's captures are fetched first, with the backend: the full CLI's (profile-run.ts).
+  if (argv.some((a) => a === '--run' || a.startsWith('--run='))) return undefined;
   return runProfile(argv, out, err);
 }
 

@@ -10,6 +10,7 @@ import { readEmulatorEndpoint } from './local-emulator';
 import { adcTokenSource, gkeGoogleAuth, staticToken } from './gke/credentials';
 import { emulatorGkeApi, googleGkeApi } from './gke/gke-api';
 import { GkeProvider } from './gke/provider';
+import { GcsReader } from './storage/gcs-reader';
 import { isTpwError, TpwError } from './errors';
 import { emulatorDir, tpwHome } from './paths';
 import { extensionKeyPath } from './ssh/keys';
@@ -127,7 +128,8 @@ async function openEmulatorBackend(opts: BackendOptions): Promise<Backend> {
   const osLogin = emulatorOsLogin(endpoint);
   const osLoginUser = osLoginUsers(compute, osLogin, endpoint.project, opts.onNotice);
   // The emulator's clusters take its endpoint token, as GKE takes a Google access token (emulator/GKE.md §3).
-  const gke = new GkeProvider(emulatorGkeApi(endpoint), staticToken(endpoint.token, "the local emulator's token"), false);
+  const emulatorToken = staticToken(endpoint.token, "the local emulator's token");
+  const gke = new GkeProvider(emulatorGkeApi(endpoint), emulatorToken, false, new GcsReader(emulatorToken, `http://${endpoint.host}:${endpoint.restPort}`));
   return {
     kind: 'emulator',
     api,

@@ -3,6 +3,7 @@ import { kubeconfigClusterFor, type TokenSource } from './credentials';
 import type { GkeApi } from './gke-api';
 import { KubeClient } from './kube';
 import type { ClusterId, GkeCluster, GkeNodePool } from './models';
+import { GcsReader } from '../storage/gcs-reader';
 
 /**
  * The GKE target of one backend (the emulator, or a Google Cloud project): its clusters through the GKE API, and a
@@ -18,6 +19,8 @@ export class GkeProvider {
     private readonly fallbackTokens: TokenSource,
     /** The emulator answers on its own addresses: no kubeconfig of the user's applies there. */
     private readonly useKubeconfig: boolean,
+    /** Where runs' artifact folders are read (gs://…), with the same credentials: Google's Cloud Storage, or the emulator's. */
+    readonly storage: GcsReader = new GcsReader(fallbackTokens),
   ) {}
 
   listClusters(project: string, location = '-'): Promise<GkeCluster[]> {

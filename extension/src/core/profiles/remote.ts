@@ -87,3 +87,24 @@ export async function fetchCapture(worker: WorkerTarget, conns: ConnectionManage
   }
   fs.renameSync(partial, localFile);
 }
+
+/**
+ * Every capture of a run's workers copied to `<destDir>/w<N>/<its capture folder>/<file>` (`tpw profile --run`):
+ * listed as the run view lists them, fetched one after another. Returns the local files.
+ */
+export async function fetchRunCaptures(workers: readonly WorkerTarget[], conns: ConnectionManager, runId: string, destDir: string): Promise<string[]> {
+  const scratch = fs.mkdtempSync(path.join(path.dirname(destDir), `.${path.basename(destDir)}-`));
+  try {
+    const files: string[] = [];
+    for (const a of await fetchRunArtifacts(workers, conns, runId, scratch)) {
+      for (const c of a.captures) {
+        const local = path.join(destDir, `w${a.worker}`, ...c.remotePath.split('/').slice(-2));
+        await fetchCapture(workers.find((w) => w.index === a.worker)!, conns, c.remotePath, local);
+        files.push(local);
+      }
+    }
+    return files;
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}

@@ -23,6 +23,7 @@ export { attachRun, startDetached, stopDetached, type AttachHandle, type AttachO
 export { downloadRunLogs, followRun, markStopping, recordResult, statusOf, workersOfRecord, type WatchOptions } from './session';
 export { isGkeRun, stopRecordedRun, watchRecordedRun } from './dispatch';
 export { downloadGkeRunLogs, gkeRunManifest, runRecipeOnGke, type GkeRunRequest } from './gke-run';
+export { fetchGkeCaptures, listGkeCaptures, localCapturePath, type GkeCapture } from './gke-captures';
 export { deleteWorkload } from './gke-follow';
 export { firstFailure, formatRunSummary, prefixLine, RunTails, type FirstFailure } from './summary';
 export { formatDuration, isActive, listRuns, loadRun, resolveRunId, runsDir, runStatusText, type GkeRunRef, type RunRecord, type RunStatus } from './registry';

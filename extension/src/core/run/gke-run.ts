@@ -185,6 +185,7 @@ export async function runRecipeOnGke(req: GkeRunRequest): Promise<RunResult> {
       podsPerSlice: perSlice,
       image: req.image,
       ...(req.gke.api.emulator ? { emulator: true } : {}),
+      ...(req.artifactDir ? { artifactDir: req.artifactDir } : {}),
     },
     startedAt: new Date().toISOString(),
     status: 'starting',

@@ -29,6 +29,8 @@ export interface GkeRunRef {
   emulator?: boolean;
   /** How often the JobSet has restarted so far (its newest restart attempt), as a follower last saw it. */
   restarts?: number;
+  /** gs://…: where the pods copy their output and profiles (run/gke-captures.ts reads them back). */
+  artifactDir?: string;
 }
 
 export interface RunRecord {

@@ -5,7 +5,7 @@ import { formatRunSummary, loadRun, type RunResult, type WorkerResult } from '..
 import type { Ctx } from '../ctx';
 import { openRunView, RunViewPanel } from './panel';
 import { openRecordedRunView } from './recorded';
-import { liveMetrics, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
+import { liveMetrics, loadGkeCaptures, loadRemoteArtifacts, type LiveMetrics, type RunSource } from './remote';
 import { headerStatus, workerStatus } from './status';
 
 /**
@@ -68,6 +68,11 @@ export function runViewFeed(ctx: Ctx, title: string, workers: number, opts: { re
       // No last live read: the whole file is fetched next.
       void live?.stop(false);
       if (result.runId && !result.detached && overSsh) void loadRemoteArtifacts(ctx, view, result.runId);
+      // A GKE run's profiles come back from its artifact folder in Cloud Storage.
+      else if (result.runId && !result.detached) {
+        const rec = loadRun(result.runId);
+        if (rec.gke) void loadGkeCaptures(ctx, view, rec);
+      }
     },
     failed: (e, cancelled) => {
       void live?.stop(false);

@@ -3,7 +3,7 @@ import { describeError } from '../../core/errors';
 import { attachRun, formatRunSummary, isActive, isGkeRun, loadRun, watchRecordedRun, type RunRecord } from '../../core/run/engine';
 import type { Ctx } from '../ctx';
 import { RunViewPanel } from './panel';
-import { liveMetrics, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
+import { liveMetrics, loadGkeCaptures, loadRemoteArtifacts, openRunSource, type RunSource } from './remote';
 import { headerStatus, workerStatus } from './status';
 
 /**
@@ -63,6 +63,8 @@ export async function openRecordedRunView(ctx: Ctx, rec: RunRecord): Promise<voi
       const now = loadRun(rec.runId);
       if (now.status === 'preempted' || result.preempted) for (const w of result.workers) view.setWorkerStatus(w.index, 'preempted', w.exitCode);
       view.setStatus(headerStatus(result, now), now.reason ?? formatRunSummary(result));
+      // The pods copy their profiles to the artifact folder as they end: listed once the run has.
+      if (!closed.signal.aborted) await loadGkeCaptures(ctx, view, now);
     } catch (e) {
       view.setStatus('failed', `Cannot follow run ${rec.runId}: ${describeError(e)}`);
     }

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { captureHost } from '../../core/profiles/capture-names';
 import { MetricsTail } from '../../core/profiles/metrics-tail';
 import { fetchCapture, fetchRunArtifacts } from '../../core/profiles/remote';
-import { loadRun, workersOfRecord, type RunConnections } from '../../core/run/engine';
+import { listGkeCaptures, loadRun, localCapturePath, workersOfRecord, type RunConnections, type RunRecord } from '../../core/run/engine';
 import { describeError } from '../../core/errors';
 import type { Ctx } from '../ctx';
 import type { RunViewPanel } from './panel';
@@ -48,6 +48,28 @@ export async function loadRemoteArtifacts(ctx: Ctx, view: RunViewPanel, runId: s
     }
   } catch (e) {
     ctx.log.warn(`run view: fetching metrics and profiles of ${runId}: ${describeError(e)}`);
+  }
+}
+
+/**
+ * A GKE run's captures, from its artifact folder in Cloud Storage (where each pod copied them at its end):
+ * listed into the panel per pod (`s0w1`), each fetched on demand into the run's cache and analyzed as a VM
+ * run's are.
+ */
+export async function loadGkeCaptures(ctx: Ctx, view: RunViewPanel, rec: RunRecord): Promise<void> {
+  if (!rec.gke?.artifactDir) return;
+  try {
+    const backend = await ctx.backend();
+    for (const c of await listGkeCaptures(backend.gke.storage, rec.gke)) {
+      const local = localCapturePath(path.join(cacheDir(rec.runId), 'gke'), c);
+      const identity = { where: `gs://${c.bucket}`, path: c.object, bytes: c.bytes, mtimeMs: c.updatedMs };
+      view.addRemoteCapture(`${c.pod} · ${path.basename(path.dirname(c.relative))} · ${captureHost(path.basename(c.relative))}`, c.worker, identity, async (signal) => {
+        await backend.gke.storage.download(c.bucket, c.object, local, signal);
+        return local;
+      });
+    }
+  } catch (e) {
+    ctx.log.warn(`run view: profiles of ${rec.runId} in ${rec.gke.artifactDir}: ${describeError(e)}`);
   }
 }
 
