@@ -7,7 +7,8 @@
 #
 # Suites that do not share anything run side by side, in phases (PHASES below); inside a suite, test files run
 # side by side too (scripts/test-suite.sh). Each step's output goes to test-artifacts/<step>.log; a failed step's
-# failures and the end of its log end the output. Ends with each step's time and one "N passed, N failed" line over all runners.
+# failing tests and the end of its log end the output. Ends with each step's wall and CPU seconds and one
+# "N passed, N failed" line over all runners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-artifacts/steps test-artifacts/cpu
@@ -95,7 +96,7 @@ for f in test-artifacts/steps/*; do
 done
 # A failed step names its failures first (a log's tail alone can end in passing tests: node's runner prints the
 # files in the order they ended), then the end of its log.
-failures_of() { # log — node's "not ok" entries with their YAML blocks; pytest's and cargo's failure sections
+failures_of() { # log — node's "not ok" entries with their YAML blocks, pytest's FAILED/ERROR lines, cargo's failing tests
   awk '/^ *not ok /{n=40} n>0{print; n--}' "$1" | head -n 400
   grep -E '^(FAILED|ERROR) |^---- .* stdout ----$' "$1" | head -n 60
 }
